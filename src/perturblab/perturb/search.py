@@ -1,0 +1,270 @@
+"""Search methods: traverse the transformation space to minimise the goal (SCoPE Eq. 1).
+
+A search is written as a generator: it *yields* a list of model inputs it wants scored and
+receives their probabilities back. The driver (:mod:`perturblab.perturb.engine`) runs many
+searches in lock-step and scores all their requests in one batched model call, so a search
+never calls the model itself, and the original's output is computed once, up front.
+
+Greedy search (= beam search of width 1), word order "best-swap" (default):
+
+1. Score every candidate of every eligible word on the original text x (one batch).
+   Order the words by the lowest loss any of their candidates reaches.
+2. Accept the best candidate of the first word in that order: this is the single-word
+   substitution with minimum L(m(x), m(x')) — the exact one-step argmin of Eq. 1.
+3. Walk the remaining words in order; at each, score its candidates on the current text and
+   accept the best one only if it lowers the loss further (the "already perturbed"
+   constraint keeps changed words fixed). Stop at ``max_words`` changes, after
+   ``patience`` words in a row without improvement, or at loss ``<= stop_loss``.
+
+Why this order and not PWWS weighted saliency (used by the public SCoPE code through
+TextAttack): saliency ranks words by how much *removing* them moves the model, which suits
+attacks; for an invariance goal what matters is how little the best *substitute* moves it,
+and step 1 measures exactly that, making the first accepted change the one-word optimum.
+``order="saliency"`` (leave-one-out deletion, least salient first), ``"left-to-right"`` and
+``"random"`` are available for comparison.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Generator, Sequence
+
+import numpy as np
+
+from ..errors import InputError
+from ..models.base import TextInput
+from .constraints import Constraint
+from .goals import InvarianceGoal
+from .text import WordText
+from .transformations import WordSwap
+
+ORDERS = ("best-swap", "saliency", "left-to-right", "random")
+
+# status values of a SearchResult
+PERTURBED = "perturbed"
+NO_CANDIDATE = "no_candidate"
+
+
+@dataclass
+class SearchProblem:
+    """One input to perturb: its text fields, which field to change, and the capability."""
+
+    fields: tuple[str, ...]
+    transformation: WordSwap
+    constraints: list[Constraint]
+    goal: InvarianceGoal
+    rng: np.random.Generator
+    field_index: int = 0
+    pos: list[str | None] | None = None
+    max_candidates: int | None = None
+    p0: np.ndarray | None = None  # reference output on the original, set by the driver
+
+    def __post_init__(self):
+        if not 0 <= self.field_index < len(self.fields):
+            raise InputError(f"field_index {self.field_index} out of range for {len(self.fields)} field(s)")
+        self.words = WordText.from_text(self.fields[self.field_index])
+
+    def model_input(self, text: str) -> TextInput:
+        """The model input with the perturbed field put back in place."""
+        if len(self.fields) == 1:
+            return text
+        f = list(self.fields)
+        f[self.field_index] = text
+        return tuple(f)  # type: ignore[return-value]
+
+    @property
+    def original_input(self) -> TextInput:
+        return self.model_input(self.fields[self.field_index])
+
+    def pos_of(self, index: int) -> str | None:
+        return None if self.pos is None else self.pos[index]
+
+
+@dataclass
+class SearchResult:
+    """Outcome of one search: x, x' = C(x; m), the changed words and the reference loss."""
+
+    original: TextInput
+    perturbed: TextInput | None
+    changes: list[tuple[int, str, str]] = field(default_factory=list)
+    loss: float = float("nan")
+    orig_probs: np.ndarray | None = None
+    pert_probs: np.ndarray | None = None
+    status: str = NO_CANDIDATE
+    queries: int = 0  # model inputs requested (whether or not a cache served them)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == PERTURBED
+
+    @property
+    def argmax_invariant(self) -> bool | None:
+        """Whether the reference's prediction is unchanged (None when no perturbation)."""
+        if not self.ok:
+            return None
+        return int(np.argmax(self.orig_probs)) == int(np.argmax(self.pert_probs))
+
+
+SearchGen = Generator[list[TextInput], np.ndarray, SearchResult]
+
+
+class SearchMethod:
+    """Base class; subclasses implement :meth:`steps` as a generator."""
+
+    name = "search"
+
+    def steps(self, problem: SearchProblem) -> SearchGen:  # pragma: no cover - interface
+        raise NotImplementedError
+        yield []
+
+
+class BeamSearch(SearchMethod):
+    """Word-order beam search minimising the goal; ``width=1`` is greedy search.
+
+    Parameters: ``width`` beam width; ``order`` one of :data:`ORDERS`; ``max_words``
+    largest number of changed words (None: no limit); ``patience`` stop after this many
+    words in a row that brought no improvement (None: walk all); ``stop_loss`` stop once
+    the best loss is at most this.
+    """
+
+    name = "beam"
+
+    def __init__(self, width: int = 3, order: str = "best-swap", max_words: int | None = None,
+                 patience: int | None = None, stop_loss: float = 0.0):
+        if width < 1:
+            raise InputError(f"beam width must be >= 1, got {width}")
+        if order not in ORDERS:
+            raise InputError(f"unknown word order {order!r}; use one of {', '.join(ORDERS)}")
+        if max_words is not None and max_words < 1:
+            raise InputError(f"max_words must be >= 1 or None, got {max_words}")
+        self.width, self.order, self.max_words = width, order, max_words
+        self.patience, self.stop_loss = patience, stop_loss
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}(width={self.width}, order={self.order!r}, "
+                f"max_words={self.max_words}, patience={self.patience})")
+
+    # -- helpers -----------------------------------------------------------------------
+    def _eligible(self, problem: SearchProblem, text: WordText, index: int) -> bool:
+        return all(c.allows(text, index) for c in problem.constraints)
+
+    def _candidates(self, problem: SearchProblem, text: WordText, index: int) -> list[WordText]:
+        words = problem.transformation.candidates(text, index, problem.pos_of(index), problem.rng,
+                                                  problem.max_candidates)
+        return [text.replace(index, w) for w in words]
+
+    # -- the search --------------------------------------------------------------------
+    def steps(self, problem: SearchProblem) -> SearchGen:
+        p0 = problem.p0
+        x0 = problem.words
+        result = SearchResult(original=problem.original_input, perturbed=None, orig_probs=p0)
+        elig = [i for i in range(len(x0)) if self._eligible(problem, x0, i)]
+        if not elig:
+            return result
+
+        # beam entries: (loss, text, probs); the original itself is not a valid answer
+        beam: list[tuple[float, WordText, np.ndarray | None]] = [(float("inf"), x0, None)]
+        first_pass: dict[int, tuple[list[WordText], np.ndarray, np.ndarray]] = {}
+
+        if self.order == "best-swap":
+            cands = {i: self._candidates(problem, x0, i) for i in elig}
+            flat = [(i, t) for i in elig for t in cands[i]]
+            if not flat:
+                return result
+            probs = yield [problem.model_input(t.text) for _, t in flat]
+            result.queries += len(flat)
+            losses = problem.goal.loss(p0, probs)
+            start = 0
+            best: dict[int, float] = {}
+            for i in elig:
+                n = len(cands[i])
+                if n:
+                    first_pass[i] = (cands[i], probs[start:start + n], losses[start:start + n])
+                    best[i] = float(losses[start:start + n].min())
+                start += n
+            order = sorted(best, key=lambda i: (best[i], i))
+        elif self.order == "saliency":
+            if len(x0) < 2:
+                order = elig
+            else:
+                dels = [x0.delete(i) for i in elig]
+                probs = yield [problem.model_input(d.text) for d in dels]
+                result.queries += len(dels)
+                sal = problem.goal.loss(p0, probs)
+                order = [elig[k] for k in np.argsort(sal, kind="stable")]
+        elif self.order == "random":
+            order = [elig[k] for k in problem.rng.permutation(len(elig))]
+        else:
+            order = list(elig)
+
+        stale = 0
+        for i in order:
+            pre: list[tuple[float, WordText, np.ndarray]] = []  # scored in the first pass
+            fresh: list[WordText] = []
+            for _, text, _ in beam:
+                if self.max_words is not None and len(text.modified) >= self.max_words:
+                    continue
+                if not self._eligible(problem, text, i):
+                    continue
+                if text is x0 and i in first_pass:
+                    ts, P, L = first_pass[i]
+                    pre.extend((float(L[k]), ts[k], P[k]) for k in range(len(ts)))
+                else:
+                    fresh.extend(self._candidates(problem, text, i))
+            if not pre and not fresh:
+                continue
+            scored: list[tuple[float, WordText, np.ndarray]] = []
+            if fresh:
+                probs = yield [problem.model_input(t.text) for t in fresh]
+                result.queries += len(fresh)
+                losses = problem.goal.loss(p0, probs)
+                scored = [(float(losses[k]), fresh[k], probs[k]) for k in range(len(fresh))]
+            best_before = beam[0][0]
+            pool = beam + pre + scored
+            # stable sort: on equal loss the earlier entry (current beam) wins
+            pool.sort(key=lambda e: e[0])
+            beam = pool[: self.width]
+            if beam[0][0] < best_before:
+                stale = 0
+            else:
+                stale += 1
+            if beam[0][0] <= self.stop_loss:
+                break
+            if self.patience is not None and stale >= self.patience and beam[0][1] is not x0:
+                break
+
+        loss, text, probs = beam[0]
+        if text is x0 or probs is None:
+            return result
+        result.perturbed = problem.model_input(text.text)
+        result.changes = text.changes(x0)
+        result.loss = float(loss)
+        result.pert_probs = np.asarray(probs)
+        result.status = PERTURBED
+        return result
+
+
+class GreedySearch(BeamSearch):
+    """Greedy search: beam search of width 1 (see the module docstring for the algorithm)."""
+
+    name = "greedy"
+
+    def __init__(self, order: str = "best-swap", max_words: int | None = None,
+                 patience: int | None = None, stop_loss: float = 0.0):
+        super().__init__(width=1, order=order, max_words=max_words, patience=patience,
+                         stop_loss=stop_loss)
+
+
+def make_search(name: str, **kwargs) -> SearchMethod:
+    """``"greedy"`` or ``"beam"`` with keyword options."""
+    if name == "greedy":
+        return GreedySearch(**kwargs)
+    if name == "beam":
+        return BeamSearch(**kwargs)
+    raise InputError(f"unknown search method {name!r}; use 'greedy' or 'beam'")
+
+
+def validate_inputs(fields: Sequence[str], what: str = "text") -> None:
+    for f in fields:
+        if not isinstance(f, str) or not f.strip():
+            raise InputError(f"{what} is empty; drop empty texts before perturbing")

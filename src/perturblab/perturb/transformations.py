@@ -1,0 +1,114 @@
+"""Transformations: how a text may change (SCoPE Sec. 3.2, after TextAttack).
+
+A :class:`WordSwap` proposes replacement words for one word position; the search decides
+which to take. A plain :class:`Transformation` maps a whole text to a perturbed text and is
+used without search (the perturbation catalogue builds on it).
+
+``deterministic`` says whether the same input always yields the same candidates (and so
+results may be cached); non-deterministic transformations draw from the ``rng`` they get.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+import numpy as np
+
+from .text import WordText
+
+
+class Transformation(ABC):
+    """Text -> perturbed text. Every random choice uses the given generator."""
+
+    name: str = "transformation"
+    deterministic: bool = True
+
+    @abstractmethod
+    def __call__(self, text: str, rng: np.random.Generator) -> str:
+        ...
+
+
+class WordSwap(ABC):
+    """Proposes replacements for a single word of a :class:`WordText`."""
+
+    name: str = "word_swap"
+    deterministic: bool = True
+    needs_pos: bool = False
+
+    @abstractmethod
+    def replacements(self, text: WordText, index: int, pos: str | None,
+                     rng: np.random.Generator) -> list[str]:
+        """Candidate words to put at ``index`` (never the current word itself)."""
+
+    def candidates(self, text: WordText, index: int, pos: str | None,
+                   rng: np.random.Generator, max_candidates: int | None = None) -> list[str]:
+        """Deduplicated replacements that differ from the current word, capped in number."""
+        current = text.words[index]
+        seen: set[str] = set()
+        out: list[str] = []
+        for w in self.replacements(text, index, pos, rng):
+            if w != current and w not in seen:
+                seen.add(w)
+                out.append(w)
+        if max_candidates is not None and len(out) > max_candidates:
+            if self.deterministic:
+                out = out[:max_candidates]
+            else:
+                keep = np.sort(rng.choice(len(out), size=max_candidates, replace=False))
+                out = [out[i] for i in keep]
+        return out
+
+
+class SynonymSwap(WordSwap):
+    """Replace a word by a WordNet synonym (candidates as Ren et al. 2019 / PWWS).
+
+    Synonyms are single-word lemmas of the word's synsets, restricted to the word's part
+    of speech when a tagger is available, capitalisation kept.
+    """
+
+    name = "synonym_swap"
+    needs_pos = True
+
+    def replacements(self, text, index, pos, rng):
+        from ..resources.wordnet import synonyms
+
+        return synonyms(text.words[index], pos)
+
+
+class MiddleCharSwap(WordSwap):
+    """Swap two neighbouring middle characters of a word (SCoPE Typo-Invariance).
+
+    The first and last characters stay; only swaps of two *different* characters are
+    proposed, so every candidate differs from the word (``loud`` -> ``luod``).
+    """
+
+    name = "middle_char_swap"
+
+    def replacements(self, text, index, pos, rng):
+        w = text.words[index]
+        out = []
+        for i in range(1, len(w) - 2):
+            if w[i] != w[i + 1]:
+                out.append(w[:i] + w[i + 1] + w[i] + w[i + 2:])
+        return out
+
+
+class ProtectedCategorySwap(WordSwap):
+    """Replace a protected-category word by one of another category of the same domain
+    (SCoPE App. C Fairness: ``men`` -> ``women``)."""
+
+    name = "protected_category_swap"
+
+    def __init__(self, categories=None):
+        self._categories = categories
+
+    @property
+    def categories(self):
+        if self._categories is None:
+            from ..resources.protected import ProtectedCategories
+
+            self._categories = ProtectedCategories.load()
+        return self._categories
+
+    def replacements(self, text, index, pos, rng):
+        return self.categories.swaps(text.words[index])

@@ -1,0 +1,74 @@
+"""Figures drawn with matplotlib (Agg backend, no display needed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+METRIC_LABELS = {"gap_iid_acc": "Gap IID acc", "iid_agreement": "IID agreement",
+                 "ood_agreement": "OOD agreement", "hard_scope": "Hard-SCoPE",
+                 "soft_scope": "Soft-SCoPE"}
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def scope_bars(summary: Sequence[dict[str, Any]], out_dir: str | Path) -> list[Path]:
+    """One PNG per target (SCoPE Fig. 3 style): metrics grouped by capability, error bars
+    = standard error over trials."""
+    plt = _plt()
+    out_dir = Path(out_dir)
+    paths = []
+    targets = list(dict.fromkeys(r["target"] for r in summary))
+    metrics = list(METRIC_LABELS)
+    for target in targets:
+        rows = [r for r in summary if r["target"] == target]
+        caps = [r["capability"] for r in rows]
+        fig, ax = plt.subplots(figsize=(1.6 + 1.5 * len(caps) * len(metrics) / 5, 3.6))
+        width = 0.8 / len(metrics)
+        x = np.arange(len(caps))
+        for k, m in enumerate(metrics):
+            vals = [r[m] for r in rows]
+            errs = [0 if not np.isfinite(r.get(m + "_se", np.nan)) else r[m + "_se"] for r in rows]
+            ax.bar(x + (k - (len(metrics) - 1) / 2) * width, vals, width, yerr=errs, capsize=2,
+                   label=METRIC_LABELS[m])
+        ax.set_xticks(x, caps)
+        ax.set_ylim(0, 1.05)
+        ax.set_ylabel("value")
+        ax.set_title(f"reference {rows[0]['reference']} → target {target}")
+        ax.legend(fontsize=7, ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.12))
+        fig.tight_layout()
+        safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in target)
+        p = out_dir / f"scope_{safe}.png"
+        fig.savefig(p, dpi=120)
+        plt.close(fig)
+        paths.append(p)
+    return paths
+
+
+def sample_complexity_plot(curves: dict[str, list[dict[str, float]]], path: str | Path,
+                           title: str = "") -> Path:
+    """SCoPE Fig. 15 style: metric mean and interval against the number of base samples."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(5, 3.4))
+    for name, rows in curves.items():
+        n = [r["n"] for r in rows]
+        ax.plot(n, [r["mean"] for r in rows], marker="o", label=name)
+        ax.fill_between(n, [r["low"] for r in rows], [r["high"] for r in rows], alpha=0.25)
+    ax.set_xscale("log")
+    ax.set_xlabel("number of base samples")
+    ax.set_ylabel("metric (mean, 95% interval)")
+    ax.set_title(title)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return Path(path)

@@ -1,0 +1,59 @@
+"""Tables: console rendering and the perturbed-examples CSV (SCoPE Table 3 / App. L style)."""
+
+from __future__ import annotations
+
+import csv
+import math
+from pathlib import Path
+from typing import Any, Sequence
+
+
+def mark_changes(text: str, changes: Sequence[Sequence[Any]]) -> str:
+    """The perturbed text with every changed word wrapped in ``[[ ]]``."""
+    from ..perturb.text import WordText
+
+    wt = WordText.from_text(text)
+    changed = {int(c[0]) for c in changes}
+    if not changed:
+        return text
+    words = [f"[[{w}]]" if i in changed else w for i, w in enumerate(wt.words)]
+    return WordText(tuple(words), wt.seps).text
+
+
+def write_examples_csv(rows: Sequence[dict[str, Any]], path: str | Path) -> Path:
+    """One line per (capability, trial, sample) with the original, the marked perturbation,
+    the changed words and the reference loss L(m(x), m(x'))."""
+    path = Path(path)
+    with path.open("w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(["capability", "trial", "sample_id", "status", "original", "perturbed",
+                    "changed_words", "reference_loss", "reference_argmax_invariant"])
+        for r in rows:
+            pert = r.get("perturbed")
+            shown = pert if pert is None or pert.startswith("[") else mark_changes(pert, r["changes"])
+            w.writerow([r["capability"], r["trial"], r["sample_id"], r["status"], r["original"],
+                        shown or "", "; ".join(f"{c[1]}->{c[2]}" for c in r["changes"]),
+                        "" if r["ref_loss"] is None else f"{r['ref_loss']:.6f}",
+                        "" if r["argmax_invariant"] is None else int(r["argmax_invariant"])])
+    return path
+
+
+def fmt(v: float, se: float | None = None) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "n/a"
+    if se is None or math.isnan(se):
+        return f"{v:.3f}"
+    return f"{v:.3f}±{se:.3f}"
+
+
+def render_table(summary: Sequence[dict[str, Any]]) -> str:
+    """A fixed-width text table of the summary rows (mean ± s.e. over trials)."""
+    cols = ["target", "capability", "n", "n_perturbed", "gap_iid_acc", "iid_agreement",
+            "ood_agreement", "hard_scope", "soft_scope"]
+    lines = [[c for c in cols]]
+    for r in summary:
+        line = [str(r["target"]), str(r["capability"]), str(r["n"]), f"{r['n_perturbed']:.0f}"]
+        line += [fmt(r[m], r.get(m + "_se")) for m in cols[4:]]
+        lines.append(line)
+    widths = [max(len(l[i]) for l in lines) for i in range(len(cols))]
+    return "\n".join("  ".join(s.ljust(w) for s, w in zip(l, widths)) for l in lines)

@@ -1,0 +1,195 @@
+"""Results store: one SQLite file per study directory.
+
+Tables
+------
+runs           run_id, study, config (JSON), created
+perturbations  one row per (run, reference, capability, trial, sample): original, perturbed,
+               changed words, reference loss L(m(x), m(x')), status, queries
+outputs        one row per (run, model, capability, trial, sample, kind) with kind 'x' or
+               'xp': the model's probabilities on the base or perturbed input
+metrics        one row per (run, reference, target, capability, trial, metric)
+
+Writes use ``INSERT OR IGNORE`` on primary keys inside transactions, so a crashed and
+resumed study can neither lose nor duplicate rows; a study asks :meth:`done_samples` what
+is already finished and skips it.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+from .errors import InputError
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    run_id TEXT PRIMARY KEY, study TEXT NOT NULL, config TEXT NOT NULL, created REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS perturbations (
+    run_id TEXT, reference TEXT, capability TEXT, trial INTEGER, sample_id INTEGER,
+    original TEXT, perturbed TEXT, changes TEXT, ref_loss REAL, argmax_invariant INTEGER,
+    status TEXT, queries INTEGER,
+    PRIMARY KEY (run_id, reference, capability, trial, sample_id));
+CREATE TABLE IF NOT EXISTS outputs (
+    run_id TEXT, model TEXT, capability TEXT, trial INTEGER, sample_id INTEGER, kind TEXT,
+    probs TEXT,
+    PRIMARY KEY (run_id, model, capability, trial, sample_id, kind));
+CREATE TABLE IF NOT EXISTS metrics (
+    run_id TEXT, reference TEXT, target TEXT, capability TEXT, trial INTEGER, metric TEXT,
+    value REAL, n INTEGER,
+    PRIMARY KEY (run_id, reference, target, capability, trial, metric));
+"""
+
+PERTURBATION_COLS = ("run_id", "reference", "capability", "trial", "sample_id", "original",
+                     "perturbed", "changes", "ref_loss", "argmax_invariant", "status", "queries")
+METRIC_COLS = ("run_id", "reference", "target", "capability", "trial", "metric", "value", "n")
+
+
+class ResultStore:
+    """SQLite-backed store of runs, perturbed pairs, model outputs and metric rows."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._con = sqlite3.connect(self.path, timeout=60)
+        self._con.execute("PRAGMA journal_mode=WAL")
+        self._con.execute("PRAGMA synchronous=NORMAL")
+        self._con.executescript(SCHEMA)
+
+    def close(self) -> None:
+        self._con.close()
+
+    def __enter__(self) -> "ResultStore":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    @contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        with self._con:  # commits on success, rolls back on error
+            yield self._con
+
+    # -- runs --------------------------------------------------------------------------
+    def start_run(self, run_id: str, study: str, config: dict[str, Any]) -> bool:
+        """Register a run; returns True if it is new. A run id reused with a different
+        configuration is refused (results would mix)."""
+        cfg = json.dumps(config, sort_keys=True)
+        row = self._con.execute("SELECT config FROM runs WHERE run_id=?", (run_id,)).fetchone()
+        if row is not None:
+            if row[0] != cfg:
+                raise InputError(
+                    f"run {run_id!r} in {self.path} was started with another configuration; "
+                    "use a new output directory or the same options to resume")
+            return False
+        with self._tx() as c:
+            c.execute("INSERT INTO runs VALUES (?,?,?,?)", (run_id, study, cfg, time.time()))
+        return True
+
+    def runs(self) -> list[dict[str, Any]]:
+        cur = self._con.execute("SELECT run_id, study, config, created FROM runs ORDER BY created")
+        return [{"run_id": r[0], "study": r[1], "config": json.loads(r[2]), "created": r[3]}
+                for r in cur]
+
+    # -- perturbations -----------------------------------------------------------------
+    def done_samples(self, run_id: str, reference: str, capability: str, trial: int) -> set[int]:
+        cur = self._con.execute(
+            "SELECT sample_id FROM perturbations WHERE run_id=? AND reference=? AND capability=? "
+            "AND trial=?", (run_id, reference, capability, trial))
+        return {r[0] for r in cur}
+
+    def add_perturbations(self, rows: Iterable[dict[str, Any]]) -> int:
+        vals = []
+        for r in rows:
+            r = dict(r)
+            r["changes"] = json.dumps(r.get("changes") or [])
+            for k in ("original", "perturbed"):
+                if isinstance(r.get(k), (tuple, list)):
+                    r[k] = json.dumps(list(r[k]))
+            inv = r.get("argmax_invariant")
+            r["argmax_invariant"] = None if inv is None else int(inv)
+            vals.append(tuple(r.get(c) for c in PERTURBATION_COLS))
+        with self._tx() as c:
+            before = c.total_changes
+            c.executemany(f"INSERT OR IGNORE INTO perturbations VALUES ({','.join('?' * len(PERTURBATION_COLS))})", vals)
+            return c.total_changes - before
+
+    def perturbations(self, run_id: str, **where: Any) -> list[dict[str, Any]]:
+        sql, args = self._where("perturbations", run_id, where)
+        cur = self._con.execute(sql + " ORDER BY reference, capability, trial, sample_id", args)
+        cols = [d[0] for d in cur.description]
+        out = []
+        for row in cur:
+            r = dict(zip(cols, row))
+            r["changes"] = json.loads(r["changes"]) if r["changes"] else []
+            out.append(r)
+        return out
+
+    # -- outputs -----------------------------------------------------------------------
+    def add_outputs(self, run_id: str, model: str, capability: str, trial: int,
+                    sample_ids: Iterable[int], kind: str, probs) -> None:
+        vals = [(run_id, model, capability, trial, int(s), kind, json.dumps([float(v) for v in p]))
+                for s, p in zip(sample_ids, probs)]
+        with self._tx() as c:
+            c.executemany("INSERT OR IGNORE INTO outputs VALUES (?,?,?,?,?,?,?)", vals)
+
+    def outputs(self, run_id: str, **where: Any) -> list[dict[str, Any]]:
+        sql, args = self._where("outputs", run_id, where)
+        cur = self._con.execute(sql + " ORDER BY model, capability, trial, sample_id, kind", args)
+        cols = [d[0] for d in cur.description]
+        return [dict(zip(cols, row), probs=json.loads(row[-1])) for row in cur]
+
+    # -- metrics -----------------------------------------------------------------------
+    def add_metrics(self, rows: Iterable[dict[str, Any]]) -> None:
+        vals = [tuple(r.get(c) for c in METRIC_COLS) for r in rows]
+        with self._tx() as c:
+            c.executemany("INSERT OR REPLACE INTO metrics VALUES (?,?,?,?,?,?,?,?)", vals)
+
+    def metrics(self, run_id: str, **where: Any) -> list[dict[str, Any]]:
+        sql, args = self._where("metrics", run_id, where)
+        cur = self._con.execute(sql + " ORDER BY reference, target, capability, trial, metric", args)
+        cols = [d[0] for d in cur.description]
+        return [dict(zip(cols, row)) for row in cur]
+
+    # -- helpers -----------------------------------------------------------------------
+    @staticmethod
+    def _where(table: str, run_id: str, where: dict[str, Any]) -> tuple[str, list[Any]]:
+        sql = f"SELECT * FROM {table} WHERE run_id=?"
+        args: list[Any] = [run_id]
+        for k, v in where.items():
+            if v is None:
+                continue
+            if not k.isidentifier():
+                raise InputError(f"bad column name {k!r}")
+            sql += f" AND {k}=?"
+            args.append(v)
+        return sql, args
+
+    def export(self, run_id: str, table: str, path: str | Path) -> Path:
+        """Write one table of a run to CSV, Parquet or JSON (by the file's extension)."""
+        import pandas as pd
+
+        getters = {"perturbations": self.perturbations, "outputs": self.outputs,
+                   "metrics": self.metrics}
+        if table not in getters:
+            raise InputError(f"unknown table {table!r}; use one of {sorted(getters)}")
+        rows = getters[table](run_id)
+        for r in rows:
+            for k, v in r.items():
+                if isinstance(v, (list, dict)):
+                    r[k] = json.dumps(v)
+        df = pd.DataFrame(rows)
+        path = Path(path)
+        suffix = path.suffix.lower()
+        if suffix == ".csv":
+            df.to_csv(path, index=False)
+        elif suffix == ".parquet":
+            df.to_parquet(path, index=False)
+        elif suffix == ".json":
+            df.to_json(path, orient="records", indent=1)
+        else:
+            raise InputError(f"cannot export to {path.name}: use a .csv, .parquet or .json file name")
+        return path

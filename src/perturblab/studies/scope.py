@@ -1,0 +1,282 @@
+"""The shared-invariance study of the SCoPE paper: reference × targets × capabilities × trials.
+
+For every trial, ``n`` base samples are drawn from the test split; each capability perturbs
+them with respect to the reference (greedy search, Eq. 1); every target is scored on the base
+and perturbed inputs; the five metrics of Sec. 3.3 are computed per trial and summarised as
+mean ± standard error over trials, with per-trial bootstrap intervals for Hard/Soft-SCoPE.
+
+Fairness (App. C) is only defined on samples with a protected-category word: its base
+samples are those where a swap exists, and ``synonym*`` / ``typo*`` are run on exactly those
+samples so the three capabilities can be compared.
+
+All work goes through a :class:`~perturblab.store.ResultStore` in the output directory:
+searches are written in chunks and skipped on resume, and model outputs are served from a
+persistent cache, so an interrupted study continues where it stopped.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from ..data.examples import Dataset, Example
+from ..errors import InputError
+from ..measures.scope import (DEFAULT_CUTOFF, DEFAULT_TOLERANCE, gap_iid_accuracy,
+                              iid_agreement, ood_agreement, reference_invariant,
+                              soft_scope_terms)
+from ..measures.stats import bootstrap_ci, mean_se
+from ..models.base import Classifier, fingerprint_of
+from ..perturb.capabilities import CAPABILITIES, get_capability
+from ..perturb.engine import run_searches
+from ..perturb.goals import InvarianceGoal
+from ..perturb.search import SearchProblem, make_search
+from ..store import ResultStore
+
+log = logging.getLogger(__name__)
+STAR_OF_FAIRNESS = ("synonym*", "typo*")
+
+
+@dataclass
+class ScopeConfig:
+    """Options of a shared-invariance study (defaults follow the SCoPE paper)."""
+
+    reference: str
+    targets: list[str]
+    capabilities: list[str] = field(default_factory=lambda: ["synonym", "typo"])
+    data: str = "rotten_tomatoes"
+    n: int = 500
+    trials: int = 3
+    seed: int = 0
+    loss: str = "l1"
+    search: str = "greedy"
+    beam_width: int = 3
+    max_words: int | None = None
+    max_candidates: int | None = None
+    tolerance: float = DEFAULT_TOLERANCE
+    cutoff: float = DEFAULT_CUTOFF
+    test_size: float = 0.25
+    perturb_field: int = 0
+    n_boot: int = 1000
+
+    def validate(self) -> None:
+        if not self.targets:
+            raise InputError("give at least one target model (--targets)")
+        if self.n < 1 or self.trials < 1:
+            raise InputError(f"n and trials must be >= 1, got n={self.n}, trials={self.trials}")
+        for c in self.capabilities:
+            base = c.rstrip("*")
+            if base not in CAPABILITIES:
+                CAPABILITIES.get(c)  # raises UnknownNameError listing the known ones
+        InvarianceGoal(self.loss)
+
+    @property
+    def run_id(self) -> str:
+        return fingerprint_of(sorted(asdict(self).items()))
+
+    def search_method(self):
+        kw = dict(max_words=self.max_words)
+        if self.search == "beam":
+            kw["width"] = self.beam_width
+        return make_search(self.search, **kw)
+
+
+def _as_input(ex: Example):
+    return ex.text if ex.text_b is None else (ex.text, ex.text_b)
+
+
+def _from_json(s: str):
+    if s is None:
+        return None
+    if s.startswith("["):
+        try:
+            return tuple(json.loads(s))
+        except json.JSONDecodeError:
+            return s
+    return s
+
+
+class ScopeStudy:
+    """Runs a :class:`ScopeConfig` against models and data, writing into ``out_dir``.
+
+    ``models`` maps names to ready classifiers (otherwise names are loaded as presets and
+    trained on the training split); ``splits`` gives (train, test) directly.
+    """
+
+    def __init__(self, config: ScopeConfig, out_dir: str | Path,
+                 models: Mapping[str, Classifier] | None = None,
+                 splits: tuple[Dataset, Dataset] | None = None, progress: bool = True,
+                 chunk_size: int = 64):
+        config.validate()
+        self.config, self.out = config, Path(out_dir)
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.progress, self.chunk_size = progress, chunk_size
+        self._models = dict(models or {})
+        self._splits = splits
+        self.store = ResultStore(self.out / "results.sqlite")
+
+    # -- set-up ------------------------------------------------------------------------
+    def splits(self) -> tuple[Dataset, Dataset]:
+        if self._splits is None:
+            from ..data.loaders import load_dataset, train_test_split
+
+            ds = load_dataset(self.config.data)
+            self._splits = train_test_split(ds, test_size=self.config.test_size, seed=self.config.seed)
+        return self._splits
+
+    def model(self, name: str) -> Classifier:
+        if name not in self._models:
+            from ..models.cache import CachedClassifier
+            from ..models.presets import load_classifier
+
+            train, _ = self.splits()
+            clf = load_classifier(name, train, seed=self.config.seed, data_name=self.config.data)
+            self._models[name] = CachedClassifier(clf, path=self.out / "cache.sqlite")
+        return self._models[name]
+
+    def base_samples(self, trial: int) -> list[tuple[int, Example]]:
+        _, test = self.splits()
+        n = min(self.config.n, len(test))
+        rng = np.random.default_rng([self.config.seed, trial])
+        idx = np.sort(rng.choice(len(test), size=n, replace=False)) if n < len(test) else np.arange(n)
+        return [(int(i), test[int(i)]) for i in idx]
+
+    # -- searching ---------------------------------------------------------------------
+    def _search(self, cap_name: str, trial: int, samples: list[tuple[int, Example]]) -> None:
+        cfg, ref_name = self.config, self.config.reference
+        done = self.store.done_samples(cfg.run_id, ref_name, cap_name, trial)
+        todo = [(i, ex) for i, ex in samples if i not in done]
+        if not todo:
+            return
+        cap = get_capability(cap_name.rstrip("*"))
+        goal, search, ref = InvarianceGoal(cfg.loss), cfg.search_method(), self.model(ref_name)
+        bar = tqdm(total=len(samples), initial=len(samples) - len(todo), disable=not self.progress,
+                   desc=f"{cap_name} trial {trial}", leave=False)
+        for start in range(0, len(todo), self.chunk_size):
+            chunk = todo[start:start + self.chunk_size]
+            problems = [SearchProblem(fields=ex.fields, transformation=cap.transformation,
+                                      constraints=cap.constraints, goal=goal,
+                                      rng=np.random.default_rng([cfg.seed, trial, i]),
+                                      field_index=cfg.perturb_field,
+                                      max_candidates=cfg.max_candidates) for i, ex in chunk]
+            results = run_searches(problems, search, ref, progress=False)
+            self.store.add_perturbations(
+                {"run_id": cfg.run_id, "reference": ref_name, "capability": cap_name,
+                 "trial": trial, "sample_id": i, "original": r.original, "perturbed": r.perturbed,
+                 "changes": r.changes, "ref_loss": None if math.isnan(r.loss) else r.loss,
+                 "argmax_invariant": r.argmax_invariant, "status": r.status, "queries": r.queries}
+                for (i, _), r in zip(chunk, results))
+            bar.update(len(chunk))
+        bar.close()
+
+    # -- scoring -----------------------------------------------------------------------
+    def _scores(self, cap_name: str, trial: int, samples: list[tuple[int, Example]]) -> list[dict]:
+        cfg = self.config
+        rows = self.store.perturbations(cfg.run_id, reference=cfg.reference, capability=cap_name,
+                                        trial=trial)
+        by_id = {r["sample_id"]: r for r in rows}
+        base_ids = [i for i, _ in samples]
+        pert = [by_id[i] for i in base_ids if by_id.get(i, {}).get("status") == "perturbed"]
+        x_all = [_as_input(ex) for _, ex in samples]
+        y = np.asarray([ex.label for _, ex in samples]) if all(ex.label is not None for _, ex in samples) else None
+        pert_ids = [r["sample_id"] for r in pert]
+        x_pert = [_from_json(r["original"]) for r in pert]
+        xp = [_from_json(r["perturbed"]) for r in pert]
+        names = [cfg.reference] + [t for t in cfg.targets]
+        probs: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        for name in dict.fromkeys(names):
+            m = self.model(name)
+            pa = np.asarray(m.predict_proba(x_all))
+            pp_x = np.asarray(m.predict_proba(x_pert)) if pert else np.zeros((0, pa.shape[1]))
+            pp_xp = np.asarray(m.predict_proba(xp)) if pert else np.zeros((0, pa.shape[1]))
+            self.store.add_outputs(cfg.run_id, name, cap_name, trial, base_ids, "x", pa)
+            self.store.add_outputs(cfg.run_id, name, cap_name, trial, pert_ids, "xp", pp_xp)
+            probs[name] = (pa, pp_x, pp_xp)
+        out = []
+        r_all, r_x, r_xp = probs[cfg.reference]
+        inv = reference_invariant(r_x, r_xp) if pert else np.zeros(0, bool)
+        for target in cfg.targets:
+            t_all, t_x, t_xp = probs[target]
+            if t_all.shape[1] != r_all.shape[1]:
+                raise InputError(f"target {target!r} has {t_all.shape[1]} classes but the reference "
+                                 f"{cfg.reference!r} has {r_all.shape[1]}; SCoPE compares models of one task")
+            hard_terms = (t_x.argmax(1) == t_xp.argmax(1)).astype(float)
+            soft_terms = soft_scope_terms(r_x, r_xp, t_x, t_xp, cfg.tolerance, cfg.cutoff) if pert else np.zeros(0)
+            inv_idx = np.flatnonzero(inv)
+
+            def cond_mean(terms):
+                return lambda idx: float(np.mean(terms[inv_idx[idx]])) if len(inv_idx) else math.nan
+
+            hard = float(hard_terms[inv].mean()) if inv.any() else math.nan
+            soft = float(soft_terms[inv].mean()) if inv.any() else math.nan
+            h_lo, h_hi = bootstrap_ci(cond_mean(hard_terms), len(inv_idx), n_boot=cfg.n_boot, seed=trial)
+            s_lo, s_hi = bootstrap_ci(cond_mean(soft_terms), len(inv_idx), n_boot=cfg.n_boot, seed=trial)
+            out.append({
+                "reference": cfg.reference, "target": target, "capability": cap_name, "trial": trial,
+                "n": len(samples), "n_perturbed": len(pert), "n_ref_invariant": int(inv.sum()),
+                "gap_iid_acc": gap_iid_accuracy(y, r_all, t_all) if y is not None else math.nan,
+                "iid_agreement": iid_agreement(r_all, t_all),
+                "ood_agreement": ood_agreement(r_xp, t_xp) if pert else math.nan,
+                "hard_scope": hard, "soft_scope": soft,
+                "hard_scope_ci": [h_lo, h_hi], "soft_scope_ci": [s_lo, s_hi],
+                "ref_loss_mean": float(np.mean([r["ref_loss"] for r in pert])) if pert else math.nan,
+            })
+        return out
+
+    # -- the whole study ---------------------------------------------------------------
+    def capability_plan(self) -> list[str]:
+        caps = list(dict.fromkeys(self.config.capabilities))
+        if "fairness" in caps:  # App. C: compare on the same base samples
+            caps = ["fairness"] + [c for c in caps if c != "fairness"]
+            caps += [c for c in STAR_OF_FAIRNESS if c not in caps]
+        return caps
+
+    def run(self) -> list[dict[str, Any]]:
+        """Run (or resume) the study; returns the per-trial metric rows."""
+        cfg = self.config
+        self.store.start_run(cfg.run_id, "scope", asdict(cfg))
+        rows: list[dict[str, Any]] = []
+        for trial in range(cfg.trials):
+            samples = self.base_samples(trial)
+            fair_ids: set[int] | None = None
+            for cap in self.capability_plan():
+                cap_samples = samples
+                if cap in STAR_OF_FAIRNESS:
+                    if fair_ids is None:
+                        continue
+                    cap_samples = [(i, ex) for i, ex in samples if i in fair_ids]
+                self._search(cap, trial, cap_samples)
+                if cap == "fairness":
+                    done = self.store.perturbations(cfg.run_id, reference=cfg.reference,
+                                                    capability="fairness", trial=trial)
+                    fair_ids = {r["sample_id"] for r in done if r["status"] == "perturbed"}
+                    cap_samples = [(i, ex) for i, ex in samples if i in fair_ids]
+                    log.info("fairness: %d of %d base samples qualify", len(cap_samples), len(samples))
+                rows.extend(self._scores(cap, trial, cap_samples))
+        self.store.add_metrics(
+            {"run_id": cfg.run_id, "reference": r["reference"], "target": r["target"],
+             "capability": r["capability"], "trial": r["trial"], "metric": m, "value": r[m], "n": r["n"]}
+            for r in rows for m in ("gap_iid_acc", "iid_agreement", "ood_agreement", "hard_scope", "soft_scope"))
+        return rows
+
+
+def summarise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Mean ± standard error over trials for every (reference, target, capability)."""
+    groups: dict[tuple, list[dict]] = {}
+    for r in rows:
+        groups.setdefault((r["reference"], r["target"], r["capability"]), []).append(r)
+    out = []
+    for (ref, tgt, cap), rs in groups.items():
+        s = {"reference": ref, "target": tgt, "capability": cap, "trials": len(rs),
+             "n": int(np.mean([r["n"] for r in rs])),
+             "n_perturbed": float(np.mean([r["n_perturbed"] for r in rs]))}
+        for m in ("gap_iid_acc", "iid_agreement", "ood_agreement", "hard_scope", "soft_scope"):
+            s[m], s[m + "_se"] = mean_se([r[m] for r in rs])
+        out.append(s)
+    return out
