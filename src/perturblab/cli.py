@@ -90,7 +90,7 @@ def _clean(v: Any) -> Any:
 def cmd_scope(args) -> int:
     from .measures.scope import DEFAULT_CUTOFF, DEFAULT_TOLERANCE
     from .report.plots import scope_bars
-    from .report.tables import render_table, write_examples_csv
+    from .report.tables import render_table, write_examples_csv, write_examples_table
     from .studies.scope import ScopeConfig, ScopeStudy, summarise
 
     cfg = ScopeConfig(
@@ -107,14 +107,44 @@ def cmd_scope(args) -> int:
     summary = summarise(rows)
     (out / "results.json").write_text(json.dumps([{k: _clean(v) for k, v in r.items()} for r in rows], indent=1))
     (out / "summary.json").write_text(json.dumps([{k: _clean(v) for k, v in r.items()} for r in summary], indent=1))
-    write_examples_csv(study.store.perturbations(cfg.run_id), out / "perturbed_examples.csv")
+    pert_rows = study.store.perturbations(cfg.run_id)
+    write_examples_csv(pert_rows, out / "perturbed_examples.csv")
+    write_examples_table(pert_rows, out / "examples_table.csv")
     study.store.export(cfg.run_id, "metrics", out / "metrics.csv")
     pngs = scope_bars(summary, out)
+    pngs += _extras(study, summary, out)
     print(render_table(summary))
     print(f"\nreference: {cfg.reference}; {cfg.trials} trial(s) of n={cfg.n}; {time.time() - t0:.0f} s")
     print(f"outputs in {out.resolve()}: results.json, summary.json, perturbed_examples.csv, "
-          f"metrics.csv, results.sqlite, {', '.join(p.name for p in pngs)}")
+          f"examples_table.csv, metrics.csv, correlations.json, sample_complexity.json, "
+          f"results.sqlite, {', '.join(p.name for p in pngs)}")
     return 0
+
+
+def _extras(study, summary, out: Path) -> list[Path]:
+    """App. H sample-complexity curves (trial 0) and Sec. 3.4 metric correlations."""
+    from .report.plots import sample_complexity_plot
+    from .studies.scope_extras import metric_correlations, sample_complexity_curves
+
+    cfg = study.config
+    (out / "correlations.json").write_text(json.dumps(metric_correlations(summary), indent=1))
+    curves_all, pngs = {}, []
+    for target in cfg.targets:
+        if target == cfg.reference:
+            continue
+        curves = {}
+        for cap in study.capability_plan():
+            c = sample_complexity_curves(study.store, cfg.run_id, cfg.reference, target, cap,
+                                         tolerance=cfg.tolerance, cutoff=cfg.cutoff)
+            for metric, rows in c.items():
+                curves[f"{cap} {metric}"] = rows
+        curves_all[target] = curves
+        if curves:
+            safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in target)
+            pngs.append(sample_complexity_plot(curves, out / f"sample_complexity_{safe}.png",
+                                               title=f"{cfg.reference} -> {target}"))
+    (out / "sample_complexity.json").write_text(json.dumps(curves_all, indent=1))
+    return pngs
 
 
 def cmd_doctor(args) -> int:

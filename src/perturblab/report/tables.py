@@ -57,3 +57,25 @@ def render_table(summary: Sequence[dict[str, Any]]) -> str:
         lines.append(line)
     widths = [max(len(l[i]) for l in lines) for i in range(len(cols))]
     return "\n".join("  ".join(s.ljust(w) for s, w in zip(l, widths)) for l in lines)
+
+
+def write_examples_table(rows: Sequence[dict[str, Any]], path: str | Path, trial: int = 0) -> Path:
+    """Side-by-side table (SCoPE App. L, Table 3 style): one line per base sample of
+    ``trial`` with the original and its perturbation under each capability."""
+    caps = list(dict.fromkeys(r["capability"] for r in rows))
+    by_sample: dict[int, dict[str, Any]] = {}
+    for r in rows:
+        if r["trial"] != trial:
+            continue
+        line = by_sample.setdefault(r["sample_id"], {"original": r["original"]})
+        pert = r.get("perturbed")
+        if r["status"] == "perturbed" and pert is not None:
+            line[r["capability"]] = pert if pert.startswith("[") else mark_changes(pert, r["changes"])
+    path = Path(path)
+    with path.open("w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(["sample_id", "original"] + caps)
+        for sid in sorted(by_sample):
+            line = by_sample[sid]
+            w.writerow([sid, line["original"]] + [line.get(c, "") for c in caps])
+    return path

@@ -176,7 +176,8 @@ class ScopeStudy:
         bar.close()
 
     # -- scoring -----------------------------------------------------------------------
-    def _scores(self, cap_name: str, trial: int, samples: list[tuple[int, Example]]) -> list[dict]:
+    def _scores(self, cap_name: str, trial: int, samples: list[tuple[int, Example]],
+                n_base: int) -> list[dict]:
         cfg = self.config
         rows = self.store.perturbations(cfg.run_id, reference=cfg.reference, capability=cap_name,
                                         trial=trial)
@@ -219,7 +220,7 @@ class ScopeStudy:
             s_lo, s_hi = bootstrap_ci(cond_mean(soft_terms), len(inv_idx), n_boot=cfg.n_boot, seed=trial)
             out.append({
                 "reference": cfg.reference, "target": target, "capability": cap_name, "trial": trial,
-                "n": len(samples), "n_perturbed": len(pert), "n_ref_invariant": int(inv.sum()),
+                "n": len(samples), "n_base": n_base, "n_perturbed": len(pert), "n_ref_invariant": int(inv.sum()),
                 "gap_iid_acc": gap_iid_accuracy(y, r_all, t_all) if y is not None else math.nan,
                 "iid_agreement": iid_agreement(r_all, t_all),
                 "ood_agreement": ood_agreement(r_xp, t_xp) if pert else math.nan,
@@ -258,7 +259,7 @@ class ScopeStudy:
                     fair_ids = {r["sample_id"] for r in done if r["status"] == "perturbed"}
                     cap_samples = [(i, ex) for i, ex in samples if i in fair_ids]
                     log.info("fairness: %d of %d base samples qualify", len(cap_samples), len(samples))
-                rows.extend(self._scores(cap, trial, cap_samples))
+                rows.extend(self._scores(cap, trial, cap_samples, len(samples)))
         self.store.add_metrics(
             {"run_id": cfg.run_id, "reference": r["reference"], "target": r["target"],
              "capability": r["capability"], "trial": r["trial"], "metric": m, "value": r[m], "n": r["n"]}

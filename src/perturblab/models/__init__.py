@@ -1,0 +1,59 @@
+"""Model backends behind two small protocols (:class:`Classifier`, :class:`Encoder`).
+
+Importing this package is cheap: backends that need torch/transformers (``hf``,
+``onnx_convert``) or scikit-learn are imported on first use of one of their names.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from .base import (POOLINGS, Classifier, CountingClassifier, Encoder, Pooling, TextInput, check_inputs,
+                   file_fingerprint, fingerprint_of, predict)
+
+_LAZY: dict[str, str] = {
+    "CachedClassifier": "cache",
+    "CallableClassifier": "callable_backend",
+    "SklearnClassifier": "sklearn_backend",
+    "train_tfidf_lr": "sklearn_backend",
+    "PAIR_SEPARATOR": "sklearn_backend",
+    "EncoderClassifier": "head",
+    "train_encoder_head": "head",
+    "dataset_inputs": "head",
+    "HFEncoder": "hf",
+    "HFSequenceClassifier": "hf",
+    "load_onnx_minilm": "onnx_convert",
+    "ConversionError": "onnx_convert",
+    "ONNX_MINILMS": "onnx_convert",
+    "PRESETS": "presets",
+    "ModelPreset": "presets",
+    "load_classifier": "presets",
+    "load_encoder": "presets",
+    "data_fingerprint": "presets",
+}
+
+__all__ = ["POOLINGS", "Classifier", "CountingClassifier", "Encoder", "Pooling", "TextInput", "check_inputs",
+           "file_fingerprint", "fingerprint_of", "predict", *_LAZY]
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .cache import CachedClassifier
+    from .callable_backend import CallableClassifier
+    from .head import EncoderClassifier, dataset_inputs, train_encoder_head
+    from .hf import HFEncoder, HFSequenceClassifier
+    from .onnx_convert import ONNX_MINILMS, ConversionError, load_onnx_minilm
+    from .presets import PRESETS, ModelPreset, data_fingerprint, load_classifier, load_encoder
+    from .sklearn_backend import PAIR_SEPARATOR, SklearnClassifier, train_tfidf_lr
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

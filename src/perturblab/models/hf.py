@@ -1,0 +1,285 @@
+"""Hugging Face backends: :class:`HFEncoder` (pooled hidden states) and :class:`HFSequenceClassifier`.
+
+Both take a model instance, a local directory or a hub id. A hub id is only fetched when one
+of these classes is constructed with it (never at import). Inputs are texts or
+``(text_a, text_b)`` pairs (tokenised as ``tokenizer(text, text_pair)``); they are
+tokenised once, sorted by length, padded per batch (dynamic padding) and run under
+``torch.inference_mode()``; results come back in input order.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+import numpy as np
+import torch
+
+from ..errors import InputError
+from .base import POOLINGS, Pooling, TextInput, check_inputs, file_fingerprint, fingerprint_of
+
+DEFAULT_BATCH_SIZE = 64
+DEFAULT_MAX_LENGTH = 256
+
+
+class _StopForward(Exception):
+    """Raised by a forward hook once the wanted layer has been computed."""
+
+
+# ---------------------------------------------------------------- shared helpers
+def _load_tokenizer(tokenizer: Any, source: str | None) -> Any:
+    from transformers import AutoTokenizer
+
+    tok = tokenizer if tokenizer is not None else source
+    if tok is None:
+        raise InputError("a model instance needs its tokenizer: pass tokenizer=<tokenizer or its directory>")
+    if isinstance(tok, (str, Path)):
+        return AutoTokenizer.from_pretrained(str(tok))
+    return tok
+
+
+def _tokenizer_fingerprint(tok: Any) -> str:
+    backend = getattr(tok, "backend_tokenizer", None)
+    body = backend.to_str() if backend is not None else sorted(tok.get_vocab().items())
+    return fingerprint_of(type(tok).__name__, len(tok), hashlib.sha256(repr(body).encode()).hexdigest())
+
+
+def _model_fingerprint(model: Any, source: str | None) -> str:
+    """Weights fingerprint: the weight files of a local directory, else a hash of all parameters."""
+    if source is not None and Path(source).is_dir():
+        files = sorted(p for p in Path(source).iterdir()
+                       if p.suffix in (".safetensors", ".bin") or p.name == "config.json")
+        if files:
+            return fingerprint_of(*[(p.name, file_fingerprint(p)) for p in files])
+    h = hashlib.sha256(model.config.to_json_string(use_diff=False).encode())
+    for name, t in model.state_dict().items():
+        h.update(name.encode())
+        h.update(t.detach().to("cpu").contiguous().numpy().tobytes())
+    return h.hexdigest()[:16]
+
+
+class _Batching:
+    """Tokenisation, length-sorted dynamic-padding batches and fingerprints (shared base)."""
+
+    model: Any
+    tokenizer: Any
+    batch_size: int
+    max_length: int
+    _source: str | None
+    _fingerprint: str | None
+
+    def _setup(self, batch_size: int, max_length: int, fingerprint: str | None) -> None:
+        if batch_size < 1 or max_length < 2:
+            raise InputError(f"batch_size must be >= 1 and max_length >= 2, got {batch_size}, {max_length}")
+        self.batch_size = int(batch_size)
+        limits = (getattr(self.tokenizer, "model_max_length", None),
+                  getattr(self.model.config, "max_position_embeddings", None))
+        self.max_length = int(min([max_length, *[x for x in limits if isinstance(x, int) and x > 1]]))
+        self._fingerprint = fingerprint
+        self.model.eval()
+
+    @property
+    def fingerprint(self) -> str:
+        """Changes whenever outputs could: weights, tokenizer, ``max_length`` (computed once)."""
+        if self._fingerprint is None:
+            self._fingerprint = fingerprint_of(type(self).__name__, _model_fingerprint(self.model, self._source),
+                                               _tokenizer_fingerprint(self.tokenizer), self.max_length)
+        return self._fingerprint
+
+    def _tokenize(self, inputs: list[TextInput]) -> list[dict[str, list[int]]]:
+        encs: list[dict[str, list[int]]] = [{} for _ in inputs]
+        singles = [i for i, x in enumerate(inputs) if isinstance(x, str)]
+        pairs = [i for i, x in enumerate(inputs) if not isinstance(x, str)]
+        kw = dict(truncation=True, max_length=self.max_length)
+        for idx, enc in (
+            (singles, self.tokenizer([inputs[i] for i in singles], **kw) if singles else None),
+            (pairs, self.tokenizer([inputs[i][0] for i in pairs], [inputs[i][1] for i in pairs], **kw)
+             if pairs else None),
+        ):
+            if enc is None:
+                continue
+            keys = [k for k in ("input_ids", "token_type_ids") if k in enc]
+            for j, i in enumerate(idx):
+                encs[i] = {k: enc[k][j] for k in keys}
+        return encs
+
+    def _batches(self, inputs: list[TextInput]) -> Iterator[tuple[np.ndarray, dict[str, torch.Tensor]]]:
+        """(positions in ``inputs``, padded tensors) per batch, longest first; ``inputs`` already checked."""
+        encs = self._tokenize(list(inputs))
+        order = sorted(range(len(encs)), key=lambda i: -len(encs[i]["input_ids"]))
+        pad_id = self.tokenizer.pad_token_id or 0
+        device = next(self.model.parameters()).device
+        for start in range(0, len(order), self.batch_size):
+            idx = np.asarray(order[start:start + self.batch_size])
+            width = max(len(encs[i]["input_ids"]) for i in idx)
+            batch: dict[str, np.ndarray] = {"attention_mask": np.zeros((len(idx), width), dtype=np.int64)}
+            for key in encs[idx[0]]:
+                arr = np.full((len(idx), width), pad_id if key == "input_ids" else 0, dtype=np.int64)
+                for r, i in enumerate(idx):
+                    arr[r, : len(encs[i][key])] = encs[i][key]
+                batch[key] = arr
+            for r, i in enumerate(idx):
+                batch["attention_mask"][r, : len(encs[i]["input_ids"])] = 1
+            yield idx, {k: torch.from_numpy(v).to(device) for k, v in batch.items()}
+
+
+def pool(hidden: torch.Tensor, mask: torch.Tensor, pooling: Pooling) -> torch.Tensor:
+    """Pool (b, t, d) token states to (b, d): masked mean, first token, or last real token."""
+    if pooling == "mean":
+        m = mask.unsqueeze(-1).to(hidden.dtype)
+        return (hidden * m).sum(dim=1) / m.sum(dim=1).clamp(min=1.0)
+    if pooling == "cls":
+        return hidden[:, 0]
+    if pooling == "last":
+        last = mask.sum(dim=1).long() - 1
+        return hidden[torch.arange(hidden.shape[0], device=hidden.device), last]
+    raise InputError(f"unknown pooling {pooling!r}; choose one of {', '.join(POOLINGS)}")
+
+
+# ---------------------------------------------------------------- encoder
+class HFEncoder(_Batching):
+    """Pooled hidden states of a transformers model (``AutoModel`` when given a path or id).
+
+    ``num_layers`` is the number of transformer blocks; :meth:`hidden_states` returns
+    ``num_layers + 1`` arrays (embedding output first), indexed like ``layers``.
+    """
+
+    def __init__(self, model: Any, tokenizer: Any = None, *, batch_size: int = DEFAULT_BATCH_SIZE,
+                 max_length: int = DEFAULT_MAX_LENGTH, name: str | None = None,
+                 fingerprint: str | None = None) -> None:
+        self._source = str(model) if isinstance(model, (str, Path)) else None
+        if self._source is not None:
+            from transformers import AutoModel
+
+            model = AutoModel.from_pretrained(self._source)
+        self.model = model
+        self.tokenizer = _load_tokenizer(tokenizer, self._source)
+        self.name = name or self._source or type(model).__name__
+        cfg = model.config
+        self.num_layers: int = int(getattr(cfg, "num_hidden_layers", None) or cfg.n_layer)
+        self.hidden_size: int = int(getattr(cfg, "hidden_size", None) or cfg.n_embd)
+        self._setup(batch_size, max_length, fingerprint)
+
+    def __repr__(self) -> str:
+        return f"HFEncoder({self.name!r}, layers={self.num_layers}, dim={self.hidden_size})"
+
+    def _layer_index(self, layer: int) -> int:
+        n = self.num_layers + 1
+        if not -n <= layer < n:
+            raise InputError(f"layer {layer} is out of range for {self.name} (0..{n - 1}, 0 = embeddings, "
+                             "negative counts from the last)")
+        return layer % n
+
+    def hidden_states(self, inputs: Sequence[TextInput], pooling: Pooling = "mean",
+                      layers: Sequence[int] | None = None) -> list[np.ndarray]:
+        """One (n, hidden_size) float32 array per requested layer (all layers, embeddings first, by default)."""
+        sel = list(range(self.num_layers + 1)) if layers is None else [self._layer_index(i) for i in layers]
+        if pooling not in POOLINGS:
+            raise InputError(f"unknown pooling {pooling!r}; choose one of {', '.join(POOLINGS)}")
+        inputs = check_inputs(inputs)
+        outs = [np.zeros((len(inputs), self.hidden_size), dtype=np.float32) for _ in sel]
+        with torch.inference_mode():
+            for idx, batch in self._batches(inputs):
+                states = self.model(**batch, output_hidden_states=True).hidden_states
+                for out, layer in zip(outs, sel):
+                    out[idx] = pool(states[layer], batch["attention_mask"], pooling).float().cpu().numpy()
+        return outs
+
+    def _blocks(self) -> tuple[Any, Any] | None:
+        """(embeddings module, list of blocks) of BERT-like models, for early exit; else None."""
+        base = getattr(self.model, "base_model", self.model)
+        for emb_attr, stack_attr in (("embeddings", "encoder"), ("embeddings", "transformer")):
+            emb, stack = getattr(base, emb_attr, None), getattr(base, stack_attr, None)
+            blocks = getattr(stack, "layer", None)
+            if emb is not None and blocks is not None and len(blocks) == self.num_layers:
+                return emb, blocks
+        return None
+
+    def _layer_states(self, batch: dict[str, torch.Tensor], layer: int) -> torch.Tensor:
+        if layer == self.num_layers:
+            out = self.model(**batch)
+            return out.last_hidden_state if hasattr(out, "last_hidden_state") else out[0]
+        parts = self._blocks()
+        if parts is None:
+            return self.model(**batch, output_hidden_states=True).hidden_states[layer]
+        target = parts[0] if layer == 0 else parts[1][layer - 1]
+        got: dict[str, torch.Tensor] = {}
+
+        def hook(_module: Any, _args: Any, output: Any) -> None:
+            got["h"] = output[0] if isinstance(output, (tuple, list)) else output
+            raise _StopForward
+
+        handle = target.register_forward_hook(hook)
+        try:
+            self.model(**batch)
+        except _StopForward:
+            pass
+        finally:
+            handle.remove()
+        return got["h"]
+
+    def pooled(self, inputs: Sequence[TextInput], layer: int = -1, pooling: Pooling = "mean") -> np.ndarray:
+        """(n, hidden_size) float32 pooled states of one layer, computing no layer above it."""
+        layer = self._layer_index(layer)
+        if pooling not in POOLINGS:
+            raise InputError(f"unknown pooling {pooling!r}; choose one of {', '.join(POOLINGS)}")
+        inputs = check_inputs(inputs)
+        out = np.zeros((len(inputs), self.hidden_size), dtype=np.float32)
+        with torch.inference_mode():
+            for idx, batch in self._batches(inputs):
+                h = self._layer_states(batch, layer)
+                out[idx] = pool(h, batch["attention_mask"], pooling).float().cpu().numpy()
+        return out
+
+
+# ---------------------------------------------------------------- sequence classifier
+class HFSequenceClassifier(_Batching):
+    """A fine-tuned ``AutoModelForSequenceClassification`` as a :class:`~.base.Classifier`.
+
+    ``labels`` come from ``config.id2label``; :meth:`predict_proba` is the softmax of the
+    logits (float64). A path or id whose classification head is missing (a bare encoder)
+    raises :class:`InputError` instead of silently using a random head.
+    """
+
+    def __init__(self, model: Any, tokenizer: Any = None, *, batch_size: int = DEFAULT_BATCH_SIZE,
+                 max_length: int = DEFAULT_MAX_LENGTH, name: str | None = None,
+                 fingerprint: str | None = None) -> None:
+        self._source = str(model) if isinstance(model, (str, Path)) else None
+        if self._source is not None:
+            from transformers import AutoModelForSequenceClassification
+
+            model, info = AutoModelForSequenceClassification.from_pretrained(self._source,
+                                                                             output_loading_info=True)
+            if info.get("missing_keys"):
+                raise InputError(f"{self._source} is not a fine-tuned sequence classifier: weights "
+                                 f"{sorted(info['missing_keys'])[:4]} are missing (they would be random). "
+                                 "Use a model preset with a trained head, or load_encoder() for hidden states")
+        self.model = model
+        self.tokenizer = _load_tokenizer(tokenizer, self._source)
+        self.name = name or self._source or type(model).__name__
+        k = int(model.config.num_labels)
+        if k < 2:
+            raise InputError(f"{self.name} has {k} output (a regression head); a classifier needs >= 2 labels")
+        id2label = model.config.id2label or {}
+        self.labels: list[str] = [str(id2label.get(i, id2label.get(str(i), f"LABEL_{i}"))) for i in range(k)]
+        self._setup(batch_size, max_length, fingerprint)
+
+    def __repr__(self) -> str:
+        return f"HFSequenceClassifier({self.name!r}, labels={self.labels})"
+
+    def logits(self, inputs: Sequence[TextInput]) -> np.ndarray:
+        """(n, len(labels)) float32 logits in input order."""
+        inputs = check_inputs(inputs)
+        out = np.zeros((len(inputs), len(self.labels)), dtype=np.float32)
+        with torch.inference_mode():
+            for idx, batch in self._batches(inputs):
+                out[idx] = self.model(**batch).logits.float().cpu().numpy()
+        return out
+
+    def predict_proba(self, inputs: Sequence[TextInput]) -> np.ndarray:
+        """(n, len(labels)) softmax probabilities in input order."""
+        z = self.logits(inputs).astype(np.float64)
+        z -= z.max(axis=1, keepdims=True)
+        e = np.exp(z)
+        return e / e.sum(axis=1, keepdims=True)

