@@ -18,7 +18,7 @@ from typing import Any, Sequence
 from .errors import PerturblabError
 
 DEMO_DEFAULTS = dict(reference="minilm-l6", targets="minilm-l6-int8,minilm-l3,tfidf-lr",
-                     capabilities="synonym,typo,fairness", data="rotten_tomatoes", n=100, trials=3)
+                     capabilities="synonym,typo,fairness", data="rotten_tomatoes", n=60, trials=3)
 
 
 def _csv_list(s: str) -> list[str]:

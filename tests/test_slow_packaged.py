@@ -1,0 +1,48 @@
+"""End-to-end runs on the packaged models (minutes): `pytest -m slow`."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+
+def test_demo_small(tmp_path):
+    from perturblab.cli import main
+
+    out = tmp_path / "demo"
+    assert main(["demo", "--n", "15", "--trials", "2", "--out", str(out), "--quiet"]) == 0
+    rows = json.loads((out / "results.json").read_text())
+    caps = {r["capability"] for r in rows}
+    assert {"synonym", "typo", "fairness", "synonym*", "typo*"} <= caps
+    for r in rows:
+        if r["hard_scope"] is not None:
+            assert 0 <= r["soft_scope"] <= r["hard_scope"] <= 1
+    # int8 MiniLM-L6 is the closest target to fp32 MiniLM-L6 on IID agreement
+    int8 = [r["iid_agreement"] for r in rows if r["target"] == "minilm-l6-int8"]
+    tfidf = [r["iid_agreement"] for r in rows if r["target"] == "tfidf-lr"]
+    assert sum(int8) / len(int8) >= sum(tfidf) / len(tfidf)
+
+
+def test_synonym_search_on_minilm_is_argmax_invariant_mostly():
+    from perturblab.data.loaders import load_dataset, train_test_split
+    from perturblab.models.presets import load_classifier
+    from perturblab.perturb.capabilities import get_capability
+    from perturblab.perturb.engine import run_searches
+    from perturblab.perturb.goals import InvarianceGoal
+    from perturblab.perturb.search import GreedySearch, SearchProblem
+    import numpy as np
+
+    train, test = train_test_split(load_dataset("rotten_tomatoes"), seed=0)
+    clf = load_classifier("minilm-l6", train, seed=0)
+    cap = get_capability("synonym")
+    probs = [SearchProblem(fields=(e.text,), transformation=cap.transformation,
+                           constraints=cap.constraints, goal=InvarianceGoal(),
+                           rng=np.random.default_rng(i)) for i, e in enumerate(test[:20])]
+    res = run_searches(probs, GreedySearch(), clf, progress=False)
+    ok = [r for r in res if r.ok]
+    assert len(ok) >= 15
+    assert sum(r.argmax_invariant for r in ok) >= 0.9 * len(ok)  # paper Fig. 11: nearly all
+    assert np.median([r.loss for r in ok]) < 0.05
