@@ -151,13 +151,14 @@ def cmd_doctor(args) -> int:
     from .assets import doctor
 
     rows = doctor()
-    missing = 0
+    required = [r for r in rows if not r.optional]
     for r in rows:
         mark = "ok " if r.present else "-- "
-        print(f"{mark} {r.name:38s} {r.kind:8s} {r.location if r.present else r.how}")
-        missing += (not r.present) and not getattr(r, "optional", False)
-    print(f"\n{len(rows) - missing} of {len(rows)} assets present" + (
-        "" if not missing else "; run ./setup.sh to install the missing ones"))
+        tag = " (optional)" if r.optional else ""
+        print(f"{mark} {r.name:38s} {r.kind:6s} {r.location if r.present else r.how}{tag}")
+    missing = [r for r in required if not r.present]
+    print(f"\n{len(required) - len(missing)} of {len(required)} required assets present"
+          + ("; run ./setup.sh to install the missing ones" if missing else ""))
     return 0
 
 
