@@ -6,8 +6,8 @@ Importing this package is cheap: backends that need torch/transformers (``hf``,
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from .._lazy import lazy_exports
+from typing import TYPE_CHECKING
 
 from .base import (POOLINGS, Classifier, CountingClassifier, Encoder, Pooling, TextInput, check_inputs,
                    file_fingerprint, fingerprint_of, predict)
@@ -46,14 +46,4 @@ if TYPE_CHECKING:  # pragma: no cover
     from .sklearn_backend import PAIR_SEPARATOR, SklearnClassifier, train_tfidf_lr
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy_exports(__name__, globals(), _LAZY)

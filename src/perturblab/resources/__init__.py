@@ -13,8 +13,8 @@ other names with ``from perturblab.resources.stopwords import ...``.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from .._lazy import lazy_exports
+from typing import TYPE_CHECKING
 
 from .stopwords import is_stopword, stopwords  # light: scikit-learn loads on first call
 
@@ -34,14 +34,4 @@ __all__ = ["is_stopword", "pos_tags", "pos_tags_many", "stopwords", "synonyms",
            "tagger_available", "wordnet_pos"]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS))
+__getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)
