@@ -167,3 +167,15 @@ def test_bad_search_options():
         GreedySearch(order="sideways")
     with pytest.raises(InputError):
         BeamSearch(width=0)
+
+
+def test_patience_stops_the_walk_early(lexicon):
+    table = {w: ["picture", "tale"] for w in ["movie", "story", "plot", "acting", "music", "scene"]}
+    text = "movie story plot acting music scene"
+    full = run_searches([_problem(text, table)], GreedySearch(stop_loss=-1), lexicon, progress=False)[0]
+    short = run_searches([_problem(text, table)], GreedySearch(patience=1, stop_loss=-1), lexicon,
+                         progress=False)[0]
+    assert short.ok and short.queries < full.queries
+    assert full.loss <= short.loss
+    with pytest.raises(InputError):
+        GreedySearch(patience=0)

@@ -44,6 +44,8 @@ def _add_scope_args(p: argparse.ArgumentParser, demo: bool = False) -> None:
     p.add_argument("--search", choices=["greedy", "beam"], default="greedy")
     p.add_argument("--beam-width", type=int, default=3)
     p.add_argument("--max-words", type=int, default=None, help="largest number of changed words")
+    p.add_argument("--patience", type=int, default=None,
+                   help="stop a search after this many words in a row bring no improvement (faster)")
     p.add_argument("--max-candidates", type=int, default=None, help="cap on candidates per word")
     p.add_argument("--tolerance", type=float, default=None, help="Soft-SCoPE decay: full weight up to this distance")
     p.add_argument("--cutoff", type=float, default=None, help="Soft-SCoPE decay: zero weight from this distance")
@@ -97,7 +99,7 @@ def cmd_scope(args) -> int:
         reference=args.reference, targets=_csv_list(args.targets),
         capabilities=_csv_list(args.capabilities), data=args.data, n=args.n, trials=args.trials,
         seed=args.seed, loss=args.loss, search=args.search, beam_width=args.beam_width,
-        max_words=args.max_words, max_candidates=args.max_candidates,
+        max_words=args.max_words, patience=args.patience, max_candidates=args.max_candidates,
         tolerance=DEFAULT_TOLERANCE if args.tolerance is None else args.tolerance,
         cutoff=DEFAULT_CUTOFF if args.cutoff is None else args.cutoff)
     out = Path(args.out)

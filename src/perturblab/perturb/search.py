@@ -137,6 +137,8 @@ class BeamSearch(SearchMethod):
             raise InputError(f"unknown word order {order!r}; use one of {', '.join(ORDERS)}")
         if max_words is not None and max_words < 1:
             raise InputError(f"max_words must be >= 1 or None, got {max_words}")
+        if patience is not None and patience < 1:
+            raise InputError(f"patience must be >= 1 or None, got {patience}")
         self.width, self.order, self.max_words = width, order, max_words
         self.patience, self.stop_loss = patience, stop_loss
 

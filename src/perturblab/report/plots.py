@@ -58,16 +58,24 @@ def sample_complexity_plot(curves: dict[str, list[dict[str, float]]], path: str 
                            title: str = "") -> Path:
     """SCoPE Fig. 15 style: metric mean and interval against the number of base samples."""
     plt = _plt()
-    fig, ax = plt.subplots(figsize=(5, 3.4))
+    from matplotlib.ticker import ScalarFormatter
+
+    fig, ax = plt.subplots(figsize=(7.5, 3.8))
     for name, rows in curves.items():
+        if len(rows) < 2:  # a single sample size is no curve
+            continue
         n = [r["n"] for r in rows]
         ax.plot(n, [r["mean"] for r in rows], marker="o", label=name)
-        ax.fill_between(n, [r["low"] for r in rows], [r["high"] for r in rows], alpha=0.25)
+        ax.fill_between(n, [r["low"] for r in rows], [r["high"] for r in rows], alpha=0.2)
     ax.set_xscale("log")
+    ax.xaxis.set_major_formatter(ScalarFormatter())
+    ax.xaxis.set_minor_formatter(ScalarFormatter())
+    ax.tick_params(axis="x", which="minor", labelsize=7)
     ax.set_xlabel("number of base samples")
-    ax.set_ylabel("metric (mean, 95% interval)")
+    ax.set_ylabel("mean and 95% interval")
     ax.set_title(title)
-    ax.legend()
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

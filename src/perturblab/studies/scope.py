@@ -58,6 +58,7 @@ class ScopeConfig:
     search: str = "greedy"
     beam_width: int = 3
     max_words: int | None = None
+    patience: int | None = None
     max_candidates: int | None = None
     tolerance: float = DEFAULT_TOLERANCE
     cutoff: float = DEFAULT_CUTOFF
@@ -81,7 +82,7 @@ class ScopeConfig:
         return fingerprint_of(sorted(asdict(self).items()))
 
     def search_method(self):
-        kw = dict(max_words=self.max_words)
+        kw = dict(max_words=self.max_words, patience=self.patience)
         if self.search == "beam":
             kw["width"] = self.beam_width
         return make_search(self.search, **kw)

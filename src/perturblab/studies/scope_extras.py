@@ -48,7 +48,7 @@ def sample_complexity_curves(store: ResultStore, run_id: str, reference: str, ta
     each size (sizes above the available sample count are dropped)."""
     hard, soft = invariance_terms(store, run_id, reference, target, capability, trial, **decay)
     n = len(hard)
-    use = [s for s in sizes if s <= n] or ([n] if n else [])
+    use = sorted({s for s in sizes if s < n} | ({n} if n else set()))
     if not use:
         return {}
     return {"hard_scope": sample_complexity(lambda i: float(hard[i].mean()), n, use, trials=trials, seed=seed),
