@@ -30,16 +30,12 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Literal
 
-from .errors import AssetMissingError, PerturblabError
+from .errors import AssetInstallError, AssetMissingError, PerturblabError
 from .paths import assets_dir
 
 SETUP_HINT = "Run ./setup.sh in the perturblab checkout (or `perturblab assets install`)."
 MARKER = ".perturblab-asset.json"
 AssetKind = Literal["pip", "sdist"]
-
-
-class AssetInstallError(PerturblabError, RuntimeError):
-    """Fetching or unpacking an offline asset failed; the message says which and why."""
 
 
 @dataclass(frozen=True)

@@ -30,3 +30,7 @@ class AssetMissingError(PerturblabError, FileNotFoundError):
     def __init__(self, asset: str, how: str):
         self.asset, self.how = asset, how
         super().__init__(f"offline asset {asset!r} is not installed. {how}")
+
+
+class AssetInstallError(PerturblabError, RuntimeError):
+    """Fetching or unpacking an offline asset failed; the message says which and why."""
