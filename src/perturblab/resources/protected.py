@@ -105,15 +105,19 @@ def write_default(path: str | Path, *, overwrite: bool = False) -> Path:
     return target
 
 
+def _check_keys(obj: dict, allowed: set[str], what: str) -> None:
+    """Raise naming the keys of ``obj`` that are not ``allowed``."""
+    unknown = sorted(set(obj) - set(allowed))
+    if unknown:
+        raise InputError(f"{what} {unknown}; allowed: {', '.join(sorted(allowed))}")
+
+
 def _parse(data: Any, source: str) -> dict[str, list[Category]]:
     """Validate the JSON structure; every error names ``source`` and the offending part."""
     if not isinstance(data, dict) or not isinstance(data.get("domains"), dict):
         raise InputError(f"{source}: expected an object with a 'domains' object mapping each "
                          "domain to a list of categories")
-    unknown = sorted(set(data) - _TOP_KEYS)
-    if unknown:
-        raise InputError(f"{source}: unknown top-level key(s) {unknown}; allowed: "
-                         f"{', '.join(sorted(_TOP_KEYS))}")
+    _check_keys(data, _TOP_KEYS, f"{source}: unknown top-level key(s)")
     domains: dict[str, list[Category]] = {}
     owner: dict[str, str] = {}
     for domain, entries in data["domains"].items():
@@ -128,10 +132,7 @@ def _parse(data: Any, source: str) -> dict[str, list[Category]]:
             if not isinstance(entry, dict):
                 raise InputError(f"{where} must be an object like "
                                  '{"category": "woman", "singular": ["woman"], "plural": ["women"]}')
-            bad = sorted(set(entry) - _CATEGORY_KEYS)
-            if bad:
-                raise InputError(f"{where}: unknown key(s) {bad}; allowed: category, "
-                                 f"{', '.join(NUMBERS)}")
+            _check_keys(entry, _CATEGORY_KEYS, f"{where}: unknown key(s)")
             name = entry.get("category")
             if not isinstance(name, str) or not name.strip():
                 raise InputError(f"{where}: 'category' must be a non-empty name")
