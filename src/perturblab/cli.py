@@ -125,7 +125,7 @@ def cmd_scope(args) -> int:
 
 def _extras(study, summary, out: Path) -> list[Path]:
     """App. H sample-complexity curves (trial 0) and Sec. 3.4 metric correlations."""
-    from .report.plots import sample_complexity_plot
+    from .report.plots import safe_name, sample_complexity_plot
     from .studies.scope_extras import metric_correlations, sample_complexity_curves
 
     cfg = study.config
@@ -142,8 +142,7 @@ def _extras(study, summary, out: Path) -> list[Path]:
                 curves[f"{cap} {metric}"] = rows
         curves_all[target] = curves
         if curves:
-            safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in target)
-            pngs.append(sample_complexity_plot(curves, out / f"sample_complexity_{safe}.png",
+            pngs.append(sample_complexity_plot(curves, out / f"sample_complexity_{safe_name(target)}.png",
                                                title=f"{cfg.reference} -> {target}"))
     (out / "sample_complexity.json").write_text(json.dumps(curves_all, indent=1))
     return pngs

@@ -74,7 +74,7 @@ def hard_scope(p1_x, p1_xp, p2_x, p2_xp) -> float:
     if not cond.any():
         warnings.warn("Hard-SCoPE undefined: the reference changed its prediction on every sample")
         return math.nan
-    return float(np.mean((_pred(p2_x) == _pred(p2_xp))[cond]))
+    return float(np.mean(hard_scope_terms(p2_x, p2_xp)[cond]))
 
 
 def linear_decay(d: np.ndarray, tolerance: float = DEFAULT_TOLERANCE,
@@ -95,11 +95,17 @@ def change_distance(p1_x, p1_xp, p2_x, p2_xp) -> np.ndarray:
     return np.abs(d1 - d2).sum(axis=1)
 
 
+def hard_scope_terms(p2_x, p2_xp) -> np.ndarray:
+    """Per-sample terms 1[y_m2(x) = y_m2(x')] of Eq. 2 (as floats)."""
+    _same_n(p2_x, p2_xp)
+    return (_pred(p2_x) == _pred(p2_xp)).astype(np.float64)
+
+
 def soft_scope_terms(p1_x, p1_xp, p2_x, p2_xp, tolerance: float = DEFAULT_TOLERANCE,
                      cutoff: float = DEFAULT_CUTOFF) -> np.ndarray:
     """Per-sample terms decay(dist(Δm1, Δm2)) · 1[y_m2(x) = y_m2(x')] of Eq. 3."""
-    same2 = _pred(p2_x) == _pred(p2_xp)
-    return linear_decay(change_distance(p1_x, p1_xp, p2_x, p2_xp), tolerance, cutoff) * same2
+    return (linear_decay(change_distance(p1_x, p1_xp, p2_x, p2_xp), tolerance, cutoff)
+            * hard_scope_terms(p2_x, p2_xp))
 
 
 def soft_scope(p1_x, p1_xp, p2_x, p2_xp, tolerance: float = DEFAULT_TOLERANCE,

@@ -12,6 +12,12 @@ METRIC_LABELS = {"gap_iid_acc": "Gap IID acc", "iid_agreement": "IID agreement",
                  "soft_scope": "Soft-SCoPE"}
 
 
+def safe_name(name: str) -> str:
+    """``name`` with every character other than letters, digits, '-', '_' and '.' as '_'
+    (model names can be paths or hub ids; file names must not be)."""
+    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name)
+
+
 def _plt():
     import matplotlib
 
@@ -46,8 +52,7 @@ def scope_bars(summary: Sequence[dict[str, Any]], out_dir: str | Path) -> list[P
         ax.set_title(f"reference {rows[0]['reference']} → target {target}")
         ax.legend(fontsize=7, ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.12))
         fig.tight_layout()
-        safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in target)
-        p = out_dir / f"scope_{safe}.png"
+        p = out_dir / f"scope_{safe_name(target)}.png"
         fig.savefig(p, dpi=120)
         plt.close(fig)
         paths.append(p)

@@ -28,9 +28,9 @@ from tqdm.auto import tqdm
 
 from ..data.examples import Dataset, Example
 from ..errors import InputError
-from ..measures.scope import (DEFAULT_CUTOFF, DEFAULT_TOLERANCE, gap_iid_accuracy,
-                              iid_agreement, ood_agreement, reference_invariant,
-                              soft_scope_terms)
+from ..measures.scope import (DEFAULT_CUTOFF, DEFAULT_TOLERANCE, METRICS, gap_iid_accuracy,
+                              hard_scope_terms, iid_agreement, ood_agreement,
+                              reference_invariant, soft_scope_terms)
 from ..measures.stats import bootstrap_ci, mean_se
 from ..models.base import Classifier, fingerprint_of
 from ..perturb.capabilities import CAPABILITIES, get_capability
@@ -208,7 +208,7 @@ class ScopeStudy:
             if t_all.shape[1] != r_all.shape[1]:
                 raise InputError(f"target {target!r} has {t_all.shape[1]} classes but the reference "
                                  f"{cfg.reference!r} has {r_all.shape[1]}; SCoPE compares models of one task")
-            hard_terms = (t_x.argmax(1) == t_xp.argmax(1)).astype(float)
+            hard_terms = hard_scope_terms(t_x, t_xp)
             soft_terms = soft_scope_terms(r_x, r_xp, t_x, t_xp, cfg.tolerance, cfg.cutoff) if pert else np.zeros(0)
             inv_idx = np.flatnonzero(inv)
 
@@ -264,7 +264,7 @@ class ScopeStudy:
         self.store.add_metrics(
             {"run_id": cfg.run_id, "reference": r["reference"], "target": r["target"],
              "capability": r["capability"], "trial": r["trial"], "metric": m, "value": r[m], "n": r["n"]}
-            for r in rows for m in ("gap_iid_acc", "iid_agreement", "ood_agreement", "hard_scope", "soft_scope"))
+            for r in rows for m in METRICS)
         return rows
 
 
@@ -278,7 +278,7 @@ def summarise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         s = {"reference": ref, "target": tgt, "capability": cap, "trials": len(rs),
              "n": int(np.mean([r["n"] for r in rs])),
              "n_perturbed": float(np.mean([r["n_perturbed"] for r in rs]))}
-        for m in ("gap_iid_acc", "iid_agreement", "ood_agreement", "hard_scope", "soft_scope"):
+        for m in METRICS:
             s[m], s[m + "_se"] = mean_se([r[m] for r in rs])
         out.append(s)
     return out

@@ -8,7 +8,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..measures.scope import DEFAULT_CUTOFF, DEFAULT_TOLERANCE, reference_invariant, soft_scope_terms
+from ..measures.scope import (DEFAULT_CUTOFF, DEFAULT_TOLERANCE, hard_scope_terms,
+                              reference_invariant, soft_scope_terms)
 from ..measures.stats import pearson, sample_complexity
 from ..store import ResultStore
 
@@ -36,7 +37,7 @@ def invariance_terms(store: ResultStore, run_id: str, reference: str, target: st
         return np.zeros(0), np.zeros(0)
     P = [np.stack([d[i] for i in ids]) for d in (rx, rxp, tx, txp)]
     inv = reference_invariant(P[0], P[1])
-    hard = (P[2].argmax(1) == P[3].argmax(1)).astype(float)
+    hard = hard_scope_terms(P[2], P[3])
     soft = soft_scope_terms(*P, tolerance=tolerance, cutoff=cutoff)
     return hard[inv], soft[inv]
 
