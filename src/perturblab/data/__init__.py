@@ -1,5 +1,6 @@
 """Data sets: packaged offline corpora, files (CSV / TSV / JSONL / JSON / Parquet) and HF data sets."""
 
+from .corpus import Corpus, available_corpora, load_corpus, register_corpus, split_sentences
 from .examples import Dataset, Example
 from .files import from_frame, load_file
 from .loaders import (
@@ -14,16 +15,21 @@ from .loaders import (
 )
 
 __all__ = [
+    "Corpus",
     "Dataset",
     "Example",
+    "available_corpora",
     "available_datasets",
     "from_frame",
+    "load_corpus",
     "load_dataset",
     "load_file",
     "load_hf",
+    "register_corpus",
     "register_dataset",
     "rotten_tomatoes",
     "sample_balanced",
+    "split_sentences",
     "train_test_split",
     "tweets",
 ]
