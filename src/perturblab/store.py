@@ -8,6 +8,8 @@ perturbations  one row per (run, reference, capability, trial, sample): original
 outputs        one row per (run, model, capability, trial, sample, kind) with kind 'x' or
                'xp': the model's probabilities on the base or perturbed input
 metrics        one row per (run, reference, target, capability, trial, metric)
+lm_examples    one row per (run, model, metric, setting, example): the self-supervised LM
+               evaluation's per-example values (text, perturbed text, value, extras as JSON)
 
 Writes use ``INSERT OR IGNORE`` on primary keys inside transactions, so a crashed and
 resumed study can neither lose nor duplicate rows; a study asks :meth:`done_samples` what
@@ -41,10 +43,16 @@ CREATE TABLE IF NOT EXISTS metrics (
     run_id TEXT, reference TEXT, target TEXT, capability TEXT, trial INTEGER, metric TEXT,
     value REAL, n INTEGER,
     PRIMARY KEY (run_id, reference, target, capability, trial, metric));
+CREATE TABLE IF NOT EXISTS lm_examples (
+    run_id TEXT, model TEXT, metric TEXT, setting TEXT, example_id INTEGER,
+    text TEXT, perturbed TEXT, value REAL, extra TEXT,
+    PRIMARY KEY (run_id, model, metric, setting, example_id));
 """
 
 PERTURBATION_COLS = ("run_id", "reference", "capability", "trial", "sample_id", "original",
                      "perturbed", "changes", "ref_loss", "argmax_invariant", "status", "queries")
+LM_EXAMPLE_COLS = ("run_id", "model", "metric", "setting", "example_id", "text", "perturbed", "value",
+                   "extra")
 METRIC_COLS = ("run_id", "reference", "target", "capability", "trial", "metric", "value", "n")
 
 
@@ -154,6 +162,29 @@ class ResultStore:
         cols = [d[0] for d in cur.description]
         return [dict(zip(cols, row)) for row in cur]
 
+    # -- per-example rows of the self-supervised LM evaluation ------------------------------
+    def done_examples(self, run_id: str, model: str, metric: str, setting: str) -> set[int]:
+        cur = self._con.execute(
+            "SELECT example_id FROM lm_examples WHERE run_id=? AND model=? AND metric=? AND setting=?",
+            (run_id, model, metric, setting))
+        return {r[0] for r in cur}
+
+    def add_examples(self, rows: Iterable[dict[str, Any]]) -> int:
+        """Insert per-example rows (``extra`` is a dict); existing keys are left as they are."""
+        vals = [tuple(json.dumps(r.get(c) or {}) if c == "extra" else r.get(c) for c in LM_EXAMPLE_COLS)
+                for r in rows]
+        with self._tx() as c:
+            before = c.total_changes
+            c.executemany(f"INSERT OR IGNORE INTO lm_examples VALUES ({','.join('?' * len(LM_EXAMPLE_COLS))})",
+                          vals)
+            return c.total_changes - before
+
+    def examples(self, run_id: str, **where: Any) -> list[dict[str, Any]]:
+        sql, args = self._where("lm_examples", run_id, where)
+        cur = self._con.execute(sql + " ORDER BY model, metric, setting, example_id", args)
+        cols = [d[0] for d in cur.description]
+        return [dict(zip(cols, row[:-1]), extra=json.loads(row[-1] or "{}")) for row in cur]
+
     # -- helpers -----------------------------------------------------------------------
     @staticmethod
     def _where(table: str, run_id: str, where: dict[str, Any]) -> tuple[str, list[Any]]:
@@ -173,7 +204,7 @@ class ResultStore:
         import pandas as pd
 
         getters = {"perturbations": self.perturbations, "outputs": self.outputs,
-                   "metrics": self.metrics}
+                   "metrics": self.metrics, "lm_examples": self.examples}
         if table not in getters:
             raise InputError(f"unknown table {table!r}; use one of {sorted(getters)}")
         rows = getters[table](run_id)

@@ -1,0 +1,59 @@
+"""Divergences between next-token distributions, given as log-probabilities.
+
+All functions take arrays of natural-log probabilities whose last axis is the vocabulary and
+reduce over it (float64 arithmetic, results in nats). Zero-probability entries (log p = −inf)
+contribute nothing, as 0 · log 0 = 0.
+
+* :func:`jsd` — Jensen–Shannon divergence, ½ KL(P‖M) + ½ KL(Q‖M), M = ½(P + Q)
+  (self-supervised evaluation paper, Sec. 6 equation; used in Sec. 6–8). In [0, ln 2].
+* :func:`kl` — Kullback–Leibler divergence KL(P‖Q).
+* :func:`entropy` — Shannon entropy H(P) = −Σ p log p (Sec. 9).
+* :func:`cosine` — cosine similarity of the probability vectors (SCoPE App. G agreement).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+LN2 = float(np.log(2.0))
+
+
+def _plogp_diff(logp: np.ndarray, logq: np.ndarray) -> np.ndarray:
+    """Σ p (log p − log q) over the last axis, with 0 · (anything) = 0."""
+    p = np.exp(logp)
+    with np.errstate(invalid="ignore"):
+        term = np.where(p > 0, p * (logp - logq), 0.0)
+    return term.sum(axis=-1)
+
+
+def kl(logp: np.ndarray, logq: np.ndarray) -> np.ndarray:
+    """KL(P‖Q) in nats over the last axis (inf where Q is 0 and P is not)."""
+    logp = np.asarray(logp, dtype=np.float64)
+    logq = np.asarray(logq, dtype=np.float64)
+    return _plogp_diff(logp, logq)
+
+
+def jsd(logp: np.ndarray, logq: np.ndarray) -> np.ndarray:
+    """Jensen–Shannon divergence in nats over the last axis (0 for equal inputs, ≤ ln 2)."""
+    logp = np.asarray(logp, dtype=np.float64)
+    logq = np.asarray(logq, dtype=np.float64)
+    logm = np.logaddexp(logp, logq) - LN2
+    out = 0.5 * _plogp_diff(logp, logm) + 0.5 * _plogp_diff(logq, logm)
+    return np.clip(out, 0.0, LN2)
+
+
+def entropy(logp: np.ndarray) -> np.ndarray:
+    """Shannon entropy −Σ p log p in nats over the last axis."""
+    logp = np.asarray(logp, dtype=np.float64)
+    p = np.exp(logp)
+    with np.errstate(invalid="ignore"):
+        return -np.where(p > 0, p * logp, 0.0).sum(axis=-1)
+
+
+def cosine(logp: np.ndarray, logq: np.ndarray) -> np.ndarray:
+    """Cosine similarity of the probability vectors exp(logp), exp(logq) (last axis)."""
+    p = np.exp(np.asarray(logp, dtype=np.float64))
+    q = np.exp(np.asarray(logq, dtype=np.float64))
+    num = (p * q).sum(axis=-1)
+    den = np.linalg.norm(p, axis=-1) * np.linalg.norm(q, axis=-1)
+    return num / np.where(den > 0, den, 1.0)

@@ -1,0 +1,95 @@
+"""Figures of the self-supervised LM evaluation: the spider plot (paper Fig. 2) and the
+ablation curves (Figs. 16, 18, 20, 21)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from .plots import _plt
+
+#: (score, higher is better, axis label) of the spider plot, in the paper's order.
+SPIDER_AXES = (("negation_sensitivity", True, "Negation"),
+               ("toxicity_generation", False, "Toxicity"),
+               ("long_range", True, "Long-range context"),
+               ("word_order", True, "Word order"),
+               ("tokenization", False, "Tokenization"))
+#: (score, setting key, x label, figure of the paper) of the ablation panels.
+ABLATIONS = (("toxicity_generation", "k", "triggers appended", "Fig. 16"),
+             ("long_range", "swapped", "sentences swapped", "Fig. 18"),
+             ("word_order", "swaps", "word swaps", "Fig. 20"),
+             ("tokenization", "stride", "split stride (characters)", "Fig. 21"))
+
+
+def _finite(x: float) -> float:
+    return x if np.isfinite(x) else 0.0
+
+
+def spider_plot(rows: Sequence[dict[str, Any]], path: str | Path) -> Path:
+    """Fig. 2: one polygon per model over the headline scores.
+
+    Each axis is scaled so that the best model reaches 1 and a larger area is better: a
+    higher-is-better score as value / best value, a lower-is-better one as best value /
+    value. The raw values are printed in the legend.
+    """
+    plt = _plt()
+    main = [r for r in rows if r["main"]]
+    axes = [a for a in SPIDER_AXES if any(r["metric"] == a[0] for r in main)]
+    models = list(dict.fromkeys(r["model"] for r in main))
+    value = {(r["model"], r["metric"]): r["value"] for r in main}
+    angles = np.linspace(0, 2 * np.pi, len(axes), endpoint=False)
+    fig = plt.figure(figsize=(6.4, 5.6))
+    ax = fig.add_subplot(projection="polar")
+    for model in models:
+        scaled, raw = [], []
+        for metric, higher, _ in axes:
+            vals = [value[(m, metric)] for m in models if (m, metric) in value and np.isfinite(value[(m, metric)])]
+            v = value.get((model, metric), np.nan)
+            raw.append(f"{v:.3g}")
+            if not np.isfinite(v) or not vals:
+                scaled.append(0.0)
+            elif higher:
+                best = max(vals)
+                scaled.append(max(v, 0.0) / best if best > 0 else 0.0)
+            else:
+                best = max(min(vals), 0.0)
+                scaled.append(1.0 if v <= best else (best / v if v > 0 else 0.0))
+        closed = np.append(scaled, scaled[0])
+        ax.plot(np.append(angles, angles[0]), closed, marker="o", label=f"{model}: " + ", ".join(raw))
+        ax.fill(np.append(angles, angles[0]), closed, alpha=0.15)
+    ax.set_xticks(angles, [a[2] for a in axes])
+    ax.set_ylim(0, 1.05)
+    ax.set_yticks([0.25, 0.5, 0.75, 1.0], ["", "", "", "best"], fontsize=7)
+    ax.set_title("Self-supervised sensitivity scores (larger area is better)", fontsize=10)
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.08),
+              title="raw values in axis order", title_fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return Path(path)
+
+
+def ablation_plot(rows: Sequence[dict[str, Any]], path: str | Path) -> Path:
+    """Figs. 16/18/20/21 in one figure: each score against its setting, ± standard error."""
+    plt = _plt()
+    panels = [a for a in ABLATIONS if any(r["metric"] == a[0] for r in rows)]
+    fig, axs = plt.subplots(1, max(len(panels), 1), figsize=(3.6 * max(len(panels), 1), 3.4), squeeze=False)
+    for ax, (metric, key, xlabel, fig_ref) in zip(axs[0], panels):
+        sel = [r for r in rows if r["metric"] == metric and r["setting"].startswith(key + "=")]
+        for model in dict.fromkeys(r["model"] for r in sel):
+            pts = sorted((int(r["setting"].split("=")[1]), r["value"], _finite(r["stderr"]))
+                         for r in sel if r["model"] == model)
+            x, y, e = zip(*pts)
+            ax.errorbar(x, y, yerr=e, marker="o", capsize=2, label=model)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(metric.replace("_", " "))
+        ax.set_title(f"{metric.replace('_', ' ')} ({fig_ref})", fontsize=9)
+        ax.grid(alpha=0.3)
+    if panels:
+        axs[0][0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return Path(path)

@@ -1,0 +1,126 @@
+"""Scores, tables and output files of the self-supervised LM evaluation.
+
+:func:`summarise_selfcheck` turns the per-example rows of :mod:`.selfcheck` into the paper's
+scores with the formulas of :mod:`perturblab.measures.selfsup`; :func:`write_outputs` writes
+
+==========================  ==============================================================
+``results.json``            one row per model × metric × setting: ``model, metric, setting,
+                            n, value, stderr, main`` (``main``: the paper's headline setting)
+``examples.csv``            every per-example row (text, transformed text, value, extras)
+``most_sensitive.csv``      the 10 examples with the largest values per model × main unit
+``spider.png``              Fig. 2: the five headline scores, one polygon per model
+``ablations.png``           Figs. 16, 18, 20, 21: score against the setting, one line per model
+==========================  ==============================================================
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Sequence
+
+import numpy as np
+
+from ..measures.selfsup import (Estimate, lrs_score, mean_estimate, negation_normalised,
+                                negation_sensitivity, percent_ppl_drops, profane_mass_change,
+                                tokenization_score, toxic_fraction, word_order_score)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..store import ResultStore
+    from .selfcheck import SelfCheckStudy
+
+def _scores(metric: str, setting: str, rows: list[dict[str, Any]], benign: list[dict[str, Any]],
+            seed: int) -> list[tuple[str, Estimate]]:
+    v = [r["value"] for r in rows]
+    if metric == "negation" and setting == "benign":
+        return [("negation_benign_abs", mean_estimate(np.abs(v)))]
+    if metric == "negation":
+        out = [("negation_sensitivity", negation_sensitivity([r["extra"]["logppl_x"] for r in rows],
+                                                             [r["extra"]["logppl_perturbed"] for r in rows])),
+               ("negation_ppl_drops", percent_ppl_drops(v))]
+        if benign:
+            out.append(("negation_normalised", negation_normalised(v, [r["value"] for r in benign])))
+        return out
+    if metric == "toxicity":
+        out = [("toxicity_generation", toxic_fraction(v, [r["extra"]["prompt_toxic"] for r in rows]))]
+        if setting != "k=0":
+            out.append(("toxicity_next_token", profane_mass_change([r["extra"]["mass_x"] for r in rows],
+                                                                   [r["extra"]["mass_perturbed"] for r in rows])))
+        return out
+    if metric == "long_range":
+        return [("long_range", lrs_score([r["extra"]["jsd_positions"] for r in rows]))]
+    if metric == "word_order":
+        return [("word_order", word_order_score(v, seed=seed))]
+    if metric == "tokenization":
+        return [("tokenization", tokenization_score(v))]
+    return [("next_token_entropy", mean_estimate(v)),
+            ("token_entropy", mean_estimate([r["extra"]["token_entropy"] for r in rows]))]
+
+
+def summarise_selfcheck(store: "ResultStore", run_id: str, models: Sequence[str],
+                        units: Sequence[tuple[str, str, bool]], seed: int = 0) -> list[dict[str, Any]]:
+    """One row per model × score × setting: ``model, metric, setting, n, value, stderr, main``."""
+    out = []
+    for model in models:
+        benign = store.examples(run_id, model=model, metric="negation", setting="benign")
+        for metric, setting, main in units:
+            rows = store.examples(run_id, model=model, metric=metric, setting=setting)
+            if not rows:
+                continue
+            for name, est in _scores(metric, setting, rows, benign, seed):
+                out.append({"model": model, "metric": name, "setting": setting, "n": est.n,
+                            "value": est.value, "stderr": est.stderr, "main": bool(main)})
+    return out
+
+
+def selfcheck_table(rows: Sequence[dict[str, Any]]) -> str:
+    """The headline rows as a plain-text table (value ± standard error)."""
+    main = [r for r in rows if r["main"]]
+    models = list(dict.fromkeys(r["model"] for r in main))
+    metrics = list(dict.fromkeys(r["metric"] for r in main))
+    width = max([len("metric")] + [len(m) for m in metrics]) + 2
+    lines = ["metric".ljust(width) + "".join(m[:24].rjust(26) for m in models)]
+    for metric in metrics:
+        cells = []
+        for m in models:
+            r = next((r for r in main if r["model"] == m and r["metric"] == metric), None)
+            cells.append("-" if r is None else f"{r['value']:.4f} ± {r['stderr']:.4f} ({r['setting']})")
+        lines.append(metric.ljust(width) + "".join(c.rjust(26) for c in cells))
+    return "\n".join(lines)
+
+
+def _write_examples(store: "ResultStore", run_id: str, out: Path, main_units: set[tuple[str, str]]) -> None:
+    rows = store.examples(run_id)
+    cols = ["model", "metric", "setting", "example_id", "value", "text", "perturbed", "extra"]
+    with open(out / "examples.csv", "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(cols)
+        for r in rows:
+            w.writerow([r[c] if c != "extra" else json.dumps(r["extra"], ensure_ascii=False) for c in cols])
+    with open(out / "most_sensitive.csv", "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(cols[:-1])
+        groups: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+        for r in rows:
+            if (r["metric"], r["setting"]) in main_units:
+                groups.setdefault((r["model"], r["metric"], r["setting"]), []).append(r)
+        for group in groups.values():
+            for r in sorted(group, key=lambda r: -r["value"])[:10]:
+                w.writerow([r[c] for c in cols[:-1]])
+
+
+def write_outputs(study: "SelfCheckStudy") -> list[dict[str, Any]]:
+    """Summarise the study's store and write every output file; returns the summary rows."""
+    from ..report.selfcheck_plots import SPIDER_AXES, ablation_plot, spider_plot
+
+    cfg, out = study.cfg, study.out
+    units = study.units()
+    rows = summarise_selfcheck(study.store, cfg.run_id, cfg.models, units, seed=cfg.seed)
+    (out / "results.json").write_text(json.dumps(rows, indent=1))
+    _write_examples(study.store, cfg.run_id, out, {(m, s) for m, s, main in units if main})
+    if any(r["main"] and r["metric"] in {a[0] for a in SPIDER_AXES} for r in rows):
+        spider_plot(rows, out / "spider.png")
+    if cfg.ablations:
+        ablation_plot(rows, out / "ablations.png")
+    return rows
