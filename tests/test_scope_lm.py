@@ -1,0 +1,390 @@
+"""SCoPE for language models (SCoPE App. G): measures, search, study, resume, bad input.
+
+The models are tiny Llama causal LMs built from a config (no download) on a byte-level BPE
+tokenizer trained here on a handful of sentences.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import sqlite3
+
+import numpy as np
+import pytest
+
+from perturblab.errors import InputError
+from perturblab.measures import scope as cls_scope
+from perturblab.measures.scope_lm import (DEFAULT_LM_CUTOFF, check_shared_vocabulary, cosine_terms,
+                                          gap_iid_token_accuracy, hard_scope_lm, lm_sample_terms,
+                                          lm_scope_metrics, soft_scope_lm, soft_scope_lm_terms,
+                                          token_accuracy, token_accuracy_counts)
+from perturblab.studies.scope_lm import (DB_NAME, LMScopeConfig, LMScopeStudy, NextTokenClassifier,
+                                         scope_lm_table, summarise)
+
+torch = pytest.importorskip("torch")
+
+SENTS = [
+    "The quick brown fox jumps over the lazy dog near the river bank.",
+    "A wonderful movie with brilliant acting and a thoughtful story.",
+    "Scientists discovered a strange planet orbiting a distant star.",
+    "The committee approved the budget after a long debate on Tuesday.",
+    "Children were playing happily in the garden behind the school.",
+    "Heavy rain caused flooding across several northern villages.",
+    "Our teacher explained the difficult lesson with patience.",
+    "Farmers harvested golden wheat before the autumn storms arrived.",
+]
+OTHER = ["Completely different training text about ships, oceans and sailors.",
+         "Harbours fill with boats whenever the weather turns rough.",
+         "Quantum physics puzzles students every single semester."]
+
+
+def train_tokenizer(texts, vocab_size=300):
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=["<|endoftext|>"],
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator(texts, trainer)
+    return PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|endoftext|>",
+                                   pad_token="<|endoftext|>")
+
+
+def tiny_lm(tokenizer, seed=0, name="tiny", noise=0.0, like=None):
+    """A 2-layer Llama on ``tokenizer``; ``like`` + ``noise``: a copy with Gaussian weight noise."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from perturblab.models.lm import HFCausalLM
+
+    if like is not None:
+        model = copy.deepcopy(like.model)
+        gen = torch.Generator().manual_seed(seed)
+        with torch.no_grad():
+            for p in model.parameters():
+                p.add_(noise * torch.randn(p.shape, generator=gen))
+        return HFCausalLM(model, tokenizer, name=name)
+    torch.manual_seed(seed)
+    cfg = LlamaConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=4, intermediate_size=64,
+                      max_position_embeddings=128, initializer_range=0.3)  # peaked distributions
+    return HFCausalLM(LlamaForCausalLM(cfg).eval(), tokenizer, name=name)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    """Tiny models run fastest on one thread (and far faster when the CPUs are shared)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def tok():
+    return train_tokenizer(SENTS)
+
+
+@pytest.fixture(scope="module")
+def ref(tok):
+    return tiny_lm(tok, seed=0, name="ref")
+
+
+@pytest.fixture(scope="module")
+def noisy(tok, ref):
+    return tiny_lm(tok, seed=1, name="noisy", noise=0.05, like=ref)
+
+
+class Counting:
+    """Delegates to a language model, counting forward calls; raises after ``crash_after``."""
+
+    def __init__(self, inner, crash_after=None):
+        self.inner, self.calls, self.crash_after = inner, 0, crash_after
+
+    def __getattr__(self, k):
+        return getattr(self.inner, k)
+
+    def _tick(self):
+        self.calls += 1
+        if self.crash_after is not None and self.calls > self.crash_after:
+            raise RuntimeError("simulated crash")
+
+    def next_token_logprobs(self, inputs):
+        self._tick()
+        return self.inner.next_token_logprobs(inputs)
+
+    def span_logprobs(self, inputs, starts):
+        self._tick()
+        return self.inner.span_logprobs(inputs, starts)
+
+
+def cfg(**kw):
+    base = dict(reference="ref", targets=["ref"], capabilities=["typo"], n=6, trials=2, n_boot=100,
+                max_words=2, chunk_size=3)
+    base.update(kw)
+    return LMScopeConfig(**base)
+
+
+def jsonable(rows):
+    return json.dumps(rows, sort_keys=True, default=str)
+
+
+# --------------------------------------------------------------------------- measures
+def test_cosine_and_top1_agreement_by_hand():
+    p1 = np.array([[0.5, 0.5, 0.0, 0.0], [0.6, 0.2, 0.2, 0.0]])
+    p2 = np.array([[1.0, 0.0, 0.0, 0.0], [0.2, 0.6, 0.2, 0.0]])
+    assert cosine_terms(p1, p2) == pytest.approx([0.5 / math.sqrt(0.5), 0.28 / 0.44])
+    assert cosine_terms(p1, p1) == pytest.approx([1.0, 1.0])
+    m = lm_scope_metrics(p1, p1, p2, p2)
+    assert m["iid_agreement"] == pytest.approx((0.5 / math.sqrt(0.5) + 0.28 / 0.44) / 2)
+    assert m["iid_top1_agreement"] == 0.5  # argmaxes (0, 0) vs (0, 1)
+    # the log-prob version in measures.divergence agrees
+    from perturblab.measures.divergence import cosine
+    with np.errstate(divide="ignore"):
+        assert cosine(np.log(p1), np.log(p2)) == pytest.approx(cosine_terms(p1, p2))
+
+
+def hand_case():
+    # A: both keep top-1, Δ1 = (-.1, .1, 0), Δ2 = (0, -.1, .1): dist 0.4
+    # B: reference unchanged, target flips its top-1
+    # C: reference flips its top-1: not in the conditioned population
+    p1_x = np.array([[0.6, 0.3, 0.1], [0.8, 0.1, 0.1], [0.5, 0.4, 0.1]])
+    p1_xp = np.array([[0.5, 0.4, 0.1], [0.8, 0.1, 0.1], [0.4, 0.5, 0.1]])
+    p2_x = np.array([[0.7, 0.2, 0.1], [0.4, 0.5, 0.1], [0.6, 0.3, 0.1]])
+    p2_xp = np.array([[0.7, 0.1, 0.2], [0.5, 0.4, 0.1], [0.6, 0.3, 0.1]])
+    return p1_x, p1_xp, p2_x, p2_xp
+
+
+def test_hard_and_soft_scope_by_hand():
+    P = hand_case()
+    t = lm_sample_terms(*P)
+    assert t["change_l1"][0] == pytest.approx(0.4)
+    assert list(t["ref_top1_x"] == t["ref_top1_xp"]) == [True, True, False]
+    assert hard_scope_lm(t["ref_top1_x"], t["ref_top1_xp"], t["top1_x"], t["top1_xp"]) == 0.5
+    soft = soft_scope_lm(t["ref_top1_x"], t["ref_top1_xp"], t["top1_x"], t["top1_xp"], t["change_l1"])
+    assert DEFAULT_LM_CUTOFF == 2.0
+    assert soft == pytest.approx((1 - 0.4 / 2) / 2)  # (0.8 + 0) / 2
+    assert soft_scope_lm(t["ref_top1_x"], t["ref_top1_xp"], t["top1_x"], t["top1_xp"], t["change_l1"],
+                         cutoff=4.0) == pytest.approx(0.45)
+    m = lm_scope_metrics(*P)
+    assert (m["hard_scope"], m["soft_scope"]) == (0.5, pytest.approx(0.4))
+    # the classification measures give the same numbers on the same arrays
+    assert cls_scope.hard_scope(*P) == m["hard_scope"]
+    assert cls_scope.soft_scope(*P, cutoff=2.0) == pytest.approx(m["soft_scope"])
+
+
+def test_soft_never_exceeds_hard_and_distance_at_most_four():
+    rng = np.random.default_rng(0)
+    P = [rng.dirichlet(np.full(50, 0.1), size=300) for _ in range(4)]
+    P[1][:150] = P[0][:150] + 0  # many reference-invariant samples
+    t = lm_sample_terms(*P)
+    assert np.all(t["change_l1"] <= 4 + 1e-9)
+    soft = soft_scope_lm_terms(t["top1_x"], t["top1_xp"], t["change_l1"])
+    hard = (t["top1_x"] == t["top1_xp"]).astype(float)
+    assert np.all((0 <= soft) & (soft <= hard))
+    m = lm_scope_metrics(*P)
+    assert 0 <= m["soft_scope"] <= m["hard_scope"] <= 1
+    assert 0 <= m["iid_agreement"] <= 1 and 0 <= m["ood_agreement"] <= 1
+
+
+def test_token_accuracy_is_teacher_forced_top1(ref):
+    texts = SENTS[:3]
+    correct, total = token_accuracy_counts(ref, texts, chunk=2)
+    for t, c, n in zip(texts, correct, total):
+        ids = ref.encode(t)
+        assert n == len(ids) - 1
+        preds = ref.next_token_logprobs([ids[:i] for i in range(1, len(ids))]).argmax(axis=1)
+        assert c == int((preds == np.asarray(ids[1:])).sum())
+    assert token_accuracy(correct, total) == pytest.approx(correct.sum() / total.sum())
+    assert gap_iid_token_accuracy(correct, total, correct, total) == 0.0
+    assert gap_iid_token_accuracy([1, 2], [4, 4], [3, 2], [4, 4]) == pytest.approx(0.25)
+
+
+def test_mismatched_vocabularies_raise(tok, ref):
+    smaller = tiny_lm(train_tokenizer(SENTS, vocab_size=280), name="small")
+    other = tiny_lm(train_tokenizer(OTHER, vocab_size=300), name="other")
+    assert other.vocab_size == ref.vocab_size
+    for m in (smaller, other):
+        with pytest.raises(InputError, match="vocabular|tokeni"):
+            check_shared_vocabulary(ref, m, SENTS)
+    check_shared_vocabulary(ref, tiny_lm(tok, seed=3), SENTS)  # same tokenizer: fine
+
+
+def test_study_rejects_mismatched_vocabularies(tmp_path, ref):
+    other = tiny_lm(train_tokenizer(OTHER, vocab_size=300), name="other")
+    study = LMScopeStudy(cfg(targets=["other"]), tmp_path, models={"ref": ref, "other": other},
+                         sentences=SENTS, progress=False)
+    with pytest.raises(InputError, match="tokens"):
+        study.run()
+
+
+def test_next_token_classifier(ref):
+    clf = NextTokenClassifier(ref, max_rows=2)
+    p = clf.predict_proba([SENTS[0], SENTS[1], SENTS[0], SENTS[2]])
+    assert p.shape == (4, ref.vocab_size) and p.dtype == np.float32
+    assert p.sum(axis=1) == pytest.approx(np.ones(4), abs=1e-4)
+    assert np.array_equal(p[0], p[2]) and clf.inputs_scored == 3 and clf.calls == 1
+    assert np.allclose(p[1], np.exp(ref.next_token_logprobs([SENTS[1]])[0]), atol=1e-5)
+    assert len(clf.labels) == ref.vocab_size
+    with pytest.raises(InputError):
+        clf.predict_proba([""])
+
+
+# --------------------------------------------------------------------------- study
+def test_model_against_itself_scores_one(tmp_path, ref):
+    study = LMScopeStudy(cfg(targets=["ref", "same"]), tmp_path, models={"ref": ref, "same": ref},
+                         sentences=SENTS, progress=False)
+    rows = study.run()
+    assert len(rows) == 2 * 2  # targets × trials
+    for r in rows:
+        assert r["n"] == 6 and r["n_ref_invariant"] > 0
+        assert r["hard_scope"] == 1.0 and r["soft_scope"] == 1.0
+        assert r["iid_agreement"] == pytest.approx(1.0) and r["ood_agreement"] == pytest.approx(1.0)
+        assert r["iid_top1_agreement"] == 1.0 and r["ood_top1_agreement"] == 1.0
+        assert r["gap_iid_acc"] == 0.0
+    saved = json.loads((tmp_path / "results.json").read_text())
+    assert len(saved) == 4 and saved[0]["hard_scope_ci"][1] == 1.0
+
+
+def test_noisy_copy_scores_below_one(tmp_path, ref, noisy):
+    rows = LMScopeStudy(cfg(targets=["noisy"], capabilities=["synonym", "typo"]), tmp_path,
+                        models={"ref": ref, "noisy": noisy}, sentences=SENTS, progress=False).run()
+    assert [(r["capability"], r["trial"]) for r in rows] == [("synonym", 0), ("typo", 0), ("synonym", 1),
+                                                             ("typo", 1)]
+    for r in rows:
+        assert r["n_ref_invariant"] > 0
+        assert 0 <= r["iid_agreement"] < 1 and 0 <= r["ood_agreement"] < 1
+        assert 0 <= r["soft_scope"] < 1 and r["soft_scope"] <= r["hard_scope"] <= 1
+        assert r["hard_scope_ci"][0] <= r["hard_scope"] <= r["hard_scope_ci"][1]
+        assert r["soft_scope_ci"][0] <= r["soft_scope"] <= r["soft_scope_ci"][1]
+        assert r["gap_iid_acc"] == pytest.approx(abs(r["acc_reference"] - r["acc_target"]))
+    s = summarise(rows)
+    assert [x["capability"] for x in s] == ["synonym", "typo"] and s[1]["trials"] == 2
+    typo = [r["soft_scope"] for r in rows if r["capability"] == "typo"]
+    assert s[1]["soft_scope"] == pytest.approx(np.mean(typo))
+    assert s[1]["soft_scope_se"] == pytest.approx(np.std(typo, ddof=1) / math.sqrt(2))
+    table = scope_lm_table(rows)
+    assert "noisy" in table and "soft" in table.splitlines()[0] and len(table.splitlines()) == 3
+    with sqlite3.connect(tmp_path / DB_NAME) as db:  # synonyms really were swapped in
+        changes = [json.loads(c) for (c,) in db.execute(
+            "SELECT changes FROM lm_searches WHERE capability='synonym' AND status='perturbed'")]
+    assert changes and all(old.lower() != new.lower() for ch in changes for _, old, new in ch)
+
+
+def test_search_minimises_the_reference_l1_change(tmp_path, ref, noisy):
+    from perturblab.perturb.capabilities import get_capability
+    from perturblab.perturb.engine import run_searches_naive
+    from perturblab.perturb.goals import InvarianceGoal, l1_loss
+    from perturblab.perturb.search import GreedySearch, SearchProblem
+
+    c = cfg(targets=["noisy"], trials=1)
+    study = LMScopeStudy(c, tmp_path, models={"ref": ref, "noisy": noisy}, sentences=SENTS,
+                         progress=False)
+    study.run()
+    with sqlite3.connect(tmp_path / DB_NAME) as db:
+        stored = {r[0]: r[1:] for r in db.execute(
+            "SELECT sample_id, original, perturbed, ref_loss FROM lm_searches WHERE status='perturbed'")}
+    assert len(stored) >= 4
+    clf = NextTokenClassifier(ref)
+    cap = get_capability("typo")
+    problems = [SearchProblem(fields=(stored[i][0],), transformation=cap.transformation,
+                              constraints=cap.constraints, goal=InvarianceGoal("l1"),
+                              rng=np.random.default_rng([c.seed, 0, i])) for i in stored]
+    naive = run_searches_naive(problems, GreedySearch(max_words=c.max_words), clf)
+    for i, p, r in zip(stored, problems, naive):
+        original, perturbed, loss = stored[i]
+        assert r.perturbed == perturbed and r.loss == pytest.approx(loss, rel=1e-4, abs=1e-6)
+        # Eq. 1, first step: no single-word candidate moves the reference less than x'
+        x0 = p.words
+        singles = [x0.replace(j, w).text for j in range(len(x0))
+                   if all(k.allows(x0, j) for k in cap.constraints)
+                   for w in cap.transformation.candidates(x0, j, None, np.random.default_rng(0), None)]
+        p0 = clf.predict_proba([original])[0]
+        losses = l1_loss(p0, clf.predict_proba(singles))
+        assert len(singles) > 1 and loss <= losses.min() + 1e-5
+
+
+def test_resume_runs_no_new_searches_and_returns_identical_rows(tmp_path, ref, noisy):
+    def run(crash_after=None, out=tmp_path / "a"):
+        models = {"ref": Counting(ref, crash_after), "noisy": Counting(noisy)}
+        rows = LMScopeStudy(cfg(targets=["noisy"]), out, models=models, sentences=SENTS,
+                            progress=False).run()
+        return rows, models
+
+    first, m1 = run()
+    assert m1["ref"].calls > 0 and m1["noisy"].calls > 0
+    again, m2 = run()
+    assert m2["ref"].calls == 0 and m2["noisy"].calls == 0
+    assert jsonable(again) == jsonable(first)
+    # a crash part-way: the re-run finishes only what is missing and gets the same answers
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        run(crash_after=m1["ref"].calls // 2, out=tmp_path / "b")
+    with sqlite3.connect(tmp_path / "b" / DB_NAME) as db:
+        partial = db.execute("SELECT COUNT(*) FROM lm_searches").fetchone()[0]
+    assert 0 < partial < 12
+    resumed, m3 = run(out=tmp_path / "b")
+    assert 0 < m3["ref"].calls < m1["ref"].calls
+    for a, b in zip(resumed, first):
+        assert a.keys() == b.keys()
+        for k in a:
+            if isinstance(a[k], float):
+                assert a[k] == pytest.approx(b[k], abs=1e-5, nan_ok=True)
+            elif k not in ("hard_scope_ci", "soft_scope_ci"):
+                assert a[k] == b[k]
+
+
+def test_adding_a_target_reuses_the_perturbations(tmp_path, ref, noisy):
+    LMScopeStudy(cfg(targets=["ref"], trials=1), tmp_path, models={"ref": ref}, sentences=SENTS,
+                 progress=False).run()
+    counting = Counting(ref)
+    rows = LMScopeStudy(cfg(targets=["ref", "noisy"], trials=1), tmp_path,
+                        models={"ref": counting, "noisy": noisy}, sentences=SENTS, progress=False).run()
+    # only the reference's outputs on x and x' are recomputed (two calls per chunk), no search
+    assert counting.calls == 2 * 2
+    assert [r["target"] for r in rows] == ["ref", "noisy"]
+
+
+def test_bad_input(tmp_path, ref):
+    with pytest.raises(InputError, match="empty"):
+        LMScopeStudy(cfg(), tmp_path, models={"ref": ref}, sentences=[])
+    with pytest.raises(InputError, match="empty"):
+        LMScopeStudy(cfg(), tmp_path, models={"ref": ref}, sentences=["fine text here", "  "])
+    with pytest.raises(InputError, match="unknown language model"):
+        LMScopeStudy(cfg(targets=["no-such-model"]), tmp_path, models={"ref": ref},
+                     sentences=SENTS, progress=False).run()
+    with pytest.raises(InputError, match="capabilit"):
+        cfg(capabilities=["no-such-capability"]).validate()
+    with pytest.raises(InputError):
+        cfg(targets=[]).validate()
+    with pytest.raises(InputError):
+        cfg(cutoff=0.0).validate()
+
+
+# --------------------------------------------------------------------------- packaged models
+@pytest.mark.slow
+def test_smollm2_against_int8(tmp_path):
+    import logging
+    import time
+
+    from perturblab.data.corpus import load_corpus
+
+    corpus = load_corpus("oanc").filter(6, 25)
+    sentences = corpus.sample(10, seed=0)
+    t0 = time.time()
+    study = LMScopeStudy(LMScopeConfig(reference="smollm2-135m", targets=["smollm2-135m-int8"],
+                                       capabilities=["typo"], n=10, trials=1, n_boot=200),
+                         tmp_path, sentences=sentences, progress=False)
+    rows = study.run()
+    wall = time.time() - t0
+    logging.getLogger(__name__).warning("smollm2 vs int8: %.0f s\n%s\n%s", wall, scope_lm_table(rows),
+                                        json.dumps(rows, indent=1, default=str))
+    (r,) = rows
+    assert r["n"] == 10 and r["n_perturbed"] >= 5
+    assert 0 <= r["soft_scope"] <= r["hard_scope"] <= 1
+    for k in ("iid_agreement", "ood_agreement", "iid_top1_agreement", "ood_top1_agreement"):
+        assert 0 <= r[k] <= 1
+    assert r["iid_agreement"] > 0.5  # int8 quantisation keeps the distributions close
+    assert 0 <= r["gap_iid_acc"] <= 1
