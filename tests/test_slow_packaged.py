@@ -46,3 +46,23 @@ def test_synonym_search_on_minilm_is_argmax_invariant_mostly():
     assert len(ok) >= 15
     assert sum(r.argmax_invariant for r in ok) >= 0.9 * len(ok)  # paper Fig. 11: nearly all
     assert np.median([r.loss for r in ok]) < 0.05
+
+
+def test_selfcheck_smollm2_headline_scores(tmp_path):
+    """The five scores on 20 Wikipedia sentences with the packaged SmolLM2: sane ranges."""
+    import math
+
+    from perturblab.cli import main
+
+    out = tmp_path / "selfcheck"
+    assert main(["selfcheck", "--models", "smollm2-135m", "--corpus", "conll2010", "--n", "20",
+                 "--no-ablations", "--max-new-tokens", "12", "--out", str(out), "--quiet"]) == 0
+    rows = {r["metric"]: r for r in json.loads((out / "results.json").read_text())}
+    ln2 = math.log(2)
+    for m in ("long_range", "word_order", "tokenization"):
+        assert 0 < rows[m]["value"] < ln2
+    assert rows["long_range"]["value"] > rows["word_order"]["value"]  # two replaced sentences vs one swap
+    assert -1 <= rows["toxicity_generation"]["value"] <= 1
+    assert 0 <= rows["negation_ppl_drops"]["value"] <= 100 and rows["negation_sensitivity"]["n"] == 20
+    assert rows["next_token_entropy"]["value"] > 0
+    assert (out / "spider.png").stat().st_size > 0

@@ -54,12 +54,52 @@ def _add_scope_args(p: argparse.ArgumentParser, demo: bool = False) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress bars")
 
 
+def _add_selfcheck_args(p: argparse.ArgumentParser) -> None:
+    from .studies.selfcheck import METRICS
+
+    p.add_argument("--models", required=True,
+                   help="comma-separated language models: presets (smollm2-135m, smollm2-135m-int8, gemma3-270m), "
+                        "local HF directories, .gguf files or hub ids")
+    p.add_argument("--corpus", default="conll2010",
+                   help="oanc, conll2010 (Wikipedia sentences), a .txt/.jsonl/.csv/.parquet file or hf:NAME[:SPLIT]")
+    p.add_argument("--benign-corpus", default="oanc",
+                   help="corpus for the normalised negation score ('none' to leave it out)")
+    p.add_argument("--text-column", default="text", help="text column of a JSONL/CSV/Parquet/HF corpus")
+    p.add_argument("--n", type=int, default=1000, help="examples per metric and setting")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--metrics", default=",".join(METRICS), help=f"comma-separated subset of {', '.join(METRICS)}")
+    p.add_argument("--no-ablations", action="store_true",
+                   help="only the headline setting of each metric (much faster)")
+    p.add_argument("--max-new-tokens", type=int, default=32, help="generation length of the toxicity metric")
+    p.add_argument("--out", required=True, help="output directory (re-running with the same options resumes)")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+
+
+def _add_scope_lm_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--reference", required=True, help="reference language model (e.g. smollm2-135m)")
+    p.add_argument("--targets", required=True,
+                   help="comma-separated target language models sharing the reference's vocabulary "
+                        "(e.g. smollm2-135m-int8)")
+    p.add_argument("--capabilities", default="synonym,typo", help="comma-separated capabilities")
+    p.add_argument("--corpus", default="oanc", help="corpus of base sentences (as for selfcheck)")
+    p.add_argument("--n", type=int, default=100, help="base sentences per trial")
+    p.add_argument("--trials", type=int, default=3)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--max-words", type=int, default=None, help="largest number of changed words")
+    p.add_argument("--patience", type=int, default=None, help="stop a search after this many fruitless words")
+    p.add_argument("--max-candidates", type=int, default=None, help="cap on candidates per word")
+    p.add_argument("--out", required=True, help="output directory (re-running with the same options resumes)")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="perturblab", description="Compare NLP models through text perturbations.")
     ap.add_argument("-v", "--verbose", action="store_true")
     sub = ap.add_subparsers(dest="command", required=True)
     _add_scope_args(sub.add_parser("scope", help="shared-invariance study (SCoPE)"))
     _add_scope_args(sub.add_parser("demo", help="the SCoPE study on packaged models, small default size"), demo=True)
+    _add_selfcheck_args(sub.add_parser("selfcheck", help="self-supervised LM evaluation (five sensitivity scores)"))
+    _add_scope_lm_args(sub.add_parser("scope-lm", help="shared invariances of language models (SCoPE App. G)"))
     sub.add_parser("doctor", help="which offline assets are present and how to get the rest")
     a = sub.add_parser("assets", help="manage offline assets")
     a.add_argument("action", choices=["install"])
@@ -148,6 +188,43 @@ def _extras(study, summary, out: Path) -> list[Path]:
     return pngs
 
 
+def cmd_selfcheck(args) -> int:
+    from .studies.selfcheck import SelfCheckConfig, SelfCheckStudy
+    from .studies.selfcheck_summary import selfcheck_table
+
+    benign = None if args.benign_corpus.strip().lower() in ("", "none") else args.benign_corpus
+    cfg = SelfCheckConfig(models=_csv_list(args.models), corpus=args.corpus, n=args.n, seed=args.seed,
+                          metrics=_csv_list(args.metrics), benign_corpus=benign,
+                          ablations=not args.no_ablations, max_new_tokens=args.max_new_tokens,
+                          text_column=args.text_column)
+    t0 = time.time()
+    study = SelfCheckStudy(cfg, args.out, progress=not args.quiet)
+    try:
+        rows = study.run()
+    finally:
+        study.close()
+    print(selfcheck_table(rows))
+    files = [p.name for p in sorted(Path(args.out).iterdir()) if p.suffix in (".json", ".csv", ".png", ".sqlite")]
+    print(f"\ncorpus: {args.corpus}; n={cfg.n}; {time.time() - t0:.0f} s")
+    print(f"outputs in {Path(args.out).resolve()}: {', '.join(files)}")
+    return 0
+
+
+def cmd_scope_lm(args) -> int:
+    from .studies.scope_lm import LMScopeConfig, LMScopeStudy, scope_lm_table
+
+    cfg = LMScopeConfig(reference=args.reference, targets=_csv_list(args.targets),
+                        capabilities=_csv_list(args.capabilities), corpus=args.corpus, n=args.n,
+                        trials=args.trials, seed=args.seed, max_words=args.max_words, patience=args.patience,
+                        max_candidates=args.max_candidates)
+    t0 = time.time()
+    rows = LMScopeStudy(cfg, args.out, progress=not args.quiet).run()
+    print(scope_lm_table(rows))
+    print(f"\nreference: {cfg.reference}; {cfg.trials} trial(s) of n={cfg.n}; {time.time() - t0:.0f} s; "
+          f"outputs in {Path(args.out).resolve()}: results.json, results.sqlite")
+    return 0
+
+
 def cmd_doctor(args) -> int:
     from .assets import doctor
 
@@ -184,11 +261,18 @@ def cmd_models(args) -> int:
 
     for name, doc in PRESETS.describe().items():
         print(f"{name:16s} {doc}")
-    print("\nAny local HF directory or hub id (when a hub is reachable) also works.")
+    from .models.lm_presets import LM_PRESETS
+
+    print("\nlanguage models (selfcheck, scope-lm):")
+    for name, doc in LM_PRESETS.describe().items():
+        print(f"{name:18s} {doc}")
+    print("\nAny local HF directory or hub id (when a hub is reachable) also works; language models also "
+          "take a .gguf file.")
     return 0
 
 
-COMMANDS = {"scope": cmd_scope, "demo": cmd_scope, "doctor": cmd_doctor, "assets": cmd_assets,
+COMMANDS = {"scope": cmd_scope, "demo": cmd_scope, "selfcheck": cmd_selfcheck, "scope-lm": cmd_scope_lm,
+            "doctor": cmd_doctor, "assets": cmd_assets,
             "capabilities": cmd_capabilities, "models": cmd_models}
 
 
