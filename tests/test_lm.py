@@ -121,3 +121,15 @@ def test_packaged_smollm2_batch_invariance_and_fp32_cache():
     assert 1.0 < log_perplexity(batched[0]) < 6.0  # a fluent sentence, not noise
     again = load_language_model("smollm2-135m")  # served from the fp32 copy
     assert again.fingerprint == lm.fingerprint
+
+
+def test_output_layer_at_chosen_positions_equals_the_full_forward_path():
+    fast, slow = tiny_lm(batch_size=3), tiny_lm(batch_size=3)
+    slow._gather = False  # logits_to_keep over the union of positions instead
+    assert fast._head_path() is True
+    for a, b in zip(fast.token_logprobs(TEXTS), slow.token_logprobs(TEXTS)):
+        np.testing.assert_allclose(a, b, atol=1e-5)
+    np.testing.assert_allclose(fast.next_token_logprobs(TEXTS), slow.next_token_logprobs(TEXTS), atol=1e-5)
+    starts = [3] * len(TEXTS)
+    for a, b in zip(fast.span_logprobs(TEXTS, starts), slow.span_logprobs(TEXTS, starts)):
+        np.testing.assert_allclose(a, b, atol=1e-5)

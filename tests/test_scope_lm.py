@@ -20,6 +20,7 @@ from perturblab.measures.scope_lm import (DEFAULT_LM_CUTOFF, check_shared_vocabu
                                           gap_iid_token_accuracy, hard_scope_lm, lm_sample_terms,
                                           lm_scope_metrics, soft_scope_lm, soft_scope_lm_terms,
                                           token_accuracy, token_accuracy_counts)
+from tiny_lm import tiny_causal_model, train_tokenizer
 from perturblab.studies.scope_lm import (DB_NAME, LMScopeConfig, LMScopeStudy, NextTokenClassifier,
                                          scope_lm_table, summarise)
 
@@ -40,24 +41,8 @@ OTHER = ["Completely different training text about ships, oceans and sailors.",
          "Quantum physics puzzles students every single semester."]
 
 
-def train_tokenizer(texts, vocab_size=300):
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
-
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=["<|endoftext|>"],
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    tok.train_from_iterator(texts, trainer)
-    return PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|endoftext|>",
-                                   pad_token="<|endoftext|>")
-
-
 def tiny_lm(tokenizer, seed=0, name="tiny", noise=0.0, like=None):
     """A 2-layer Llama on ``tokenizer``; ``like`` + ``noise``: a copy with Gaussian weight noise."""
-    from transformers import LlamaConfig, LlamaForCausalLM
-
     from perturblab.models.lm import HFCausalLM
 
     if like is not None:
@@ -67,11 +52,8 @@ def tiny_lm(tokenizer, seed=0, name="tiny", noise=0.0, like=None):
             for p in model.parameters():
                 p.add_(noise * torch.randn(p.shape, generator=gen))
         return HFCausalLM(model, tokenizer, name=name)
-    torch.manual_seed(seed)
-    cfg = LlamaConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2,
-                      num_attention_heads=4, num_key_value_heads=4, intermediate_size=64,
-                      max_position_embeddings=128, initializer_range=0.3)  # peaked distributions
-    return HFCausalLM(LlamaForCausalLM(cfg).eval(), tokenizer, name=name)
+    model = tiny_causal_model(len(tokenizer), seed, max_positions=128, initializer_range=0.3)  # peaked
+    return HFCausalLM(model, tokenizer, name=name)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -85,7 +67,7 @@ def one_thread():
 
 @pytest.fixture(scope="module")
 def tok():
-    return train_tokenizer(SENTS)
+    return train_tokenizer(SENTS, vocab_size=300)
 
 
 @pytest.fixture(scope="module")

@@ -19,9 +19,9 @@ SENTENCES = [
 ]
 
 
-@functools.lru_cache(maxsize=None)
-def tiny_tokenizer(vocab_size: int = 320, bos: bool = False):
-    """A byte-level BPE tokenizer; ``bos=True`` makes it prepend ``<s>`` like Llama/Gemma."""
+def train_tokenizer(texts, vocab_size: int = 320, bos: bool = False):
+    """A byte-level BPE tokenizer trained on ``texts`` (ids 0 = ``<|endoftext|>``, 1 = ``<s>``);
+    ``bos=True`` makes it prepend ``<s>`` like Llama/Gemma."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
     from transformers import PreTrainedTokenizerFast
 
@@ -30,21 +30,28 @@ def tiny_tokenizer(vocab_size: int = 320, bos: bool = False):
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=["<|endoftext|>", "<s>"],
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
-    tok.train_from_iterator(SENTENCES * 3, trainer)
+    tok.train_from_iterator(list(texts), trainer)
     if bos:
         tok.post_processor = processors.TemplateProcessing(single="<s> $A", special_tokens=[("<s>", 1)])
     return PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|endoftext|>", pad_token="<|endoftext|>",
                                    bos_token="<s>")
 
 
-def tiny_causal_model(vocab_size: int, seed: int = 0, max_positions: int = 256):
+@functools.lru_cache(maxsize=None)
+def tiny_tokenizer(vocab_size: int = 320, bos: bool = False):
+    """:func:`train_tokenizer` on :data:`SENTENCES` (cached)."""
+    return train_tokenizer(SENTENCES * 3, vocab_size, bos)
+
+
+def tiny_causal_model(vocab_size: int, seed: int = 0, max_positions: int = 256, initializer_range: float = 0.02):
+    """A 2-layer Llama with random weights drawn after ``torch.manual_seed(seed)``."""
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(seed)
     cfg = LlamaConfig(vocab_size=vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
                       num_key_value_heads=4, intermediate_size=64, max_position_embeddings=max_positions,
-                      bos_token_id=1, eos_token_id=0, pad_token_id=0)
+                      initializer_range=initializer_range, bos_token_id=1, eos_token_id=0, pad_token_id=0)
     return LlamaForCausalLM(cfg).eval()
 
 

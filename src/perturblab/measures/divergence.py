@@ -18,27 +18,25 @@ import numpy as np
 LN2 = float(np.log(2.0))
 
 
-def _plogp_diff(logp: np.ndarray, logq: np.ndarray) -> np.ndarray:
-    """Σ p (log p − log q) over the last axis, with 0 · (anything) = 0."""
-    p = np.exp(logp)
-    with np.errstate(invalid="ignore"):
-        term = np.where(p > 0, p * (logp - logq), 0.0)
-    return term.sum(axis=-1)
+def _probs(logp: np.ndarray) -> np.ndarray:
+    return np.exp(np.asarray(logp, dtype=np.float64))
 
 
 def kl(logp: np.ndarray, logq: np.ndarray) -> np.ndarray:
     """KL(P‖Q) in nats over the last axis (inf where Q is 0 and P is not)."""
-    logp = np.asarray(logp, dtype=np.float64)
-    logq = np.asarray(logq, dtype=np.float64)
-    return _plogp_diff(logp, logq)
+    from scipy.special import rel_entr
+
+    return rel_entr(_probs(logp), _probs(logq)).sum(axis=-1)
 
 
 def jsd(logp: np.ndarray, logq: np.ndarray) -> np.ndarray:
     """Jensen–Shannon divergence in nats over the last axis (0 for equal inputs, ≤ ln 2)."""
-    logp = np.asarray(logp, dtype=np.float64)
-    logq = np.asarray(logq, dtype=np.float64)
-    logm = np.logaddexp(logp, logq) - LN2
-    out = 0.5 * _plogp_diff(logp, logm) + 0.5 * _plogp_diff(logq, logm)
+    from scipy.special import rel_entr
+
+    p, q = _probs(logp), _probs(logq)
+    m = 0.5 * (p + q)
+    out = 0.5 * rel_entr(p, m).sum(axis=-1)
+    out += 0.5 * rel_entr(q, m).sum(axis=-1)
     return np.clip(out, 0.0, LN2)
 
 

@@ -125,6 +125,7 @@ class HFCausalLM:
         self.max_length = int(min(limit, max_length or limit))
         self._fingerprint = fingerprint
         self._keep = "logits_to_keep" in inspect.signature(model.forward).parameters
+        self._gather: bool | None = None
         self._start_token = start_token
 
     def __repr__(self) -> str:
@@ -198,11 +199,38 @@ class HFCausalLM:
         if batch:
             yield batch
 
-    def _logprobs_at(self, seqs: list[list[int]], positions: list[np.ndarray]) -> Iterator[tuple[int, torch.Tensor]]:
-        """(input index, (len(positions[i]), V) float32 log-softmax at those positions), batch by batch."""
+    def _head_path(self) -> bool:
+        """Whether logits can be computed as output layer(decoder states) at chosen positions.
+
+        True when the model has a decoder and an output layer and that computation (with the
+        config's final logit soft-capping, if any) reproduces ``model(...).logits`` on a probe;
+        otherwise every call falls back to ``logits_to_keep`` over the batch's positions.
+        """
+        if self._gather is None:
+            self._gather = False
+            decoder = getattr(self.model, "get_decoder", lambda: None)()
+            head = self.model.get_output_embeddings()
+            if decoder is not None and head is not None:
+                probe = torch.tensor([self.prefix + self.encode("Hello world, this is a probe.")])
+                with torch.inference_mode():
+                    want = self.model(input_ids=probe).logits.float()
+                    got = self._head_logits(decoder(input_ids=probe).last_hidden_state[0]).float()
+                self._gather = bool(torch.allclose(got, want[0], atol=1e-4, rtol=1e-4))
+        return self._gather
+
+    def _head_logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        logits = self.model.get_output_embeddings()(hidden)
+        cap = getattr(self.model.config, "final_logit_softcapping", None)
+        return torch.tanh(logits / cap) * cap if cap else logits
+
+    def _logprobs_at(self, seqs: list[list[int]], positions: list[np.ndarray],
+                     targets: list[np.ndarray] | None = None) -> Iterator[tuple[int, torch.Tensor]]:
+        """Per input, batch by batch: (index, float32 log-softmax at its ``positions``, shape (m, V)),
+        or with ``targets`` only the log-probabilities of those tokens, shape (m,)."""
         device = next(self.model.parameters()).device
         pad = self.tokenizer.pad_token_id
         pad = 0 if pad is None else int(pad)
+        gather = self._head_path()
         with torch.inference_mode():
             for idx in self._batches(seqs):
                 width = max(len(seqs[i]) for i in idx)
@@ -211,18 +239,25 @@ class HFCausalLM:
                 for r, i in enumerate(idx):
                     ids[r, : len(seqs[i])] = torch.tensor(seqs[i])
                     mask[r, : len(seqs[i])] = 1
-                union = np.unique(np.concatenate([positions[i] for i in idx]))
-                kw: dict[str, Any] = {}
-                if self._keep and len(union) < width:
-                    kw["logits_to_keep"] = torch.as_tensor(union, device=device)
-                logits = self.model(input_ids=ids.to(device), attention_mask=mask.to(device), **kw).logits
-                if "logits_to_keep" not in kw:
-                    logits = logits[:, torch.as_tensor(union, device=device)]
-                logp = torch.log_softmax(logits.float(), dim=-1)
-                where = {int(p): j for j, p in enumerate(union)}
-                for r, i in enumerate(idx):
-                    cols = torch.as_tensor([where[int(p)] for p in positions[i]], device=device, dtype=torch.long)
-                    yield i, logp[r, cols]
+                ids, mask = ids.to(device), mask.to(device)
+                sizes = [len(positions[i]) for i in idx]
+                rows = torch.repeat_interleave(torch.arange(len(idx)), torch.tensor(sizes)).to(device)
+                cols = torch.as_tensor(np.concatenate([positions[i] for i in idx]), dtype=torch.long, device=device)
+                if gather:  # the output layer only where asked: each row's own positions
+                    hidden = self.model.get_decoder()(input_ids=ids, attention_mask=mask).last_hidden_state
+                    logits = self._head_logits(hidden[rows, cols]).float()
+                else:
+                    union, inverse = torch.unique(cols, return_inverse=True)
+                    kw: dict[str, Any] = {"logits_to_keep": union} if self._keep and len(union) < width else {}
+                    full = self.model(input_ids=ids, attention_mask=mask, **kw).logits
+                    logits = (full if kw else full[:, union])[rows, inverse].float()
+                if targets is not None:
+                    tgt = torch.as_tensor(np.concatenate([targets[i] for i in idx]), dtype=torch.long, device=device)
+                    out = logits.gather(1, tgt[:, None])[:, 0] - torch.logsumexp(logits, dim=-1)
+                else:
+                    out = torch.log_softmax(logits, dim=-1)
+                for i, part in zip(idx, torch.split(out, sizes)):
+                    yield i, part
 
     def token_logprobs(self, inputs: Sequence[LMInput]) -> list[np.ndarray]:
         """Per input, float64 log p(t_i | t_<i) of every scored token (see *The first token*)."""
@@ -232,10 +267,10 @@ class HFCausalLM:
                 raise InputError(f"inputs[{i}] has a single token and {self.name} adds no start token, "
                                  "so no token can be scored; use longer texts or start_token=<a token>")
         positions = [np.arange(len(s) - 1) for s in seqs]
+        targets = [np.asarray(s[1:]) for s in seqs]
         out: list[np.ndarray] = [np.zeros(0)] * len(seqs)
-        for i, lp in self._logprobs_at(seqs, positions):
-            target = torch.as_tensor(seqs[i][1:], device=lp.device)
-            out[i] = lp.gather(1, target[:, None])[:, 0].double().cpu().numpy()
+        for i, lp in self._logprobs_at(seqs, positions, targets):
+            out[i] = lp.double().cpu().numpy()
         return out
 
     def next_token_logprobs(self, inputs: Sequence[LMInput]) -> np.ndarray:

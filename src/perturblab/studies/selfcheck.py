@@ -51,7 +51,7 @@ from ..store import ResultStore
 
 log = logging.getLogger(__name__)
 METRICS: tuple[str, ...] = ("negation", "toxicity", "long_range", "word_order", "tokenization", "entropy")
-SPAN_CHUNK = 16  # examples per span_logprobs call: (positions x vocabulary) floats each
+SPAN_CHUNK = 32  # examples per span_logprobs call: (positions x vocabulary) floats each
 
 
 @dataclass
@@ -248,6 +248,7 @@ class Scorer:
         j = _setting_value(setting)
         rc = ReplaceContext(j)
         out = []
+        items = sorted(items, key=lambda it: -len(" ".join(it[1][0])))  # similar lengths share a call
         for start in range(0, len(items), SPAN_CHUNK):
             part = items[start:start + SPAN_CHUNK]
             seqs, starts, texts = [], [], []
@@ -289,8 +290,8 @@ class Scorer:
                 for (i, x), p, c, v in zip(items, plain, chopped, d)]
 
     def entropy(self, setting: str, items: list[tuple[int, str]]) -> list[dict[str, Any]]:
-        xs = [x for _, x in items]
-        h_next = entropy(self.lm.next_token_logprobs(xs))
+        items = sorted(items, key=lambda it: -len(it[1]))  # similar lengths share a call
+        h_next = entropy(self.lm.next_token_logprobs([x for _, x in items]))
         out = []
         for start in range(0, len(items), SPAN_CHUNK):
             part = items[start:start + SPAN_CHUNK]
@@ -304,7 +305,11 @@ class Scorer:
 def _fits(lm: LanguageModel, metric: str, example: Any, max_new_tokens: int) -> bool:
     """Whether every input built from ``example`` fits the context window (with some room for
     the inserted words; chopped tokenization can take one token per character)."""
-    texts = [" ".join(example[0]), " ".join(example[1])] if isinstance(example, tuple) else [example]
+    if isinstance(example, tuple):  # a passage and its donor: the passage and the replaced version
+        passage, donor = example
+        texts = [" ".join(passage), " ".join(ReplaceContext(len(passage) - 1).replace(passage, donor))]
+    else:
+        texts = [example]
     if metric == "tokenization":
         return all(len(t) + 1 <= lm.max_length for t in texts)
     room = 16 + (max_new_tokens if metric == "toxicity" else 0)
@@ -330,6 +335,10 @@ class SelfCheckStudy:
         corpus = corpus if corpus is not None else load_corpus(config.corpus, text_column=config.text_column)
         if benign is None and config.benign_corpus and "negation" in config.metrics:
             benign = load_corpus(config.benign_corpus, text_column=config.text_column)
+            if config.benign_corpus == config.corpus:
+                log.warning("the benign corpus is the evaluated corpus (%s): the normalised negation score "
+                            "uses other sentences of it, but the paper wants text without clear truth "
+                            "values (e.g. fiction); pass another --benign-corpus", config.corpus)
         self.examples = Examples(config, corpus, benign if config.benign_corpus else None)
         self.store = ResultStore(self.out / "results.sqlite")
 
