@@ -266,6 +266,25 @@ def make_search(name: str, **kwargs) -> SearchMethod:
     raise InputError(f"unknown search method {name!r}; use 'greedy' or 'beam'")
 
 
+@dataclass(kw_only=True)
+class SearchOptions:
+    """How a capability searches for x' (SCoPE Eq. 1): the options every study shares."""
+
+    loss: str = "l1"
+    search: str = "greedy"
+    beam_width: int = 3
+    max_words: int | None = None
+    patience: int | None = None
+    max_candidates: int | None = None
+
+    def search_method(self) -> SearchMethod:
+        """The configured :class:`SearchMethod`."""
+        kw: dict = dict(max_words=self.max_words, patience=self.patience)
+        if self.search == "beam":
+            kw["width"] = self.beam_width
+        return make_search(self.search, **kw)
+
+
 def validate_inputs(fields: Sequence[str], what: str = "text") -> None:
     for f in fields:
         if not isinstance(f, str) or not f.strip():

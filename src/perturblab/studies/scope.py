@@ -36,7 +36,7 @@ from ..models.base import Classifier, fingerprint_of
 from ..perturb.capabilities import CAPABILITIES, get_capability
 from ..perturb.engine import run_searches
 from ..perturb.goals import InvarianceGoal
-from ..perturb.search import SearchProblem, make_search
+from ..perturb.search import SearchOptions, SearchProblem
 from ..store import ResultStore
 
 log = logging.getLogger(__name__)
@@ -44,7 +44,7 @@ STAR_OF_FAIRNESS = ("synonym*", "typo*")
 
 
 @dataclass
-class ScopeConfig:
+class ScopeConfig(SearchOptions):
     """Options of a shared-invariance study (defaults follow the SCoPE paper)."""
 
     reference: str
@@ -54,12 +54,6 @@ class ScopeConfig:
     n: int = 500
     trials: int = 3
     seed: int = 0
-    loss: str = "l1"
-    search: str = "greedy"
-    beam_width: int = 3
-    max_words: int | None = None
-    patience: int | None = None
-    max_candidates: int | None = None
     tolerance: float = DEFAULT_TOLERANCE
     cutoff: float = DEFAULT_CUTOFF
     test_size: float = 0.25
@@ -81,11 +75,6 @@ class ScopeConfig:
     def run_id(self) -> str:
         return fingerprint_of(sorted(asdict(self).items()))
 
-    def search_method(self):
-        kw = dict(max_words=self.max_words, patience=self.patience)
-        if self.search == "beam":
-            kw["width"] = self.beam_width
-        return make_search(self.search, **kw)
 
 
 def _as_input(ex: Example):

@@ -40,7 +40,7 @@ from ..models.lm_presets import load_language_model
 from ..perturb.capabilities import CAPABILITIES, get_capability
 from ..perturb.engine import run_searches
 from ..perturb.goals import InvarianceGoal
-from ..perturb.search import PERTURBED, SearchProblem, make_search
+from ..perturb.search import PERTURBED, SearchOptions, SearchProblem
 from ..report.tables import fmt
 
 log = logging.getLogger(__name__)
@@ -97,7 +97,7 @@ class NextTokenClassifier:
 
 
 @dataclass
-class LMScopeConfig:
+class LMScopeConfig(SearchOptions):
     """Options of a SCoPE study on language models (defaults follow the SCoPE paper). Without
     given sentences, the base pool is the ``min_sentence_words``..``max_sentence_words``-word
     sentences of ``corpus`` (a name or path for :func:`perturblab.data.corpus.load_corpus`).
@@ -110,12 +110,6 @@ class LMScopeConfig:
     n: int = 100
     trials: int = 3
     seed: int = 0
-    loss: str = "l1"
-    search: str = "greedy"
-    beam_width: int = 3
-    max_words: int | None = None
-    patience: int | None = None
-    max_candidates: int | None = None
     min_sentence_words: int = 5
     max_sentence_words: int | None = 40
     tolerance: float = DEFAULT_TOLERANCE
@@ -136,9 +130,6 @@ class LMScopeConfig:
         linear_decay(np.zeros(1), self.tolerance, self.cutoff)  # checks 0 <= tolerance < cutoff
         self.search_method()
 
-    def search_method(self):
-        width = {"width": self.beam_width} if self.search == "beam" else {}
-        return make_search(self.search, max_words=self.max_words, patience=self.patience, **width)
 
 
 def _texts(texts: Sequence[str], what: str) -> list[str]:
