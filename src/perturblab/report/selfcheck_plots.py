@@ -60,6 +60,7 @@ def spider_plot(rows: Sequence[dict[str, Any]], path: str | Path) -> Path:
         ax.plot(np.append(angles, angles[0]), closed, marker="o", label=f"{model}: " + ", ".join(raw))
         ax.fill(np.append(angles, angles[0]), closed, alpha=0.15)
     ax.set_xticks(angles, [a[2] for a in axes])
+    ax.tick_params(axis="x", pad=14)
     ax.set_ylim(0, 1.05)
     ax.set_yticks([0.25, 0.5, 0.75, 1.0], ["", "", "", "best"], fontsize=7)
     ax.set_title("Self-supervised sensitivity scores (larger area is better)", fontsize=10)

@@ -51,7 +51,7 @@ from ..store import ResultStore
 
 log = logging.getLogger(__name__)
 METRICS: tuple[str, ...] = ("negation", "toxicity", "long_range", "word_order", "tokenization", "entropy")
-SPAN_CHUNK = 32  # examples per span_logprobs call: (positions x vocabulary) floats each
+SPAN_FLOATS = 64 * 40 * 49152  # floats of (position x vocabulary) log-probs held per span call
 
 
 @dataclass
@@ -210,6 +210,8 @@ class Scorer:
     def __init__(self, lm: LanguageModel, cfg: SelfCheckConfig) -> None:
         self.lm, self.cfg = lm, cfg
         self._profane: np.ndarray | None = None
+        # sequences per span_logprobs call: ~0.5 GB of float32 log-probs at ~40 positions each
+        self.span_chunk = max(1, SPAN_FLOATS // (40 * lm.vocab_size) // 2)
 
     @property
     def profane(self) -> np.ndarray:
@@ -249,8 +251,8 @@ class Scorer:
         rc = ReplaceContext(j)
         out = []
         items = sorted(items, key=lambda it: -len(" ".join(it[1][0])))  # similar lengths share a call
-        for start in range(0, len(items), SPAN_CHUNK):
-            part = items[start:start + SPAN_CHUNK]
+        for start in range(0, len(items), self.span_chunk):
+            part = items[start:start + self.span_chunk]
             seqs, starts, texts = [], [], []
             for _, (passage, donor) in part:
                 for version in (passage, rc.replace(passage, donor)):
@@ -293,8 +295,8 @@ class Scorer:
         items = sorted(items, key=lambda it: -len(it[1]))  # similar lengths share a call
         h_next = entropy(self.lm.next_token_logprobs([x for _, x in items]))
         out = []
-        for start in range(0, len(items), SPAN_CHUNK):
-            part = items[start:start + SPAN_CHUNK]
+        for start in range(0, len(items), 2 * self.span_chunk):
+            part = items[start:start + 2 * self.span_chunk]
             spans = self.lm.span_logprobs([x for _, x in part], [0] * len(part))
             for q, (i, x) in enumerate(part):
                 out.append(_row(i, x, None, h_next[start + q], token_entropy=float(entropy(spans[q]).mean())))

@@ -75,19 +75,15 @@ def summarise_selfcheck(store: "ResultStore", run_id: str, models: Sequence[str]
 
 
 def selfcheck_table(rows: Sequence[dict[str, Any]]) -> str:
-    """The headline rows as a plain-text table (value ± standard error)."""
+    """The headline rows as a plain-text table (value ± standard error, setting)."""
     main = [r for r in rows if r["main"]]
     models = list(dict.fromkeys(r["model"] for r in main))
     metrics = list(dict.fromkeys(r["metric"] for r in main))
-    width = max([len("metric")] + [len(m) for m in metrics]) + 2
-    lines = ["metric".ljust(width) + "".join(m[:24].rjust(26) for m in models)]
-    for metric in metrics:
-        cells = []
-        for m in models:
-            r = next((r for r in main if r["model"] == m and r["metric"] == metric), None)
-            cells.append("-" if r is None else f"{r['value']:.4f} ± {r['stderr']:.4f} ({r['setting']})")
-        lines.append(metric.ljust(width) + "".join(c.rjust(26) for c in cells))
-    return "\n".join(lines)
+    cell = {(r["model"], r["metric"]): f"{r['value']:.4f} ± {r['stderr']:.4f} ({r['setting']})" for r in main}
+    table = [["metric", *models]] + [[m, *[cell.get((mod, m), "-") for mod in models]] for m in metrics]
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+    return "\n".join("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths)))
+                     for row in table)
 
 
 def _write_examples(store: "ResultStore", run_id: str, out: Path, main_units: set[tuple[str, str]]) -> None:
