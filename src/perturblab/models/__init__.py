@@ -1,4 +1,5 @@
-"""Model backends behind two small protocols (:class:`Classifier`, :class:`Encoder`).
+"""Model backends behind small protocols (:class:`Classifier`, :class:`Encoder`, and
+:class:`~.lm.LanguageModel` in ``lm``).
 
 Importing this package is cheap: backends that need torch/transformers (``hf``,
 ``onnx_convert``) or scikit-learn are imported on first use of one of their names.
@@ -26,6 +27,12 @@ _LAZY: dict[str, str] = {
     "load_onnx_minilm": "onnx_convert",
     "ConversionError": "onnx_convert",
     "ONNX_MINILMS": "onnx_convert",
+    "LanguageModel": "lm",
+    "HFCausalLM": "lm",
+    "log_perplexity": "lm",
+    "MemoLanguageModel": "lm_cache",
+    "LM_PRESETS": "lm_presets",
+    "load_language_model": "lm_presets",
     "PRESETS": "presets",
     "ModelPreset": "presets",
     "load_classifier": "presets",
@@ -41,6 +48,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from .callable_backend import CallableClassifier
     from .head import EncoderClassifier, dataset_inputs, train_encoder_head
     from .hf import HFEncoder, HFSequenceClassifier
+    from .lm import HFCausalLM, LanguageModel, log_perplexity
+    from .lm_cache import MemoLanguageModel
+    from .lm_presets import LM_PRESETS, load_language_model
     from .onnx_convert import ONNX_MINILMS, ConversionError, load_onnx_minilm
     from .presets import PRESETS, ModelPreset, data_fingerprint, load_classifier, load_encoder
     from .sklearn_backend import PAIR_SEPARATOR, SklearnClassifier, train_tfidf_lr

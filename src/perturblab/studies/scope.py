@@ -21,7 +21,7 @@ import logging
 import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 from tqdm.auto import tqdm
@@ -257,17 +257,19 @@ class ScopeStudy:
         return rows
 
 
-def summarise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Mean ± standard error over trials for every (reference, target, capability)."""
+def summarise(rows: Sequence[dict[str, Any]], metrics: Sequence[str] = METRICS,
+              counts: Sequence[str] = ("n_perturbed",)) -> list[dict[str, Any]]:
+    """Mean ± standard error over trials of ``metrics`` (None / NaN left out) and the mean of
+    ``counts`` for every (reference, target, capability)."""
     groups: dict[tuple, list[dict]] = {}
     for r in rows:
         groups.setdefault((r["reference"], r["target"], r["capability"]), []).append(r)
     out = []
     for (ref, tgt, cap), rs in groups.items():
-        s = {"reference": ref, "target": tgt, "capability": cap, "trials": len(rs),
-             "n": int(np.mean([r["n"] for r in rs])),
-             "n_perturbed": float(np.mean([r["n_perturbed"] for r in rs]))}
-        for m in METRICS:
+        s: dict[str, Any] = {"reference": ref, "target": tgt, "capability": cap, "trials": len(rs),
+                             "n": int(np.mean([r["n"] for r in rs])),
+                             **{c: float(np.mean([r[c] for r in rs])) for c in counts}}
+        for m in metrics:
             s[m], s[m + "_se"] = mean_se([r[m] for r in rs])
         out.append(s)
     return out

@@ -33,7 +33,7 @@ from ..measures.scope import DEFAULT_TOLERANCE, linear_decay
 from ..measures.scope_lm import (DEFAULT_LM_CUTOFF, LM_METRICS, check_shared_vocabulary, cosine_terms,
                                  gap_iid_token_accuracy, hard_scope_lm_terms, lm_sample_terms,
                                  soft_scope_lm_terms, token_accuracy, token_accuracy_counts, top1)
-from ..measures.stats import bootstrap_ci, mean_se
+from ..measures.stats import bootstrap_ci
 from ..models.base import check_inputs, fingerprint_of
 from ..models.lm import LanguageModel
 from ..models.lm_presets import load_language_model
@@ -345,18 +345,9 @@ class LMScopeStudy:
 
 def summarise(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """Mean ± standard error over trials for every (reference, target, capability)."""
-    groups: dict[tuple, list[dict]] = {}
-    for r in rows:
-        groups.setdefault((r["reference"], r["target"], r["capability"]), []).append(r)
-    out = []
-    for (ref, tgt, cap), rs in groups.items():
-        s: dict[str, Any] = {"reference": ref, "target": tgt, "capability": cap, "trials": len(rs),
-                             "n": int(np.mean([r["n"] for r in rs])),
-                             **{c: float(np.mean([r[c] for r in rs])) for c in ("n_perturbed", "n_ref_invariant")}}
-        for m in LM_METRICS:
-            s[m], s[m + "_se"] = mean_se([math.nan if r[m] is None else r[m] for r in rs])
-        out.append(s)
-    return out
+    from .scope import summarise as summarise_trials
+
+    return summarise_trials(rows, LM_METRICS, counts=("n_perturbed", "n_ref_invariant"))
 
 
 def scope_lm_table(rows: Sequence[dict[str, Any]]) -> str:
