@@ -370,3 +370,23 @@ def test_smollm2_against_int8(tmp_path):
         assert 0 <= r[k] <= 1
     assert r["iid_agreement"] > 0.5  # int8 quantisation keeps the distributions close
     assert 0 <= r["gap_iid_acc"] <= 1
+
+
+def test_cli_scope_lm_on_local_models(tmp_path, capsys):
+    from perturblab.cli import main
+
+    tok = train_tokenizer(SENTS, vocab_size=300)
+    dirs = []
+    for seed in (0, 1):
+        d = tmp_path / f"m{seed}"
+        tiny_causal_model(len(tok), seed, max_positions=128, initializer_range=0.3).save_pretrained(d)
+        tok.save_pretrained(d)
+        dirs.append(str(d))
+    corpus = tmp_path / "c.txt"
+    corpus.write_text(" ".join(SENTS) + "\n")
+    rc = main(["scope-lm", "--reference", dirs[0], "--targets", dirs[1], "--capabilities", "typo",
+               "--corpus", str(corpus), "--n", "3", "--trials", "1", "--quiet", "--out", str(tmp_path / "out")])
+    assert rc == 0
+    rows = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert len(rows) == 1 and rows[0]["capability"] == "typo" and rows[0]["n"] == 3
+    assert "typo" in capsys.readouterr().out
