@@ -126,7 +126,7 @@ class HFCausalLM:
         self._fingerprint = fingerprint
         self._keep = "logits_to_keep" in inspect.signature(model.forward).parameters
         self._gather: bool | None = None
-        self._start_token = start_token
+        self.start_token = start_token  # as given ("auto", a token or None); prefix is the result
 
     def __repr__(self) -> str:
         return f"HFCausalLM({self.name!r}, vocab={self.vocab_size}, start={self.prefix})"

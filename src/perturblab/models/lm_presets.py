@@ -27,13 +27,14 @@ import shutil
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..errors import AssetMissingError, InputError, UnknownNameError
 from ..paths import cache_dir
 from ..registry import Registry
 from .base import file_fingerprint, fingerprint_of
-from .lm import HFCausalLM
+if TYPE_CHECKING:  # pragma: no cover
+    from .lm import HFCausalLM
 
 log = logging.getLogger(__name__)
 _SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -116,6 +117,8 @@ def gemma3_gguf() -> Path:
 
 def from_gguf(gguf_path: Path | str, name: str, **kwargs: Any) -> HFCausalLM:
     """An :class:`HFCausalLM` from a GGUF file, through the cached fp32 copy."""
+    from .lm import HFCausalLM
+
     folder = dequantised_copy(Path(gguf_path), name)
     return HFCausalLM(str(folder), name=name, fingerprint=fingerprint_of("gguf", folder.name), **kwargs)
 
@@ -131,11 +134,13 @@ def quantise_dynamic_int8(lm: HFCausalLM, name: str) -> HFCausalLM:
     import torch
     from torch.ao.quantization import quantize_dynamic
 
+    from .lm import HFCausalLM
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # torch's deprecation notice for torch.ao.quantization
         model = quantize_dynamic(copy.deepcopy(lm.model), {torch.nn.Linear}, dtype=torch.qint8)
     # activation scales are computed per call over the batch: score one input at a time
-    return HFCausalLM(model, lm.tokenizer, name=name, start_token=lm._start_token, batch_size=1,
+    return HFCausalLM(model, lm.tokenizer, name=name, start_token=lm.start_token, batch_size=1,
                       max_length=lm.max_length, fingerprint=fingerprint_of("dynamic-int8", lm.fingerprint))
 
 
@@ -168,6 +173,8 @@ def load_language_model(name: str, **kwargs: Any) -> HFCausalLM:
     """
     if name in LM_PRESETS:
         return LM_PRESETS.create(name).make(**kwargs)
+    from .lm import HFCausalLM
+
     path = Path(name).expanduser()
     if path.suffix == ".gguf":
         if not path.is_file():
