@@ -84,14 +84,21 @@ def test_undefined_cases_raise():
 
 
 def test_layer_matrix_equals_pairwise_calls():
-    from perturblab.measures import similarity as sim
+    from perturblab.measures.layerwise import MEASURES, PAIRWISE, resolve_measures, similarity_matrix
 
-    layers_a = [X, X @ RNG.normal(size=(8, 8)), RNG.normal(size=(60, 5))]
-    layers_b = [Y, RNG.normal(size=(60, 7))]
-    got = sim.similarity_matrix(layers_a, layers_b)
+    low_rank = X @ RNG.normal(size=(8, 3)) @ RNG.normal(size=(3, 9))  # rank 3 in 9 columns
+    layers_a = [X, X @ RNG.normal(size=(8, 8)), RNG.normal(size=(60, 5)), low_rank]
+    layers_b = [Y, RNG.normal(size=(60, 7)), low_rank[:, ::-1] * 2.0]
+    got = similarity_matrix(layers_a, layers_b)
+    assert set(got) == set(MEASURES)
     for name, mat in got.items():
-        fn = getattr(sim, name)
+        fn = PAIRWISE[name]
         want = np.array([[fn(a, b) for b in layers_b] for a in layers_a])
         np.testing.assert_allclose(mat, want, atol=1e-10, err_msg=name)
+    # without a CCA measure no decomposition is made: same values
+    for name, mat in similarity_matrix(layers_a, layers_b, ["cka", "procrustes", "unbiased_cka"]).items():
+        np.testing.assert_allclose(mat, got[name], atol=1e-10, err_msg=name)
     with pytest.raises(InputError, match="unknown measure"):
-        sim.similarity_matrix(layers_a, layers_b, ["cosine"])
+        similarity_matrix(layers_a, layers_b, ["cosine"])
+    assert resolve_measures("cka,pwcca,procrustes") == ["linear_cka", "pwcca_distance", "procrustes_distance"]
+    assert resolve_measures("all") == list(MEASURES)

@@ -66,3 +66,32 @@ def test_selfcheck_smollm2_headline_scores(tmp_path):
     assert 0 <= rows["negation_ppl_drops"]["value"] <= 100 and rows["negation_sensitivity"]["n"] == 20
     assert rows["next_token_entropy"]["value"] > 0
     assert (out / "spider.png").stat().st_size > 0
+
+
+def test_similarity_cli_minilm_l6_vs_l3(tmp_path):
+    from perturblab.cli import main
+
+    out = tmp_path / "sim"
+    assert main(["similarity", "--a", "minilm-l6", "--b", "minilm-l3", "--data", "rotten_tomatoes", "--n", "600",
+                 "--measures", "cka,pwcca,procrustes", "--out", str(out), "--quiet"]) == 0
+    rows = json.loads((out / "results.json").read_text())
+    assert len(rows) == 3 * 7 * 4
+    cka = {(r["layer_a"], r["layer_b"]): r["value"] for r in rows if r["measure"] == "linear_cka"}
+    # both models start from the same vocabulary embeddings: the embedding layers are the most alike
+    assert cka[(0, 0)] > 0.9 and cka[(0, 0)] > cka[(6, 0)]
+
+
+def test_smollm2_decoder_states_batched_equal_single():
+    import numpy as np
+
+    from perturblab.models.presets import load_encoder
+
+    enc = load_encoder("smollm2-135m")
+    texts = ["The cat sat on the mat.", "A much longer sentence about the weather, which was cold and wet all day.",
+             "Short one."]
+    batched = enc.hidden_states(texts, pooling="last")
+    assert len(batched) == enc.num_layers + 1 == 31
+    for i, t in enumerate(texts):
+        single = enc.hidden_states([t], pooling="last")
+        for layer in (0, 15, 30):
+            np.testing.assert_allclose(batched[layer][i], single[layer][0], rtol=1e-4, atol=1e-3)

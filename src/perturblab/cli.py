@@ -106,6 +106,9 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--force", action="store_true")
     sub.add_parser("capabilities", help="list registered capabilities")
     sub.add_parser("models", help="list model presets")
+    from .cli_representations import add_parsers
+
+    add_parsers(sub)
     return ap
 
 
@@ -263,7 +266,7 @@ def cmd_models(args) -> int:
         print(f"{name:16s} {doc}")
     from .models.lm_presets import LM_PRESETS
 
-    print("\nlanguage models (selfcheck, scope-lm):")
+    print("\nlanguage models (selfcheck, scope-lm; their decoder states in similarity):")
     for name, doc in LM_PRESETS.describe().items():
         print(f"{name:18s} {doc}")
     print("\nAny local HF directory or hub id (when a hub is reachable) also works; language models also "
@@ -277,11 +280,13 @@ COMMANDS = {"scope": cmd_scope, "demo": cmd_scope, "selfcheck": cmd_selfcheck, "
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from .cli_representations import COMMANDS as REPRESENTATION_COMMANDS
+
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
     try:
-        return COMMANDS[args.command](args)
+        return {**COMMANDS, **REPRESENTATION_COMMANDS}[args.command](args)
     except PerturblabError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -10,6 +10,9 @@ outputs        one row per (run, model, capability, trial, sample, kind) with ki
 metrics        one row per (run, reference, target, capability, trial, metric)
 lm_examples    one row per (run, model, metric, setting, example): the self-supervised LM
                evaluation's per-example values (text, perturbed text, value, extras as JSON)
+similarities   one row per (model a, model b, inputs, pooling, measure, layer a, layer b): a
+               representation similarity, keyed on the models' fingerprints and the inputs'
+               hash so that a comparison already made is never recomputed (names kept for display)
 
 Writes use ``INSERT OR IGNORE`` on primary keys inside transactions, so a crashed and
 resumed study can neither lose nor duplicate rows; a study asks :meth:`done_samples` what
@@ -47,7 +50,12 @@ CREATE TABLE IF NOT EXISTS lm_examples (
     run_id TEXT, model TEXT, metric TEXT, setting TEXT, example_id INTEGER,
     text TEXT, perturbed TEXT, value REAL, extra TEXT,
     PRIMARY KEY (run_id, model, metric, setting, example_id));
+CREATE TABLE IF NOT EXISTS similarities (
+    a_fp TEXT, b_fp TEXT, inputs TEXT, pooling TEXT, measure TEXT, layer_a INTEGER, layer_b INTEGER,
+    a TEXT, b TEXT, n INTEGER, value REAL,
+    PRIMARY KEY (a_fp, b_fp, inputs, pooling, measure, layer_a, layer_b));
 """
+SIMILARITY_COLS = ("a_fp", "b_fp", "inputs", "pooling", "measure", "layer_a", "layer_b", "a", "b", "n", "value")
 
 PERTURBATION_COLS = ("run_id", "reference", "capability", "trial", "sample_id", "original",
                      "perturbed", "changes", "ref_loss", "argmax_invariant", "status", "queries")
@@ -184,6 +192,30 @@ class ResultStore:
         cur = self._con.execute(sql + " ORDER BY model, metric, setting, example_id", args)
         cols = [d[0] for d in cur.description]
         return [dict(zip(cols, row[:-1]), extra=json.loads(row[-1] or "{}")) for row in cur]
+
+    # -- representation similarities -------------------------------------------------------
+    def add_similarities(self, rows: Iterable[dict[str, Any]]) -> int:
+        """Insert similarity rows (keys: :data:`SIMILARITY_COLS`); existing keys are kept."""
+        vals = [tuple(r.get(c) for c in SIMILARITY_COLS) for r in rows]
+        with self._tx() as c:
+            before = c.total_changes
+            c.executemany(f"INSERT OR IGNORE INTO similarities VALUES ({','.join('?' * len(SIMILARITY_COLS))})",
+                          vals)
+            return c.total_changes - before
+
+    def similarities(self, **where: Any) -> list[dict[str, Any]]:
+        """Similarity rows matching the given column values (all when none)."""
+        sql, args = "SELECT * FROM similarities WHERE 1=1", []
+        for k, v in where.items():
+            if v is None:
+                continue
+            if k not in SIMILARITY_COLS:
+                raise InputError(f"bad column name {k!r}")
+            sql += f" AND {k}=?"
+            args.append(v)
+        cur = self._con.execute(sql + " ORDER BY measure, layer_a, layer_b", args)
+        cols = [d[0] for d in cur.description]
+        return [dict(zip(cols, row)) for row in cur]
 
     # -- helpers -----------------------------------------------------------------------
     @staticmethod

@@ -1,9 +1,15 @@
 """Measures: pure functions over arrays, each citing its paper and equation."""
 
+from .cka import MinibatchCKA, linear_cka_unbiased, minibatch_cka, rbf_cka
+from .layerwise import PAIRWISE, resolve_measures, similarity_matrix
 from .scope import (METRICS, accuracy, change_distance, gap_iid_accuracy, hard_scope,
                     iid_agreement, linear_decay, ood_agreement, scope_metrics, soft_scope)
+from .similarity import INFO, MeasureInfo, cca_mean, linear_cka, procrustes_distance, pwcca_distance, r2cca
 from .stats import bootstrap_ci, mean_se, pearson, sample_complexity, spearman
+from .stir import StirResult, stir, stir_layers
 
-__all__ = ["METRICS", "accuracy", "bootstrap_ci", "change_distance", "gap_iid_accuracy",
-           "hard_scope", "iid_agreement", "linear_decay", "mean_se", "ood_agreement",
-           "pearson", "sample_complexity", "scope_metrics", "soft_scope", "spearman"]
+__all__ = ["INFO", "METRICS", "PAIRWISE", "MeasureInfo", "MinibatchCKA", "StirResult", "accuracy", "bootstrap_ci",
+           "cca_mean", "change_distance", "gap_iid_accuracy", "hard_scope", "iid_agreement", "linear_cka",
+           "linear_cka_unbiased", "linear_decay", "mean_se", "minibatch_cka", "ood_agreement", "pearson",
+           "procrustes_distance", "pwcca_distance", "r2cca", "rbf_cka", "resolve_measures", "sample_complexity",
+           "scope_metrics", "similarity_matrix", "soft_scope", "spearman", "stir", "stir_layers"]

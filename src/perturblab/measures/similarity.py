@@ -15,6 +15,9 @@ measure                definition (X, Y normalised, columns = features)         
 ``procrustes_distance``||X||²_F + ||Y||²_F − 2 ||Xᵀ Y||_* (Eq. 7), in [0, 2]          distance
 =====================  ===========================================================  =========
 
+``linear_cka_unbiased``, :class:`~.cka.MinibatchCKA` and ``rbf_cka`` live in :mod:`.cka`; layer ×
+layer matrices of any of them in :mod:`.layerwise`.
+
 CCA is defined only when n exceeds the (numerical) rank of each representation; below that
 every direction is perfectly correlated and the measures would be noise, so they raise
 :class:`~perturblab.errors.InputError`. Directions with singular values below
@@ -51,6 +54,10 @@ INFO: dict[str, MeasureInfo] = {
     "pwcca_distance": MeasureInfo("pwcca_distance", "distance", 0.0, 1.0, ("isotropic scaling",), symmetric=False),
     "procrustes_distance": MeasureInfo("procrustes_distance", "distance", 0.0, 2.0,
                                        ("orthogonal", "isotropic scaling")),
+    # in perturblab.measures.cka
+    "linear_cka_unbiased": MeasureInfo("linear_cka_unbiased", "similarity", -1.0, 1.0,
+                                       ("orthogonal", "isotropic scaling", "translation")),
+    "rbf_cka": MeasureInfo("rbf_cka", "similarity", 0.0, 1.0, ("orthogonal", "isotropic scaling")),
 }
 
 
@@ -130,49 +137,3 @@ def procrustes_distance(x: np.ndarray, y: np.ndarray) -> float:
     a, b = _pair(x, y)
     nuclear = np.linalg.svd(a.T @ b, compute_uv=False).sum()
     return float(max(0.0, 2.0 - 2.0 * nuclear))
-
-
-# ------------------------------------------------------------------ layer x layer matrices
-MEASURES = ("linear_cka", "cca_mean", "r2cca", "pwcca_distance", "procrustes_distance")
-
-
-class _Prepared:
-    """One representation, normalised once, with the pieces every pairing reuses."""
-
-    def __init__(self, x: np.ndarray, what: str, need_basis: bool) -> None:
-        self.a = normalise(x, what)
-        self.gram_norm = float(np.linalg.norm(self.a.T @ self.a))
-        self.basis = _basis(self.a, what, RCOND) if need_basis else None
-
-
-def _from_prepared(measure: str, p: _Prepared, q: _Prepared) -> float:
-    if measure == "linear_cka":
-        return float(np.linalg.norm(q.a.T @ p.a) ** 2 / (p.gram_norm * q.gram_norm))
-    if measure == "procrustes_distance":
-        return float(max(0.0, 2.0 - 2.0 * np.linalg.svd(p.a.T @ q.a, compute_uv=False).sum()))
-    u, rho, _ = np.linalg.svd(p.basis.T @ q.basis, full_matrices=False)
-    rho = np.clip(rho, 0.0, 1.0)
-    if measure == "cca_mean":
-        return float(rho.mean())
-    if measure == "r2cca":
-        return float((rho ** 2).mean())
-    alpha = np.abs((p.basis @ u).T @ p.a).sum(axis=1)
-    return float(1.0 - (alpha * rho).sum() / alpha.sum())
-
-
-def similarity_matrix(layers_a: list[np.ndarray], layers_b: list[np.ndarray],
-                      measures: tuple[str, ...] | list[str] = MEASURES) -> dict[str, np.ndarray]:
-    """``{measure: (len(layers_a), len(layers_b)) matrix}`` over every pair of layers.
-
-    Each layer is normalised (and, for the CCA measures, decomposed) once and reused for all
-    its pairs, instead of once per pair; values equal the pairwise functions above.
-    """
-    unknown = [m for m in measures if m not in MEASURES]
-    if unknown:
-        raise InputError(f"unknown measure(s) {unknown}; choose from {', '.join(MEASURES)}")
-    need_basis = any(m in ("cca_mean", "r2cca", "pwcca_distance") for m in measures)
-    pa = [_Prepared(x, f"layers_a[{i}]", need_basis) for i, x in enumerate(layers_a)]
-    pb = [_Prepared(y, f"layers_b[{j}]", need_basis) for j, y in enumerate(layers_b)]
-    if pa and pb and pa[0].a.shape[0] != pb[0].a.shape[0]:
-        raise InputError("layers_a and layers_b hold different numbers of inputs; give the same inputs")
-    return {m: np.array([[_from_prepared(m, p, q) for q in pb] for p in pa]) for m in measures}

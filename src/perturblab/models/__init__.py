@@ -38,6 +38,11 @@ _LAZY: dict[str, str] = {
     "load_classifier": "presets",
     "load_encoder": "presets",
     "data_fingerprint": "presets",
+    "layer_states": "states",
+    "iter_layer_states": "states",
+    "FinetuneConfig": "finetune",
+    "finetune_classifier": "finetune",
+    "load_or_finetune": "finetune",
 }
 
 __all__ = ["POOLINGS", "Classifier", "CountingClassifier", "Encoder", "Pooling", "TextInput", "check_inputs",
@@ -53,7 +58,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from .lm_presets import LM_PRESETS, load_language_model
     from .onnx_convert import ONNX_MINILMS, ConversionError, load_onnx_minilm
     from .presets import PRESETS, ModelPreset, data_fingerprint, load_classifier, load_encoder
+    from .finetune import FinetuneConfig, finetune_classifier, load_or_finetune
     from .sklearn_backend import PAIR_SEPARATOR, SklearnClassifier, train_tfidf_lr
+    from .states import iter_layer_states, layer_states
 
 
 __getattr__, __dir__ = lazy_exports(__name__, globals(), _LAZY)

@@ -164,6 +164,17 @@ class HFEncoder(_Batching):
     def __repr__(self) -> str:
         return f"HFEncoder({self.name!r}, layers={self.num_layers}, dim={self.hidden_size})"
 
+    @classmethod
+    def from_causal_lm(cls, lm: Any, *, batch_size: int = 16, max_length: int = DEFAULT_MAX_LENGTH) -> "HFEncoder":
+        """Hidden states of a decoder (an :class:`~.lm.HFCausalLM`): its transformer body
+        without the output layer, the tokenizer's own start tokens included, right padding
+        (causal attention: a real token never sees padding). For Llama-style models the last
+        array is after the final norm, as ``output_hidden_states`` gives it. Use ``pooling='last'``
+        (the last real token, as the robustness paper does for GPT-2) or ``'mean'``."""
+        body = getattr(lm.model, "base_model", lm.model)
+        return cls(body, lm.tokenizer, batch_size=batch_size, max_length=max_length, name=lm.name,
+                   fingerprint=fingerprint_of("causal-lm-body", lm.fingerprint, max_length))
+
     def _layer_index(self, layer: int) -> int:
         n = self.num_layers + 1
         if not -n <= layer < n:

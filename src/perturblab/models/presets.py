@@ -103,8 +103,15 @@ def _unknown(name: str) -> UnknownNameError:
     return UnknownNameError("model preset", name, PRESETS.names())
 
 
+def _is_language_model(name: str) -> bool:
+    from .lm_presets import LM_PRESETS
+
+    return name in LM_PRESETS or name.endswith(".gguf")
+
+
 def load_encoder(name: str, *, fresh: bool = False) -> "HFEncoder":
-    """The :class:`~.hf.HFEncoder` of an encoder preset, a local directory or a hub id.
+    """The :class:`~.hf.HFEncoder` of an encoder preset, a language-model preset (its decoder
+    body: ``smollm2-135m``, …), a ``.gguf`` file, a local directory or a hub id.
 
     Encoders are kept per process; ``fresh=True`` loads a new instance. A hub id is
     fetched from the hub (only when one is reachable).
@@ -118,6 +125,11 @@ def load_encoder(name: str, *, fresh: bool = False) -> "HFEncoder":
             raise InputError(f"model preset {preset.name!r} has no encoder (no hidden states); choose one of "
                              + ", ".join(n for n in PRESETS.names() if PRESETS.create(n).kind == "encoder"))
         enc = preset.make_encoder()
+    elif _is_language_model(name):
+        from .hf import HFEncoder
+        from .lm_presets import load_language_model
+
+        enc = HFEncoder.from_causal_lm(load_language_model(name))
     else:
         source = _external(name)
         if source is None:

@@ -29,7 +29,13 @@ def kl_loss(p0: np.ndarray, p: np.ndarray) -> np.ndarray:
     return (p0 * (np.log(p0) - np.log(p))).sum(axis=-1)
 
 
-LOSSES = {"l1": l1_loss, "kl": kl_loss}
+def l2_loss(p0: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """||m(x) - m(x')||_2 for each row of ``p``: for models whose output is a representation
+    (STIR's text-space counterparts, Nanda et al. 2022)."""
+    return np.linalg.norm(np.asarray(p, dtype=np.float64) - np.asarray(p0, dtype=np.float64), axis=-1)
+
+
+LOSSES = {"l1": l1_loss, "kl": kl_loss, "l2": l2_loss}
 
 
 class InvarianceGoal:

@@ -27,6 +27,15 @@ def _plt():
     return plt
 
 
+def save_figure(fig, path: str | Path, dpi: int = 120) -> Path:
+    """Lay out, write and close a figure; returns its path."""
+    plt = _plt()
+    fig.tight_layout()
+    fig.savefig(path, dpi=dpi)
+    plt.close(fig)
+    return Path(path)
+
+
 def scope_bars(summary: Sequence[dict[str, Any]], out_dir: str | Path) -> list[Path]:
     """One PNG per target (SCoPE Fig. 3 style): metrics grouped by capability, error bars
     = standard error over trials."""

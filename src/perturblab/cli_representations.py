@@ -1,0 +1,140 @@
+"""CLI commands of the representation studies: ``similarity``, ``finetuning``, ``layer-probes``,
+``grounding`` (registered by :mod:`perturblab.cli`)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Callable
+
+POOLINGS = ["mean", "cls", "last"]
+
+
+def _list(s: str) -> list[str]:
+    return [x.strip() for x in s.split(",") if x.strip()]
+
+
+def _common(p: argparse.ArgumentParser, *, data: str = "rotten_tomatoes") -> None:
+    p.add_argument("--data", default=data,
+                   help="data set (rotten_tomatoes, tweets, a CSV/JSONL/Parquet file, hf:NAME[:SPLIT]) or corpus "
+                        "(oanc, conll2010, a .txt file)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--pooling", choices=POOLINGS, default="mean",
+                   help="mean over real tokens, first token (CLS), or last real token (decoders)")
+    p.add_argument("--out", required=True, help="output directory (re-running reuses what is done)")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+
+
+def _finetune_args(p: argparse.ArgumentParser, *, epochs: int, seconds: float) -> None:
+    p.add_argument("--epochs", type=int, default=epochs, help="fine-tuning epochs")
+    p.add_argument("--max-seconds", type=float, default=seconds, help="fine-tuning time budget (CPU), seconds")
+    p.add_argument("--lr", type=float, default=5e-5, help="fine-tuning learning rate")
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:
+    """Add the four commands to the main parser's subcommands."""
+    p = sub.add_parser("similarity", help="layer x layer representation similarity of two models")
+    p.add_argument("--a", required=True, help="model A: encoder or LM preset, .gguf, local HF dir or hub id")
+    p.add_argument("--b", required=True, help="model B")
+    p.add_argument("--measures", default="cka,pwcca,procrustes",
+                   help="comma list or 'all': linear_cka (cka), linear_cka_unbiased, rbf_cka, cca_mean (cca), "
+                        "r2cca, pwcca_distance (pwcca), procrustes_distance (procrustes)")
+    p.add_argument("--n", type=int, default=2000, help="inputs (CCA measures need more inputs than dimensions)")
+    p.add_argument("--pooling-b", choices=POOLINGS, default=None, help="pooling of model B (default: --pooling)")
+    _common(p)
+
+    p = sub.add_parser("finetuning", help="pretrained vs fine-tuned encoder per layer: CKA, STIR both ways, probes")
+    p.add_argument("--base", default="minilm-l6", help="encoder to fine-tune")
+    p.add_argument("--n-train", type=int, default=3000)
+    p.add_argument("--n-eval", type=int, default=1000)
+    p.add_argument("--k", type=int, default=20, help="STIR: random halves")
+    p.add_argument("--text-stir", action="store_true", help="also text-space STIR (synonym search on the pretrained model)")
+    _finetune_args(p, epochs=2, seconds=900.0)
+    _common(p)
+
+    p = sub.add_parser("layer-probes", help="per-layer probes on clean vs perturbed inputs; top affected layers")
+    p.add_argument("--model", default="minilm-l6")
+    p.add_argument("--perturbations", default="random_typo,random_synonym,swap_words,negate",
+                   help="comma list of catalogue perturbations")
+    p.add_argument("--n-train", type=int, default=2000)
+    p.add_argument("--n-eval", type=int, default=1000)
+    p.add_argument("--top", type=int, default=3)
+    _common(p)
+
+    p = sub.add_parser("grounding", help="rank correlation of similarity measures with probe accuracy (Table 1)")
+    p.add_argument("--variants", default="minilm-l6,minilm-l6-int8,minilm-l3,ft:0,ft:1",
+                   help="comma list of encoders; ft:<seed> = --base fine-tuned with that seed")
+    p.add_argument("--base", default="minilm-l6")
+    p.add_argument("--measures", default="procrustes,cka,pwcca")
+    p.add_argument("--n-train", type=int, default=2000)
+    p.add_argument("--n-eval", type=int, default=1000)
+    p.add_argument("--pc-layers", default="4,5,6", help="layers for the PC-deletion benchmark")
+    p.add_argument("--n-boot", type=int, default=2000, help="bootstrap resamples for the 95%% intervals")
+    _finetune_args(p, epochs=1, seconds=300.0)
+    _common(p)
+
+
+def _finetune_config(args):
+    from .models.finetune import FinetuneConfig
+
+    return FinetuneConfig(epochs=args.epochs, max_seconds=args.max_seconds, lr=args.lr)
+
+
+def cmd_similarity(args) -> int:
+    from .studies.similarity import SimilarityConfig, compare_models
+
+    cfg = SimilarityConfig(a=args.a, b=args.b, data=args.data, n=args.n, seed=args.seed, measures=_list(args.measures),
+                           pooling=args.pooling, pooling_b=args.pooling_b)
+    rows = compare_models(cfg, args.out, progress=not args.quiet)
+    for m in dict.fromkeys(r["measure"] for r in rows):
+        diag = [r for r in rows if r["measure"] == m and r["layer_a"] == r["layer_b"]]
+        print(f"{m:22s} same-index layers: " + " ".join(f"{r['layer_a']}:{r['value']:.3f}" for r in diag))
+    print(f"outputs in {Path(args.out).resolve()}: results.json, heatmap_<measure>.png, results.sqlite")
+    return 0
+
+
+def cmd_finetuning(args) -> int:
+    from .studies.finetuning import FinetuningConfig, run_finetuning_study
+
+    cfg = FinetuningConfig(base=args.base, data=args.data, n_train=args.n_train, n_eval=args.n_eval, seed=args.seed,
+                           pooling=args.pooling, k=args.k, text_stir=args.text_stir, finetune=_finetune_config(args))
+    rows = run_finetuning_study(cfg, args.out, progress=not args.quiet)
+    measures = list(dict.fromkeys(r["measure"] for r in rows if r["layer"] is not None))
+    print("layer  " + "  ".join(f"{m:>16s}" for m in measures))
+    for layer in sorted({r["layer"] for r in rows if r["layer"] is not None}):
+        vals = {r["measure"]: r["value"] for r in rows if r["layer"] == layer}
+        print(f"{layer:5d}  " + "  ".join(f"{vals.get(m, float('nan')):16.3f}" for m in measures))
+    for r in rows:
+        if r["layer"] is None:
+            print(f"{r['measure']}: {r['value']:.3f}")
+    print(f"outputs in {Path(args.out).resolve()}: results.json, finetuning.png, probes.png, finetune.json")
+    return 0
+
+
+def cmd_layer_probes(args) -> int:
+    from .studies.layer_probes import LayerProbeConfig, run_layer_probes, top_layers
+
+    cfg = LayerProbeConfig(model=args.model, data=args.data, perturbations=_list(args.perturbations),
+                           n_train=args.n_train, n_eval=args.n_eval, seed=args.seed, pooling=args.pooling, top=args.top)
+    rows = run_layer_probes(cfg, args.out, progress=not args.quiet)
+    for p, layers in top_layers(rows, args.top).items():
+        print(f"{p:16s} most affected layers: {layers}")
+    print(f"outputs in {Path(args.out).resolve()}: results.json, top_layers.csv, probe_drops.png")
+    return 0
+
+
+def cmd_grounding(args) -> int:
+    from .studies.grounding import GroundingConfig, run_grounding
+
+    cfg = GroundingConfig(data=args.data, variants=_list(args.variants), base=args.base, n_train=args.n_train,
+                          n_eval=args.n_eval, seed=args.seed, pooling=args.pooling, measures=_list(args.measures),
+                          pc_layers=[int(x) for x in _list(args.pc_layers)], n_boot=args.n_boot,
+                          finetune=_finetune_config(args))
+    run_grounding(cfg, args.out, progress=not args.quiet)
+    print((Path(args.out) / "table.md").read_text())
+    print(f"outputs in {Path(args.out).resolve()}: results.json, table.md, members.csv, warmup_*.png")
+    return 0
+
+
+COMMANDS: dict[str, Callable] = {"similarity": cmd_similarity, "finetuning": cmd_finetuning,
+                                 "layer-probes": cmd_layer_probes, "grounding": cmd_grounding}

@@ -1,0 +1,106 @@
+"""Pooled hidden states of every layer, streamed in chunks and kept on disk.
+
+:func:`layer_states` runs an :class:`~.base.Encoder` over the inputs chunk by chunk (the
+encoder batches inside a chunk), writes each finished chunk to
+``paths.cache_dir()/states/<encoder fingerprint>-<pooling>-<inputs hash>/`` and returns one
+(n, d) float32 array per layer. Peak memory is one chunk of activations plus the pooled
+result (n = 10,000 MiniLM sentences: 7 × 10,000 × 384 × 4 B ≈ 108 MB); a run that dies is
+resumed from the chunks already written; a second call with the same encoder, pooling and
+inputs reads the cache. :func:`iter_layer_states` yields the chunks instead (for minibatch
+CKA over more inputs than fit in memory).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Iterator, Sequence
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from ..errors import InputError
+from ..paths import cache_dir
+from .base import POOLINGS, Encoder, Pooling, TextInput, check_inputs
+
+DEFAULT_CHUNK = 1000
+
+
+def inputs_hash(inputs: Sequence[TextInput]) -> str:
+    """A hash of the inputs in order (texts and pairs)."""
+    h = hashlib.sha256()
+    for x in inputs:
+        h.update(json.dumps(x, ensure_ascii=False).encode("utf-8"))
+        h.update(b"\x00")
+    return h.hexdigest()[:16]
+
+
+def states_dir(encoder: Encoder, inputs: Sequence[TextInput], pooling: Pooling) -> Path:
+    """Where the pooled states of ``inputs`` under ``encoder`` are cached."""
+    return cache_dir() / "states" / f"{encoder.fingerprint}-{pooling}-{inputs_hash(inputs)}-{len(inputs)}"
+
+
+def _chunks(n: int, chunk_size: int) -> list[tuple[int, int]]:
+    if chunk_size < 1:
+        raise InputError(f"chunk_size must be >= 1, got {chunk_size}")
+    return [(s, min(n, s + chunk_size)) for s in range(0, n, chunk_size)]
+
+
+def _save(path: Path, arrays: list[np.ndarray]) -> None:
+    tmp = path.with_name(path.name + f".tmp{os.getpid()}.npy")
+    np.save(tmp, np.stack(arrays).astype(np.float32))
+    os.replace(tmp, path)
+
+
+def iter_layer_states(encoder: Encoder, inputs: Sequence[TextInput], pooling: Pooling = "mean", *,
+                      chunk_size: int = DEFAULT_CHUNK, cache: bool = True,
+                      progress: bool = True) -> Iterator[tuple[slice, list[np.ndarray]]]:
+    """Yield ``(rows, [one (chunk, d) array per layer])`` for consecutive chunks of ``inputs``."""
+    if pooling not in POOLINGS:
+        raise InputError(f"unknown pooling {pooling!r}; choose one of {', '.join(POOLINGS)}")
+    inputs = check_inputs(inputs)
+    if not inputs:
+        raise InputError("no inputs given; give at least one text")
+    folder = states_dir(encoder, inputs, pooling) if cache else None
+    if folder is not None:
+        folder.mkdir(parents=True, exist_ok=True)
+    parts = _chunks(len(inputs), chunk_size)
+    name = getattr(encoder, "name", type(encoder).__name__)
+    for s, e in tqdm(parts, desc=f"hidden states {name}", disable=not progress or len(parts) < 2, leave=False):
+        path = folder / f"rows{s}-{e}.npy" if folder is not None else None
+        if path is not None and path.is_file():
+            stacked = np.load(path)
+            yield slice(s, e), list(stacked)
+            continue
+        arrays = [np.asarray(a, dtype=np.float32) for a in encoder.hidden_states(inputs[s:e], pooling)]
+        if path is not None:
+            _save(path, arrays)
+        yield slice(s, e), arrays
+
+
+def layer_states(encoder: Encoder, inputs: Sequence[TextInput], pooling: Pooling = "mean", *,
+                 chunk_size: int = DEFAULT_CHUNK, cache: bool = True, progress: bool = True) -> list[np.ndarray]:
+    """One (n, d) float32 array per layer (embeddings first), computed in chunks and cached."""
+    out: list[np.ndarray] | None = None
+    n = len(inputs)
+    for rows, arrays in iter_layer_states(encoder, inputs, pooling, chunk_size=chunk_size, cache=cache,
+                                          progress=progress):
+        if out is None:
+            out = [np.empty((n, a.shape[1]), dtype=np.float32) for a in arrays]
+        for o, a in zip(out, arrays):
+            o[rows] = a
+    assert out is not None
+    return out
+
+
+def clear_states_cache() -> int:
+    """Delete every cached state; returns the number of cached input sets removed."""
+    root = cache_dir() / "states"
+    if not root.is_dir():
+        return 0
+    n = sum(1 for p in root.iterdir() if p.is_dir())
+    shutil.rmtree(root)
+    return n

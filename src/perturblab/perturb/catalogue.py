@@ -1,0 +1,123 @@
+"""The perturbation catalogue: seeded whole-text :class:`~.transformations.Transformation`\\ s
+registered by name, used without search (layer probes, robustness, learnability).
+
+=================  =========================================================================
+``random_typo``    swap two neighbouring middle letters in a random ``fraction`` of the
+                   eligible words (at least one), SCoPE's Typo-Invariance without the search
+``random_synonym`` replace a random ``fraction`` of the eligible words (at least one) by a
+                   random WordNet synonym
+``swap_words``     exchange ``k`` random pairs of different words (word order)
+``negate``         insert "not" after the first is/was/were (no-op on other texts)
+=================  =========================================================================
+
+Eligible words follow SCoPE Sec. 3.2 (alphabetic, four letters or more, not a stopword).
+:func:`apply_perturbation` gives every text its own generator ``default_rng([seed, i])``, so
+results do not depend on batch composition, and reports which texts it could not change.
+Register more with :func:`register_perturbation`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+
+from ..errors import InputError
+from ..registry import Registry
+from .constraints import (AlphabeticOnly, Constraint, MinWordLength, RepeatModification, StopwordConstraint,
+                          eligible_indices)
+from .selfsup import Negate, SwapWords
+from .text import WordText
+from .transformations import MiddleCharSwap, SynonymSwap, Transformation, WordSwap
+
+PERTURBATIONS: Registry[Transformation] = Registry("perturbation")
+
+
+def register_perturbation(name: str, *, overwrite: bool = False) -> Callable:
+    """Decorator registering a factory ``(**params) -> Transformation`` under ``name``."""
+    return PERTURBATIONS.register(name, overwrite=overwrite)
+
+
+def get_perturbation(name: str, **params) -> Transformation:
+    """A fresh perturbation by name (keyword parameters go to its factory)."""
+    return PERTURBATIONS.create(name, **params)
+
+
+class RandomWordSwap(Transformation):
+    """Apply a :class:`WordSwap` to a random ``fraction`` of the eligible words (at least one),
+    each replaced by a random candidate; texts without an eligible word with a candidate are
+    returned unchanged."""
+
+    deterministic = False
+
+    def __init__(self, swap: WordSwap, fraction: float = 0.1, constraints: Sequence[Constraint] | None = None,
+                 name: str | None = None) -> None:
+        if not 0 < fraction <= 1:
+            raise InputError(f"fraction must be in (0, 1], got {fraction}")
+        self.swap, self.fraction = swap, float(fraction)
+        self.constraints = list(constraints) if constraints is not None else [
+            RepeatModification(), AlphabeticOnly(), MinWordLength(4), StopwordConstraint()]
+        self.name = name or f"random_{swap.name}"
+
+    def __call__(self, text: str, rng: np.random.Generator) -> str:
+        wt = WordText.from_text(text)
+        options = {}
+        for i in eligible_indices(wt, self.constraints):
+            cands = self.swap.candidates(wt, i, None, rng)
+            if cands:
+                options[i] = cands
+        if not options:
+            return text
+        k = max(1, int(round(self.fraction * len(options))))
+        chosen = rng.choice(sorted(options), size=min(k, len(options)), replace=False)
+        for i in sorted(int(c) for c in chosen):
+            cands = options[i]
+            wt = wt.replace(i, cands[int(rng.integers(len(cands)))])
+        return wt.text
+
+
+@register_perturbation("random_typo")
+def random_typo(fraction: float = 0.1) -> Transformation:
+    return RandomWordSwap(MiddleCharSwap(), fraction, name="random_typo")
+
+
+@register_perturbation("random_synonym")
+def random_synonym(fraction: float = 0.1) -> Transformation:
+    return RandomWordSwap(SynonymSwap(), fraction, name="random_synonym")
+
+
+@register_perturbation("swap_words")
+def swap_words(k: int = 1) -> Transformation:
+    return SwapWords(k)
+
+
+@register_perturbation("negate")
+def negate() -> Transformation:
+    return Negate()
+
+
+@dataclass
+class Perturbed:
+    """Perturbed texts in input order and which of them differ from their original."""
+
+    texts: list[str]
+    changed: np.ndarray
+
+    @property
+    def change_rate(self) -> float:
+        return float(self.changed.mean()) if len(self.changed) else float("nan")
+
+
+def apply_perturbation(perturbation: Transformation | str, texts: Sequence[str], seed: int = 0) -> Perturbed:
+    """``g(x)`` for every text with generator ``default_rng([seed, i])``; texts a perturbation
+    cannot apply to (e.g. ``swap_words`` on a one-word text) stay unchanged and are marked so."""
+    t = get_perturbation(perturbation) if isinstance(perturbation, str) else perturbation
+    out = []
+    for i, x in enumerate(texts):
+        applicable = getattr(t, "applicable", None)
+        if applicable is not None and not applicable(x):
+            out.append(x)
+            continue
+        out.append(t(x, np.random.default_rng([seed, i])))
+    return Perturbed(out, np.array([a != b for a, b in zip(out, texts)], dtype=bool))
