@@ -46,3 +46,10 @@ def test_decoder_fingerprint_follows_the_model():
     b = HFEncoder.from_causal_lm(tiny_lm(seed=2))
     assert a.fingerprint != b.fingerprint
     assert a.fingerprint == HFEncoder.from_causal_lm(tiny_lm(seed=1)).fingerprint
+
+
+def test_decoder_batch_size_follows_the_language_model():
+    one = HFEncoder.from_causal_lm(tiny_lm(seed=1, batch_size=1))
+    many = HFEncoder.from_causal_lm(tiny_lm(seed=1))
+    assert one.batch_size == 1 and many.batch_size == 16
+    assert one.fingerprint != many.fingerprint  # batch composition can change dynamically quantised outputs

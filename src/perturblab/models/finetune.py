@@ -5,7 +5,7 @@
 deterministically for a seed and leaving the caller's global RNG state alone. It stops after
 ``epochs``, at ``max_steps`` or after ``max_seconds`` of wall time, and atomically writes the
 model, its tokenizer and ``perturblab_finetune.json`` (provenance). :func:`load_or_finetune`
-keeps one directory per (base, data, seed) under ``paths.data_home()/finetuned``.
+keeps one directory per (base, data, seed, training config) under ``paths.data_home()/finetuned``.
 
 The result loads with ``perturblab.models.HFSequenceClassifier(dir)`` (the classifier) and
 ``perturblab.models.HFEncoder(dir)`` (hidden states: ``AutoModel`` loads the base weights from
