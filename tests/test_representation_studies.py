@@ -118,7 +118,7 @@ def test_finetuning_study_rows(data_file, tmp_path):
                            capability="typo", finetune=FinetuneConfig(max_steps=4, lr=1e-3, batch_size=16))
     rows = run_finetuning_study(cfg, tmp_path / "ft", progress=False)
     by = {(r["measure"], r["layer"]): r["value"] for r in rows}
-    for m in ("cka", "stir_ft|pre", "stir_pre|ft", "stir_pre|pre", "stir_text_ft|pre", "probe_acc_pre",
+    for m in ("cka", "stir_ft|pre", "stir_pre|ft", "stir_pre|pre", "stir_text_ft|pre", "stir_text_pre|pre", "probe_acc_pre",
               "probe_acc_ft"):
         assert [layer for (mm, layer) in by if mm == m] == [0, 1, 2]
     assert 0 < by[("text_counterparts", None)] <= 60 and 0 <= by[("classifier_acc_ft", None)] <= 1

@@ -119,3 +119,19 @@ def test_text_counterparts_keep_the_matching_representation():
         from perturblab.perturb.search import SearchOptions
 
         text_counterparts(enc, TEXTS, capability="typo", options=SearchOptions(loss="l1"))
+
+
+def test_text_counterparts_are_saved_and_reused(tmp_path, monkeypatch):
+    import perturblab.studies.stir_text as st
+
+    enc = CharEncoder()
+    path = tmp_path / "cp.json"
+    first = st.text_counterparts(enc, TEXTS[:6], capability="typo", layer=0, progress=False, cache_path=path)
+    def no_search(*args, **kwargs):
+        raise RuntimeError("searched again")
+
+    monkeypatch.setattr(st, "run_searches", no_search)
+    again = st.text_counterparts(enc, TEXTS[:6], capability="typo", layer=0, progress=False, cache_path=path)
+    assert again.perturbed == first.perturbed and again.distances == first.distances
+    with pytest.raises(RuntimeError, match="searched again"):  # other settings: a new search
+        st.text_counterparts(enc, TEXTS[:6], capability="typo", layer=1, progress=False, cache_path=path)

@@ -10,6 +10,7 @@ tokenised once, sorted by length, padded per batch (dynamic padding) and run und
 from __future__ import annotations
 
 import hashlib
+import logging
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
@@ -19,6 +20,7 @@ import torch
 from ..errors import InputError
 from .base import POOLINGS, Pooling, TextInput, check_inputs, file_fingerprint, fingerprint_of
 
+log = logging.getLogger(__name__)
 DEFAULT_BATCH_SIZE = 64
 DEFAULT_MAX_LENGTH = 256
 
@@ -137,6 +139,25 @@ def pool(hidden: torch.Tensor, mask: torch.Tensor, pooling: Pooling) -> torch.Te
     raise InputError(f"unknown pooling {pooling!r}; choose one of {', '.join(POOLINGS)}")
 
 
+def _load_base_model(source: str) -> Any:
+    """``AutoModel`` of a directory or id. Weights the base model does not use (e.g. the head of
+    a fine-tuned classifier) are expected and not reported; weights it lacks are logged, since
+    they are freshly initialised."""
+    from transformers import AutoModel
+    from transformers.utils import logging as hf_logging
+
+    before = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()
+    try:
+        model, info = AutoModel.from_pretrained(source, output_loading_info=True)
+    finally:
+        hf_logging.set_verbosity(before)
+    if info.get("missing_keys"):
+        log.warning("%s: weights %s are not in the checkpoint and were initialised at random", source,
+                    sorted(info["missing_keys"])[:6])
+    return model
+
+
 # ---------------------------------------------------------------- encoder
 class HFEncoder(_Batching):
     """Pooled hidden states of a transformers model (``AutoModel`` when given a path or id).
@@ -150,9 +171,7 @@ class HFEncoder(_Batching):
                  fingerprint: str | None = None) -> None:
         self._source = str(model) if isinstance(model, (str, Path)) else None
         if self._source is not None:
-            from transformers import AutoModel
-
-            model = AutoModel.from_pretrained(self._source)
+            model = _load_base_model(self._source)
         self.model = model
         self.tokenizer = _load_tokenizer(tokenizer, self._source)
         self.name = name or self._source or type(model).__name__

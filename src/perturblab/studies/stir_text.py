@@ -15,7 +15,9 @@ default), like App. C, because a search per layer would multiply the cost by the
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Sequence
 
 import numpy as np
@@ -24,6 +26,7 @@ from ..errors import InputError
 from ..measures.stir import StirResult, _half_draws
 from ..measures.similarity import linear_cka
 from ..models.base import Encoder, Pooling, check_inputs, fingerprint_of
+from ..models.states import inputs_hash
 from ..perturb.capabilities import get_capability
 from ..perturb.engine import run_searches
 from ..perturb.goals import InvarianceGoal
@@ -61,14 +64,23 @@ class Counterparts:
 
 def text_counterparts(m1: Encoder, texts: Sequence[str], *, capability: str = "synonym", layer: int = -1,
                       pooling: Pooling = "mean", options: SearchOptions | None = None, seed: int = 0,
-                      progress: bool = True) -> Counterparts:
-    """Search x' ≠ x keeping m₁'s pooled ``layer`` representation closest in L2 (greedy search)."""
+                      progress: bool = True, cache_path: str | Path | None = None) -> Counterparts:
+    """Search x' ≠ x keeping m₁'s pooled ``layer`` representation closest in L2 (greedy search).
+
+    With ``cache_path`` the result is saved there (JSON) and read back by a later call with the
+    same model, texts and settings instead of searching again."""
     texts = [t for t in check_inputs(texts)]
     if any(not isinstance(t, str) for t in texts):
         raise InputError("text-space STIR takes single texts, not pairs")
     opts = options or SearchOptions(loss="l2")
     if opts.loss != "l2":
         raise InputError(f"text-space STIR needs the L2 goal on representations; got loss={opts.loss!r}")
+    key = fingerprint_of(m1.fingerprint, inputs_hash(texts), capability, layer, pooling, sorted(vars(opts).items()), seed)
+    path = Path(cache_path) if cache_path is not None else None
+    if path is not None and path.is_file():
+        saved = json.loads(path.read_text())
+        if saved.get("key") == key:
+            return Counterparts(saved["originals"], saved["perturbed"], saved["distances"])
     cap = get_capability(capability)
     goal, search = InvarianceGoal("l2"), opts.search_method()
     problems = [SearchProblem(fields=(t,), transformation=cap.transformation, constraints=cap.constraints,
@@ -76,8 +88,14 @@ def text_counterparts(m1: Encoder, texts: Sequence[str], *, capability: str = "s
                 for i, t in enumerate(texts)]
     results = run_searches(problems, search, RepresentationModel(m1, layer, pooling), progress=progress,
                            desc=f"text STIR search ({capability})")
-    return Counterparts(list(texts), [r.perturbed if r.ok else None for r in results],
-                        [float(r.loss) if r.ok else float("nan") for r in results])
+    out = Counterparts(list(texts), [r.perturbed if r.ok else None for r in results],
+                       [float(r.loss) if r.ok else float("nan") for r in results])
+    if path is not None:
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps({"key": key, "originals": out.originals, "perturbed": out.perturbed,
+                                   "distances": out.distances}))
+        tmp.replace(path)
+    return out
 
 
 def stir_text(m2_layers: Sequence[np.ndarray], m2_counterpart_layers: Sequence[np.ndarray], *,
