@@ -111,7 +111,7 @@ def test_layer_probes_drops_and_ranks(data_file, tmp_path):
     assert (tmp_path / "probes" / "top_layers.csv").read_text().count("\n") == 3
 
 
-def test_finetuning_study_rows(data_file, tmp_path):
+def test_finetuning_study_rows(data_file, tmp_path, monkeypatch):
     from perturblab.studies.finetuning import FinetuningConfig, run_finetuning_study
 
     cfg = FinetuningConfig(base="tiny-a", data=data_file, n_train=150, n_eval=60, k=5, text_stir=True,
@@ -126,6 +126,17 @@ def test_finetuning_study_rows(data_file, tmp_path):
     meta = json.loads((tmp_path / "ft" / "finetune.json").read_text())["finetune"]
     assert meta["steps"] == 4
     assert (tmp_path / "ft" / "finetuning.png").is_file()
+    # the same comparison from an existing fine-tuned copy: nothing is trained, same values
+    import perturblab.models.finetune as ft
+
+    (saved,) = list((tmp_path / "home" / "finetuned").iterdir())
+    monkeypatch.setattr(ft, "finetune_classifier", lambda *a, **k: pytest.fail("trained"))
+    assert main(["finetuning", "--base", "tiny-a", "--finetuned", str(saved), "--data", data_file, "--n-train", "150",
+                 "--n-eval", "60", "--k", "5", "--out", str(tmp_path / "ft2"), "--quiet"]) == 0
+    again = {(r["measure"], r["layer"]): r["value"] for r in json.loads((tmp_path / "ft2" / "results.json").read_text())}
+    for layer in range(3):
+        assert again[("cka", layer)] == pytest.approx(by[("cka", layer)], abs=1e-9)
+    assert again[("classifier_acc_ft", None)] == pytest.approx(by[("classifier_acc_ft", None)])
 
 
 def test_grounding_study_matches_scipy_on_its_members(data_file, tmp_path):

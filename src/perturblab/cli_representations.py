@@ -44,7 +44,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     _common(p)
 
     p = sub.add_parser("finetuning", help="pretrained vs fine-tuned encoder per layer: CKA, STIR both ways, probes")
-    p.add_argument("--base", default="minilm-l6", help="encoder to fine-tune")
+    p.add_argument("--base", default="minilm-l6", help="the pretrained encoder")
+    p.add_argument("--finetuned", default=None,
+                   help="an existing fine-tuned copy of --base (directory or hub id); default: fine-tune one here")
     p.add_argument("--n-train", type=int, default=3000)
     p.add_argument("--n-eval", type=int, default=1000)
     p.add_argument("--k", type=int, default=20, help="STIR: random halves")
@@ -97,7 +99,8 @@ def cmd_finetuning(args) -> int:
     from .studies.finetuning import FinetuningConfig, run_finetuning_study
 
     cfg = FinetuningConfig(base=args.base, data=args.data, n_train=args.n_train, n_eval=args.n_eval, seed=args.seed,
-                           pooling=args.pooling, k=args.k, text_stir=args.text_stir, finetune=_finetune_config(args))
+                           pooling=args.pooling, k=args.k, text_stir=args.text_stir, finetuned=args.finetuned,
+                           finetune=_finetune_config(args))
     rows = run_finetuning_study(cfg, args.out, progress=not args.quiet)
     measures = list(dict.fromkeys(r["measure"] for r in rows if r["layer"] is not None))
     print("layer  " + "  ".join(f"{m:>16s}" for m in measures))

@@ -3,7 +3,7 @@
 
 :func:`run_finetuning_study` fine-tunes ``base`` (default MiniLM-L6) on the training split of a
 labelled data set on the CPU within a time budget (saved under ``data_home()/finetuned`` and
-reused), then on the evaluation split computes for every layer ℓ (0 = embeddings):
+reused) — or takes the user's own fine-tuned copy (``finetuned``) — then on the evaluation split computes for every layer ℓ (0 = embeddings):
 
 * ``cka`` — linear CKA(pre_ℓ(X), ft_ℓ(X)) on token-averaged states (Sec. 3.1);
 * ``stir_ft|pre`` and ``stir_pre|ft`` — STIR in both directions, k = 20 halves, counterparts
@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ..data.examples import Dataset
+from ..errors import InputError
 from ..measures.probe import fit_probe
 from ..measures.similarity import linear_cka
 from ..measures.stir import stir_layers
@@ -76,6 +77,7 @@ class FinetuningConfig:
     text_stir: bool = False
     capability: str = "synonym"
     probe_c: float = 0.01
+    finetuned: str | None = None  # an existing fine-tuned copy (directory or hub id) instead of training one
     finetune: FinetuneConfig = field(default_factory=lambda: FinetuneConfig(epochs=2, max_seconds=900.0))
 
 
@@ -118,6 +120,22 @@ def finetuning_rows(pre: Any, ft: Any, train: Dataset, test: Dataset, config: Fi
     return rows
 
 
+def _classifier_accuracy(source: str | None, test: Dataset) -> float | None:
+    """The fine-tuned model's own classification accuracy, when it is a classifier of these labels."""
+    from ..models.base import predict
+    from ..models.hf import HFSequenceClassifier
+
+    if source is None:
+        return None
+    try:
+        clf = HFSequenceClassifier(source)
+    except (InputError, OSError, ValueError):
+        return None  # a bare encoder: no head to score
+    if len(clf.labels) != len(test.label_names):
+        return None
+    return float((predict(clf, test.texts) == test.labels).mean())
+
+
 def run_finetuning_study(config: FinetuningConfig, out_dir: str | Path, *, progress: bool = True) -> list[dict[str, Any]]:
     """Fine-tune (or reuse), compare layer by layer, write results and figures to ``out_dir``."""
     from ..models.presets import load_encoder
@@ -126,17 +144,22 @@ def run_finetuning_study(config: FinetuningConfig, out_dir: str | Path, *, progr
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     train, test = labelled_split(config.data, config.n_train, config.n_eval, config.seed)
-    ft = finetuned_encoder(config.base, train, config.seed, config.finetune, progress=progress)
-    meta = read_finetune_meta(ft._source)
+    if config.finetuned:  # the user's own fine-tuned copy: nothing is trained
+        ft = load_encoder(config.finetuned)
+        meta = {"finetuned": config.finetuned, "steps": "given", "stop_reason": "not trained here"}
+    else:
+        ft = finetuned_encoder(config.base, train, config.seed, config.finetune, progress=progress)
+        meta = read_finetune_meta(ft._source)
     (out / "finetune.json").write_text(json.dumps({"study": asdict(config), "finetune": meta}, indent=1, default=str))
     pre = load_encoder(config.base)
+    if pre.num_layers != ft.num_layers:
+        raise InputError(f"{config.base} has {pre.num_layers} layers and the fine-tuned model {ft.num_layers}; "
+                         "give the fine-tuned copy of the same architecture")
     rows = finetuning_rows(pre, ft, train, test, config, progress=progress, out_dir=out)
-    from ..models.base import predict
-    from ..models.hf import HFSequenceClassifier
-
-    accuracy = float((predict(HFSequenceClassifier(ft._source), test.texts) == test.labels).mean())
-    rows.append({"a": pre.name, "b": ft.name, "layer": None, "measure": "classifier_acc_ft", "value": accuracy,
-                 "std": None})
+    accuracy = _classifier_accuracy(getattr(ft, "_source", None), test)
+    if accuracy is not None:
+        rows.append({"a": pre.name, "b": ft.name, "layer": None, "measure": "classifier_acc_ft", "value": accuracy,
+                     "std": None})
     (out / "results.json").write_text(json.dumps(rows, indent=1))
 
     def series(measure: str) -> list[float]:
@@ -148,7 +171,7 @@ def run_finetuning_study(config: FinetuningConfig, out_dir: str | Path, *, progr
     curves = {label: series(m) for m, label in shown.items() if series(m)}
     errs = {shown[m]: [r["std"] for r in rows if r["measure"] == m] for m in shown
             if m.startswith("stir") and series(m)}
-    title = (f"{config.base} vs fine-tuned on {config.data} ({meta['steps']} steps, {meta['stop_reason']}); "
+    title = (f"{config.base} vs {ft.name} on {config.data} ({meta['steps']} steps, {meta['stop_reason']}); "
              f"n={len(test)}")
     layer_curves(curves, out / "finetuning.png", title=title, errors=errs, ylabel="CKA / STIR")
     layer_curves({"pretrained": series("probe_acc_pre"), "fine-tuned": series("probe_acc_ft")}, out / "probes.png",
