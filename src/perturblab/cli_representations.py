@@ -14,6 +14,13 @@ def _list(s: str) -> list[str]:
     return [x.strip() for x in s.split(",") if x.strip()]
 
 
+def _int_list(s: str) -> list[int]:
+    try:
+        return [int(x) for x in _list(s)]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated layer numbers, e.g. 4,5,6; got {s!r}") from None
+
+
 def _common(p: argparse.ArgumentParser, *, data: str = "rotten_tomatoes") -> None:
     p.add_argument("--data", default=data,
                    help="data set (rotten_tomatoes, tweets, a CSV/JSONL/Parquet file, hf:NAME[:SPLIT]) or corpus "
@@ -23,6 +30,11 @@ def _common(p: argparse.ArgumentParser, *, data: str = "rotten_tomatoes") -> Non
                    help="mean over real tokens, first token (CLS), or last real token (decoders)")
     p.add_argument("--out", required=True, help="output directory (re-running reuses what is done)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
+
+
+def _probe_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--probe-c", type=float, default=0.01,
+                   help="inverse L2 strength of the logistic-regression probes on standardised states")
 
 
 def _finetune_args(p: argparse.ArgumentParser, *, epochs: int, seconds: float) -> None:
@@ -51,6 +63,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--n-eval", type=int, default=1000)
     p.add_argument("--k", type=int, default=20, help="STIR: random halves")
     p.add_argument("--text-stir", action="store_true", help="also text-space STIR (synonym search on the pretrained model)")
+    _probe_arg(p)
     _finetune_args(p, epochs=2, seconds=900.0)
     _common(p)
 
@@ -61,6 +74,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--n-train", type=int, default=2000)
     p.add_argument("--n-eval", type=int, default=1000)
     p.add_argument("--top", type=int, default=3)
+    _probe_arg(p)
     _common(p)
 
     p = sub.add_parser("grounding", help="rank correlation of similarity measures with probe accuracy (Table 1)")
@@ -70,8 +84,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--measures", default="procrustes,cka,pwcca")
     p.add_argument("--n-train", type=int, default=2000)
     p.add_argument("--n-eval", type=int, default=1000)
-    p.add_argument("--pc-layers", default="4,5,6", help="layers for the PC-deletion benchmark")
+    p.add_argument("--pc-layers", type=_int_list, default=[4, 5, 6], help="layers for the PC-deletion benchmark")
     p.add_argument("--n-boot", type=int, default=2000, help="bootstrap resamples for the 95%% intervals")
+    _probe_arg(p)
     _finetune_args(p, epochs=1, seconds=300.0)
     _common(p)
 
@@ -99,7 +114,7 @@ def cmd_finetuning(args) -> int:
     from .studies.finetuning import FinetuningConfig, run_finetuning_study
 
     cfg = FinetuningConfig(base=args.base, data=args.data, n_train=args.n_train, n_eval=args.n_eval, seed=args.seed,
-                           pooling=args.pooling, k=args.k, text_stir=args.text_stir, finetuned=args.finetuned,
+                           pooling=args.pooling, k=args.k, text_stir=args.text_stir, finetuned=args.finetuned, probe_c=args.probe_c,
                            finetune=_finetune_config(args))
     rows = run_finetuning_study(cfg, args.out, progress=not args.quiet)
     measures = list(dict.fromkeys(r["measure"] for r in rows if r["layer"] is not None))
@@ -118,7 +133,8 @@ def cmd_layer_probes(args) -> int:
     from .studies.layer_probes import LayerProbeConfig, run_layer_probes, top_layers
 
     cfg = LayerProbeConfig(model=args.model, data=args.data, perturbations=_list(args.perturbations),
-                           n_train=args.n_train, n_eval=args.n_eval, seed=args.seed, pooling=args.pooling, top=args.top)
+                           n_train=args.n_train, n_eval=args.n_eval, seed=args.seed, pooling=args.pooling, top=args.top,
+                           probe_c=args.probe_c)
     rows = run_layer_probes(cfg, args.out, progress=not args.quiet)
     for p, layers in top_layers(rows, args.top).items():
         print(f"{p:16s} most affected layers: {layers}")
@@ -131,7 +147,7 @@ def cmd_grounding(args) -> int:
 
     cfg = GroundingConfig(data=args.data, variants=_list(args.variants), base=args.base, n_train=args.n_train,
                           n_eval=args.n_eval, seed=args.seed, pooling=args.pooling, measures=_list(args.measures),
-                          pc_layers=[int(x) for x in _list(args.pc_layers)], n_boot=args.n_boot,
+                          pc_layers=args.pc_layers, n_boot=args.n_boot, probe_c=args.probe_c,
                           finetune=_finetune_config(args))
     run_grounding(cfg, args.out, progress=not args.quiet)
     print((Path(args.out) / "table.md").read_text())

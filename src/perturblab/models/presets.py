@@ -133,7 +133,10 @@ def load_encoder(name: str, *, fresh: bool = False) -> "HFEncoder":
     else:
         source = _external(name)
         if source is None:
-            raise _unknown(name)
+            from .lm_presets import LM_PRESETS
+
+            encoders = [n for n in PRESETS.names() if PRESETS.create(n).kind == "encoder"]
+            raise UnknownNameError("encoder", name, encoders + LM_PRESETS.names())
         from .hf import HFEncoder
 
         enc = HFEncoder(source)
