@@ -67,10 +67,12 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     _finetune_args(p, epochs=2, seconds=900.0)
     _common(p)
 
+    from .studies.layer_probes import DEFAULT_PERTURBATIONS
+
     p = sub.add_parser("layer-probes", help="per-layer probes on clean vs perturbed inputs; top affected layers")
     p.add_argument("--model", default="minilm-l6")
-    p.add_argument("--perturbations", default="random_typo,random_synonym,swap_words,negate",
-                   help="comma list of catalogue perturbations")
+    p.add_argument("--perturbations", default=",".join(DEFAULT_PERTURBATIONS),
+                   help="comma list of catalogue perturbations (default: the robustness paper's eight)")
     p.add_argument("--n-train", type=int, default=2000)
     p.add_argument("--n-eval", type=int, default=1000)
     p.add_argument("--top", type=int, default=3)

@@ -1,6 +1,12 @@
 """The perturbation catalogue: seeded whole-text :class:`~.transformations.Transformation`\\ s
 registered by name, used without search (layer probes, robustness, learnability).
 
+Also registered: the learnability paper's eight (:mod:`.noise`: ``whitespace``, ``shuffle_word``,
+``duplicate_punctuations``, ``butter_fingers``, ``random_upper``, ``insert_abbreviation``,
+``visual_attack_letters``, ``leet_letters``) and the robustness paper's (:mod:`.robustness`:
+``drop_nouns``, ``drop_verbs``, ``drop_first``, ``drop_last``, ``change_char``, ``add_text``,
+``gender_swap``; its "swap text" is ``swap_words``).
+
 =================  =========================================================================
 ``random_typo``    swap two neighbouring middle letters in a random ``fraction`` of the
                    eligible words (at least one), SCoPE's Typo-Invariance without the search
@@ -113,6 +119,9 @@ def apply_perturbation(perturbation: Transformation | str, texts: Sequence[str],
     """``g(x)`` for every text with generator ``default_rng([seed, i])``; texts a perturbation
     cannot apply to (e.g. ``swap_words`` on a one-word text) stay unchanged and are marked so."""
     t = get_perturbation(perturbation) if isinstance(perturbation, str) else perturbation
+    prepare = getattr(t, "prepare", None)
+    if prepare is not None:  # e.g. part-of-speech tags for all texts in one batch
+        prepare(list(texts))
     out = []
     for i, x in enumerate(texts):
         applicable = getattr(t, "applicable", None)
@@ -121,3 +130,7 @@ def apply_perturbation(perturbation: Transformation | str, texts: Sequence[str],
             continue
         out.append(t(x, np.random.default_rng([seed, i])))
     return Perturbed(out, np.array([a != b for a, b in zip(out, texts)], dtype=bool))
+
+
+# the learnability paper's noise and the robustness paper's perturbations register themselves
+from . import noise, robustness  # noqa: E402,F401

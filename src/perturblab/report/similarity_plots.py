@@ -76,7 +76,7 @@ def probe_drop_heatmap(drops: np.ndarray, perturbations: Sequence[str], path: st
     plt = _plt()
     drops = np.asarray(drops, dtype=float)
     fig, ax = plt.subplots(figsize=(1.5 + 0.55 * drops.shape[1], 1.0 + 0.45 * drops.shape[0]))
-    im = ax.imshow(drops, cmap="Reds", aspect="auto")
+    im = ax.imshow(100 * drops, cmap="Reds", aspect="auto")  # in accuracy points
     for i in range(drops.shape[0]):
         worst = set(np.argsort(-drops[i], kind="stable")[:top].tolist())
         for j in range(drops.shape[1]):

@@ -30,7 +30,9 @@ from ..models.states import layer_states
 from ..perturb.catalogue import apply_perturbation, get_perturbation
 from .inputs import labelled_split
 
-DEFAULT_PERTURBATIONS = ("random_typo", "random_synonym", "swap_words", "negate")
+# the robustness paper's eight (Sec. 3.2)
+DEFAULT_PERTURBATIONS = ("drop_nouns", "drop_verbs", "drop_first", "drop_last", "swap_words", "change_char",
+                         "add_text", "gender_swap")
 
 
 @dataclass(kw_only=True)
