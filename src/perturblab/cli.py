@@ -104,7 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
     a = sub.add_parser("assets", help="manage offline assets")
     a.add_argument("action", choices=["install"])
     a.add_argument("--force", action="store_true")
-    sub.add_parser("capabilities", help="list registered capabilities")
+    sub.add_parser("capabilities", help="list registered capabilities and perturbations")
     sub.add_parser("models", help="list model presets")
     from .cli_representations import add_parsers
 
@@ -256,6 +256,11 @@ def cmd_capabilities(args) -> int:
 
     for name, doc in CAPABILITIES.describe().items():
         print(f"{name:12s} {doc}")
+    from .perturb.catalogue import PERTURBATIONS
+
+    print("\nperturbations (seeded, used without search: layer-probes):")
+    for name, doc in PERTURBATIONS.describe().items():
+        print(f"{name:22s} {doc}")
     return 0
 
 

@@ -85,21 +85,25 @@ class RandomWordSwap(Transformation):
 
 @register_perturbation("random_typo")
 def random_typo(fraction: float = 0.1) -> Transformation:
+    """Swap two middle letters in a random ``fraction`` (0.1) of the eligible words, at least one."""
     return RandomWordSwap(MiddleCharSwap(), fraction, name="random_typo")
 
 
 @register_perturbation("random_synonym")
 def random_synonym(fraction: float = 0.1) -> Transformation:
+    """Replace a random ``fraction`` (0.1) of the eligible words, at least one, by a WordNet synonym."""
     return RandomWordSwap(SynonymSwap(), fraction, name="random_synonym")
 
 
 @register_perturbation("swap_words")
 def swap_words(k: int = 1) -> Transformation:
+    """Exchange ``k`` (1) random pairs of different words (the robustness paper's "swap text")."""
     return SwapWords(k)
 
 
 @register_perturbation("negate")
 def negate() -> Transformation:
+    """Insert "not" after the first is/was/were (other texts unchanged)."""
     return Negate()
 
 
