@@ -2,6 +2,8 @@
 
 from .cka import MinibatchCKA, linear_cka_unbiased, minibatch_cka, rbf_cka
 from .layerwise import PAIRWISE, resolve_measures, similarity_matrix
+from .learnability import (learnability_from_predictions, learnability_from_probabilities, log_auc,
+                           post_augmentation_delta, relative_robustness, robustness)
 from .scope import (METRICS, accuracy, change_distance, gap_iid_accuracy, hard_scope,
                     iid_agreement, linear_decay, ood_agreement, scope_metrics, soft_scope)
 from .similarity import INFO, MeasureInfo, cca_mean, linear_cka, procrustes_distance, pwcca_distance, r2cca
@@ -9,7 +11,9 @@ from .stats import bootstrap_ci, mean_se, pearson, sample_complexity, spearman
 from .stir import StirResult, stir, stir_layers
 
 __all__ = ["INFO", "METRICS", "PAIRWISE", "MeasureInfo", "MinibatchCKA", "StirResult", "accuracy", "bootstrap_ci",
-           "cca_mean", "change_distance", "gap_iid_accuracy", "hard_scope", "iid_agreement", "linear_cka",
+           "cca_mean", "change_distance", "gap_iid_accuracy", "hard_scope", "iid_agreement", "learnability_from_predictions",
+           "learnability_from_probabilities", "linear_cka", "log_auc", "post_augmentation_delta", "relative_robustness",
+           "robustness",
            "linear_cka_unbiased", "linear_decay", "mean_se", "minibatch_cka", "ood_agreement", "pearson",
            "procrustes_distance", "pwcca_distance", "r2cca", "rbf_cka", "resolve_measures", "sample_complexity",
            "scope_metrics", "similarity_matrix", "soft_scope", "spearman", "stir", "stir_layers"]

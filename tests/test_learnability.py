@@ -1,0 +1,116 @@
+"""Learnability (Algorithm 1), log-AUC, robustness formulas: hand-computed values and known answers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.stats import spearmanr
+
+from perturblab.errors import InputError
+from perturblab.measures.learnability import (LEARNABILITY_GRID, learnability_from_predictions,
+                                              learnability_from_probabilities, log_auc, post_augmentation_delta,
+                                              relative_robustness, robustness, treatment_mask)
+from perturblab.measures.stats import spearman
+from perturblab.perturb.transformations import Transformation
+from perturblab.studies.learnability import average_learnability, learnability_curve
+
+
+def test_robustness_formulas_by_hand():
+    assert robustness(0.70, 0.85) == pytest.approx(-0.15)
+    assert post_augmentation_delta(0.80, 0.70) == pytest.approx(0.10)
+    assert relative_robustness(0.8, 0.6) == pytest.approx(0.75)  # 1 - 0.2/0.8
+    assert relative_robustness(0.5, 0.5) == 1.0
+    with pytest.raises(InputError, match="undefined"):
+        relative_robustness(0.0, 0.1)
+
+
+def test_ate_over_treated_examples_by_hand():
+    y = np.array([1, 1, 1, 1, 0, 0])
+    clean = np.array([0, 0, 1, 0, 0, 1])      # treated correct: 1 of 4
+    pert = np.array([1, 1, 1, 0, 0, 1])       # treated correct: 3 of 4
+    assert learnability_from_predictions(y, clean, pert) == pytest.approx(0.5)
+    pc = np.array([[0.9, 0.1], [0.8, 0.2], [0.4, 0.6], [0.7, 0.3], [0.6, 0.4], [0.5, 0.5]])
+    pp = np.array([[0.1, 0.9], [0.3, 0.7], [0.2, 0.8], [0.6, 0.4], [0.6, 0.4], [0.5, 0.5]])
+    # (0.8 + 0.5 + 0.2 + 0.1) / 4
+    assert learnability_from_probabilities(y, pc, pp) == pytest.approx(0.4)
+    with pytest.raises(InputError, match="treated"):
+        learnability_from_predictions(np.zeros(3, int), np.zeros(3), np.zeros(3))
+
+
+def test_log_auc_hand_computed():
+    # x = log10 p = -3, -2, 0; trapezoids: (0 + 0.5)/2 * 1 + (0.5 + 1)/2 * 2 = 0.25 + 1.5
+    assert log_auc([0.001, 0.01, 1.0], [0.0, 0.5, 1.0]) == pytest.approx(1.75)
+    assert log_auc(LEARNABILITY_GRID, [1.0] * 8) == pytest.approx(3.0)  # the maximum on the grid
+    with pytest.raises(InputError, match="increasing"):
+        log_auc([0.1, 0.01], [0, 0])
+
+
+def test_treatment_mask_follows_eq3():
+    rng = np.random.default_rng(0)
+    y = np.array([1] * 5000 + [0] * 5000)
+    m = treatment_mask(y, 0.3, rng)
+    assert not m[5000:].any() and abs(m[:5000].mean() - 0.3) < 0.03
+
+
+class AppendMarker(Transformation):
+    name, deterministic = "append_marker", True
+
+    def __call__(self, text, rng):
+        return text + " zqxmarker"
+
+
+class Identity(Transformation):
+    name, deterministic = "identity", True
+
+    def __call__(self, text, rng):
+        return text
+
+
+def bow_fit(texts, labels, seed):
+    """A bag-of-words logistic regression (a model that must see an appended marker token)."""
+    from sklearn.feature_extraction.text import CountVectorizer
+    from sklearn.linear_model import LogisticRegression
+
+    vec = CountVectorizer().fit(texts)
+    lr = LogisticRegression(C=10.0, max_iter=2000, random_state=seed).fit(vec.transform(texts), labels)
+
+    class Model:
+        labels = ["0", "1"]
+        fingerprint = "bow"
+
+        def predict_proba(self, xs):
+            return lr.predict_proba(vec.transform(xs))
+    return Model()
+
+
+WORDS = "film story actor scene plot music light dark city river road dream night day house".split()
+
+
+def texts(n, seed):
+    rng = np.random.default_rng(seed)
+    return [" ".join(rng.choice(WORDS, size=8)) for _ in range(n)]
+
+
+def test_known_answers_marker_and_identity():
+    train, test = texts(400, 1), texts(200, 2)
+    marker = learnability_curve(bow_fit, train, test, AppendMarker(), ps=[0.01, 0.1, 1.0], seed=0)
+    assert marker[-1].learnability > 0.95  # at p = 1 the marker decides the label
+    assert marker[-1].learnability_prob > 0.8
+    assert marker[0].learnability < marker[-1].learnability
+    ident = learnability_curve(bow_fit, train, test, Identity(), ps=[0.1, 1.0], seed=0)
+    assert all(q.learnability == 0.0 and q.learnability_prob == pytest.approx(0.0) for q in ident)
+    assert ident[0].test_change_rate == 0.0 and marker[0].test_change_rate == 1.0
+    # same seed, same numbers; average learnability on the log scale
+    again = learnability_curve(bow_fit, train, test, AppendMarker(), ps=[0.01, 0.1, 1.0], seed=0)
+    assert [q.to_row() for q in again] == [q.to_row() for q in marker]
+    auc = average_learnability(marker)
+    want = log_auc([0.01, 0.1, 1.0], [q.learnability for q in marker])
+    assert auc == pytest.approx(want) and 0 < auc <= 2.0
+
+
+def test_spearman_matches_scipy_on_fixed_data():
+    a = [0.3, 1.2, 2.4, 0.9, 1.7, 2.0]
+    b = [-0.01, -0.05, -0.20, -0.02, -0.12, -0.09]
+    rho, p = spearman(a, b)
+    want = spearmanr(a, b)
+    assert rho == pytest.approx(want.statistic) and p == pytest.approx(want.pvalue)
