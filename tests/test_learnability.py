@@ -114,3 +114,52 @@ def test_spearman_matches_scipy_on_fixed_data():
     rho, p = spearman(a, b)
     want = spearmanr(a, b)
     assert rho == pytest.approx(want.statistic) and p == pytest.approx(want.pvalue)
+
+
+def test_study_rows_resume_and_summary(tmp_path):
+    import csv
+    import json
+
+    from perturblab.studies.learnability_study import LearnabilityConfig, run_learnability
+
+    rng = np.random.default_rng(0)
+    path = tmp_path / "toy.csv"
+    with path.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["label", "text"])
+        for i in range(240):
+            y = i % 2
+            words = list(rng.choice(WORDS, size=6)) + [("good" if y else "bad")]
+            rng.shuffle(words)
+            w.writerow([y, " ".join(words) + "!"])
+    calls = []
+
+    def counting_fit(texts, labels, seed):
+        calls.append(len(texts))
+        return bow_fit(texts, labels, seed)
+
+    cfg = LearnabilityConfig(models=["bow"], perturbations=["leet_letters", "duplicate_punctuations"],
+                             data=str(path), n_train=120, n_test=60, seeds=2, ps=[0.1, 1.0])
+    rows = run_learnability(cfg, tmp_path / "out", trainers={"bow": counting_fit}, progress=False)
+    # per seed: 1 clean + 2 augmented + 2 perturbations x 2 ps
+    assert len(calls) == 2 * (1 + 2 + 4)
+    assert {"model", "perturbation", "metric", "p", "seed", "value"} <= set(rows[0])
+    metrics = {r["metric"] for r in rows}
+    assert {"learnability", "avg_learnability", "robustness", "post_aug_delta"} <= metrics
+    get = lambda m, pert, seed: [r["value"] for r in rows if (r["metric"], r["perturbation"], r["seed"]) == (m, pert, seed)]  # noqa: E731
+    # CountVectorizer drops punctuation: duplicated punctuation is invisible to this model
+    assert get("learnability", "duplicate_punctuations", 0) == [0.0, 0.0]
+    assert get("robustness", "duplicate_punctuations", 0) == [0.0]
+    assert get("learnability", "leet_letters", 0)[1] > 0.8  # leet words are new tokens to a bag of words
+    r = [r for r in rows if r["metric"] in ("acc_clean", "acc_perturbed", "robustness") and r["seed"] == 1
+         and r["perturbation"] == "leet_letters"]
+    vals = {x["metric"]: x["value"] for x in r}
+    assert vals["robustness"] == pytest.approx(vals["acc_perturbed"] - vals["acc_clean"])
+    # a resumed run trains nothing and gives the same rows
+    calls.clear()
+    again = run_learnability(cfg, tmp_path / "out", trainers={"bow": counting_fit}, progress=False)
+    assert calls == [] and again == rows
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert len(summary["table"]) == 2
+    for name in ("curves_bow.png", "correlations.png", "robustness_heatmap.png"):
+        assert (tmp_path / "out" / name).is_file()

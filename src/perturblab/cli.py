@@ -106,9 +106,10 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--force", action="store_true")
     sub.add_parser("capabilities", help="list registered capabilities and perturbations")
     sub.add_parser("models", help="list model presets")
-    from .cli_representations import add_parsers
+    from . import cli_representations, cli_robustness
 
-    add_parsers(sub)
+    cli_representations.add_parsers(sub)
+    cli_robustness.add_parsers(sub)
     return ap
 
 
@@ -286,12 +287,13 @@ COMMANDS = {"scope": cmd_scope, "demo": cmd_scope, "selfcheck": cmd_selfcheck, "
 
 def main(argv: Sequence[str] | None = None) -> int:
     from .cli_representations import COMMANDS as REPRESENTATION_COMMANDS
+    from .cli_robustness import COMMANDS as ROBUSTNESS_COMMANDS
 
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
     try:
-        return {**COMMANDS, **REPRESENTATION_COMMANDS}[args.command](args)
+        return {**COMMANDS, **REPRESENTATION_COMMANDS, **ROBUSTNESS_COMMANDS}[args.command](args)
     except PerturblabError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

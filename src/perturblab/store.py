@@ -13,6 +13,8 @@ lm_examples    one row per (run, model, metric, setting, example): the self-supe
 similarities   one row per (model a, model b, inputs, pooling, measure, layer a, layer b): a
                representation similarity, keyed on the models' fingerprints and the inputs'
                hash so that a comparison already made is never recomputed (names kept for display)
+trainings      one row per trained model (model, data, perturbation, setting, seed): the numbers
+               measured with it (JSON), so that a resumed study never trains a model twice
 
 Writes use ``INSERT OR IGNORE`` on primary keys inside transactions, so a crashed and
 resumed study can neither lose nor duplicate rows; a study asks :meth:`done_samples` what
@@ -54,6 +56,9 @@ CREATE TABLE IF NOT EXISTS similarities (
     a_fp TEXT, b_fp TEXT, inputs TEXT, pooling TEXT, measure TEXT, layer_a INTEGER, layer_b INTEGER,
     a TEXT, b TEXT, n INTEGER, value REAL,
     PRIMARY KEY (a_fp, b_fp, inputs, pooling, measure, layer_a, layer_b));
+CREATE TABLE IF NOT EXISTS trainings (
+    model TEXT, data TEXT, perturbation TEXT, setting TEXT, seed INTEGER, result TEXT,
+    PRIMARY KEY (model, data, perturbation, setting, seed));
 """
 SIMILARITY_COLS = ("a_fp", "b_fp", "inputs", "pooling", "measure", "layer_a", "layer_b", "a", "b", "n", "value")
 
@@ -216,6 +221,20 @@ class ResultStore:
         cur = self._con.execute(sql + " ORDER BY measure, layer_a, layer_b", args)
         cols = [d[0] for d in cur.description]
         return [dict(zip(cols, row)) for row in cur]
+
+    # -- trained models ------------------------------------------------------------------
+    def training(self, model: str, data: str, perturbation: str, setting: str, seed: int) -> dict | None:
+        """The stored result of one trained model, or None when it was not trained yet."""
+        row = self._con.execute("SELECT result FROM trainings WHERE model=? AND data=? AND perturbation=? AND "
+                                "setting=? AND seed=?", (model, data, perturbation, setting, seed)).fetchone()
+        return None if row is None else json.loads(row[0])
+
+    def add_training(self, model: str, data: str, perturbation: str, setting: str, seed: int,
+                     result: dict[str, Any]) -> None:
+        """Record one trained model's result (kept if the key exists)."""
+        with self._tx() as c:
+            c.execute("INSERT OR IGNORE INTO trainings VALUES (?,?,?,?,?,?)",
+                      (model, data, perturbation, setting, seed, json.dumps(result)))
 
     # -- helpers -----------------------------------------------------------------------
     @staticmethod

@@ -1,0 +1,67 @@
+"""Figures of the learnability study: p–learnability curves (Fig. 3), learnability against
+robustness and post-augmentation Δ with Spearman ρ (Fig. 4), and a robustness heatmap."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from .plots import _plt, safe_name, save_figure
+
+
+def learnability_figures(rows: Sequence[dict[str, Any]], summary: dict[str, Any], out_dir: str | Path) -> list[Path]:
+    """Write ``curves_<model>.png``, ``correlations.png`` and ``robustness_heatmap.png``."""
+    plt = _plt()
+    out = Path(out_dir)
+    paths = []
+    models = list(dict.fromkeys(r["model"] for r in rows))
+    perts = list(dict.fromkeys(r["perturbation"] for r in rows))
+    for model in models:
+        fig, ax = plt.subplots(figsize=(6.4, 4))
+        for pert in perts:
+            pts = [r for r in rows if (r["model"], r["perturbation"], r["metric"]) == (model, pert, "learnability")]
+            ps = sorted({r["p"] for r in pts})
+            mean = [np.mean([r["value"] for r in pts if r["p"] == p]) for p in ps]
+            ax.plot(ps, mean, marker="o", ms=3, label=pert)
+        ax.set_xscale("log")
+        ax.set_xlabel("perturbation probability p (log scale)")
+        ax.set_ylabel("learnability (mean over seeds)")
+        ax.set_title(f"{model}: learnability@p", fontsize=9)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+        paths.append(save_figure(fig, out / f"curves_{safe_name(model)}.png"))
+    table = summary["table"]
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    for ax, (y, label) in zip(axes, (("robustness", "robustness (Eq. 1)"), ("post_aug_delta", "post-augmentation Δ (Eq. 2)"))):
+        x = np.array([t["avg_learnability"] for t in table])
+        v = np.array([t[y] for t in table])
+        for model in models:
+            sel = [i for i, t in enumerate(table) if t["model"] == model]
+            ax.scatter(x[sel], v[sel], label=model)
+        if len(x) >= 2 and np.ptp(x) > 0:
+            slope, icpt = np.polyfit(x, v, 1)
+            grid = np.linspace(x.min(), x.max(), 20)
+            ax.plot(grid, slope * grid + icpt, color="grey", ls="--")
+        rho = next(c for c in summary["spearman"] if (c["x"], c["y"]) == ("avg_learnability", y))
+        text = "n/a" if rho["spearman"] is None else f"{rho['spearman']:.2f} (p={rho['p_value']:.2g})"
+        ax.set_title(f"Spearman ρ = {text}", fontsize=9)
+        ax.set_xlabel("average learnability (log-AUC)")
+        ax.set_ylabel(label)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    paths.append(save_figure(fig, out / "correlations.png"))
+    mat = np.array([[next((t["robustness"] for t in table if (t["model"], t["perturbation"]) == (m, p)), np.nan)
+                      for m in models] for p in perts])
+    fig, ax = plt.subplots(figsize=(1.8 + 1.1 * len(models), 1.0 + 0.45 * len(perts)))
+    im = ax.imshow(100 * mat, cmap="Reds_r", aspect="auto")
+    for i in range(len(perts)):
+        for j in range(len(models)):
+            ax.text(j, i, f"{100 * mat[i, j]:.1f}", ha="center", va="center", fontsize=7)
+    ax.set_xticks(range(len(models)), models)
+    ax.set_yticks(range(len(perts)), perts)
+    ax.set_title("robustness: accuracy change on perturbed test (points)", fontsize=9)
+    fig.colorbar(im, ax=ax, shrink=0.8)
+    paths.append(save_figure(fig, out / "robustness_heatmap.png"))
+    return paths
