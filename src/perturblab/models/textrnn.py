@@ -1,0 +1,209 @@
+"""A small recurrent text classifier trained from scratch (TextRNN, Liu et al. 2016 style).
+
+The non-pretrained model of the learnability study (Zhang et al., Sec. 4.2): words
+(lower-cased, ``\\w+|[^\\w\\s]``) → 64-d embeddings → one bidirectional GRU layer of 64 units
+per direction → max-pool over the real (non-padding) time steps → linear → softmax.
+
+* Vocabulary: the training texts' words (min count 1), most frequent first, at most
+  ``max_vocab`` ids in all; id 0 is padding, id 1 unknown words. A text pair is joined as
+  ``text_a + " [SEP] " + text_b``. Texts are cut to ``max_len`` words; an empty text is
+  one padding step (a fixed, input-independent prediction).
+* Padded batches are packed (``pack_padded_sequence``), so a text's output does not depend on
+  the other texts in its batch.
+* :func:`train_textrnn` runs Adam on CPU, ``epochs`` passes of shuffled minibatches (stopping
+  early after ``max_seconds`` of wall time when given). Weights come from ``torch.manual_seed(seed)``
+  inside ``torch.random.fork_rng`` and the order from ``numpy.random.default_rng(seed)``, so the
+  caller's RNG state is untouched and a seed gives the same model (on the same machine and
+  torch build; a ``max_seconds`` stop depends on the clock).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass
+from typing import Sequence
+
+import numpy as np
+import torch
+from torch import nn
+
+from ..errors import InputError
+from .base import TextInput
+
+TOKEN_RE = re.compile(r"\w+|[^\w\s]")
+PAD, UNK = 0, 1
+PAIR_SEPARATOR = " [SEP] "
+
+
+def tokenize(text: str) -> list[str]:
+    """Lower-cased words and single punctuation marks."""
+    return TOKEN_RE.findall(text.lower())
+
+
+def _as_text(x: TextInput, i: int, what: str) -> str:
+    if isinstance(x, str):
+        return x
+    if isinstance(x, tuple) and len(x) == 2 and all(isinstance(t, str) for t in x):
+        return x[0] + PAIR_SEPARATOR + x[1]
+    raise InputError(f"{what}[{i}] is {type(x).__name__}; expected a text or a (text_a, text_b) pair")
+
+
+def _texts(inputs: Sequence[TextInput], what: str) -> list[str]:
+    if isinstance(inputs, str):
+        raise InputError(f"{what} must be a list of texts, not a single string; wrap it in a list")
+    return [_as_text(x, i, what) for i, x in enumerate(inputs)]
+
+
+@dataclass(frozen=True)
+class TextRNNConfig:
+    """Architecture and preprocessing (part of the fingerprint)."""
+
+    embed_dim: int = 64
+    hidden: int = 64
+    max_len: int = 64
+    max_vocab: int = 20000
+
+
+class TextRNN(nn.Module):
+    """Embedding → BiGRU → masked max-pool over time → linear (logits)."""
+
+    def __init__(self, vocab_size: int, num_classes: int, cfg: TextRNNConfig) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(vocab_size, cfg.embed_dim, padding_idx=PAD)
+        self.gru = nn.GRU(cfg.embed_dim, cfg.hidden, num_layers=1, batch_first=True, bidirectional=True)
+        self.out = nn.Linear(2 * cfg.hidden, num_classes)
+
+    def forward(self, ids: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        packed = nn.utils.rnn.pack_padded_sequence(self.embed(ids), lengths, batch_first=True,
+                                                   enforce_sorted=False)
+        h, _ = nn.utils.rnn.pad_packed_sequence(self.gru(packed)[0], batch_first=True, total_length=ids.shape[1])
+        real = torch.arange(ids.shape[1]).unsqueeze(0) < lengths.unsqueeze(1)
+        h = h.masked_fill(~real.unsqueeze(-1), float("-inf"))
+        return self.out(h.max(dim=1).values)
+
+
+class TextRNNClassifier:
+    """A trained :class:`TextRNN` with its vocabulary as a :class:`~.base.Classifier`.
+
+    ``predict_proba`` accepts empty texts (unlike most backends). ``fingerprint`` hashes the
+    weights, vocabulary, labels and config.
+    """
+
+    def __init__(self, model: TextRNN, vocab: dict[str, int], labels: Sequence[str], cfg: TextRNNConfig, *,
+                 batch_size: int = 256) -> None:
+        self.model = model.eval()
+        self.vocab, self.config = dict(vocab), cfg
+        self.labels: list[str] = [str(x) for x in labels]
+        self.batch_size = int(batch_size)
+        h = hashlib.sha256(json.dumps([asdict(cfg), self.labels, sorted(self.vocab.items())]).encode())
+        for name, t in model.state_dict().items():
+            h.update(name.encode())
+            h.update(t.detach().cpu().contiguous().numpy().tobytes())
+        self.fingerprint: str = "textrnn-" + h.hexdigest()[:16]
+
+    def __repr__(self) -> str:
+        return f"TextRNNClassifier(vocab={len(self.vocab)}, labels={self.labels})"
+
+    def encode(self, texts: Sequence[str]) -> list[list[int]]:
+        """Token ids per text, cut to ``max_len`` (may be empty)."""
+        return encode(self.vocab, texts, self.config.max_len)
+
+    def logits(self, inputs: Sequence[TextInput]) -> np.ndarray:
+        """(n, len(labels)) float32 logits in input order."""
+        ids = self.encode(_texts(inputs, "inputs"))
+        out = np.zeros((len(ids), len(self.labels)), dtype=np.float32)
+        order = sorted(range(len(ids)), key=lambda i: -len(ids[i]))
+        with torch.inference_mode():
+            for s in range(0, len(order), self.batch_size):
+                idx = order[s:s + self.batch_size]
+                out[idx] = self.model(*_pad([ids[i] for i in idx])).numpy()
+        return out
+
+    def predict_proba(self, inputs: Sequence[TextInput]) -> np.ndarray:
+        """(n, len(labels)) float64 softmax probabilities in input order."""
+        z = self.logits(inputs).astype(np.float64)
+        z -= z.max(axis=1, keepdims=True)
+        e = np.exp(z)
+        return e / e.sum(axis=1, keepdims=True)
+
+
+def encode(vocab: dict[str, int], texts: Sequence[str], max_len: int) -> list[list[int]]:
+    """Token ids per text (unknown words -> ``UNK``), cut to ``max_len``."""
+    return [[vocab.get(w, UNK) for w in tokenize(t)[:max_len]] for t in texts]
+
+
+def _pad(seqs: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+    """(ids (b, t), lengths (b,)); an empty sequence is one padding step."""
+    lengths = [max(1, len(s)) for s in seqs]
+    ids = np.full((len(seqs), max(lengths)), PAD, dtype=np.int64)
+    for r, s in enumerate(seqs):
+        ids[r, : len(s)] = s
+    return torch.from_numpy(ids), torch.as_tensor(lengths, dtype=torch.int64)
+
+
+def build_vocab(texts: Sequence[str], max_vocab: int) -> dict[str, int]:
+    """Word → id over ``texts``: most frequent first (ties alphabetical), ids from 2."""
+    counts = Counter(w for t in texts for w in tokenize(t))
+    words = sorted(counts, key=lambda w: (-counts[w], w))[: max(0, max_vocab - 2)]
+    return {w: i + 2 for i, w in enumerate(words)}
+
+
+def _check_labels(labels: Sequence[int], n: int, label_names: Sequence[str] | None) -> tuple[np.ndarray, list[str]]:
+    y = np.asarray(labels)
+    if y.ndim != 1 or len(y) != n:
+        raise InputError(f"labels has shape {y.shape}; expected one label per text ({n})")
+    if n == 0:
+        raise InputError("texts is empty; give at least one example per class")
+    if not (np.issubdtype(y.dtype, np.integer) or (np.issubdtype(y.dtype, np.floating)
+                                                   and np.all(np.isfinite(y) & (y == np.round(y))))) or y.min() < 0:
+        raise InputError("labels must be class indices 0..k-1 (non-negative integers)")
+    y = y.astype(np.int64)
+    names = [str(x) for x in label_names] if label_names is not None else [str(i) for i in range(int(y.max()) + 1)]
+    if y.max() >= len(names) or len(names) < 2:
+        raise InputError(f"labels go up to {int(y.max())} but there are {len(names)} label names; need >= 2 "
+                         "names and one per class index")
+    return y, names
+
+
+def train_textrnn(texts: Sequence[TextInput], labels: Sequence[int], seed: int, *, epochs: int = 5,
+                  batch_size: int = 64, lr: float = 2e-3, max_len: int = 64, max_seconds: float | None = None,
+                  max_vocab: int = 20000, label_names: Sequence[str] | None = None) -> TextRNNClassifier:
+    """Train a :class:`TextRNNClassifier` on ``texts`` (or pairs) with class indices ``labels``.
+
+    Cross-entropy, Adam(``lr``), ``epochs`` passes of minibatches of ``batch_size`` in a
+    seeded random order; training stops after the step during which ``max_seconds`` ran out.
+    Label names default to ``"0"`` .. ``"k-1"``.
+    """
+    raw = _texts(texts, "texts")
+    y, names = _check_labels(labels, len(raw), label_names)
+    if epochs < 1 or batch_size < 1 or max_len < 1 or max_vocab < 2 or lr <= 0:
+        raise InputError("need epochs, batch_size, max_len >= 1, max_vocab >= 2 and lr > 0")
+    cfg = TextRNNConfig(max_len=int(max_len), max_vocab=int(max_vocab))
+    vocab = build_vocab(raw, cfg.max_vocab)
+    start = time.perf_counter()
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = TextRNN(len(vocab) + 2, len(names), cfg)
+        ids = encode(vocab, raw, cfg.max_len)
+        opt = torch.optim.Adam(model.parameters(), lr=lr)
+        rng = np.random.default_rng(seed)
+        model.train()
+        done = False
+        for _ in range(epochs):
+            order = rng.permutation(len(ids))
+            for s in range(0, len(order), batch_size):
+                idx = order[s:s + batch_size]
+                loss = nn.functional.cross_entropy(model(*_pad([ids[i] for i in idx])), torch.from_numpy(y[idx]))
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                opt.step()
+                if max_seconds is not None and time.perf_counter() - start >= max_seconds:
+                    done = True
+                    break
+            if done:
+                break
+    return TextRNNClassifier(model, vocab, names, cfg)
