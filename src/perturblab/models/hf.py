@@ -19,6 +19,7 @@ import torch
 
 from ..errors import InputError
 from .base import POOLINGS, Pooling, TextInput, check_inputs, file_fingerprint, fingerprint_of
+from .head import softmax
 
 log = logging.getLogger(__name__)
 DEFAULT_BATCH_SIZE = 64
@@ -315,7 +316,4 @@ class HFSequenceClassifier(_Batching):
 
     def predict_proba(self, inputs: Sequence[TextInput]) -> np.ndarray:
         """(n, len(labels)) softmax probabilities in input order."""
-        z = self.logits(inputs).astype(np.float64)
-        z -= z.max(axis=1, keepdims=True)
-        e = np.exp(z)
-        return e / e.sum(axis=1, keepdims=True)
+        return softmax(self.logits(inputs))

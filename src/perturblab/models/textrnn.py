@@ -33,6 +33,7 @@ from torch import nn
 
 from ..errors import InputError
 from .base import TextInput
+from .head import softmax
 
 TOKEN_RE = re.compile(r"\w+|[^\w\s]")
 PAD, UNK = 0, 1
@@ -125,10 +126,7 @@ class TextRNNClassifier:
 
     def predict_proba(self, inputs: Sequence[TextInput]) -> np.ndarray:
         """(n, len(labels)) float64 softmax probabilities in input order."""
-        z = self.logits(inputs).astype(np.float64)
-        z -= z.max(axis=1, keepdims=True)
-        e = np.exp(z)
-        return e / e.sum(axis=1, keepdims=True)
+        return softmax(self.logits(inputs))
 
 
 def encode(vocab: dict[str, int], texts: Sequence[str], max_len: int) -> list[list[int]]:
