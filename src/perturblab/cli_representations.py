@@ -7,11 +7,9 @@ import argparse
 from pathlib import Path
 from typing import Callable
 
+from .cli import _csv_list as _list
+
 POOLINGS = ["mean", "cls", "last"]
-
-
-def _list(s: str) -> list[str]:
-    return [x.strip() for x in s.split(",") if x.strip()]
 
 
 def _int_list(s: str) -> list[int]:

@@ -6,9 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Callable
 
-
-def _list(s: str) -> list[str]:
-    return [x.strip() for x in s.split(",") if x.strip()]
+from .cli import _csv_list as _list
 
 
 def _floats(s: str) -> list[float]:

@@ -74,6 +74,12 @@ class StirResult:
     values: list[float] = field(default_factory=list)
     n_half: int = 0
 
+    @classmethod
+    def from_values(cls, values: Sequence[float], n_half: int) -> "StirResult":
+        """Mean and sample standard deviation (NaN for one draw) of the per-draw CKA values."""
+        vals = [float(v) for v in values]
+        return cls(float(np.mean(vals)), float(np.std(vals, ddof=1)) if len(vals) > 1 else float("nan"), vals, n_half)
+
     def to_row(self) -> dict:
         return {"value": self.value, "std": self.std, "k": len(self.values), "n_half": self.n_half}
 
@@ -114,8 +120,7 @@ def stir(m2_states: np.ndarray, m1_states: np.ndarray, *, k: int = DEFAULT_K, fr
     else:
         raise InputError(f"pool must be 'all' or 'complement', got {pool!r}")
     values = [float(similarity(a2[s], a2[p])) for s, p in zip(draws, partners)]
-    return StirResult(float(np.mean(values)), float(np.std(values, ddof=1)) if k > 1 else float("nan"),
-                      values, len(draws[0]))
+    return StirResult.from_values(values, len(draws[0]))
 
 
 def stir_layers(m2_layers: Sequence[np.ndarray], m1_layers: Sequence[np.ndarray], *,

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
+import numpy as np
+
 from ..errors import InputError
 from ..measures.layerwise import resolve_measures, similarity_matrix
 from ..measures.similarity import INFO
@@ -69,7 +71,7 @@ def similarity_rows(enc_a: Any, enc_b: Any, inputs: Sequence[TextInput], measure
         log.info("comparing %d x %d layers under %s", len(la), len(lb), ", ".join(missing))
         mats = similarity_matrix(la, lb, missing)
         new = [dict(key, measure=m, layer_a=i, layer_b=j, a=name_a, b=name_b, n=len(inputs), value=float(v))
-               for m, mat in mats.items() for (i, j), v in _cells(mat)]
+               for m, mat in mats.items() for (i, j), v in np.ndenumerate(mat)]
         if store is not None:
             store.add_similarities(new)
         for m in missing:
@@ -100,12 +102,6 @@ def streamed_minibatch_cka(enc_a: Any, enc_b: Any, inputs: Sequence[TextInput], 
     if acc is None:
         raise InputError("no minibatch of at least 4 inputs; give more inputs or a larger batch_size")
     return acc.value()
-
-
-def _cells(mat: Any):
-    for i in range(mat.shape[0]):
-        for j in range(mat.shape[1]):
-            yield (i, j), mat[i, j]
 
 
 def compare_models(config: SimilarityConfig, out_dir: str | Path, *, progress: bool = True,

@@ -111,6 +111,5 @@ def stir_text(m2_layers: Sequence[np.ndarray], m2_counterpart_layers: Sequence[n
         if np.shape(x) != np.shape(xp):
             raise InputError(f"original states {np.shape(x)} and counterpart states {np.shape(xp)} differ in shape")
         values = [linear_cka(x[s], xp[s]) for s in draws]
-        out.append(StirResult(float(np.mean(values)), float(np.std(values, ddof=1)) if k > 1 else float("nan"),
-                              values, len(draws[0])))
+        out.append(StirResult.from_values(values, len(draws[0])))
     return out
