@@ -116,22 +116,27 @@ def test_spearman_matches_scipy_on_fixed_data():
     assert rho == pytest.approx(want.statistic) and p == pytest.approx(want.pvalue)
 
 
-def test_study_rows_resume_and_summary(tmp_path):
+def toy_csv(path, n, seed):
+    """A labelled CSV: six random filler words and "good" (label 1) or "bad" (0), shuffled, then "!"."""
     import csv
+
+    rng = np.random.default_rng(seed)
+    with path.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["label", "text"])
+        for i in range(n):
+            words = list(rng.choice(WORDS, size=6)) + [("good" if i % 2 else "bad")]
+            rng.shuffle(words)
+            w.writerow([i % 2, " ".join(words) + "!"])
+    return path
+
+
+def test_study_rows_resume_and_summary(tmp_path):
     import json
 
     from perturblab.studies.learnability_study import LearnabilityConfig, run_learnability
 
-    rng = np.random.default_rng(0)
-    path = tmp_path / "toy.csv"
-    with path.open("w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["label", "text"])
-        for i in range(240):
-            y = i % 2
-            words = list(rng.choice(WORDS, size=6)) + [("good" if y else "bad")]
-            rng.shuffle(words)
-            w.writerow([y, " ".join(words) + "!"])
+    path = toy_csv(tmp_path / "toy.csv", 240, seed=0)
     calls = []
 
     def counting_fit(texts, labels, seed):
@@ -161,5 +166,24 @@ def test_study_rows_resume_and_summary(tmp_path):
     assert calls == [] and again == rows
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert len(summary["table"]) == 2
+    leet = next(t for t in summary["table"] if t["perturbation"] == "leet_letters")
+    md = (tmp_path / "out" / "table.md").read_text()
+    # leet_letters is the more learnable one: bold, and sorted below duplicate_punctuations
+    row = f"| leet_letters | **{leet['avg_learnability']:.3f} ± {leet['avg_learnability_std']:.3f}** |"
+    assert row in md and md.index("| duplicate_punctuations |") < md.index(row)
     for name in ("curves_bow.png", "correlations.png", "robustness_heatmap.png"):
         assert (tmp_path / "out" / name).is_file()
+
+
+def test_study_with_two_worker_threads_equals_one_worker(tmp_path):
+    from perturblab.studies.learnability_study import LearnabilityConfig, run_learnability
+
+    path = toy_csv(tmp_path / "toy.csv", 160, seed=1)
+    cfg = LearnabilityConfig(models=["bow", "bow2"], perturbations=["leet_letters", "whitespace"], data=str(path),
+                             n_train=80, n_test=40, seeds=2, ps=[0.1, 1.0])
+    fits = {"bow": bow_fit, "bow2": bow_fit}
+    one = run_learnability(cfg, tmp_path / "one", trainers=fits, progress=False)
+    two = run_learnability(cfg, tmp_path / "two", trainers=fits, progress=False, workers=2)
+    assert two == one
+    with pytest.raises(InputError, match="workers"):
+        run_learnability(cfg, tmp_path / "bad", trainers=fits, progress=False, workers=0)

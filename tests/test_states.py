@@ -87,3 +87,36 @@ def test_streamed_minibatch_cka_equals_batches_by_hand():
         acc.update(a, b)
     np.testing.assert_allclose(got, acc.value(), atol=1e-12)
     assert got[0, 0] == pytest.approx(1.0)
+
+
+class PooledLengthEncoder(LengthEncoder):
+    hidden_size = 3
+
+    def pooled(self, inputs, layer=-1, pooling="mean"):
+        return self.hidden_states(inputs, pooling)[layer]
+
+
+DISTINCT = [f"text{i} " + " ".join("y" * ((i + j) % 6 + 1) for j in range(3)) for i in range(23)]
+
+
+def test_memo_encoder_encodes_each_input_once_and_returns_the_same_states():
+    from perturblab.models.states import MemoEncoder
+
+    assert len(set(DISTINCT)) == len(DISTINCT) == 23
+    inner = PooledLengthEncoder()
+    memo = MemoEncoder(inner, max_items=30)
+    assert memo.fingerprint == inner.fingerprint and memo.hidden_size == 3
+    first = memo.pooled(DISTINCT[:10])
+    np.testing.assert_array_equal(first, PooledLengthEncoder().pooled(DISTINCT[:10]))
+    mixed = memo.pooled(DISTINCT[5:15] + DISTINCT[5:7])  # 5 seen, 5 new, 2 repeated within the call
+    assert inner.seen == 15 and memo.encoded == 15
+    np.testing.assert_array_equal(mixed, PooledLengthEncoder().pooled(DISTINCT[5:15] + DISTINCT[5:7]))
+    np.testing.assert_array_equal(memo.pooled(DISTINCT[:3], layer=0), PooledLengthEncoder().pooled(DISTINCT[:3], layer=0))
+    assert inner.seen == 18  # another layer is another state
+    memo.pooled(DISTINCT)  # 23 states of layer -1 + 3 of layer 0 = 26
+    assert len(memo._memo) == 26
+    memo.pooled(DISTINCT[:10], layer=0)  # 7 more: 33 > 30, the 3 least recently used are dropped
+    assert len(memo._memo) == 30 and (DISTINCT[10], -1, "mean") in memo._memo
+    assert (DISTINCT[0], -1, "mean") not in memo._memo
+    with pytest.raises(InputError, match="pooled"):
+        MemoEncoder(LengthEncoder())

@@ -15,7 +15,8 @@ from perturblab.models.base import Classifier  # noqa: E402
 from perturblab.models.finetune import FinetuneConfig  # noqa: E402
 from perturblab.models.head import EncoderClassifier  # noqa: E402
 from perturblab.models.hf import HFEncoder, HFSequenceClassifier  # noqa: E402
-from perturblab.models.textrnn import TextRNNClassifier, tokenize, train_textrnn  # noqa: E402
+from perturblab.models.textrnn import (TextRNNClassifier, _pad, length_batches, tokenize,  # noqa: E402
+                                       train_textrnn)
 
 FILLER = "the a cat dog sat on mat movie film was is very and it plot actors park river old new".split()
 
@@ -63,7 +64,8 @@ def tiny_bert(tok):
 
 # ---------------------------------------------------------------- TextRNN
 def test_tokenizer():
-    assert tokenize("Hello, World!  it's") == ["hello", ",", "world", "!", "it", "'", "s"]
+    assert tokenize("Hello, World!  it's", lowercase=True) == ["hello", ",", "world", "!", "it", "'", "s"]
+    assert tokenize("Hello, World!") == ["Hello", ",", "World", "!"]
     assert tokenize("") == []
 
 
@@ -92,6 +94,21 @@ def test_textrnn_seeded_and_rng_untouched(rnn, task):
     assert other.fingerprint != rnn.fingerprint
 
 
+def test_textrnn_trained_in_threads_equals_trained_alone(task):
+    from concurrent.futures import ThreadPoolExecutor
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        alone = [train_textrnn(*task, seed=s, epochs=1) for s in (0, 1, 2, 3)]
+        with ThreadPoolExecutor(2) as pool:
+            threaded = list(pool.map(lambda s: train_textrnn(*task, seed=s, epochs=1), (0, 1, 2, 3)))
+    finally:
+        torch.set_num_threads(before)
+    assert [m.fingerprint for m in threaded] == [m.fingerprint for m in alone]
+    assert len({m.fingerprint for m in alone}) == 4
+
+
 def test_textrnn_three_classes_shapes_and_empty_texts():
     texts, y = marker_task(150, seed=1, markers=("bad", "good", "zebra"))
     clf = train_textrnn(texts, y, seed=0, epochs=2, label_names=["neg", "pos", "zeb"])
@@ -113,6 +130,34 @@ def test_textrnn_padding_invariance(rnn, task):
         np.testing.assert_allclose(rnn.predict_proba([t])[0], together[i], atol=1e-6)
     rnn_small = TextRNNClassifier(rnn.model, rnn.vocab, rnn.labels, rnn.config, batch_size=2)
     np.testing.assert_allclose(rnn_small.predict_proba(batch), together, atol=1e-6)
+
+
+def test_textrnn_equals_packed_bidirectional_gru(rnn):
+    """The two-GRU forward pass is a packed BiGRU with the same weights (an independent formulation)."""
+    m = rnn.model
+    bi = torch.nn.GRU(m.embed.embedding_dim, m.forward_gru.hidden_size, batch_first=True, bidirectional=True)
+    with torch.no_grad():
+        for name in ("weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0"):
+            getattr(bi, name).copy_(getattr(m.forward_gru, name))
+            getattr(bi, name + "_reverse").copy_(getattr(m.backward_gru, name))
+    ids, lengths = _pad(rnn.encode(["a good movie indeed", "bad", "the very old movie was bad and dull", ""]))
+    packed = torch.nn.utils.rnn.pack_padded_sequence(m.embed(ids), lengths, batch_first=True, enforce_sorted=False)
+    h, _ = torch.nn.utils.rnn.pad_packed_sequence(bi(packed)[0], batch_first=True, total_length=ids.shape[1])
+    real = torch.arange(ids.shape[1]).unsqueeze(0) < lengths.unsqueeze(1)
+    expected = m.out(h.masked_fill(~real.unsqueeze(-1), float("-inf")).max(dim=1).values)
+    with torch.inference_mode():
+        torch.testing.assert_close(m(ids, lengths), expected.detach(), atol=1e-6, rtol=1e-5)
+
+
+def test_length_batches_cover_every_index_once_and_group_lengths():
+    lengths = np.random.default_rng(3).integers(1, 60, size=1000).tolist()
+    batches = length_batches(lengths, 16, np.random.default_rng(0), block=10)
+    assert sorted(np.concatenate(batches).tolist()) == list(range(1000))
+    assert all(len(b) <= 16 for b in batches)
+    spread = np.mean([np.ptp([lengths[i] for i in b]) for b in batches])
+    assert spread < 15  # unsorted batches of 16 span ~50 of the 59 possible lengths
+    again = length_batches(lengths, 16, np.random.default_rng(0), block=10)
+    assert all(np.array_equal(a, b) for a, b in zip(batches, again))
 
 
 def test_textrnn_max_seconds_and_bad_args(task):

@@ -16,8 +16,10 @@ import hashlib
 import json
 import os
 import shutil
+import threading
 from pathlib import Path
-from typing import Iterator, Sequence
+from collections import OrderedDict
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 from tqdm.auto import tqdm
@@ -104,3 +106,52 @@ def clear_states_cache() -> int:
     n = sum(1 for p in root.iterdir() if p.is_dir())
     shutil.rmtree(root)
     return n
+
+
+class MemoEncoder:
+    """An encoder whose :meth:`pooled` states are remembered per (input, layer, pooling).
+
+    Studies that train many probes on overlapping input sets (the learnability grid: the same
+    clean texts at every p, the same test set for every model) then encode each distinct input
+    once. Same ``fingerprint``, ``num_layers`` and ``hidden_size`` as ``inner``; the least
+    recently used ``max_items`` states are kept (384 floats each for MiniLM: 100,000 ≈ 150 MB).
+    Values equal ``inner.pooled`` of the input in whatever batch first computed it (batching
+    changes them by float rounding only, ~1e-6).
+    """
+
+    def __init__(self, inner: Any, max_items: int = 100_000) -> None:
+        if not hasattr(inner, "pooled"):
+            raise InputError(f"{type(inner).__name__} has no pooled(); MemoEncoder wraps HF encoders")
+        self.inner, self.max_items = inner, int(max_items)
+        self.fingerprint = inner.fingerprint
+        self.num_layers = inner.num_layers
+        self.hidden_size = inner.hidden_size
+        self._memo: OrderedDict[tuple, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()  # studies may train probes in several threads
+        self.encoded = 0  # inputs sent to the inner encoder (for tests and benchmarks)
+
+    def __repr__(self) -> str:
+        return f"MemoEncoder({self.inner!r}, {len(self._memo)} states)"
+
+    def hidden_states(self, inputs: Sequence[TextInput], pooling: Pooling = "mean") -> list[np.ndarray]:
+        return self.inner.hidden_states(inputs, pooling)
+
+    def pooled(self, inputs: Sequence[TextInput], layer: int = -1, pooling: Pooling = "mean") -> np.ndarray:
+        """(n, hidden_size) float32 pooled states of ``layer``; unseen inputs encoded in one call."""
+        items = check_inputs(inputs)
+        keys = [(x, layer, pooling) for x in items]
+        with self._lock:
+            missing = list(dict.fromkeys(k for k in keys if k not in self._memo))
+            if missing:
+                states = np.asarray(self.inner.pooled([k[0] for k in missing], layer=layer, pooling=pooling),
+                                    dtype=np.float32)
+                self.encoded += len(missing)
+                for k, s in zip(missing, states):
+                    self._memo[k] = s
+            out = np.zeros((len(items), self.hidden_size), dtype=np.float32)
+            for i, k in enumerate(keys):
+                out[i] = self._memo[k]
+                self._memo.move_to_end(k)
+            while len(self._memo) > self.max_items:
+                self._memo.popitem(last=False)
+        return out

@@ -12,22 +12,25 @@ RoBERTa and XLNet. Here, on a CPU budget, TextRNN is kept and a small pretrained
 ================  ===============================================================================
 ``tfidf-lr``      TF-IDF word uni+bigrams + logistic regression (C=4, ≤ 2000 lbfgs iterations);
                   an extra non-neural baseline, seconds for thousands of texts
-``textrnn``       :func:`~.textrnn.train_textrnn` defaults: 5 epochs, batch 64, Adam 2e-3, ≤ 64 words
+``textrnn``       :func:`~.textrnn.train_textrnn` defaults: 3 epochs, batch 64, Adam 2e-3, ≤ 64 words,
+                  words seen once are unknown words
 ``minilm-probe``  frozen ``minilm-l6``, logistic regression (C=1, standardised, ≤ 1000 iterations)
-                  on mean-pooled last-layer states; the states are cached on disk per input set
-                  (:func:`~.states.layer_states`), so refitting on the same texts does not re-encode
+                  on mean-pooled last-layer states; every text's state is remembered for the
+                  process (:func:`probe_encoder`), so refits and test sets encode each text once
 ``hf-finetune``   ``minilm-l6`` fine-tuned end to end (:func:`~.finetune.finetune_classifier`) with
                   :data:`HF_CONFIG` (1 epoch, stop after 300 s of wall time); kept under
                   ``data_home()/finetuned`` and reused for the same data, seed and config
 ================  ===============================================================================
 
-``hf-finetune``'s time limit makes a first run depend on the machine's speed (the stored directory
+The built-in trainers are thread-safe (``hf-finetune`` runs one fine-tuning at a time), so a study
+may train several models at once. ``hf-finetune``'s time limit makes a first run depend on the machine's speed (the stored directory
 then fixes it); :data:`HF_BASE` (a local model dir) replaces MiniLM. Add trainers with :func:`register_trainer`.
 """
 
 from __future__ import annotations
 
 import inspect
+import threading
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -161,24 +164,35 @@ def fit_tfidf_lr(texts, labels, seed, label_names=None):
 
 @register_trainer("textrnn")
 def fit_textrnn(texts, labels, seed, label_names=None):
-    """TextRNN (BiGRU, max-pool) from scratch: 5 epochs, batch 64, Adam 2e-3, CPU."""
+    """TextRNN (BiGRU, max-pool) from scratch: 3 epochs, batch 64, Adam 2e-3, CPU."""
     from .textrnn import train_textrnn
 
     texts, y, names = validate(texts, labels, label_names)
     return train_textrnn(texts, y, seed, label_names=names)
 
 
+_PROBE_ENCODERS: dict[str, Any] = {}
+_LOCK = threading.Lock()
+
+
+def probe_encoder() -> Any:
+    """The frozen encoder of ``minilm-probe``, remembering every input's state for the process
+    (:class:`~.states.MemoEncoder`), so the many probes of a study encode each text once."""
+    from .states import MemoEncoder
+
+    with _LOCK:
+        if PROBE_ENCODER not in _PROBE_ENCODERS:
+            _PROBE_ENCODERS[PROBE_ENCODER] = MemoEncoder(presets.load_encoder(PROBE_ENCODER))
+        return _PROBE_ENCODERS[PROBE_ENCODER]
+
+
 @register_trainer("minilm-probe")
 def fit_minilm_probe(texts, labels, seed, label_names=None):
     """Frozen MiniLM-L6 + logistic regression on standardised mean-pooled last-layer states."""
-    from .head import dataset_inputs, train_encoder_head
-    from .states import layer_states
+    from .head import train_encoder_head
 
     data = to_dataset(texts, labels, label_names)
-    encoder = presets.load_encoder(PROBE_ENCODER)
-    states = layer_states(encoder, dataset_inputs(data), "mean", cache=True, progress=False)[-1]
-    return train_encoder_head(encoder, data, seed=seed, C=1.0, layer=-1, pooling="mean", standardize=True,
-                              states=states)
+    return train_encoder_head(probe_encoder(), data, seed=seed, C=1.0, layer=-1, pooling="mean", standardize=True)
 
 
 @register_trainer("hf-finetune")
@@ -195,5 +209,6 @@ def fit_hf_finetune(texts, labels, seed, label_names=None):
     else:
         base = Path(HF_BASE).expanduser().resolve()
         base_name = f"{base.name}-{fingerprint_of(str(base))[:8]}"
-    path = load_or_finetune(base_name, str(base), data, seed=seed, config=HF_CONFIG, progress=False)
+    with _LOCK:  # fine-tuning draws dropout masks from torch's global generator: one at a time
+        path = load_or_finetune(base_name, str(base), data, seed=seed, config=HF_CONFIG, progress=False)
     return HFSequenceClassifier(path, name=f"hf-finetune:{base_name}")

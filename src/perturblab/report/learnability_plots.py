@@ -8,7 +8,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .plots import _plt, safe_name, save_figure
+from .plots import _plt, safe_name, save_figure, value_heatmap
 
 
 def learnability_figures(rows: Sequence[dict[str, Any]], summary: dict[str, Any], out_dir: str | Path) -> list[Path]:
@@ -54,14 +54,6 @@ def learnability_figures(rows: Sequence[dict[str, Any]], summary: dict[str, Any]
     paths.append(save_figure(fig, out / "correlations.png"))
     mat = np.array([[next((t["robustness"] for t in table if (t["model"], t["perturbation"]) == (m, p)), np.nan)
                       for m in models] for p in perts])
-    fig, ax = plt.subplots(figsize=(1.8 + 1.1 * len(models), 1.0 + 0.45 * len(perts)))
-    im = ax.imshow(100 * mat, cmap="Reds_r", aspect="auto")
-    for i in range(len(perts)):
-        for j in range(len(models)):
-            ax.text(j, i, f"{100 * mat[i, j]:.1f}", ha="center", va="center", fontsize=7)
-    ax.set_xticks(range(len(models)), models)
-    ax.set_yticks(range(len(perts)), perts)
-    ax.set_title("robustness: accuracy change on perturbed test (points)", fontsize=9)
-    fig.colorbar(im, ax=ax, shrink=0.8)
-    paths.append(save_figure(fig, out / "robustness_heatmap.png"))
+    paths.append(value_heatmap(100 * mat, perts, models, out / "robustness_heatmap.png", cmap="Reds_r", fmt="{:.1f}",
+                               title="robustness: accuracy change on perturbed test (points)"))
     return paths

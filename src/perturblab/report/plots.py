@@ -94,3 +94,32 @@ def sample_complexity_plot(curves: dict[str, list[dict[str, float]]], path: str 
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return Path(path)
+
+
+def value_heatmap(values: np.ndarray, rows: Sequence[str], cols: Sequence[str], path: str | Path, *,
+                  title: str, cmap: str = "viridis", fmt: str = "{:.2f}", center: float | None = None,
+                  colorbar: bool = True) -> Path:
+    """A rows × cols heatmap with each value written in its cell (NaN cells left blank).
+
+    ``center`` makes the colour scale symmetric around that value (e.g. 1 for relative robustness).
+    """
+    plt = _plt()
+    mat = np.asarray(values, dtype=float)
+    fig, ax = plt.subplots(figsize=(max(4.5, 2.2 + 1.1 * len(cols)), 1.2 + 0.45 * len(rows)))
+    kw = {}
+    if center is not None and np.isfinite(mat).any():
+        span = max(float(np.nanmax(np.abs(mat - center))), 1e-9)
+        kw = {"vmin": center - span, "vmax": center + span}
+    im = ax.imshow(mat, cmap=cmap, aspect="auto", **kw)
+    for i in range(len(rows)):
+        for j in range(len(cols)):
+            if np.isfinite(mat[i, j]):
+                ax.text(j, i, fmt.format(mat[i, j]), ha="center", va="center", fontsize=7)
+    short = [c if len(c) <= 24 else "…" + c[-23:] for c in map(str, cols)]  # paths and hub ids can be long
+    wide = max(map(len, short), default=0) > 10
+    ax.set_xticks(range(len(cols)), short, rotation=30 if wide else 0, ha="right" if wide else "center")
+    ax.set_yticks(range(len(rows)), list(rows))
+    ax.set_title(title, fontsize=9)
+    if colorbar:
+        fig.colorbar(im, ax=ax, shrink=0.8)
+    return save_figure(fig, path)
