@@ -99,7 +99,7 @@ def test_second_load_served_from_cache(home, monkeypatch):
     assert target.parent == home / "cache" / "converted"
     shutil.rmtree(target, ignore_errors=True)
     t0 = time.perf_counter()
-    onnx_convert.load_onnx_minilm("minilm-l6-int8")  # converts and verifies
+    fresh, tok_dir = onnx_convert.load_onnx_minilm("minilm-l6-int8")  # converts and verifies
     first = time.perf_counter() - t0
     stamps = {p.name: p.stat().st_mtime_ns for p in target.iterdir()}
     assert {"model.safetensors", "config.json", onnx_convert.MARKER} <= set(stamps)
@@ -114,6 +114,10 @@ def test_second_load_served_from_cache(home, monkeypatch):
     assert {p.name: p.stat().st_mtime_ns for p in target.iterdir()} == stamps
     assert model.config.num_hidden_layers == 6
     assert second < first / 2, (first, second)
+    # the converting call and the cached one give the same encoder fingerprint (heads stay valid)
+    from perturblab.models.hf import HFEncoder
+
+    assert HFEncoder(fresh, tok_dir).fingerprint == HFEncoder(model, tok_dir).fingerprint
 
 
 def test_preset_head_trained_once(home, monkeypatch):

@@ -287,8 +287,9 @@ def converted_dir(which: str) -> Path:
 def load_onnx_minilm(which: MiniLMName, *, verify: bool = True) -> tuple["BertModel", Path]:
     """The converted ``which`` as an fp32 ``BertModel`` in eval mode, and its tokenizer directory.
 
-    The first call converts (a few seconds) and caches; later calls load the cached
-    safetensors. ``verify`` checks a fresh conversion against the ONNX graph.
+    The first call converts (a few seconds) and caches; every call, the first included, then
+    loads the cached safetensors, so the model (and its fingerprint) is the same whether or not
+    this call converted. ``verify`` checks a fresh conversion against the ONNX graph.
     """
     from transformers import BertModel
 
@@ -313,7 +314,7 @@ def load_onnx_minilm(which: MiniLMName, *, verify: bool = True) -> tuple["BertMo
             os.replace(tmp, target)
         except OSError:  # another process finished first
             shutil.rmtree(tmp, ignore_errors=True)
-        return model, src.tokenizer_dir
+        del model  # load what was saved, so the first call returns the same model (and fingerprint) as later ones
     model, info = BertModel.from_pretrained(str(target), local_files_only=True, add_pooling_layer=False,
                                             output_loading_info=True)
     if info.get("missing_keys") or info.get("mismatched_keys"):
