@@ -102,4 +102,5 @@ def test_listing_commands(capsys):
     out = capsys.readouterr().out
     assert "synonym" in out and "typo" in out and "fairness" in out
     assert main(["models"]) == 0
-    assert "minilm-l6-int8" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "minilm-l6-int8" in out and "trainable models" in out and "textrnn" in out

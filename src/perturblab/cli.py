@@ -275,6 +275,11 @@ def cmd_models(args) -> int:
     print("\nlanguage models (selfcheck, scope-lm; their decoder states in similarity):")
     for name, doc in LM_PRESETS.describe().items():
         print(f"{name:18s} {doc}")
+    from .models.zoo import TRAINABLE
+
+    print("\ntrainable models (learnability; robustness trains them on the training split):")
+    for name, doc in TRAINABLE.describe().items():
+        print(f"{name:18s} {doc}")
     print("\nAny local HF directory or hub id (when a hub is reachable) also works; language models also "
           "take a .gguf file.")
     return 0

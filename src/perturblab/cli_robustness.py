@@ -1,4 +1,5 @@
-"""CLI command of the learnability study: ``perturblab learnability`` (registered by :mod:`perturblab.cli`)."""
+"""CLI commands of the robustness studies: ``perturblab learnability`` and ``perturblab robustness``
+(registered by :mod:`perturblab.cli`)."""
 
 from __future__ import annotations
 
@@ -38,8 +39,59 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--n-train", type=int, default=2000, help="balanced training subsample")
     p.add_argument("--n-test", type=int, default=500, help="balanced test subsample")
     p.add_argument("--ps", type=_floats, default=None, help="perturbation probabilities (default: the paper's grid)")
+    p.add_argument("--workers", type=int, default=2, help="models trained at once in threads (default 2; each "
+                   "gets its share of torch's threads; 1 = one at a time)")
     p.add_argument("--out", required=True, help="output directory (re-running resumes; no model is trained twice)")
     p.add_argument("--quiet", action="store_true")
+    add_robustness_parser(sub)
+
+
+def _label_maps(values: list[str] | None) -> dict[str, dict[str, str]]:
+    """``[MODEL:]model_label=data_label,...`` (repeatable) -> {model or "*": {model label: data label}}."""
+    maps: dict[str, dict[str, str]] = {}
+    for v in values or []:
+        spec, _, mapping = v.rpartition(":")
+        pairs = [x.split("=", 1) for x in _list(mapping)]
+        if not pairs or any(len(p) != 2 or not p[0].strip() or not p[1].strip() for p in pairs):
+            raise SystemExit(f"--label-map {v!r}: expected [MODEL:]model_label=data_label,... "
+                             "(e.g. NEGATIVE=neg,POSITIVE=pos)")
+        maps[spec.strip() or "*"] = {a.strip(): b.strip() for a, b in pairs}
+    return maps
+
+
+def add_robustness_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("robustness", help="relative robustness of classifiers to perturbations (Table 3 style)")
+    p.add_argument("--models", required=True, help="comma list of classifiers: presets (minilm-l6, minilm-l3, "
+                   "tfidf-lr, ...), trainable models (textrnn, minilm-probe, hf-finetune) or fine-tuned HF "
+                   "sequence classifiers (local directory or hub id); NAME=SOURCE gives a short name")
+    p.add_argument("--perturbations", default="robustness", help="'robustness' (the robustness paper's eight, "
+                   "default), 'all' (the learnability paper's eight), 'every', or a comma list")
+    p.add_argument("--data", default="rotten_tomatoes", help="a labelled data set or file")
+    p.add_argument("--metrics", default="accuracy,mcc", help="comma list of accuracy, mcc, f1")
+    p.add_argument("--seeds", type=int, default=3, help="draws of each perturbation")
+    p.add_argument("--n-train", type=int, default=2000, help="training split for presets and trainable models")
+    p.add_argument("--n-test", type=int, default=1000, help="test examples")
+    p.add_argument("--perturb-field", choices=["a", "b", "both"], default="both",
+                   help="for text-pair data: perturb the first text, the second or both")
+    p.add_argument("--label-map", action="append", metavar="[MODEL:]LABEL=DATA_LABEL,...",
+                   help="map a model's output labels to the data's labels (repeatable; without MODEL: for "
+                        "every model that has these labels); needed only when names do not match")
+    p.add_argument("--out", required=True, help="output directory (re-running resumes; nothing is predicted twice)")
+    p.add_argument("--quiet", action="store_true")
+
+
+def cmd_robustness(args) -> int:
+    from .studies.robustness_study import RobustnessConfig, run_robustness
+
+    cfg = RobustnessConfig(models=_list(args.models), perturbations=resolve_perturbations(args.perturbations),
+                           data=args.data, metrics=_list(args.metrics), seeds=args.seeds, n_train=args.n_train,
+                           n_test=args.n_test, perturb_field=args.perturb_field,
+                           label_maps=_label_maps(args.label_map))
+    run_robustness(cfg, args.out, progress=not args.quiet)
+    out = Path(args.out)
+    print((out / "table.md").read_text())
+    print(f"outputs in {out.resolve()}: results.json, summary.json, table.md, robustness_heatmap_*.png")
+    return 0
 
 
 def cmd_learnability(args) -> int:
@@ -49,7 +101,7 @@ def cmd_learnability(args) -> int:
     cfg = LearnabilityConfig(models=_list(args.models), perturbations=resolve_perturbations(args.perturbations),
                              data=args.data, n_train=args.n_train, n_test=args.n_test, seeds=args.seeds,
                              ps=args.ps or LEARNABILITY_GRID)
-    run_learnability(cfg, args.out, progress=not args.quiet)
+    run_learnability(cfg, args.out, progress=not args.quiet, workers=args.workers)
     import json
 
     summary = json.loads((Path(args.out) / "summary.json").read_text())
@@ -60,9 +112,9 @@ def cmd_learnability(args) -> int:
     for c in summary["spearman"]:
         rho = "n/a" if c["spearman"] is None else f"{c['spearman']:.3f} (p={c['p_value']:.2g})"
         print(f"Spearman {c['x']} vs {c['y']}: {rho} over {c['n_pairs']} pairs")
-    print(f"outputs in {Path(args.out).resolve()}: results.json, summary.json, curves_*.png, correlations.png, "
+    print(f"outputs in {Path(args.out).resolve()}: results.json, summary.json, table.md, curves_*.png, correlations.png, "
           "robustness_heatmap.png")
     return 0
 
 
-COMMANDS: dict[str, Callable] = {"learnability": cmd_learnability}
+COMMANDS: dict[str, Callable] = {"learnability": cmd_learnability, "robustness": cmd_robustness}

@@ -15,6 +15,9 @@ similarities   one row per (model a, model b, inputs, pooling, measure, layer a,
                hash so that a comparison already made is never recomputed (names kept for display)
 trainings      one row per trained model (model, data, perturbation, setting, seed): the numbers
                measured with it (JSON), so that a resumed study never trains a model twice
+cells          one row per (study, key): the result (JSON) of one finished unit of work of a
+               study whose work units are named by a string key (e.g. the robustness study's
+               predictions of one model on one perturbed test set)
 
 Writes use ``INSERT OR IGNORE`` on primary keys inside transactions, so a crashed and
 resumed study can neither lose nor duplicate rows; a study asks :meth:`done_samples` what
@@ -59,6 +62,8 @@ CREATE TABLE IF NOT EXISTS similarities (
 CREATE TABLE IF NOT EXISTS trainings (
     model TEXT, data TEXT, perturbation TEXT, setting TEXT, seed INTEGER, result TEXT,
     PRIMARY KEY (model, data, perturbation, setting, seed));
+CREATE TABLE IF NOT EXISTS cells (
+    study TEXT, key TEXT, result TEXT, PRIMARY KEY (study, key));
 """
 SIMILARITY_COLS = ("a_fp", "b_fp", "inputs", "pooling", "measure", "layer_a", "layer_b", "a", "b", "n", "value")
 
@@ -235,6 +240,17 @@ class ResultStore:
         with self._tx() as c:
             c.execute("INSERT OR IGNORE INTO trainings VALUES (?,?,?,?,?,?)",
                       (model, data, perturbation, setting, seed, json.dumps(result)))
+
+    # -- finished work cells -----------------------------------------------------------
+    def cell(self, study: str, key: str) -> dict | None:
+        """The stored result of one unit of work (``key`` any string naming it), or None."""
+        row = self._con.execute("SELECT result FROM cells WHERE study=? AND key=?", (study, key)).fetchone()
+        return None if row is None else json.loads(row[0])
+
+    def add_cell(self, study: str, key: str, result: dict[str, Any]) -> None:
+        """Record one unit of work's result (the first write of a key wins)."""
+        with self._tx() as c:
+            c.execute("INSERT OR IGNORE INTO cells VALUES (?,?,?)", (study, key, json.dumps(result)))
 
     # -- helpers -----------------------------------------------------------------------
     @staticmethod

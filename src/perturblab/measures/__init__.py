@@ -9,6 +9,7 @@ from .scope import (METRICS, accuracy, change_distance, gap_iid_accuracy, hard_s
 from .similarity import INFO, MeasureInfo, cca_mean, linear_cka, procrustes_distance, pwcca_distance, r2cca
 from .stats import bootstrap_ci, mean_se, pearson, sample_complexity, spearman
 from .stir import StirResult, stir, stir_layers
+from .task_metrics import TASK_METRICS, TaskMetric, f1_macro, get_task_metric, mcc, pearson_r, rouge_f, spearman_rho
 
 __all__ = ["INFO", "METRICS", "PAIRWISE", "MeasureInfo", "MinibatchCKA", "StirResult", "accuracy", "bootstrap_ci",
            "cca_mean", "change_distance", "gap_iid_accuracy", "hard_scope", "iid_agreement", "learnability_from_predictions",
@@ -16,4 +17,5 @@ __all__ = ["INFO", "METRICS", "PAIRWISE", "MeasureInfo", "MinibatchCKA", "StirRe
            "robustness",
            "linear_cka_unbiased", "linear_decay", "mean_se", "minibatch_cka", "ood_agreement", "pearson",
            "procrustes_distance", "pwcca_distance", "r2cca", "rbf_cka", "resolve_measures", "sample_complexity",
-           "scope_metrics", "similarity_matrix", "soft_scope", "spearman", "stir", "stir_layers"]
+           "scope_metrics", "similarity_matrix", "soft_scope", "spearman", "stir", "stir_layers",
+           "TASK_METRICS", "TaskMetric", "f1_macro", "get_task_metric", "mcc", "pearson_r", "rouge_f", "spearman_rho"]

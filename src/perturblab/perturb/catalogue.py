@@ -119,10 +119,13 @@ class Perturbed:
         return float(self.changed.mean()) if len(self.changed) else float("nan")
 
 
-def apply_perturbation(perturbation: Transformation | str, texts: Sequence[str], seed: int = 0) -> Perturbed:
-    """``g(x)`` for every text with generator ``default_rng([seed, i])``; texts a perturbation
+def apply_perturbation(perturbation: Transformation | str, texts: Sequence[str],
+                       seed: int | Sequence[int] = 0) -> Perturbed:
+    """``g(x)`` for every text with generator ``default_rng([*seed, i])`` (``seed`` an int or a
+    list of ints); texts a perturbation
     cannot apply to (e.g. ``swap_words`` on a one-word text) stay unchanged and are marked so."""
     t = get_perturbation(perturbation) if isinstance(perturbation, str) else perturbation
+    base = [int(seed)] if isinstance(seed, (int, np.integer)) else [int(v) for v in seed]
     prepare = getattr(t, "prepare", None)
     if prepare is not None:  # e.g. part-of-speech tags for all texts in one batch
         prepare(list(texts))
@@ -132,8 +135,37 @@ def apply_perturbation(perturbation: Transformation | str, texts: Sequence[str],
         if applicable is not None and not applicable(x):
             out.append(x)
             continue
-        out.append(t(x, np.random.default_rng([seed, i])))
+        out.append(t(x, np.random.default_rng([*base, i])))
     return Perturbed(out, np.array([a != b for a, b in zip(out, texts)], dtype=bool))
+
+
+FIELDS = ("a", "b", "both")
+
+
+def perturb_inputs(perturbation: Transformation | str, inputs: Sequence, seed: int = 0,
+                   field: str = "both") -> tuple[list, np.ndarray]:
+    """:func:`apply_perturbation` over model inputs that are texts or ``(text_a, text_b)`` pairs.
+
+    ``field`` picks what a pair's perturbation touches: ``"a"``, ``"b"`` or ``"both"`` (each
+    field with its own seed stream, ``[seed, 0, i]`` / ``[seed, 1, i]``); single texts are
+    always perturbed. Returns the perturbed inputs and which of them changed.
+    """
+    if field not in FIELDS:
+        raise InputError(f"field must be one of {', '.join(FIELDS)} (which text of a pair to perturb), got {field!r}")
+    items = list(inputs)
+    if all(isinstance(x, str) for x in items):
+        out = apply_perturbation(perturbation, items, seed=seed)
+        return out.texts, out.changed
+    for i, x in enumerate(items):
+        if not (isinstance(x, tuple) and len(x) == 2 and all(isinstance(t, str) for t in x)):
+            raise InputError(f"inputs[{i}] is {type(x).__name__}; expected texts or (text_a, text_b) pairs, not a mix")
+    a, b = [x[0] for x in items], [x[1] for x in items]
+    if field in ("a", "both"):
+        a = apply_perturbation(perturbation, a, seed=[seed, 0]).texts  # type: ignore[arg-type]
+    if field in ("b", "both"):
+        b = apply_perturbation(perturbation, b, seed=[seed, 1]).texts  # type: ignore[arg-type]
+    out_pairs = list(zip(a, b))
+    return out_pairs, np.array([o != x for o, x in zip(out_pairs, items)], dtype=bool)
 
 
 # the learnability paper's noise and the robustness paper's perturbations register themselves

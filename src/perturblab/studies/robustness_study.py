@@ -1,0 +1,250 @@
+"""Relative robustness of classifiers to text perturbations (robustness paper, Sec. 3.2–3.4, 4.2,
+Tables 1 and 3).
+
+Every model is scored with a task metric m on the clean test set (m_c, Table 1) and on the test
+set with a perturbation applied to every input (m_p); relative robustness is
+``1 − (m_c − m_p) / m_c`` (:func:`~perturblab.measures.learnability.relative_robustness`), below 1
+when the perturbation hurts, above 1 when it helps. Texts a perturbation cannot change stay in the
+perturbed set unchanged (as in the paper, which scores the whole perturbed test set); the share
+changed is reported as ``change_rate``. Each random perturbation is drawn ``seeds`` times
+(different random choices of words and characters; tables give the mean ± standard deviation
+over draws); a deterministic one (``drop_nouns``, ``drop_first``, ``gender_swap``, …) once.
+
+Models (:func:`resolve_classifier`): a preset (``minilm-l6``, ``minilm-l3``, ``tfidf-lr``, … with a
+logistic-regression head trained on the training split, cached), a trainable zoo model
+(``textrnn``, ``minilm-probe``, ``hf-finetune``, trained on the training split with
+``train_seed``), or a fine-tuned HF sequence classifier given as a local directory or hub id.
+``name=source`` gives a model a short name for the tables. Model outputs are matched to the
+data's labels by name (:func:`~perturblab.models.labels.align_labels`).
+
+Resumable: each model's predictions on each (perturbation, draw) are stored in
+``results.sqlite`` (table ``cells``) under the model's fingerprint and the test set's hash, so a
+re-run predicts nothing twice and metrics can be changed without re-running models.
+
+Outputs: ``results.json`` rows ``model, perturbation, metric, seed, clean, perturbed,
+relative_robustness, change_rate, n``; ``summary.json``; ``table.md`` (Table 1 and Table 3
+style, per metric: the highest robustness of each row in bold, the three lowest of each column
+underlined); ``robustness_heatmap_<metric>.png``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from ..errors import InputError
+from ..measures.learnability import relative_robustness
+from ..measures.task_metrics import get_task_metric
+from ..models.base import Classifier
+from ..models.labels import align_labels, aligned_predictions
+from ..perturb.catalogue import FIELDS, get_perturbation, perturb_inputs
+from ..store import ResultStore
+from .layer_probes import DEFAULT_PERTURBATIONS as ROBUSTNESS_EIGHT
+
+STUDY = "robustness"
+
+
+@dataclass(kw_only=True)
+class RobustnessConfig:
+    """What :func:`run_robustness` evaluates."""
+
+    models: Sequence[str]
+    perturbations: Sequence[str] = ROBUSTNESS_EIGHT
+    data: str = "rotten_tomatoes"
+    n_train: int = 2000  # training split for presets and zoo models (HF checkpoints ignore it)
+    n_test: int = 1000
+    seeds: int = 3  # draws of each perturbation
+    metrics: Sequence[str] = ("accuracy", "mcc")
+    perturb_field: str = "both"  # for pair tasks: "a", "b" or "both"
+    train_seed: int = 0
+    # model name (or "*": every model that has all the map's labels) -> {model label: data label}
+    label_maps: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+
+
+def split_alias(entry: str) -> tuple[str, str]:
+    """``"name=source"`` -> (name, source): a short display name for a long path or hub id;
+    an entry without ``=`` (or whose part before it contains a path separator) is its own name."""
+    name, eq, source = entry.partition("=")
+    if eq and name.strip() and source.strip() and "/" not in name:
+        return name.strip(), source.strip()
+    return entry.strip(), entry.strip()
+
+
+def resolve_classifier(spec: str, train: Any, seed: int = 0) -> Classifier:
+    """A classifier for ``spec``: a trainable zoo name, a preset or an HF directory / hub id."""
+    from ..models import presets, zoo
+
+    name = spec.strip()
+    if name.lower() in zoo.TRAINABLE.names() and name.lower() not in presets.PRESETS.names():
+        from ..models.head import dataset_inputs
+
+        return zoo.fit_model(name, dataset_inputs(train), train.labels, seed, label_names=train.label_names)
+    return presets.load_classifier(name, train, seed=seed)
+
+
+def _label_map(config: RobustnessConfig, spec: str, labels: Sequence[str]) -> Mapping[str, str] | None:
+    if spec in config.label_maps:
+        return config.label_maps[spec]
+    star = config.label_maps.get("*")
+    if star and {k.strip().lower() for k in star} <= {str(x).strip().lower() for x in labels}:
+        return star
+    return None
+
+
+def draws(perturbation: str, seeds: int) -> int:
+    """How many draws a perturbation needs: 1 for a deterministic one (every draw is the same)."""
+    return 1 if getattr(get_perturbation(perturbation), "deterministic", False) else seeds
+
+
+def _hash(obj: Any) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def _check(config: RobustnessConfig) -> None:
+    if not config.models:
+        raise InputError("models is empty; name at least one classifier (a preset, zoo model or HF id)")
+    if config.seeds < 1:
+        raise InputError(f"seeds must be >= 1 (draws of each perturbation), got {config.seeds}")
+    if config.perturb_field not in FIELDS:
+        raise InputError(f"perturb_field must be one of {', '.join(FIELDS)}, got {config.perturb_field!r}")
+    for name in config.perturbations:
+        get_perturbation(name)
+    for m in config.metrics:
+        if get_task_metric(m).consumes != "label":
+            raise InputError(f"metric {m!r} scores {get_task_metric(m).consumes}s, not class labels; classifiers "
+                             "are scored by accuracy, mcc or f1")
+
+
+def run_robustness(config: RobustnessConfig, out_dir: str | Path, *,
+                   classifiers: Mapping[str, Classifier] | None = None, progress: bool = True) -> list[dict[str, Any]]:
+    """Run (or resume) the study and write its outputs; returns the ``results.json`` rows.
+
+    ``classifiers`` gives ready models by name (used instead of :func:`resolve_classifier`).
+    """
+    from ..models.head import dataset_inputs
+    from .inputs import labelled_split
+
+    _check(config)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    train, test = labelled_split(config.data, config.n_train, config.n_test, seed=0)
+    inputs, y = dataset_inputs(test), np.asarray(test.labels)
+    data_key = _hash([inputs, y.tolist(), config.perturb_field])
+    perturbed: dict[tuple[str, int], tuple[list, np.ndarray]] = {}
+    rows: list[dict[str, Any]] = []
+    with ResultStore(out / "results.sqlite") as store:
+        for entry in tqdm(list(config.models), desc="models", disable=not progress):
+            spec, source = split_alias(entry)
+            clf = (classifiers or {}).get(spec) or resolve_classifier(source, train, config.train_seed)
+            columns = align_labels(clf.labels, test.label_names, _label_map(config, spec, clf.labels), model=spec)
+
+            def predict(setting: str, make_inputs: Callable[[], tuple[list, np.ndarray | None]]) -> dict[str, Any]:
+                """Stored predictions (and change rate) of this model on one input set; inputs are
+                only built (perturbed) when the predictions are not stored yet."""
+                key = f"{clf.fingerprint}|{data_key}|{setting}"
+                hit = store.cell(STUDY, key)
+                if hit is None:
+                    xs, changed = make_inputs()
+                    hit = {"pred": aligned_predictions(clf.predict_proba(xs), columns).tolist(),
+                           "change_rate": None if changed is None else float(np.mean(changed))}
+                    store.add_cell(STUDY, key, hit)
+                return hit
+
+            def perturbed_inputs(pert: str, seed: int) -> tuple[list, np.ndarray]:
+                if (pert, seed) not in perturbed:  # shared by the models
+                    perturbed[(pert, seed)] = perturb_inputs(pert, inputs, seed=seed, field=config.perturb_field)
+                return perturbed[(pert, seed)]
+
+            clean = np.asarray(predict("clean", lambda: (inputs, None))["pred"])
+            cells = [(p, s) for p in config.perturbations for s in range(draws(p, config.seeds))]
+            for pert, seed in tqdm(cells, desc=spec, leave=False, disable=not progress):
+                hit = predict(f"{pert}|{seed}", partial(perturbed_inputs, pert, seed))
+                pred = np.asarray(hit["pred"])
+                for metric in config.metrics:
+                    fn = get_task_metric(metric)
+                    m_c, m_p = fn(y, clean), fn(y, pred)
+                    rr = relative_robustness(m_c, m_p) if m_c > 0 else None
+                    rows.append({"model": spec, "perturbation": pert, "metric": fn.name, "seed": seed,
+                                 "clean": m_c, "perturbed": m_p, "relative_robustness": rr,
+                                 "change_rate": hit["change_rate"], "n": len(y)})
+    summary = summarise(rows)
+    summary["config"] = {k: (list(v) if isinstance(v, (list, tuple)) else v) for k, v in asdict(config).items()}
+    summary["config"]["label_maps"] = {k: dict(v) for k, v in config.label_maps.items()}
+    (out / "results.json").write_text(json.dumps(rows, indent=1))
+    (out / "summary.json").write_text(json.dumps(summary, indent=1))
+    (out / "table.md").write_text(robustness_markdown(summary))
+    from ..report.plots import value_heatmap
+
+    models = list(dict.fromkeys(r["model"] for r in rows))
+    for metric in dict.fromkeys(r["metric"] for r in rows):
+        mat = np.array([[_cell(summary, m, p, metric)["mean"] for m in models] for p in config.perturbations])
+        value_heatmap(mat, list(config.perturbations), models, out / f"robustness_heatmap_{metric}.png",
+                      title=f"relative robustness 1 − (m_c − m_p)/m_c, {metric}", cmap="RdYlGn", fmt="{:.2f}",
+                      center=1.0)
+    return rows
+
+
+def _cell(summary: dict[str, Any], model: str, pert: str, metric: str) -> dict[str, Any]:
+    return next((c for c in summary["cells"] if (c["model"], c["perturbation"], c["metric"]) == (model, pert, metric)),
+                {"mean": math.nan, "std": math.nan})
+
+
+def summarise(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Clean scores per model and metric, and the mean ± std (over draws; None for one draw) of
+    relative robustness per model × perturbation × metric (NaN where the clean score is not positive)."""
+    clean = {}
+    cells = []
+    keys = dict.fromkeys((r["model"], r["perturbation"], r["metric"]) for r in rows)
+    for model, pert, metric in keys:
+        sel = [r for r in rows if (r["model"], r["perturbation"], r["metric"]) == (model, pert, metric)]
+        clean[(model, metric)] = sel[0]["clean"]
+        rr = np.array([math.nan if r["relative_robustness"] is None else r["relative_robustness"] for r in sel])
+        cells.append({"model": model, "perturbation": pert, "metric": metric, "draws": len(sel),
+                      "mean": float(rr.mean()), "std": float(rr.std(ddof=1)) if len(rr) > 1 else None,
+                      "perturbed_mean": float(np.mean([r["perturbed"] for r in sel])),
+                      "change_rate": float(np.mean([r["change_rate"] for r in sel]))})
+    return {"clean": [{"model": m, "metric": k, "value": v} for (m, k), v in clean.items()], "cells": cells}
+
+
+def robustness_markdown(summary: dict[str, Any]) -> str:
+    """Table 1 (clean scores) and Table 3 (relative robustness) of the robustness paper, per metric."""
+    models = list(dict.fromkeys(c["model"] for c in summary["clean"]))
+    metrics = list(dict.fromkeys(c["metric"] for c in summary["clean"]))
+    perts = list(dict.fromkeys(c["perturbation"] for c in summary["cells"]))
+    lines = ["# Relative robustness", "",
+             "robustness = 1 − (m_c − m_p) / m_c (robustness paper Sec. 3.4); mean ± s.d. over perturbation "
+             "draws. **Bold**: the most robust model of each row; <u>underlined</u>: the three perturbations that "
+             "hurt each model most.", "", "## Clean scores (Table 1)", "",
+             "| metric | " + " | ".join(models) + " |", "|---|" + "---|" * len(models)]
+    for metric in metrics:
+        vals = [next(c["value"] for c in summary["clean"] if (c["model"], c["metric"]) == (m, metric)) for m in models]
+        lines.append(f"| {metric} | " + " | ".join(f"{v:.3f}" for v in vals) + " |")
+    for metric in metrics:
+        grid = {(p, m): _cell(summary, m, p, metric) for p in perts for m in models}
+        worst = {m: set(sorted((p for p in perts if not math.isnan(grid[(p, m)]["mean"])),
+                               key=lambda p: grid[(p, m)]["mean"])[:3]) for m in models}
+        lines += ["", f"## Relative robustness, {metric} (Table 3)", "",
+                  "| perturbation | " + " | ".join(models) + " | changed |", "|---|" + "---|" * (len(models) + 1)]
+        for p in perts:
+            means = [grid[(p, m)]["mean"] for m in models]
+            best = np.nanmax(means) if not all(math.isnan(v) for v in means) else math.nan
+            cells = []
+            for m, v in zip(models, means):
+                sd = grid[(p, m)]["std"]
+                text = "n/a" if math.isnan(v) else f"{v:.3f}" + ("" if sd is None else f" ± {sd:.3f}")
+                if p in worst[m]:
+                    text = f"<u>{text}</u>"
+                if not math.isnan(v) and v == best and len(models) > 1:
+                    text = f"**{text}**"
+                cells.append(text)
+            rate = np.mean([grid[(p, m)].get("change_rate", math.nan) for m in models])
+            lines.append(f"| {p} | " + " | ".join(cells) + f" | {rate:.0%} |")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,195 @@
+"""The robustness study (relative robustness, robustness paper Table 3), label alignment and
+pair-aware perturbation, on hand-made data with known answers."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import numpy as np
+import pytest
+
+from perturblab.errors import InputError
+from perturblab.models.labels import align_labels, aligned_predictions
+from perturblab.perturb.catalogue import apply_perturbation, perturb_inputs
+from perturblab.studies.robustness_study import RobustnessConfig, robustness_markdown, run_robustness, summarise
+
+
+class GoodWordClassifier:
+    """POSITIVE iff the word "good" occurs; outputs in the reverse order of the data's labels."""
+
+    labels = ["POSITIVE", "NEGATIVE"]
+    fingerprint = "good-word-v1"
+
+    def __init__(self):
+        self.scored = 0
+
+    def predict_proba(self, inputs):
+        inputs = list(inputs)
+        self.scored += len(inputs)
+        pos = np.array([1.0 if "good" in x.split() else 0.0 for x in inputs])
+        return np.stack([pos, 1.0 - pos], axis=1)
+
+
+def toy_csv(path, n=80):
+    with path.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["label", "text"])
+        for i in range(n):
+            pos = i % 2 == 0
+            w.writerow(["pos" if pos else "neg", f"{'good' if pos else 'bad'} film number {i} here"])
+    return path
+
+
+# ---------------------------------------------------------------- labels
+def test_align_labels_rules():
+    assert align_labels(["neg", "pos"], ["neg", "pos"]).tolist() == [0, 1]
+    assert align_labels(["POSITIVE", "NEGATIVE"], ["neg", "pos"]).tolist() == [1, 0]  # prefix, reordered
+    assert align_labels(["Pos", "Neg"], ["neg", "pos"]).tolist() == [1, 0]  # same names, other order
+    assert align_labels(["LABEL_0", "LABEL_1"], ["neg", "pos"]).tolist() == [0, 1]  # generic: by position
+    assert align_labels(["yes", "no", "maybe"], ["a", "b"], {"yes": "b", "no": "a"}).tolist() == [1, 0, -1]
+    with pytest.raises(InputError, match="label map"):
+        align_labels(["entailment", "contradiction"], ["neg", "pos"])
+    with pytest.raises(InputError, match="do not exist"):
+        align_labels(["x", "y"], ["a", "b"], {"x": "c"})
+    pred = aligned_predictions(np.array([[0.9, 0.1], [0.2, 0.8]]), np.array([1, 0]))
+    assert pred.tolist() == [1, 0]
+
+
+# ---------------------------------------------------------------- pairs
+def test_perturb_inputs_on_pairs_touches_only_the_chosen_field():
+    pairs = [("the first sentence here", "a second sentence there"), ("one more text", "and its partner")]
+    b_only, changed = perturb_inputs("drop_first", pairs, seed=0, field="b")
+    assert [p[0] for p in b_only] == [p[0] for p in pairs]
+    assert [p[1] for p in b_only] == ["second sentence there", "its partner"]
+    assert changed.tolist() == [True, True]
+    both, _ = perturb_inputs("drop_last", pairs, seed=0, field="both")
+    assert both == [("the first sentence", "a second sentence"), ("one more", "and its")]
+    texts, changed = perturb_inputs("drop_first", ["two words", "x"], seed=0)
+    assert texts == apply_perturbation("drop_first", ["two words", "x"], seed=0).texts
+    with pytest.raises(InputError, match="field"):
+        perturb_inputs("drop_first", pairs, field="c")
+
+
+# ---------------------------------------------------------------- the study
+def test_known_answers_resume_and_outputs(tmp_path):
+    data = toy_csv(tmp_path / "toy.csv")
+    clf = GoodWordClassifier()
+    cfg = RobustnessConfig(models=["good-word"], perturbations=["drop_first", "drop_last", "change_char"],
+                           data=str(data), n_train=20, n_test=20, seeds=2, metrics=["accuracy", "mcc"])
+    rows = run_robustness(cfg, tmp_path / "out", classifiers={"good-word": clf}, progress=False)
+    test_rows = {(r["perturbation"], r["metric"], r["seed"]): r for r in rows}
+    # deterministic perturbations are drawn once, change_char twice; two metrics each
+    assert sorted({(r["perturbation"], r["seed"]) for r in rows}) == [
+        ("change_char", 0), ("change_char", 1), ("drop_first", 0), ("drop_last", 0)]
+    assert len(rows) == 4 * 2
+    # dropping the first word removes "good": every positive example becomes NEGATIVE
+    for seed in (0,):
+        first = test_rows[("drop_first", "accuracy", seed)]
+        assert first["clean"] == 1.0
+        share_neg = first["perturbed"]
+        assert 0.3 < share_neg < 0.7 and first["relative_robustness"] == pytest.approx(share_neg)
+        assert test_rows[("drop_first", "mcc", seed)]["perturbed"] == 0.0  # constant predictions
+        assert test_rows[("drop_first", "mcc", seed)]["relative_robustness"] == pytest.approx(0.0)
+        assert test_rows[("drop_last", "accuracy", seed)]["relative_robustness"] == 1.0
+        assert test_rows[("drop_last", "accuracy", seed)]["change_rate"] == 1.0
+    scored = clf.scored
+    assert scored == 20 * (1 + 1 + 1 + 2)  # clean + drop_first + drop_last + 2 draws of change_char
+    again = run_robustness(cfg, tmp_path / "out", classifiers={"good-word": clf}, progress=False)
+    assert clf.scored == scored and again == rows  # resumed: nothing predicted twice
+    out = tmp_path / "out"
+    assert json.loads((out / "results.json").read_text()) == rows
+    table = (out / "table.md").read_text()
+    assert "| drop_first | <u>0.5" in table or "| drop_first | <u>0.4" in table or "| drop_first | <u>0.6" in table
+    assert (out / "robustness_heatmap_accuracy.png").is_file() and (out / "robustness_heatmap_mcc.png").is_file()
+
+
+def test_summary_means_and_markdown_marks():
+    rows = []
+    for model, vals in (("a", {"p1": [0.9, 0.7], "p2": [1.0, 1.0]}), ("b", {"p1": [0.5, 0.5], "p2": [1.1, 1.1]})):
+        for pert, rr in vals.items():
+            for seed, v in enumerate(rr):
+                rows.append({"model": model, "perturbation": pert, "metric": "accuracy", "seed": seed, "clean": 0.8,
+                             "perturbed": 0.8 * v, "relative_robustness": v, "change_rate": 1.0, "n": 10})
+    s = summarise(rows)
+    cell = next(c for c in s["cells"] if (c["model"], c["perturbation"]) == ("a", "p1"))
+    assert cell["mean"] == pytest.approx(0.8) and cell["std"] == pytest.approx(np.std([0.9, 0.7], ddof=1))
+    md = robustness_markdown(s)
+    assert "| p1 | **<u>0.800 ± 0.141</u>** | <u>0.500 ± 0.000</u> |" in md
+    assert "| p2 | <u>1.000 ± 0.000</u> | **<u>1.100 ± 0.000</u>** |" in md
+
+
+def test_bad_config_errors(tmp_path):
+    data = toy_csv(tmp_path / "toy.csv")
+    with pytest.raises(InputError, match="rouge1"):
+        run_robustness(RobustnessConfig(models=["x"], data=str(data), metrics=["rouge1"]), tmp_path / "o")
+    with pytest.raises(InputError, match="models is empty"):
+        run_robustness(RobustnessConfig(models=[], data=str(data)), tmp_path / "o")
+    with pytest.raises(InputError, match="label map"):
+        class Nli(GoodWordClassifier):
+            labels = ["entailment", "contradiction"]
+        run_robustness(RobustnessConfig(models=["nli"], perturbations=["drop_first"], data=str(data), n_train=20,
+                                        n_test=20, seeds=1), tmp_path / "o", classifiers={"nli": Nli()},
+                       progress=False)
+
+
+def test_cli_end_to_end_with_a_trained_preset_and_a_label_map(tmp_path, monkeypatch, capsys):
+    from perturblab.cli import main
+
+    monkeypatch.setenv("PERTURBLAB_HOME", str(tmp_path / "home"))
+    data = toy_csv(tmp_path / "toy.csv", n=120)
+    out = tmp_path / "cli"
+    rc = main(["robustness", "--models", "tfidf-lr", "--data", str(data), "--perturbations", "drop_first,add_text",
+               "--seeds", "2", "--n-train", "60", "--n-test", "30", "--metrics", "accuracy", "--out", str(out),
+               "--label-map", "tfidf-lr:neg=neg,pos=pos", "--quiet"])
+    assert rc == 0
+    rows = json.loads((out / "results.json").read_text())
+    assert sorted((r["perturbation"], r["seed"]) for r in rows) == [("add_text", 0), ("add_text", 1), ("drop_first", 0)]
+    clean = rows[0]["clean"]
+    assert clean == 1.0  # "good"/"bad" separate the classes perfectly
+    for r in rows:
+        assert r["relative_robustness"] == pytest.approx(1 - (r["clean"] - r["perturbed"]) / r["clean"])
+    assert "Relative robustness, accuracy (Table 3)" in capsys.readouterr().out
+    with pytest.raises(SystemExit, match="label-map"):
+        main(["robustness", "--models", "tfidf-lr", "--data", str(data), "--out", str(out), "--label-map", "oops"])
+
+
+def test_hf_checkpoint_by_path_with_its_own_label_names(tmp_path):
+    """A fine-tuned HF classifier given as a directory: its NEGATIVE/POSITIVE outputs are matched to
+    neg/pos and the study's scores equal a direct transformers forward pass."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    from perturblab.studies.inputs import labelled_split
+
+    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "good", "bad", "film", "number", "here",
+             *[str(i) for i in range(80)]]
+    tok = transformers.BertTokenizer(vocab={w: i for i, w in enumerate(words)})
+    torch.manual_seed(0)
+    cfg = transformers.BertConfig(vocab_size=len(words), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                                  intermediate_size=32, max_position_embeddings=32, num_labels=2,
+                                  id2label={0: "POSITIVE", 1: "NEGATIVE"}, label2id={"POSITIVE": 0, "NEGATIVE": 1})
+    model = transformers.BertForSequenceClassification(cfg).eval()
+    path = tmp_path / "tiny-sst"
+    model.save_pretrained(path)
+    tok.save_pretrained(path)
+    data = toy_csv(tmp_path / "toy.csv")
+    rc = RobustnessConfig(models=[f"tiny={path}"], perturbations=["drop_last"], data=str(data), n_train=20, n_test=20,
+                          seeds=1, metrics=["accuracy"])
+    rows = run_robustness(rc, tmp_path / "out", progress=False)
+    _, test = labelled_split(str(data), 20, 20, seed=0)
+    with torch.no_grad():
+        enc = tok(test.texts, padding=True, return_tensors="pt")
+        cols = model(**enc).logits.argmax(-1).numpy()
+    names = test.label_names
+    pred = np.array([names.index("pos") if c == 0 else names.index("neg") for c in cols])
+    assert rows[0]["clean"] == pytest.approx(float((pred == np.asarray(test.labels)).mean()))
+    assert rows[0]["model"] == "tiny"
+
+
+def test_split_alias():
+    from perturblab.studies.robustness_study import split_alias
+
+    assert split_alias("ft=/data/models/run-7") == ("ft", "/data/models/run-7")
+    assert split_alias("owner/name") == ("owner/name", "owner/name")
+    assert split_alias("minilm-l6") == ("minilm-l6", "minilm-l6")
+    assert split_alias("/odd/path=with-equals") == ("/odd/path=with-equals", "/odd/path=with-equals")
