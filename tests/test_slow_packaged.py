@@ -95,3 +95,31 @@ def test_smollm2_decoder_states_batched_equal_single():
         single = enc.hidden_states([t], pooling="last")
         for layer in (0, 15, 30):
             np.testing.assert_allclose(batched[layer][i], single[layer][0], rtol=1e-4, atol=1e-3)
+
+
+def test_robustness_cli_change_char_hurts_more_than_gender_swap(tmp_path):
+    from perturblab.cli import main
+
+    out = tmp_path / "rob"
+    assert main(["robustness", "--models", "minilm-l3,tfidf-lr", "--perturbations", "change_char,gender_swap",
+                 "--seeds", "2", "--n-train", "600", "--n-test", "300", "--metrics", "accuracy", "--out", str(out),
+                 "--quiet"]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    cell = {(c["model"], c["perturbation"]): c for c in summary["cells"]}
+    for model in ("minilm-l3", "tfidf-lr"):
+        assert cell[(model, "change_char")]["mean"] < cell[(model, "gender_swap")]["mean"]
+        assert cell[(model, "change_char")]["draws"] == 2 and cell[(model, "gender_swap")]["draws"] == 1
+        assert 0.95 <= cell[(model, "gender_swap")]["mean"] <= 1.05
+
+
+def test_learnability_cli_minilm_probe_learns_leet_letters(tmp_path):
+    from perturblab.cli import main
+
+    out = tmp_path / "learn"
+    assert main(["learnability", "--models", "minilm-probe", "--perturbations", "leet_letters", "--seeds", "1",
+                 "--n-train", "300", "--n-test", "100", "--ps", "0.001,1", "--workers", "1", "--out", str(out),
+                 "--quiet"]) == 0
+    rows = json.loads((out / "results.json").read_text())
+    curve = {r["p"]: r["value"] for r in rows if r["metric"] == "learnability"}
+    # no perturbed training text at p = 0.001 (0.15 expected): what the probe does there is chance, not learning
+    assert curve[1.0] > 0.5 and curve[1.0] - curve[0.001] > 0.2, curve

@@ -10,6 +10,7 @@ import argparse
 import json
 import logging
 import math
+import os
 import sys
 import time
 from pathlib import Path
@@ -290,6 +291,15 @@ COMMANDS = {"scope": cmd_scope, "demo": cmd_scope, "selfcheck": cmd_selfcheck, "
             "capabilities": cmd_capabilities, "models": cmd_models}
 
 
+def _quiet_libraries() -> None:
+    """--quiet also silences the progress bars of Hugging Face libraries (e.g. "Loading weights")."""
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # read when transformers is imported
+    if "transformers" in sys.modules:  # already imported (e.g. main() called from Python)
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from .cli_representations import COMMANDS as REPRESENTATION_COMMANDS
     from .cli_robustness import COMMANDS as ROBUSTNESS_COMMANDS
@@ -297,6 +307,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
+    if getattr(args, "quiet", False):
+        _quiet_libraries()
     try:
         return {**COMMANDS, **REPRESENTATION_COMMANDS, **ROBUSTNESS_COMMANDS}[args.command](args)
     except PerturblabError as e:
