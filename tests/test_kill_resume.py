@@ -1,0 +1,106 @@
+"""Fault tolerance: a study killed with SIGKILL at a random moment and then resumed gives the same
+results as an uninterrupted run, with no stored row lost or duplicated."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL (POSIX)")
+
+WORDS = "the a film movie plot actor scene story was is very quite rather long short dull bright".split()
+
+
+def toy_csv(path, n=240):
+    rng = np.random.default_rng(0)
+    with path.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["label", "text"])
+        for i in range(n):
+            words = list(rng.choice(WORDS, size=8)) + [("good" if i % 2 else "bad")]
+            rng.shuffle(words)
+            w.writerow([i % 2, " ".join(words) + "."])
+    return path
+
+
+def command(study: str, data, out) -> list[str]:
+    common = ["--data", str(data), "--seeds", "2", "--out", str(out), "--quiet"]
+    if study == "learnability":
+        return [sys.executable, "-m", "perturblab.cli", "learnability", "--models", "tfidf-lr,textrnn",
+                "--perturbations", "leet_letters,whitespace,butter_fingers", "--n-train", "120", "--n-test", "60",
+                "--ps", "0.01,0.1,1", "--workers", "1", *common]
+    return [sys.executable, "-m", "perturblab.cli", "robustness", "--models", "tfidf-lr,textrnn",
+            "--perturbations", "change_char,add_text,swap_words,drop_first", "--n-train", "120", "--n-test", "80",
+            "--metrics", "accuracy,mcc", *common]
+
+
+def table_rows(db, table: str) -> list[tuple]:
+    con = sqlite3.connect(db)
+    try:
+        return sorted(con.execute(f"SELECT * FROM {table}").fetchall())
+    finally:
+        con.close()
+
+
+def count_rows(db, table: str) -> int:
+    try:
+        con = sqlite3.connect(db, timeout=0.05)
+        try:
+            return con.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+        finally:
+            con.close()
+    except sqlite3.Error:  # not created yet, or locked by the writer this instant
+        return -1
+
+
+def kill_after(cmd, env, db, table: str, rows: int, extra_delay: float, timeout: float = 300) -> bool:
+    """Start ``cmd``, SIGKILL it ``extra_delay`` s after its store holds ``rows`` rows of ``table``;
+    True when it was killed before finishing."""
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + timeout
+    while proc.poll() is None and count_rows(db, table) < rows and time.monotonic() < deadline:
+        time.sleep(0.02)
+    time.sleep(extra_delay)
+    running = proc.poll() is None
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=60)
+    return running
+
+
+@pytest.mark.parametrize("study,table", [("learnability", "trainings"), ("robustness", "cells")])
+def test_sigkill_then_resume_equals_uninterrupted_run(tmp_path, study, table):
+    env = {**os.environ, "PERTURBLAB_HOME": str(tmp_path / "home"), "HF_HUB_OFFLINE": "1"}
+    data = toy_csv(tmp_path / "toy.csv")
+    subprocess.run(command(study, data, tmp_path / "ref"), env=env, check=True, capture_output=True, timeout=600)
+    reference = json.loads((tmp_path / "ref" / "results.json").read_text())
+    ref_rows = table_rows(tmp_path / "ref" / "results.sqlite", table)
+    rng = np.random.default_rng(7)
+    mid_run = 0
+    for attempt in range(4):  # a random point of progress, and a random moment after it
+        if attempt >= 2 and mid_run:
+            break
+        out = tmp_path / f"killed{attempt}"
+        target, delay = int(rng.integers(1, len(ref_rows))), float(rng.uniform(0, 0.05))
+        killed = kill_after(command(study, data, out), env, out / "results.sqlite", table, target, delay)
+        partial = table_rows(out / "results.sqlite", table)
+        assert killed, "the kill came after the study had finished"
+        mid_run += len(partial) < len(ref_rows)
+        assert set(partial) <= set(ref_rows)  # what was written before the kill is complete and correct
+        con = sqlite3.connect(out / "results.sqlite")
+        assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        con.close()
+        subprocess.run(command(study, data, out), env=env, check=True, capture_output=True, timeout=600)
+        rows = table_rows(out / "results.sqlite", table)
+        assert len(set(r[:-1] for r in rows)) == len(rows)  # no key twice
+        assert rows == ref_rows  # none lost
+        assert json.loads((out / "results.json").read_text()) == reference
+    assert mid_run >= 1, "every kill came after the last row was stored (while writing outputs)"
