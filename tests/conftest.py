@@ -39,3 +39,28 @@ class LexiconClassifier:
 def lexicon():
     return LexiconClassifier({"good": 2.0, "great": 3.0, "bad": -2.0, "awful": -3.0,
                               "movie": 0.1, "film": 0.5, "flick": -0.4, "picture": 0.2})
+
+
+FILLER = "film story actor scene plot music light dark city river road dream night day house".split()
+
+
+def write_marker_csv(path, n: int, seed: int = 0, n_words: int = 6):
+    """A labelled CSV (columns label, text): ``n_words`` random filler words and "good" (label 1)
+    or "bad" (label 0), shuffled, then "!"; rows alternate 0, 1."""
+    import csv
+
+    rng = np.random.default_rng(seed)
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["label", "text"])
+        for i in range(n):
+            words = list(rng.choice(FILLER, size=n_words)) + [("good" if i % 2 else "bad")]
+            rng.shuffle(words)
+            w.writerow([i % 2, " ".join(words) + "!"])
+    return path
+
+
+@pytest.fixture
+def marker_csv():
+    """``marker_csv(path, n, seed=0, n_words=6)`` writes a toy labelled CSV (see :func:`write_marker_csv`)."""
+    return write_marker_csv

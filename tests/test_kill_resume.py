@@ -3,7 +3,6 @@ results as an uninterrupted run, with no stored row lost or duplicated."""
 
 from __future__ import annotations
 
-import csv
 import json
 import os
 import signal
@@ -16,21 +15,6 @@ import numpy as np
 import pytest
 
 pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL (POSIX)")
-
-WORDS = "the a film movie plot actor scene story was is very quite rather long short dull bright".split()
-
-
-def toy_csv(path, n=240):
-    rng = np.random.default_rng(0)
-    with path.open("w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["label", "text"])
-        for i in range(n):
-            words = list(rng.choice(WORDS, size=8)) + [("good" if i % 2 else "bad")]
-            rng.shuffle(words)
-            w.writerow([i % 2, " ".join(words) + "."])
-    return path
-
 
 def command(study: str, data, out) -> list[str]:
     common = ["--data", str(data), "--seeds", "2", "--out", str(out), "--quiet"]
@@ -77,9 +61,9 @@ def kill_after(cmd, env, db, table: str, rows: int, extra_delay: float, timeout:
 
 
 @pytest.mark.parametrize("study,table", [("learnability", "trainings"), ("robustness", "cells")])
-def test_sigkill_then_resume_equals_uninterrupted_run(tmp_path, study, table):
+def test_sigkill_then_resume_equals_uninterrupted_run(tmp_path, marker_csv, study, table):
     env = {**os.environ, "PERTURBLAB_HOME": str(tmp_path / "home"), "HF_HUB_OFFLINE": "1"}
-    data = toy_csv(tmp_path / "toy.csv")
+    data = marker_csv(tmp_path / "toy.csv", 240, n_words=8)
     subprocess.run(command(study, data, tmp_path / "ref"), env=env, check=True, capture_output=True, timeout=600)
     reference = json.loads((tmp_path / "ref" / "results.json").read_text())
     ref_rows = table_rows(tmp_path / "ref" / "results.sqlite", table)

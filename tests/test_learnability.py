@@ -116,27 +116,12 @@ def test_spearman_matches_scipy_on_fixed_data():
     assert rho == pytest.approx(want.statistic) and p == pytest.approx(want.pvalue)
 
 
-def toy_csv(path, n, seed):
-    """A labelled CSV: six random filler words and "good" (label 1) or "bad" (0), shuffled, then "!"."""
-    import csv
-
-    rng = np.random.default_rng(seed)
-    with path.open("w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["label", "text"])
-        for i in range(n):
-            words = list(rng.choice(WORDS, size=6)) + [("good" if i % 2 else "bad")]
-            rng.shuffle(words)
-            w.writerow([i % 2, " ".join(words) + "!"])
-    return path
-
-
-def test_study_rows_resume_and_summary(tmp_path):
+def test_study_rows_resume_and_summary(tmp_path, marker_csv):
     import json
 
     from perturblab.studies.learnability_study import LearnabilityConfig, run_learnability
 
-    path = toy_csv(tmp_path / "toy.csv", 240, seed=0)
+    path = marker_csv(tmp_path / "toy.csv", 240, seed=0)
     calls = []
 
     def counting_fit(texts, labels, seed):
@@ -175,10 +160,10 @@ def test_study_rows_resume_and_summary(tmp_path):
         assert (tmp_path / "out" / name).is_file()
 
 
-def test_study_with_two_worker_threads_equals_one_worker(tmp_path):
+def test_study_with_two_worker_threads_equals_one_worker(tmp_path, marker_csv):
     from perturblab.studies.learnability_study import LearnabilityConfig, run_learnability
 
-    path = toy_csv(tmp_path / "toy.csv", 160, seed=1)
+    path = marker_csv(tmp_path / "toy.csv", 160, seed=1)
     cfg = LearnabilityConfig(models=["bow", "bow2"], perturbations=["leet_letters", "whitespace"], data=str(path),
                              n_train=80, n_test=40, seeds=2, ps=[0.1, 1.0])
     fits = {"bow": bow_fit, "bow2": bow_fit}
