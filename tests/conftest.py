@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import re
+import threading
+import time
+from collections import Counter
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
 import pytest
@@ -64,3 +69,69 @@ def write_marker_csv(path, n: int, seed: int = 0, n_words: int = 6):
 def marker_csv():
     """``marker_csv(path, n, seed=0, n_words=6)`` writes a toy labelled CSV (see :func:`write_marker_csv`)."""
     return write_marker_csv
+
+
+class CompletionsServer:
+    """A completions endpoint on 127.0.0.1 in a thread. ``respond(body) -> dict`` makes a normal
+    answer (default: the prompt reversed as the completion); ``plan[prompt]`` lists the faults
+    (``429``, ``500``, ``503``, ``400``, ``timeout``, ``malformed``, ``retry-after:S``) its
+    successive requests get first."""
+
+    def __init__(self, plan: dict[str, list[str]] | None = None, hang: float = 3.0, respond=None):
+        self.plan, self.hang, self.respond = plan or {}, hang, respond
+        self.counts: Counter = Counter()
+        self.auth: set[str] = set()
+        self.lock = threading.Lock()
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *a):  # keep test output clean
+                pass
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                prompt = body["prompt"]
+                with outer.lock:
+                    n = outer.counts[prompt]
+                    outer.counts[prompt] += 1
+                    outer.auth.add(self.headers.get("Authorization", ""))
+                faults = outer.plan.get(prompt, [])
+                action = faults[n] if n < len(faults) else "ok"
+                if action == "timeout":
+                    time.sleep(outer.hang)
+                    action = "ok"
+                if action.startswith("retry-after"):
+                    self._send(429, b"slow down", {"Retry-After": action.split(":")[1]})
+                elif action in ("429", "500", "503", "400"):
+                    self._send(int(action), b"injected fault")
+                elif action == "malformed":
+                    self._send(200, b'{"choices": [ {"text": ')
+                else:
+                    answer = outer.respond(body) if outer.respond else {
+                        "model": body.get("model"), "choices": [{"text": prompt[::-1]}],
+                        "usage": {"prompt_tokens": len(prompt.split()), "completion_tokens": 1}}
+                    self._send(200, json.dumps(answer).encode())
+
+            def _send(self, status, data, headers=None):
+                try:
+                    self.send_response(status)
+                    for k, v in (headers or {}).items():
+                        self.send_header(k, v)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout)
+                    pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    def __enter__(self):
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc):
+        self.httpd.shutdown()
+        self.httpd.server_close()
