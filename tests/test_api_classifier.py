@@ -96,3 +96,48 @@ def test_fingerprint_and_input_errors(lexicon):
         ApiClassifier(client, ["neg", "pos"], label_words=["Bad", "bad"])
     with pytest.raises(InputError, match="text"):
         ApiClassifier(client, ["neg", "pos"], template="no slot")
+
+
+def test_api_model_takes_part_in_a_scope_study_like_the_model_it_serves(tmp_path):
+    """The SCoPE study with an API target that serves the reference itself: every metric equals the
+    reference-against-itself values (Hard- and Soft-SCoPE 1, agreements 1)."""
+    from test_study_scope import make_splits, models
+
+    from perturblab.studies.scope import ScopeConfig, ScopeStudy
+
+    ref = models()["ref"]
+    with CompletionsServer(respond=serving(ref)) as server:
+        client = ApiClient(ApiConfig(base_url=server.url, model="ref", api_key_env=None, timeout=5.0), seed=0)
+        api = ApiClassifier(client, ["negative", "positive"])
+        cfg = ScopeConfig(reference="ref", targets=["api", "ref"], capabilities=["typo"], n=30, trials=1, n_boot=50)
+        rows = ScopeStudy(cfg, tmp_path / "scope", models={"ref": ref, "api": api}, splits=make_splits(),
+                          progress=False).run()
+    by_target = {r["target"]: r for r in rows}
+    for metric in ("hard_scope", "soft_scope", "iid_agreement", "ood_agreement", "gap_iid_acc"):
+        assert by_target["api"][metric] == pytest.approx(by_target["ref"][metric], abs=1e-9), metric
+    assert by_target["api"]["hard_scope"] == pytest.approx(1.0) and by_target["api"]["soft_scope"] == pytest.approx(1.0)
+    assert client.usage.requests > 0 and client.usage.failures == 0
+
+
+def test_serving_a_packaged_model(tmp_path, monkeypatch):
+    """The packaged Rotten-Tomatoes data and a TF-IDF model trained on it, served over HTTP."""
+    from perturblab.errors import PerturblabError
+    from perturblab.models.presets import load_classifier
+    from perturblab.studies.inputs import labelled_split
+
+    from perturblab.paths import assets_dir
+
+    assets = assets_dir()  # the installed assets, before the data home moves to a temporary one
+    monkeypatch.setenv("PERTURBLAB_HOME", str(tmp_path / "home"))
+    (tmp_path / "home").mkdir()
+    (tmp_path / "home" / "assets").symlink_to(assets, target_is_directory=True)
+    try:
+        train, test = labelled_split("rotten_tomatoes", 800, 60)
+    except PerturblabError as e:  # assets not installed
+        pytest.skip(f"packaged data unavailable: {e}")
+    model = load_classifier("tfidf-lr", train)
+    texts = [t.replace("\n", " ") for t in test.texts]
+    with CompletionsServer(respond=serving(model)) as server:
+        clf = make(server)
+        got = clf.predict_proba(texts)
+    np.testing.assert_allclose(got, model.predict_proba(texts), rtol=1e-9, atol=1e-12)
