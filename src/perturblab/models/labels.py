@@ -9,7 +9,7 @@ label it predicts, so scores never silently compare the wrong classes.
 from __future__ import annotations
 
 import re
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -56,6 +56,34 @@ def align_labels(model_labels: Sequence[str], data_labels: Sequence[str],
         return np.arange(len(m), dtype=np.int64)
     raise InputError(f"{model}'s labels {m} do not match the data labels {d}; give a label map "
                      f"(model label=data label, e.g. --label-map {m[0]}={d[0]},...)")
+
+
+def class_indices(labels: Any, n: int, label_names: Sequence[str] | None = None, *,
+                  two_classes: bool = False) -> tuple[np.ndarray, list[str]]:
+    """Training labels as int64 class indices and their names, after checking them: one label per
+    text (``n`` texts, at least one), non-negative integers (or integral floats), at least 2
+    distinct labels when ``two_classes``, and at least 2 names with one per index. Names default
+    to ``"0"`` .. ``"k-1"``."""
+    y = np.asarray(labels)
+    if y.ndim != 1 or len(y) != n:
+        raise InputError(f"labels has shape {y.shape} but texts has {n} entries; give one label per text")
+    if n == 0:
+        raise InputError("texts is empty; give at least one training text per class")
+    floats = np.issubdtype(y.dtype, np.floating) and bool(np.all(np.isfinite(y) & (y == np.round(y))))
+    if not (np.issubdtype(y.dtype, np.integer) or floats) or y.min() < 0:
+        raise InputError(f"labels must be integer class indices 0..k-1 (got dtype {y.dtype}, e.g. {y[:3].tolist()}); "
+                         "map label strings to indices and pass their names as label_names")
+    y = y.astype(np.int64)
+    classes = np.unique(y)
+    if two_classes and len(classes) < 2:
+        raise InputError(f"labels contain only one class ({int(classes[0])}); a classifier needs examples "
+                         "of at least 2 classes")
+    names = [str(i) for i in range(int(y.max()) + 1)] if label_names is None else [str(x) for x in label_names]
+    if int(y.max()) >= len(names) or len(names) < 2:
+        given = "label_names has" if label_names is not None else "the labels imply"
+        raise InputError(f"labels go up to {int(y.max())} but {given} {len(names)} names; give at least 2 label "
+                         "names, one per class index")
+    return y, names
 
 
 def aligned_predictions(proba: np.ndarray, columns: np.ndarray) -> np.ndarray:

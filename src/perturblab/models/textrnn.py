@@ -43,6 +43,7 @@ from torch import nn
 from ..errors import InputError
 from .base import TextInput
 from .head import softmax
+from .labels import class_indices
 
 _INIT_LOCK = threading.Lock()  # weight initialisation draws from torch's global generator
 TOKEN_RE = re.compile(r"\w+|[^\w\s]")
@@ -193,23 +194,6 @@ def build_vocab(texts: Sequence[str], max_vocab: int, min_count: int = 1, lowerc
     return {w: i + 2 for i, w in enumerate(words)}
 
 
-def _check_labels(labels: Sequence[int], n: int, label_names: Sequence[str] | None) -> tuple[np.ndarray, list[str]]:
-    y = np.asarray(labels)
-    if y.ndim != 1 or len(y) != n:
-        raise InputError(f"labels has shape {y.shape}; expected one label per text ({n})")
-    if n == 0:
-        raise InputError("texts is empty; give at least one example per class")
-    if not (np.issubdtype(y.dtype, np.integer) or (np.issubdtype(y.dtype, np.floating)
-                                                   and np.all(np.isfinite(y) & (y == np.round(y))))) or y.min() < 0:
-        raise InputError("labels must be class indices 0..k-1 (non-negative integers)")
-    y = y.astype(np.int64)
-    names = [str(x) for x in label_names] if label_names is not None else [str(i) for i in range(int(y.max()) + 1)]
-    if y.max() >= len(names) or len(names) < 2:
-        raise InputError(f"labels go up to {int(y.max())} but there are {len(names)} label names; need >= 2 "
-                         "names and one per class index")
-    return y, names
-
-
 def train_textrnn(texts: Sequence[TextInput], labels: Sequence[int], seed: int, *, epochs: int = 3,
                   batch_size: int = 64, lr: float = 2e-3, max_len: int = 64, max_seconds: float | None = None,
                   max_vocab: int = 20000, min_count: int = 2, lowercase: bool = False, label_names: Sequence[str] | None = None) -> TextRNNClassifier:
@@ -220,7 +204,7 @@ def train_textrnn(texts: Sequence[TextInput], labels: Sequence[int], seed: int, 
     Label names default to ``"0"`` .. ``"k-1"``.
     """
     raw = _texts(texts, "texts")
-    y, names = _check_labels(labels, len(raw), label_names)
+    y, names = class_indices(labels, len(raw), label_names)
     if epochs < 1 or batch_size < 1 or max_len < 1 or max_vocab < 2 or lr <= 0 or min_count < 1:
         raise InputError("need epochs, batch_size, max_len, min_count >= 1, max_vocab >= 2 and lr > 0")
     cfg = TextRNNConfig(max_len=int(max_len), max_vocab=int(max_vocab), min_count=int(min_count),

@@ -42,6 +42,7 @@ from ..registry import Registry
 from . import presets
 from .base import Classifier, TextInput, fingerprint_of
 from .finetune import FinetuneConfig
+from .labels import class_indices
 
 Fit = Callable[..., Classifier]
 TRAINABLE: Registry[Classifier] = Registry("trainable model")
@@ -66,25 +67,7 @@ def validate(texts: Sequence[TextInput], labels: Any,
     for i, x in enumerate(texts):
         if not (isinstance(x, str) or (isinstance(x, tuple) and len(x) == 2 and all(isinstance(t, str) for t in x))):
             raise InputError(f"texts[{i}] is {type(x).__name__}; expected a text or a (text_a, text_b) pair")
-    y = np.asarray(labels)
-    if y.ndim != 1 or len(y) != len(texts):
-        raise InputError(f"labels has shape {y.shape} but texts has {len(texts)} entries; give one label per text")
-    floats = np.issubdtype(y.dtype, np.floating) and bool(np.all(np.isfinite(y) & (y == np.round(y))))
-    if not (np.issubdtype(y.dtype, np.integer) or floats) or y.min() < 0:
-        raise InputError(f"labels must be integer class indices 0..k-1 (got dtype {y.dtype}, e.g. {y[:3].tolist()}); "
-                         "map label strings to indices and pass their names as label_names")
-    y = y.astype(np.int64)
-    classes = np.unique(y)
-    if len(classes) < 2:
-        raise InputError(f"labels contain only one class ({int(classes[0])}); a classifier needs examples "
-                         "of at least 2 classes")
-    if label_names is None:
-        names = [str(i) for i in range(int(y.max()) + 1)]
-    else:
-        names = [str(n) for n in label_names]
-        if int(y.max()) >= len(names):
-            raise InputError(f"labels go up to {int(y.max())} but label_names has {len(names)} names; "
-                             "give one name per class index")
+    y, names = class_indices(labels, len(texts), label_names, two_classes=True)
     return texts, y, names
 
 
