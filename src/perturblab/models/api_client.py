@@ -160,7 +160,7 @@ class ApiClient:
                     except ValueError:
                         answer = None
                     if isinstance(answer, dict):
-                        self._account(answer, attempt)
+                        self._account(answer)
                         return answer
                     fault = Fault(path, attempt, "malformed", 200, resp.text[:80])
                 elif resp.status_code in RETRY_STATUS:
@@ -182,7 +182,7 @@ class ApiClient:
         raise ApiError(f"{path} failed {self.config.max_retries + 1} times (last: {fault.kind}"
                        f"{' ' + str(fault.status) if fault.status else ''}); see the client's faults")
 
-    def _account(self, answer: dict[str, Any], attempt: int) -> None:
+    def _account(self, answer: dict[str, Any]) -> None:
         usage = answer.get("usage") or {}
         with self._lock:
             self.usage.requests += 1

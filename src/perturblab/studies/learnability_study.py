@@ -160,13 +160,14 @@ def _robustness_results(fit: Fit, model: str, train: list[str], ytr: np.ndarray,
                         perturbations: Sequence[str], seed: int) -> list[tuple]:
     """Eq. 1 and 2 inputs for ``perturbations``: one clean model, one augmented model each."""
     clean_model = fit(list(train), ytr.copy(), seed)
+    acc_clean = _accuracy(clean_model, test, yte)
     out = []
     for pert in perturbations:
         g = get_perturbation(pert)
         test_star = apply_perturbation(g, test, seed=seed).texts
         train_star = apply_perturbation(g, train, seed=seed + 1).texts
         augmented = fit(list(train) + train_star, np.concatenate([ytr, ytr]), seed)
-        res = {"acc_clean": _accuracy(clean_model, test, yte), "acc_perturbed": _accuracy(clean_model, test_star, yte),
+        res = {"acc_clean": acc_clean, "acc_perturbed": _accuracy(clean_model, test_star, yte),
                "acc_augmented": _accuracy(augmented, test_star, yte)}
         out.append((model, pert, "robustness", seed, res))
     return out

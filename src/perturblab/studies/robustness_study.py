@@ -29,7 +29,6 @@ underlined); ``robustness_heatmap_<metric>.png``.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 from dataclasses import asdict, dataclass, field
@@ -43,8 +42,9 @@ from tqdm.auto import tqdm
 from ..errors import InputError
 from ..measures.learnability import relative_robustness
 from ..measures.task_metrics import get_task_metric
-from ..models.base import Classifier
+from ..models.base import Classifier, fingerprint_of
 from ..models.labels import align_labels, aligned_predictions
+from ..models.states import inputs_hash
 from ..perturb.catalogue import FIELDS, get_perturbation, perturb_inputs
 from ..store import ResultStore
 from .layer_probes import DEFAULT_PERTURBATIONS as ROBUSTNESS_EIGHT
@@ -104,10 +104,6 @@ def draws(perturbation: str, seeds: int) -> int:
     return 1 if getattr(get_perturbation(perturbation), "deterministic", False) else seeds
 
 
-def _hash(obj: Any) -> str:
-    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:16]
-
-
 def _check(config: RobustnessConfig) -> None:
     if not config.models:
         raise InputError("models is empty; name at least one classifier (a preset, zoo model or HF id)")
@@ -137,7 +133,7 @@ def run_robustness(config: RobustnessConfig, out_dir: str | Path, *,
     out.mkdir(parents=True, exist_ok=True)
     train, test = labelled_split(config.data, config.n_train, config.n_test, seed=0)
     inputs, y = dataset_inputs(test), np.asarray(test.labels)
-    data_key = _hash([inputs, y.tolist(), config.perturb_field])
+    data_key = fingerprint_of(inputs_hash(inputs), y.tolist(), config.perturb_field)
     perturbed: dict[tuple[str, int], tuple[list, np.ndarray]] = {}
     rows: list[dict[str, Any]] = []
     with ResultStore(out / "results.sqlite") as store:
@@ -164,13 +160,14 @@ def run_robustness(config: RobustnessConfig, out_dir: str | Path, *,
                 return perturbed[(pert, seed)]
 
             clean = np.asarray(predict("clean", lambda: (inputs, None))["pred"])
+            scores_clean = {m: get_task_metric(m)(y, clean) for m in config.metrics}
             cells = [(p, s) for p in config.perturbations for s in range(draws(p, config.seeds))]
             for pert, seed in tqdm(cells, desc=spec, leave=False, disable=not progress):
                 hit = predict(f"{pert}|{seed}", partial(perturbed_inputs, pert, seed))
                 pred = np.asarray(hit["pred"])
                 for metric in config.metrics:
                     fn = get_task_metric(metric)
-                    m_c, m_p = fn(y, clean), fn(y, pred)
+                    m_c, m_p = scores_clean[metric], fn(y, pred)
                     rr = relative_robustness(m_c, m_p) if m_c > 0 else None
                     rows.append({"model": spec, "perturbation": pert, "metric": fn.name, "seed": seed,
                                  "clean": m_c, "perturbed": m_p, "relative_robustness": rr,
