@@ -28,6 +28,23 @@ def resolve_perturbations(spec: str) -> list[str]:
     return named.get(spec.strip().lower(), _list(spec))
 
 
+def _executor_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--executor", choices=["local", "ray"], default="local",
+                   help="run the work cells here (default) or on Ray")
+    p.add_argument("--address", default=None, help="Ray cluster address ('auto', 'ray://host:10001'); default: "
+                   "start a local Ray instance")
+    p.add_argument("--num-cpus", type=int, default=None, help="CPUs of a local Ray instance")
+
+
+def _executor(args, workers: int = 1):
+    """The runner's executor, or one made from the command's options."""
+    if getattr(args, "executor_obj", None) is not None:
+        return args.executor_obj
+    from .executor import make_executor
+
+    return make_executor(args.executor, workers=workers, address=args.address, num_cpus=args.num_cpus)
+
+
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("learnability", help="perturbation learnability, robustness and post-augmentation gain")
     p.add_argument("--models", default="tfidf-lr,textrnn", help="comma list of trainable models (tfidf-lr, "
@@ -43,6 +60,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                    "gets its share of torch's threads; 1 = one at a time)")
     p.add_argument("--out", required=True, help="output directory (re-running resumes; no model is trained twice)")
     p.add_argument("--quiet", action="store_true")
+    _executor_options(p)
     add_robustness_parser(sub)
 
 
@@ -78,6 +96,7 @@ def add_robustness_parser(sub: argparse._SubParsersAction) -> None:
                         "every model that has these labels); needed only when names do not match")
     p.add_argument("--out", required=True, help="output directory (re-running resumes; nothing is predicted twice)")
     p.add_argument("--quiet", action="store_true")
+    _executor_options(p)
 
 
 def cmd_robustness(args) -> int:
@@ -87,7 +106,12 @@ def cmd_robustness(args) -> int:
                            data=args.data, metrics=_list(args.metrics), seeds=args.seeds, n_train=args.n_train,
                            n_test=args.n_test, perturb_field=args.perturb_field,
                            label_maps=_label_maps(args.label_map))
-    run_robustness(cfg, args.out, progress=not args.quiet)
+    ex = _executor(args)
+    try:
+        run_robustness(cfg, args.out, progress=not args.quiet, executor=ex)
+    finally:
+        if ex is not getattr(args, "executor_obj", None) and hasattr(ex, "shutdown"):
+            ex.shutdown()
     out = Path(args.out)
     print((out / "table.md").read_text())
     print(f"outputs in {out.resolve()}: results.json, summary.json, table.md, robustness_heatmap_*.png")
@@ -101,7 +125,16 @@ def cmd_learnability(args) -> int:
     cfg = LearnabilityConfig(models=_list(args.models), perturbations=resolve_perturbations(args.perturbations),
                              data=args.data, n_train=args.n_train, n_test=args.n_test, seeds=args.seeds,
                              ps=args.ps or LEARNABILITY_GRID)
-    run_learnability(cfg, args.out, progress=not args.quiet, workers=args.workers)
+    ex = _executor(args, workers=args.workers)
+    if ex.name == "local":
+        from .executor import LocalExecutor
+
+        ex = LocalExecutor(args.workers)  # the study's own --workers sets the local threads
+    try:
+        run_learnability(cfg, args.out, progress=not args.quiet, workers=args.workers, executor=ex)
+    finally:
+        if ex is not getattr(args, "executor_obj", None) and hasattr(ex, "shutdown"):
+            ex.shutdown()
     import json
 
     summary = json.loads((Path(args.out) / "summary.json").read_text())

@@ -237,9 +237,14 @@ class ResultStore:
     def add_training(self, model: str, data: str, perturbation: str, setting: str, seed: int,
                      result: dict[str, Any]) -> None:
         """Record one trained model's result (kept if the key exists)."""
+        self.add_trainings([(model, data, perturbation, setting, seed, result)])
+
+    def add_trainings(self, rows: Iterable[tuple[str, str, str, str, int, dict[str, Any]]]) -> None:
+        """Record several ``(model, data, perturbation, setting, seed, result)`` in one transaction:
+        all are stored or none (keys already stored are kept)."""
         with self._tx() as c:
-            c.execute("INSERT OR IGNORE INTO trainings VALUES (?,?,?,?,?,?)",
-                      (model, data, perturbation, setting, seed, json.dumps(result)))
+            c.executemany("INSERT OR IGNORE INTO trainings VALUES (?,?,?,?,?,?)",
+                          [(m, d, p, s, seed, json.dumps(r)) for m, d, p, s, seed, r in rows])
 
     # -- finished work cells -----------------------------------------------------------
     def cell(self, study: str, key: str) -> dict | None:

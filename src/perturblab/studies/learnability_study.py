@@ -21,16 +21,16 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 from tqdm.auto import tqdm
 
 from ..errors import InputError
+from ..executor import Cell, Executor, LocalExecutor
 from ..measures.learnability import LEARNABILITY_GRID, log_auc, post_augmentation_delta, robustness
 from ..measures.stats import spearman
 from ..perturb.catalogue import apply_perturbation, get_perturbation
@@ -70,18 +70,20 @@ def _accuracy(model: Any, texts: Sequence[str], y: np.ndarray) -> float:
 
 
 def run_learnability(config: LearnabilityConfig, out_dir: str | Path, *, trainers: dict[str, Fit] | None = None,
-                     progress: bool = True, workers: int = 1) -> list[dict[str, Any]]:
+                     progress: bool = True, workers: int = 1, executor: Executor | None = None) -> list[dict[str, Any]]:
     """Run (or resume) the study; ``trainers`` maps model names to ``fit`` functions (default:
     the trainable zoo, :mod:`perturblab.models.zoo`).
 
-    ``workers > 1`` trains that many models at once in threads, each with
-    ``torch.get_num_threads() // workers`` intra-op threads (on 2 cores, 2 workers train TextRNNs
-    about twice as fast as one worker with 2 threads). Results are the same as with one worker
-    up to float rounding of torch's intra-op thread count; trainers must be thread-safe (the
-    zoo's are). Only the calling thread writes to the store.
+    The work is one cell per model × seed (the clean and augmented models of Eq. 1–2) and one per
+    model × perturbation × seed (the learnability curve), run by ``executor`` (default: a
+    :class:`~perturblab.executor.LocalExecutor` with ``workers`` threads; on 2 cores, 2 workers
+    train TextRNNs about twice as fast as one worker with 2 threads; trainers must then be
+    thread-safe, as the zoo's are). Only the calling thread writes the store, one transaction
+    per cell; the outputs are assembled in grid order, so any executor writes the same files.
     """
     if not isinstance(workers, int) or workers < 1:
         raise InputError(f"workers must be a positive integer, got {workers!r}")
+    executor = executor or LocalExecutor(workers)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     for name in config.perturbations:
@@ -92,26 +94,26 @@ def run_learnability(config: LearnabilityConfig, out_dir: str | Path, *, trainer
                          .encode()).hexdigest()[:16]
     data = f"{config.data}:{key}"
     ytr, yte = train.labels, test.labels
-    cells = [(m, s) for m in config.models for s in range(config.seeds)]
+    grid = [(m, s) for m in config.models for s in range(config.seeds)]
     with ResultStore(out / "results.sqlite") as store:
-        tasks = []
-        for model, seed in cells:
+        cells = []
+        for model, seed in grid:
             missing = [p for p in config.perturbations if store.training(model, data, p, "robustness", seed) is None]
             if missing:
-                tasks.append(partial(_robustness_results, fits[model], model, train.texts, ytr, test.texts, yte,
-                                     missing, seed))
+                cells.append(Cell(f"robustness|{model}|{seed}", partial(
+                    _robustness_results, fits[model], model, train.texts, ytr, test.texts, yte, missing, seed)))
             for pert in config.perturbations:
                 ps = [p for p in config.ps if store.training(model, data, pert, f"p={p}", seed) is None]
                 if ps:
-                    tasks.append(partial(_curve_results, fits[model], model, train.texts, test.texts, pert, ps, seed))
-        bar = tqdm(total=len(tasks), desc="model x seed x perturbation", disable=not progress)
-        for results in _execute(tasks, workers):
-            for model, pert, setting, seed, res in results:
-                store.add_training(model, data, pert, setting, seed, res)
+                    cells.append(Cell(f"curve|{model}|{pert}|{seed}", partial(
+                        _curve_results, fits[model], model, train.texts, test.texts, pert, ps, seed)))
+        bar = tqdm(total=len(cells), desc="model x seed x perturbation", disable=not progress)
+        for _, results in executor.run(cells):
+            store.add_trainings((model, data, pert, setting, seed, res) for model, pert, setting, seed, res in results)
             bar.update(1)
         bar.close()
         rows: list[dict[str, Any]] = []
-        for model, seed in cells:
+        for model, seed in grid:
             rows += _robustness_rows(store, model, data, config, seed)
             for pert in config.perturbations:
                 rows += _learnability_rows(store, model, data, pert, config, seed)
@@ -123,29 +125,6 @@ def run_learnability(config: LearnabilityConfig, out_dir: str | Path, *, trainer
 
     learnability_figures(rows, summary, out)
     return rows
-
-
-def _execute(tasks: list[Callable[[], list]], workers: int) -> Iterator[list]:
-    """Results of ``tasks`` as they finish: in order in this thread, or from a thread pool."""
-    if workers == 1 or len(tasks) <= 1:
-        for task in tasks:
-            yield task()
-        return
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(max(1, before // workers))
-    try:
-        with ThreadPoolExecutor(workers) as pool:
-            futures = [pool.submit(task) for task in tasks]
-            try:
-                for f in as_completed(futures):
-                    yield f.result()
-            finally:
-                for f in futures:
-                    f.cancel()
-    finally:
-        torch.set_num_threads(before)
 
 
 def _trainer(name: str, trainers: dict[str, Fit] | None) -> Fit:

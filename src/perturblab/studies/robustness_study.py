@@ -31,15 +31,17 @@ from __future__ import annotations
 
 import json
 import math
+import threading
 from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 from tqdm.auto import tqdm
 
 from ..errors import InputError
+from ..executor import Cell, Executor, LocalExecutor
 from ..measures.learnability import relative_robustness
 from ..measures.task_metrics import get_task_metric
 from ..models.base import Classifier, fingerprint_of
@@ -80,9 +82,11 @@ def split_alias(entry: str) -> tuple[str, str]:
 
 def resolve_classifier(spec: str, train: Any, seed: int = 0) -> Classifier:
     """A classifier for ``spec``: a trainable zoo name, a preset or an HF directory / hub id."""
-    from ..models import presets, zoo
+    from ..models import named, presets, zoo
 
     name = spec.strip()
+    if named.api_definition(name, "classifier") is not None:
+        return presets.load_classifier(name, train, seed=seed)
     if name.lower() in zoo.TRAINABLE.names() and name.lower() not in presets.PRESETS.names():
         from ..models.head import dataset_inputs
 
@@ -120,58 +124,49 @@ def _check(config: RobustnessConfig) -> None:
 
 
 def run_robustness(config: RobustnessConfig, out_dir: str | Path, *,
-                   classifiers: Mapping[str, Classifier] | None = None, progress: bool = True) -> list[dict[str, Any]]:
+                   classifiers: Mapping[str, Classifier] | None = None, progress: bool = True,
+                   executor: Executor | None = None) -> list[dict[str, Any]]:
     """Run (or resume) the study and write its outputs; returns the ``results.json`` rows.
 
     ``classifiers`` gives ready models by name (used instead of :func:`resolve_classifier`).
+    Each model's predictions on the clean test set and on each (perturbation, draw) are one
+    cell, run by ``executor`` (default: in this thread); a Ray worker resolves the model
+    itself (once per worker process) unless it is a ready model.
     """
     from ..models.head import dataset_inputs
     from .inputs import labelled_split
 
     _check(config)
+    executor = executor or LocalExecutor()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     train, test = labelled_split(config.data, config.n_train, config.n_test, seed=0)
     inputs, y = dataset_inputs(test), np.asarray(test.labels)
     data_key = fingerprint_of(inputs_hash(inputs), y.tolist(), config.perturb_field)
-    perturbed: dict[tuple[str, int], tuple[list, np.ndarray]] = {}
-    rows: list[dict[str, Any]] = []
+    loaded: list[tuple[str, Classifier]] = []
     with ResultStore(out / "results.sqlite") as store:
+        cells = []
         for entry in tqdm(list(config.models), desc="models", disable=not progress):
             spec, source = split_alias(entry)
-            clf = (classifiers or {}).get(spec) or resolve_classifier(source, train, config.train_seed)
+            ready = (classifiers or {}).get(spec)
+            clf = ready or resolve_classifier(source, train, config.train_seed)
             columns = align_labels(clf.labels, test.label_names, _label_map(config, spec, clf.labels), model=spec)
-
-            def predict(setting: str, make_inputs: Callable[[], tuple[list, np.ndarray | None]]) -> dict[str, Any]:
-                """Stored predictions (and change rate) of this model on one input set; inputs are
-                only built (perturbed) when the predictions are not stored yet."""
+            loaded.append((spec, clf))
+            # a local cell uses the loaded model; a remote one resolves it from its source
+            handle = clf if ready is not None or executor.name == "local" else (source, train, config.train_seed)
+            settings = [("clean", None, 0)] + [(f"{p}|{s}", p, s) for p in config.perturbations
+                                                for s in range(draws(p, config.seeds))]
+            for setting, pert, seed in settings:
                 key = f"{clf.fingerprint}|{data_key}|{setting}"
-                hit = store.cell(STUDY, key)
-                if hit is None:
-                    xs, changed = make_inputs()
-                    hit = {"pred": aligned_predictions(clf.predict_proba(xs), columns).tolist(),
-                           "change_rate": None if changed is None else float(np.mean(changed))}
-                    store.add_cell(STUDY, key, hit)
-                return hit
-
-            def perturbed_inputs(pert: str, seed: int) -> tuple[list, np.ndarray]:
-                if (pert, seed) not in perturbed:  # shared by the models
-                    perturbed[(pert, seed)] = perturb_inputs(pert, inputs, seed=seed, field=config.perturb_field)
-                return perturbed[(pert, seed)]
-
-            clean = np.asarray(predict("clean", lambda: (inputs, None))["pred"])
-            scores_clean = {m: get_task_metric(m)(y, clean) for m in config.metrics}
-            cells = [(p, s) for p in config.perturbations for s in range(draws(p, config.seeds))]
-            for pert, seed in tqdm(cells, desc=spec, leave=False, disable=not progress):
-                hit = predict(f"{pert}|{seed}", partial(perturbed_inputs, pert, seed))
-                pred = np.asarray(hit["pred"])
-                for metric in config.metrics:
-                    fn = get_task_metric(metric)
-                    m_c, m_p = scores_clean[metric], fn(y, pred)
-                    rr = relative_robustness(m_c, m_p) if m_c > 0 else None
-                    rows.append({"model": spec, "perturbation": pert, "metric": fn.name, "seed": seed,
-                                 "clean": m_c, "perturbed": m_p, "relative_robustness": rr,
-                                 "change_rate": hit["change_rate"], "n": len(y)})
+                if store.cell(STUDY, key) is None and key not in {c.key for c in cells}:
+                    cells.append(Cell(key, partial(_predict_cell, handle, columns, inputs, pert, seed,
+                                                   config.perturb_field)))
+        bar = tqdm(total=len(cells), desc="predictions", disable=not progress or not cells)
+        for cell, result in executor.run(cells):
+            store.add_cell(STUDY, cell.key, result)
+            bar.update(1)
+        bar.close()
+        rows = [row for spec, clf in loaded for row in _model_rows(store, config, spec, clf, data_key, y)]
     summary = summarise(rows)
     summary["config"] = {k: (list(v) if isinstance(v, (list, tuple)) else v) for k, v in asdict(config).items()}
     summary["config"]["label_maps"] = {k: dict(v) for k, v in config.label_maps.items()}
@@ -186,6 +181,52 @@ def run_robustness(config: RobustnessConfig, out_dir: str | Path, *,
         value_heatmap(mat, list(config.perturbations), models, out / f"robustness_heatmap_{metric}.png",
                       title=f"relative robustness 1 − (m_c − m_p)/m_c, {metric}", cmap="RdYlGn", fmt="{:.2f}",
                       center=1.0)
+    return rows
+
+
+_CELL_MODELS: dict[tuple, Classifier] = {}
+_CELL_LOCK = threading.Lock()
+
+
+def _predict_cell(model: Classifier | tuple[str, Any, int], columns: list, inputs: list, pert: str | None,
+                  seed: int, perturb_field: str) -> dict[str, Any]:
+    """One cell: the model's predictions (in the data's label order) on the clean test inputs
+    (``pert`` None) or on one draw of a perturbation, and the share of inputs it changed."""
+    if isinstance(model, tuple):  # (source, train, train_seed): resolve once per process
+        source, train, train_seed = model
+        key = (source, inputs_hash(list(train.texts)), tuple(np.asarray(train.labels).tolist()), train_seed)
+        with _CELL_LOCK:
+            if key not in _CELL_MODELS:
+                _CELL_MODELS[key] = resolve_classifier(source, train, train_seed)
+            model = _CELL_MODELS[key]
+    if pert is None:
+        xs, changed = inputs, None
+    else:
+        xs, changed = perturb_inputs(pert, inputs, seed=seed, field=perturb_field)
+    return {"pred": aligned_predictions(model.predict_proba(xs), columns).tolist(),
+            "change_rate": None if changed is None else float(np.mean(changed))}
+
+
+def _model_rows(store: ResultStore, config: RobustnessConfig, spec: str, clf: Classifier, data_key: str,
+                y: np.ndarray) -> list[dict[str, Any]]:
+    """``results.json`` rows of one model, from its stored predictions."""
+    def stored(setting: str) -> dict[str, Any]:
+        return store.cell(STUDY, f"{clf.fingerprint}|{data_key}|{setting}")
+
+    clean = np.asarray(stored("clean")["pred"])
+    scores_clean = {m: get_task_metric(m)(y, clean) for m in config.metrics}
+    rows = []
+    for pert in config.perturbations:
+        for seed in range(draws(pert, config.seeds)):
+            hit = stored(f"{pert}|{seed}")
+            pred = np.asarray(hit["pred"])
+            for metric in config.metrics:
+                fn = get_task_metric(metric)
+                m_c, m_p = scores_clean[metric], fn(y, pred)
+                rr = relative_robustness(m_c, m_p) if m_c > 0 else None
+                rows.append({"model": spec, "perturbation": pert, "metric": fn.name, "seed": seed,
+                             "clean": m_c, "perturbed": m_p, "relative_robustness": rr,
+                             "change_rate": hit["change_rate"], "n": len(y)})
     return rows
 
 

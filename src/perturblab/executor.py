@@ -1,0 +1,194 @@
+"""Where a study's work cells run: in this process (default) or on a Ray cluster.
+
+A study splits its grid (model × perturbation × seed, reference × capability × trial, …) into
+:class:`Cell` objects: a key, a function of no arguments that *computes* a result, and the CPUs /
+GPUs it needs. An :class:`Executor` runs the cells and yields ``(cell, result)`` pairs as they
+finish. Cells never write the results store: the study's calling thread writes every result it
+receives, in one transaction per cell, keyed by the cell's key. So a result is either stored
+whole or not at all (a killed run loses at most the cells in flight, which the next run
+recomputes), and no key is stored twice. Because every cell is deterministic for its seeds and
+studies assemble their outputs in key order, not completion order, a Ray run writes the same
+bytes as a local run.
+
+* :class:`LocalExecutor` — ``workers=1`` runs cells one after the other in this thread;
+  ``workers=N`` runs N at once in threads, each with ``torch.get_num_threads() // N`` intra-op
+  threads (cell functions must then be thread-safe; the built-in ones are).
+* :class:`RayExecutor` — one Ray task per cell with ``num_cpus``/``num_gpus`` from the cell.
+  ``address=None`` starts a local Ray instance (``num_cpus`` caps it), ``"auto"`` or
+  ``"ray://host:10001"`` joins a cluster whose workers have perturblab installed. Each task runs
+  torch with as many intra-op threads as the cell's CPUs.
+"""
+
+from __future__ import annotations
+
+import logging
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Protocol, Sequence
+
+from .errors import InputError
+
+log = logging.getLogger(__name__)
+EXECUTORS = ("local", "ray")
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One unit of work: ``fn()`` computes a JSON-able result (it must not write the store)."""
+
+    key: str
+    fn: Callable[[], Any]
+    num_cpus: float = 1.0
+    num_gpus: float = 0.0
+
+
+class Executor(Protocol):
+    """Runs cells; yields ``(cell, result)`` as each finishes (in any order)."""
+
+    name: str
+
+    def run(self, cells: Sequence[Cell]) -> Iterator[tuple[Cell, Any]]: ...
+
+
+def _check_keys(cells: Sequence[Cell]) -> None:
+    keys = [c.key for c in cells]
+    if len(set(keys)) != len(keys):
+        dup = sorted({k for k in keys if keys.count(k) > 1})
+        raise ValueError(f"cell keys must be unique; repeated: {dup[:5]}")
+
+
+class LocalExecutor:
+    """Cells in this process: inline (``workers=1``) or on a thread pool."""
+
+    name = "local"
+
+    def __init__(self, workers: int = 1) -> None:
+        if not isinstance(workers, int) or workers < 1:
+            raise InputError(f"workers must be a positive integer, got {workers!r}")
+        self.workers = workers
+
+    def __repr__(self) -> str:
+        return f"LocalExecutor(workers={self.workers})"
+
+    def run(self, cells: Sequence[Cell]) -> Iterator[tuple[Cell, Any]]:
+        _check_keys(cells)
+        if self.workers == 1 or len(cells) <= 1:
+            for cell in cells:
+                yield cell, cell.fn()
+            return
+        import torch
+
+        before = torch.get_num_threads()
+        torch.set_num_threads(max(1, before // self.workers))
+        try:
+            with ThreadPoolExecutor(self.workers) as pool:
+                futures = {pool.submit(c.fn): c for c in cells}
+                try:
+                    for f in as_completed(futures):
+                        yield futures[f], f.result()
+                finally:
+                    for f in futures:
+                        f.cancel()
+        finally:
+            torch.set_num_threads(before)
+
+
+def _run_cell(fn: Callable[[], Any], num_cpus: float, models: dict[str, Any]) -> Any:
+    """Body of a Ray task: the driver's named models are defined, torch gets the cell's CPUs as
+    intra-op threads."""
+    from .models import named
+
+    named.restore(models)
+    try:
+        import torch
+
+        torch.set_num_threads(max(1, int(num_cpus)))
+    except ImportError:  # pragma: no cover - torch is a dependency
+        pass
+    return fn()
+
+
+class RayExecutor:
+    """Cells as Ray tasks (see the module docstring). Needs ``pip install 'perturblab[ray]'``."""
+
+    name = "ray"
+
+    def __init__(self, address: str | None = None, num_cpus: int | None = None,
+                 max_in_flight: int | None = None) -> None:
+        try:
+            import ray  # noqa: F401
+        except ImportError:
+            raise InputError("the Ray executor needs Ray: pip install 'perturblab[ray]' (or pip install ray), "
+                             "or use --executor local") from None
+        self.address, self.num_cpus = address, num_cpus
+        self.max_in_flight = max_in_flight
+        self._started = False
+
+    def __repr__(self) -> str:
+        return f"RayExecutor(address={self.address!r}, num_cpus={self.num_cpus})"
+
+    def _init(self) -> None:
+        import ray
+
+        if ray.is_initialized():
+            return
+        kw: dict[str, Any] = {"ignore_reinit_error": True, "log_to_driver": False, "include_dashboard": False}
+        if self.address:
+            kw["address"] = self.address
+        elif self.num_cpus:
+            kw["num_cpus"] = self.num_cpus
+        try:
+            ray.init(**kw)
+        except (ConnectionError, ValueError, RuntimeError) as e:
+            raise InputError(f"could not start or join Ray (address={self.address!r}): {e}; check --address, "
+                             "or drop it to start a local instance") from e
+        self._started = True
+
+    def shutdown(self) -> None:
+        """Stop the local Ray instance this executor started (a joined cluster is left running)."""
+        import ray
+
+        if self._started and ray.is_initialized():
+            ray.shutdown()
+        self._started = False
+
+    def run(self, cells: Sequence[Cell]) -> Iterator[tuple[Cell, Any]]:
+        _check_keys(cells)
+        if not cells:
+            return
+        import ray
+
+        self._init()
+        from .models import named
+
+        remote, models = ray.remote(_run_cell), named.snapshot()
+        limit = self.max_in_flight or max(1, len(cells))
+        pending: dict[Any, Cell] = {}
+        todo = list(cells)
+        try:
+            while todo or pending:
+                while todo and len(pending) < limit:
+                    c = todo.pop(0)
+                    ref = remote.options(num_cpus=c.num_cpus, num_gpus=c.num_gpus).remote(c.fn, c.num_cpus, models)
+                    pending[ref] = c
+                done, _ = ray.wait(list(pending), num_returns=1)
+                for ref in done:
+                    cell = pending.pop(ref)
+                    try:
+                        result = ray.get(ref)
+                    except ray.exceptions.RayTaskError as e:  # re-raise the cell's own error
+                        raise e.as_instanceof_cause() from None
+                    yield cell, result
+        finally:
+            for ref in pending:
+                ray.cancel(ref, force=True)
+
+
+def make_executor(kind: str = "local", *, workers: int = 1, address: str | None = None,
+                  num_cpus: int | None = None) -> LocalExecutor | RayExecutor:
+    """``local`` (``workers`` threads) or ``ray`` (``address``/``num_cpus`` as in :class:`RayExecutor`)."""
+    if kind == "local":
+        return LocalExecutor(workers)
+    if kind == "ray":
+        return RayExecutor(address=address, num_cpus=num_cpus)
+    raise InputError(f"executor must be one of {', '.join(EXECUTORS)}, got {kind!r}")
