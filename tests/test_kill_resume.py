@@ -16,7 +16,28 @@ import pytest
 
 pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL (POSIX)")
 
-def command(study: str, data, out) -> list[str]:
+RUN_CONFIG = """\
+studies:
+  - name: rob
+    kind: robustness
+    models: [tfidf-lr, textrnn]
+    perturbations: [change_char, add_text, swap_words, drop_first]
+    data: {data}
+    n_train: 120
+    n_test: 80
+    seeds: 2
+"""
+
+
+def command(study: str, data, out, resume: bool = False) -> list[str]:
+    """The study's command; ``run`` is the robustness study through a config (resumed with
+    ``perturblab resume``)."""
+    if study == "run":
+        if resume:
+            return [sys.executable, "-m", "perturblab.cli", "resume", str(out), "--quiet"]
+        config = out.parent / "run.yaml"
+        config.write_text(RUN_CONFIG.format(data=data))
+        return [sys.executable, "-m", "perturblab.cli", "run", str(config), "--out", str(out), "--quiet"]
     common = ["--data", str(data), "--seeds", "2", "--out", str(out), "--quiet"]
     if study == "learnability":
         return [sys.executable, "-m", "perturblab.cli", "learnability", "--models", "tfidf-lr,textrnn",
@@ -60,13 +81,14 @@ def kill_after(cmd, env, db, table: str, rows: int, extra_delay: float, timeout:
     return running
 
 
-@pytest.mark.parametrize("study,table", [("learnability", "trainings"), ("robustness", "cells")])
+@pytest.mark.parametrize("study,table", [("learnability", "trainings"), ("robustness", "cells"), ("run", "cells")])
 def test_sigkill_then_resume_equals_uninterrupted_run(tmp_path, marker_csv, study, table):
     env = {**os.environ, "PERTURBLAB_HOME": str(tmp_path / "home"), "HF_HUB_OFFLINE": "1"}
     data = marker_csv(tmp_path / "toy.csv", 240, n_words=8)
+    sub = "rob" if study == "run" else "."  # a config's study writes into its own folder
     subprocess.run(command(study, data, tmp_path / "ref"), env=env, check=True, capture_output=True, timeout=600)
-    reference = json.loads((tmp_path / "ref" / "results.json").read_text())
-    ref_rows = table_rows(tmp_path / "ref" / "results.sqlite", table)
+    reference = json.loads((tmp_path / "ref" / sub / "results.json").read_text())
+    ref_rows = table_rows(tmp_path / "ref" / sub / "results.sqlite", table)
     rng = np.random.default_rng(7)
     mid_run = 0
     for attempt in range(4):  # a random point of progress, and a random moment after it
@@ -74,17 +96,19 @@ def test_sigkill_then_resume_equals_uninterrupted_run(tmp_path, marker_csv, stud
             break
         out = tmp_path / f"killed{attempt}"
         target, delay = int(rng.integers(1, len(ref_rows))), float(rng.uniform(0, 0.05))
-        killed = kill_after(command(study, data, out), env, out / "results.sqlite", table, target, delay)
-        partial = table_rows(out / "results.sqlite", table)
+        killed = kill_after(command(study, data, out), env, out / sub / "results.sqlite", table, target, delay)
+        partial = table_rows(out / sub / "results.sqlite", table)
         assert killed, "the kill came after the study had finished"
         mid_run += len(partial) < len(ref_rows)
         assert set(partial) <= set(ref_rows)  # what was written before the kill is complete and correct
-        con = sqlite3.connect(out / "results.sqlite")
+        con = sqlite3.connect(out / sub / "results.sqlite")
         assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         con.close()
-        subprocess.run(command(study, data, out), env=env, check=True, capture_output=True, timeout=600)
-        rows = table_rows(out / "results.sqlite", table)
+        subprocess.run(command(study, data, out, resume=True), env=env, check=True, capture_output=True, timeout=600)
+        rows = table_rows(out / sub / "results.sqlite", table)
         assert len(set(r[:-1] for r in rows)) == len(rows)  # no key twice
         assert rows == ref_rows  # none lost
-        assert json.loads((out / "results.json").read_text()) == reference
+        assert json.loads((out / sub / "results.json").read_text()) == reference
+        if study == "run":
+            assert json.loads((out / "run.json").read_text())["studies"]["rob"]["state"] == "done"
     assert mid_run >= 1, "every kill came after the last row was stored (while writing outputs)"

@@ -107,11 +107,19 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--force", action="store_true")
     sub.add_parser("capabilities", help="list registered capabilities and perturbations")
     sub.add_parser("models", help="list model presets")
-    from . import cli_representations, cli_robustness
-
-    cli_representations.add_parsers(sub)
-    cli_robustness.add_parsers(sub)
+    for module in _command_modules():
+        module.add_parsers(sub)
     return ap
+
+
+# Modules that add commands: each has ``add_parsers(sub)`` and ``COMMANDS`` (name -> function).
+COMMAND_MODULES = ("cli_representations", "cli_robustness", "cli_report", "cli_run", "cli_checkpoints")
+
+
+def _command_modules() -> list:
+    import importlib
+
+    return [importlib.import_module(f".{m}", __package__) for m in COMMAND_MODULES]
 
 
 def _load_splits(args):
@@ -301,16 +309,16 @@ def _quiet_libraries() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from .cli_representations import COMMANDS as REPRESENTATION_COMMANDS
-    from .cli_robustness import COMMANDS as ROBUSTNESS_COMMANDS
-
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
     if getattr(args, "quiet", False):
         _quiet_libraries()
     try:
-        return {**COMMANDS, **REPRESENTATION_COMMANDS, **ROBUSTNESS_COMMANDS}[args.command](args)
+        commands = dict(COMMANDS)
+        for module in _command_modules():
+            commands.update(module.COMMANDS)
+        return commands[args.command](args)
     except PerturblabError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

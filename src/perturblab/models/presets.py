@@ -160,6 +160,11 @@ def load_classifier(name: str, train: Dataset, *, seed: int = 0, data_name: str 
     as provenance. A local model directory or hub id is loaded as a fine-tuned sequence
     classifier and ``train`` is not used. ``retrain=True`` ignores a stored classifier.
     """
+    from . import named
+
+    api = named.api_classifier(name, train.label_names)
+    if api is not None:  # an API model defined in a study config
+        return api
     if name not in PRESETS:
         source = _external(name)
         if source is None:

@@ -1,0 +1,1 @@
+"""Study configs (YAML) and the runner behind ``perturblab run``, ``resume`` and ``status``."""

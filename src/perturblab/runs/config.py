@@ -1,0 +1,293 @@
+"""Study configs: one YAML file naming models, data and studies, checked before anything runs.
+
+::
+
+    out: runs/compare-minilm          # optional; default runs/<file stem>
+    executor: {kind: local, workers: 2}   # or {kind: ray, address: auto, num_cpus: 8}
+    models:
+      ref: minilm-l6                  # a name for any model source (preset, directory, hub id)
+      gpt:                            # an OpenAI-compatible endpoint
+        api: {base_url: "https://api.openai.com/v1", model: gpt-3.5-turbo-instruct,
+              label_words: {neg: negative, pos: positive}}
+    data:
+      reviews: {path: reviews.csv, text_column: review, label_column: stars}
+    studies:
+      - name: invariances
+        kind: scope                   # any study command: scope, robustness, learnability, ...
+        reference: ref
+        targets: [minilm-l3, gpt]
+        capabilities: [synonym, typo]
+        data: reviews
+
+A study's keys are its command's options (``perturblab scope --help``), with ``-`` or ``_``;
+lists stand for comma lists, ``true`` for a flag. ``out`` and ``quiet`` are set by the runner.
+The schema is the command-line parser itself, so a config accepts exactly what the CLI accepts.
+Every error names the file, the line and the key, and says what is allowed; nothing runs
+until the whole file is valid. Relative paths in ``models``/``data`` (and a study's ``data`` or
+``corpus`` naming an existing file next to the config) are taken from the config's folder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..errors import InputError
+from ..models.named import check_definition
+
+STUDY_KINDS = ("scope", "scope-lm", "selfcheck", "learnability", "robustness", "similarity", "finetuning",
+               "layer-probes", "grounding", "checkpoints")
+RUNNER_KEYS = {"out", "quiet", "executor", "address", "num_cpus"}  # set by the runner, not by a study
+TOP_KEYS = ("out", "executor", "models", "data", "studies", "report")
+EXECUTOR_KEYS = ("kind", "workers", "address", "num_cpus")
+# study options that name models: (kind, option) -> "classifier", "language_model" or "encoder"
+MODEL_OPTIONS = {("scope", "reference"): "classifier", ("scope", "targets"): "classifier",
+                 ("robustness", "models"): "classifier", ("selfcheck", "models"): "language_model",
+                 ("scope-lm", "reference"): "language_model", ("scope-lm", "targets"): "language_model",
+                 ("similarity", "a"): "encoder", ("similarity", "b"): "encoder", ("finetuning", "base"): "encoder",
+                 ("finetuning", "finetuned"): "classifier", ("layer-probes", "model"): "encoder",
+                 ("grounding", "base"): "encoder", ("grounding", "variants"): "encoder",
+                 ("checkpoints", "checkpoints"): "classifier"}
+DATA_OPTIONS = ("data", "corpus", "benign_corpus")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+class ConfigError(InputError):
+    """A study config that cannot run; the message names the file, line and key."""
+
+
+@dataclass
+class StudySpec:
+    """One study of a config: its command and the parsed options (an argparse namespace's dict)."""
+
+    name: str
+    kind: str
+    options: dict[str, Any]
+    line: int = 0
+
+
+@dataclass
+class RunConfig:
+    """A validated config file."""
+
+    path: Path
+    text: str
+    base: Path
+    out: Path
+    executor: dict[str, Any]
+    models: dict[str, dict[str, Any]]
+    studies: list[StudySpec]
+    report: bool = True
+    data: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+def _positions(node: yaml.Node, path: tuple = (), out: dict | None = None) -> dict[tuple, int]:
+    """1-based line of every key path (mapping keys and sequence items) in a composed YAML tree."""
+    out = {} if out is None else out
+    out.setdefault(path, node.start_mark.line + 1)
+    if isinstance(node, yaml.MappingNode):
+        for k, v in node.value:
+            out[path + (k.value,)] = k.start_mark.line + 1
+            _positions(v, path + (k.value,), out)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, v in enumerate(node.value):
+            _positions(v, path + (i,), out)
+    return out
+
+
+class _Where:
+    """Builds error messages that point at a line of the config."""
+
+    def __init__(self, path: Path, lines: dict[tuple, int]):
+        self.path, self.lines = path, lines
+
+    def error(self, keys: tuple, message: str) -> ConfigError:
+        line = next((self.lines[keys[:i]] for i in range(len(keys), -1, -1) if keys[:i] in self.lines), 1)
+        where = ".".join(str(k) for k in keys) or "(top level)"
+        return ConfigError(f"{self.path}:{line}: {where}: {message}")
+
+
+def _suggest(key: str, allowed: list[str]) -> str:
+    close = difflib.get_close_matches(key, allowed, n=1)
+    return (f"did you mean {close[0]!r}? " if close else "") + f"allowed: {', '.join(sorted(allowed))}"
+
+
+def study_parsers() -> dict[str, argparse.ArgumentParser]:
+    """The CLI's parser of every study command (the schema of a study entry)."""
+    from ..cli import build_parser
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return {k: p for k, p in sub.choices.items() if k in STUDY_KINDS}
+
+
+def _option_value(action: argparse.Action, value: Any, where: _Where, keys: tuple) -> Any:
+    """A YAML value converted as the CLI would convert its text."""
+    if isinstance(action, (argparse._StoreTrueAction, argparse._StoreFalseAction)):
+        if not isinstance(value, bool):
+            raise where.error(keys, f"expected true or false, got {value!r}")
+        return value if isinstance(action, argparse._StoreTrueAction) else not value
+    if isinstance(action, argparse._AppendAction):
+        items = value if isinstance(value, list) else [value]
+        return [_option_value(argparse.Action([], action.dest, type=action.type), v, where, keys) for v in items]
+    if isinstance(value, dict):
+        raise where.error(keys, "expected a value or a list, not a mapping")
+    if isinstance(value, list):
+        if any(isinstance(v, (list, dict)) for v in value):
+            raise where.error(keys, "expected a flat list")
+        value = ",".join(str(v) for v in value)
+    text = str(value).lower() if isinstance(value, bool) else str(value)
+    try:
+        converted = action.type(text) if action.type else text
+    except (argparse.ArgumentTypeError, ValueError, TypeError) as e:
+        kind = getattr(action.type, "__name__", "value")
+        raise where.error(keys, f"{value!r} is not a valid {kind}: {e}") from None
+    if action.choices is not None and converted not in action.choices:
+        raise where.error(keys, f"{value!r} is not one of {', '.join(map(str, action.choices))}")
+    return converted
+
+
+def _study(entry: Any, i: int, parsers: dict, where: _Where, models: dict, data: dict, base: Path) -> StudySpec:
+    keys = ("studies", i)
+    if not isinstance(entry, dict):
+        raise where.error(keys, "each study is a mapping with at least 'kind'")
+    kind = entry.get("kind")
+    if kind not in parsers:
+        raise where.error(keys + ("kind",), f"unknown study kind {kind!r}; "
+                          + _suggest(str(kind), list(parsers)) if kind else "missing 'kind'; one of " + ", ".join(parsers))
+    name = str(entry.get("name", f"{i + 1:02d}-{kind}"))
+    if not _NAME.match(name):
+        raise where.error(keys + ("name",), f"{name!r}: use letters, digits, '.', '_' or '-' (it names a folder)")
+    actions = {a.dest: a for a in parsers[kind]._actions if a.option_strings and a.dest not in RUNNER_KEYS | {"help"}}
+    options = {dest: a.default for dest, a in actions.items()}
+    for key, value in entry.items():
+        if key in ("kind", "name"):
+            continue
+        dest = str(key).replace("-", "_")
+        if dest not in actions:
+            hint = " (set by the runner)" if dest in RUNNER_KEYS else ""
+            raise where.error(keys + (key,), f"not an option of {kind}{hint}; "
+                              + _suggest(dest, [d.replace("_", "-") for d in actions]))
+        kk = keys + (key,)
+        if (kind, dest) in MODEL_OPTIONS:
+            value = _models_in(value, kind, dest, models, where, kk)
+        elif dest in DATA_OPTIONS and isinstance(value, str):
+            value, extra = _data_in(value, data, base)
+            for opt, v in extra.items():
+                if opt not in actions:
+                    raise where.error(kk, f"data {value!r} sets {opt} but {kind} has no {opt.replace('_', '-')} "
+                                      "option; give a file whose columns are named text and label")
+                options[opt] = v
+        options[dest] = _option_value(actions[dest], value, where, kk)
+    missing = [d for d, a in actions.items() if a.required and options.get(d) is None]
+    if missing:
+        raise where.error(keys, f"{kind} needs {', '.join(m.replace('_', '-') for m in missing)}")
+    return StudySpec(name, kind, options, where.lines.get(keys, 0))
+
+
+def _models_in(value: Any, kind: str, dest: str, models: dict, where: _Where, keys: tuple) -> Any:
+    """Replace model names defined in ``models:`` by their sources; API models stay names (the
+    loaders find them) and are only allowed where the study calls classifiers or LMs."""
+    role = MODEL_OPTIONS[(kind, dest)]
+    items = value if isinstance(value, list) else [value]
+    out = []
+    for item in items:
+        item = str(item)
+        label, eq, ref = item.partition("=")
+        ref = ref if eq else item
+        spec = models.get(ref)
+        if spec is None:
+            out.append(item)
+        elif "api" in spec:
+            if role not in spec["roles"]:
+                raise where.error(keys, f"model {ref!r} is an API {' / '.join(r.replace('_', ' ') for r in spec['roles'])}; {kind} {dest} "
+                                  f"needs {'an' if role == 'encoder' else 'a'} {role.replace('_', ' ')} (local weights)")
+            out.append(item if not (kind == "robustness" and not eq) else f"{ref}={ref}")
+        else:
+            src = spec["source"]
+            out.append(f"{label if eq else ref}={src}" if kind == "robustness" else src)
+    return out if isinstance(value, list) else out[0]
+
+
+def _data_in(value: str, data: dict, base: Path) -> tuple[str, dict]:
+    spec = data.get(value)
+    if spec is not None:
+        return spec["source"], {k: v for k, v in spec.items() if k != "source"}
+    p = base / value
+    if not Path(value).is_absolute() and (p.is_file() or p.is_dir()) and not Path(value).exists():
+        return str(p), {}
+    return value, {}
+
+
+def _section(raw: dict, key: str, where: _Where) -> dict:
+    v = raw.get(key) or {}
+    if not isinstance(v, dict):
+        raise where.error((key,), "expected a mapping of names to definitions")
+    for name in v:
+        if not _NAME.match(str(name)):
+            raise where.error((key, name), "names use letters, digits, '.', '_' or '-'")
+    return v
+
+
+def load_config(path: str | Path, *, out: str | Path | None = None, base: str | Path | None = None) -> RunConfig:
+    """Read and check a study config (see the module docstring); raises :class:`ConfigError`.
+
+    ``out`` overrides the config's ``out:``; ``base`` is the folder relative paths start from
+    (default: the config's own folder)."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"study config {path} does not exist; write one (see docs/configs.md) or check the path")
+    text = path.read_text()
+    try:
+        node = yaml.compose(text)
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        line = f":{mark.line + 1}" if mark else ""
+        raise ConfigError(f"{path}{line}: not valid YAML: {getattr(e, 'problem', e)}") from None
+    where = _Where(path, _positions(node) if node is not None else {})
+    if not isinstance(raw, dict):
+        raise where.error((), "a study config is a mapping with a 'studies' list")
+    for key in raw:
+        if key not in TOP_KEYS:
+            raise where.error((key,), "unknown key; " + _suggest(str(key), list(TOP_KEYS)))
+    base = Path(base).resolve() if base is not None else path.parent.resolve()
+    models = {}
+    for name, spec in _section(raw, "models", where).items():
+        try:
+            models[name] = check_definition(name, spec, base)
+        except InputError as e:
+            raise where.error(("models", name), str(e)) from None
+    data = {}
+    for name, spec in _section(raw, "data", where).items():
+        spec = {"path": spec} if isinstance(spec, str) else spec
+        extra = set(spec) - {"path", "text_column", "label_column"} if isinstance(spec, dict) else {"?"}
+        if extra or "path" not in spec:
+            raise where.error(("data", name), "expected a name/path or {path, text_column, label_column}")
+        p = Path(str(spec["path"]))
+        src = str(base / p) if not p.is_absolute() and (base / p).exists() else str(p)
+        data[name] = {"source": src, **{k: str(v) for k, v in spec.items() if k != "path"}}
+    executor = raw.get("executor") or {"kind": "local"}
+    executor = {"kind": executor} if isinstance(executor, str) else executor
+    if not isinstance(executor, dict) or set(executor) - set(EXECUTOR_KEYS) \
+            or executor.get("kind", "local") not in ("local", "ray"):
+        raise where.error(("executor",), "expected local, ray or {kind: local|ray, workers, address, num_cpus}")
+    studies_raw = raw.get("studies")
+    if not isinstance(studies_raw, list) or not studies_raw:
+        raise where.error(("studies",), "expected a non-empty list of studies")
+    parsers = study_parsers()
+    studies = [_study(e, i, parsers, where, models, data, base) for i, e in enumerate(studies_raw)]
+    names = [s.name for s in studies]
+    for i, n in enumerate(names):
+        if n in names[:i]:
+            raise where.error(("studies", i, "name"), f"study name {n!r} is used twice; names must differ")
+    out_dir = Path(out) if out is not None else Path(raw.get("out") or Path("runs") / path.stem)
+    if raw.get("out") and out is None and not out_dir.is_absolute():
+        out_dir = base / out_dir
+    return RunConfig(path=path, text=text, base=base, out=out_dir, executor={"kind": "local", **executor}, models=models,
+                     studies=studies, report=bool(raw.get("report", True)), data=data)
