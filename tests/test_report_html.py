@@ -1,0 +1,325 @@
+"""``perturblab report``: the self-contained HTML report of study outputs — escaping of hostile
+study text, embedded figures, markdown tables, run directories, no external references — and
+its headless-Chromium screenshot."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import shutil
+from html.parser import HTMLParser
+
+import numpy as np
+import pytest
+from conftest import write_marker_csv
+
+from perturblab.cli import main
+from perturblab.errors import InputError
+from perturblab.report.html import find_study_dirs, write_report
+from perturblab.report.html_tables import parse_markdown
+from perturblab.report.screenshot import find_chromium, screenshot
+
+SCRIPT = '<script>alert("x")</script>'
+IMG = "<img src=x onerror=alert(1)>"
+QUOTE = '" onmouseover="alert(2)'
+URL = "https://evil.example/x.png"
+HOSTILE = f"{SCRIPT} {IMG} {QUOTE} {URL}"
+
+TAGS = {"html", "head", "meta", "title", "style", "body", "main", "header", "nav", "section", "div",
+        "footer", "h1", "h2", "h3", "h4", "h5", "h6", "p", "code", "strong", "u", "ol", "ul", "li", "a",
+        "span", "table", "thead", "tbody", "tr", "th", "td", "figure", "figcaption", "img", "wbr"}
+ATTRS = {"lang", "charset", "http-equiv", "content", "name", "class", "id", "href", "src", "alt"}
+
+
+class Page(HTMLParser):
+    """Elements, attributes, visible text and tables (rows of cell texts, bold flags, container id)."""
+
+    def __init__(self, html: str):
+        super().__init__(convert_charrefs=True)
+        self.tags: list[tuple[str, dict[str, str]]] = []
+        self.text: list[str] = []
+        self.tables: list[dict] = []
+        self.ids: list[str] = []
+        self._divs: list[str] = []
+        self._cell: list[str] | None = None
+        self._in_style = False
+        self.feed(html)
+        self.close()
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        self.tags.append((tag, a))
+        if "id" in a:
+            self.ids.append(a["id"])
+        if tag in ("div", "section"):
+            self._divs.append(a.get("id", ""))
+        elif tag == "table":
+            self.tables.append({"rows": [], "bold": 0, "in": next((d for d in reversed(self._divs) if d), "")})
+        elif tag == "tr":
+            self.tables[-1]["rows"].append([])
+        elif tag in ("td", "th"):
+            self._cell = []
+        elif tag == "strong" and self._cell is not None:
+            self.tables[-1]["bold"] += 1
+        self._in_style = tag == "style"
+
+    def handle_endtag(self, tag):
+        if tag in ("div", "section"):
+            self._divs.pop()
+        elif tag in ("td", "th") and self._cell is not None:
+            self.tables[-1]["rows"][-1].append("".join(self._cell))
+            self._cell = None
+        elif tag == "style":
+            self._in_style = False
+
+    def handle_data(self, data):
+        if not self._in_style:
+            self.text.append(data)
+        if self._cell is not None:
+            self._cell.append(data)
+
+    @property
+    def visible(self) -> str:
+        return "".join(self.text)
+
+
+def png(path, seed=0, size=(24, 32)):
+    import matplotlib.image
+
+    matplotlib.image.imsave(path, np.random.default_rng(seed).random(size), cmap="viridis")
+    return path
+
+
+TABLE_MD = f"""# Hostile table
+
+A paragraph with **bold** and <u>underlined</u> words, {SCRIPT} and <b>not bold</b>.
+
+| model | score | text |
+|---|---:|---|
+| a | **0.91** | {IMG} |
+| b | <u>0.42</u> | {QUOTE} |
+| c\\|d | 0.10 | *single stars stay* |
+
+## Second
+
+| x | y |
+|---|---|
+| 1 | **2** |
+"""
+
+
+@pytest.fixture
+def hostile_study(tmp_path):
+    d = tmp_path / "hostile"
+    d.mkdir()
+    rows = [{"text": HOSTILE if i == 0 else f"row {i}", "value": i / 3, "n": i} for i in range(250)]
+    (d / "results.json").write_text(json.dumps(rows))
+    (d / "summary.json").write_text(json.dumps({"note": HOSTILE, "cells": [{"model": IMG, "mean": 0.123456}]}))
+    (d / "study.json").write_text(json.dumps({"name": f"study {SCRIPT}", "kind": "robustness",
+                                              "config": {"data": IMG, "n": 5, "models": ["a", QUOTE]}}))
+    (d / "table.md").write_text(TABLE_MD)
+    (d / f"examples {IMG[:-1].replace('/', '')}.csv").write_text(
+        "id,original,perturbed\n" + "".join(f'{i},"{QUOTE.replace(chr(34), 2 * chr(34))}",{SCRIPT}\n'
+                                            for i in range(60)))
+    png(d / "figure_a.png", 0)
+    png(d / "figure_b.png", 1)
+    (d / "results.sqlite").write_bytes(b"SQLite format 3\x00")
+    return d
+
+
+@pytest.fixture(scope="module")
+def robustness_study(tmp_path_factory):
+    """A real, small robustness study (TF-IDF + LR on the toy marker data; no offline assets)."""
+    root = tmp_path_factory.mktemp("report_rob")
+    data = write_marker_csv(root / "data.csv", 80)
+    out = root / "rob"
+    rc = main(["robustness", "--models", "tfidf-lr", "--perturbations", "leet_letters,drop_first,change_char",
+               "--data", str(data), "--seeds", "1", "--n-train", "40", "--n-test", "40", "--out", str(out), "--quiet"])
+    assert rc == 0
+    return out
+
+
+def _page(study_dir, **kw) -> tuple[str, Page]:
+    html = write_report(study_dir, **kw).read_text(encoding="utf-8")
+    return html, Page(html)
+
+
+# ----------------------------------------------------------------------------- (a) escaping
+def test_hostile_text_is_escaped_and_visible(hostile_study):
+    html, page = _page(hostile_study, title=f"T {SCRIPT}")
+    tags = {t for t, _ in page.tags}
+    assert tags <= TAGS, tags - TAGS
+    assert "script" not in tags and "b" not in tags and "i" not in tags
+    imgs = [a for t, a in page.tags if t == "img"]
+    assert imgs and all(a["src"].startswith("data:image/png;base64,") for a in imgs)
+    for tag, attrs in page.tags:
+        assert set(attrs) <= ATTRS, (tag, attrs)
+        assert not any(k.lower().startswith("on") for k in attrs)
+        if "href" in attrs:
+            assert attrs["href"].startswith("#")
+    text = page.visible
+    for s in (SCRIPT, IMG, QUOTE, URL, "<b>not bold</b>", "*single stars stay*", f"T {SCRIPT}", f"study {SCRIPT}"):
+        assert s in text, s
+    assert "&lt;script&gt;" in html and SCRIPT not in html
+
+
+# ----------------------------------------------------------------------------- (b) figures and tables
+def test_figures_embedded_and_markdown_tables(hostile_study):
+    html, page = _page(hostile_study)
+    pngs = sorted(hostile_study.glob("*.png"))
+    imgs = {a["alt"]: a["src"] for t, a in page.tags if t == "img"}
+    assert sorted(imgs) == [p.name for p in pngs]
+    b64 = imgs["figure_b.png"].split(",", 1)[1]
+    assert base64.b64decode(b64) == (hostile_study / "figure_b.png").read_bytes()
+
+    md = [t for t in page.tables if t["in"].endswith("-tables")]
+    assert [len(t["rows"]) for t in md] == [4, 2]  # header + data rows
+    assert all(len(r) == 3 for r in md[0]["rows"]) and all(len(r) == 2 for r in md[1]["rows"])
+    assert md[0]["rows"][3][0] == "c|d"
+    assert md[0]["bold"] == 1 and md[1]["bold"] == 1
+    assert re.search(r"<td class=\"num\"><strong>0\.91</strong></td>", html)
+    assert "<u>0.42</u>" in html and "<p>A paragraph with <strong>bold</strong> and <u>underlined</u>" in html
+
+    results = [t for t in page.tables if len(t["rows"]) == 201 and t["rows"][0] == ["text", "value", "n"]]
+    assert len(results) == 1 and results[0]["rows"][2][1] == "0.3333"
+    assert "50 more rows in results.json" in page.visible
+    csv_table = next(t for t in page.tables if t["rows"][0] == ["id", "original", "perturbed"])
+    assert len(csv_table["rows"]) == 51 and csv_table["rows"][1][1] == QUOTE
+    assert "10 more rows in examples" in page.visible
+    assert "results.sqlite" in page.visible
+    config = next(t for t in page.tables if t["rows"][0] == ["key", "value"] and t["rows"][1][0] == "data")
+    assert config["rows"][1][1] == IMG and config["rows"][3][1] == f"a, {QUOTE}"
+
+
+def test_real_study_every_figure_and_table(robustness_study):
+    html, page = _page(robustness_study)
+    pngs = sorted(p.name for p in robustness_study.glob("*.png"))
+    assert pngs and sorted(a["alt"] for t, a in page.tags if t == "img") == pngs
+    md_text = (robustness_study / "table.md").read_text()
+    expected = []  # rows (header + data, separator excluded) and cells per row of each table
+    for block in re.split(r"\n\s*\n", md_text):
+        lines = [l for l in block.splitlines() if l.startswith("|")]
+        if lines:
+            expected.append((len(lines) - 1, lines[0].count("|") - 1))
+    md = [t for t in page.tables if t["in"].endswith("-tables")]
+    assert [(len(t["rows"]), len(t["rows"][0])) for t in md] == expected
+    assert all(len(r) == len(t["rows"][0]) for t in md for r in t["rows"])
+    assert md_text.count("<u>") == html.count("<u>") > 1  # every underline (legend and cells) kept
+
+
+def test_markdown_parser_blocks():
+    blocks = parse_markdown("# T\n\ntext **b** <i>x</i>\nmore\n\n| a | b |\n|:-|-:|\n| 1 | 2 |\n| 3 |\n")
+    assert [b.kind for b in blocks] == ["heading", "paragraph", "table"]
+    assert str(blocks[1].text) == "text <strong>b</strong> &lt;i&gt;x&lt;/i&gt; more"
+    t = blocks[2].table
+    assert t.rows == [["1", "2"], ["3", ""]] and t.numeric == [True, True]
+
+
+# ----------------------------------------------------------------------------- (c) run directories
+def test_run_dir_with_two_studies(tmp_path, hostile_study, robustness_study):
+    run = tmp_path / "run"
+    shutil.copytree(robustness_study, run / "b_robustness")
+    (run / "group").mkdir(parents=True)
+    shutil.copytree(hostile_study, run / "group" / "a_hostile")
+    (run / "group" / "a_hostile" / "study.json").write_text(json.dumps({"name": "first", "kind": "scope",
+                                                                        "config": {"n": 3}}))
+    (run / "b_robustness" / "study.json").write_text(json.dumps({"name": "b_robustness", "kind": "robustness",
+                                                                   "options": {"seeds": 1, "n_test": 40}}))
+    (run / "run.json").write_text(json.dumps({
+        "name": "my run", "created": 0, "order": ["b_robustness", "group/a_hostile"],
+        "studies": {"b_robustness": {"kind": "robustness", "state": "done", "seconds": 2.5},
+                    "group/a_hostile": {"kind": "scope", "state": "failed", "error": f"InputError: {IMG}"}}}))
+    assert [p.relative_to(run).as_posix() for p in find_study_dirs(run)] == ["b_robustness", "group/a_hostile"]
+    html, page = _page(run)
+    h2 = re.findall(r"<h2>(.*?)</h2>", html)
+    assert h2 == ["b_robustness", "first"]
+    assert "perturblab report: my run" in re.search(r"<title>(.*?)</title>", html).group(1)
+    studies = next(t for t in page.tables if t["rows"][0][:3] == ["name", "kind", "state"])
+    assert [r[:3] for r in studies["rows"][1:]] == [["b_robustness", "robustness", "done"],
+                                                    ["group/a_hostile", "scope", "failed"]]
+    assert "1970-01-01 00:00:00 UTC" in page.visible and f"error: InputError: {IMG}" in page.visible
+    options = next(t for t in page.tables if t["rows"][0] == ["key", "value"] and t["rows"][1][0] == "seeds")
+    assert options["rows"][1:] == [["seeds", "1"], ["n_test", "40"]]
+    hrefs = [a["href"][1:] for t, a in page.tags if t == "a"]
+    assert len(hrefs) >= 4 and set(hrefs) <= set(page.ids)
+    assert len(page.ids) == len(set(page.ids))
+    sections = [a["id"] for t, a in page.tags if t == "section" and "id" in a]
+    assert len(sections) == 2 and set(sections) <= set(hrefs)
+
+
+# ----------------------------------------------------------------------------- (d) self-contained
+def test_no_external_references(hostile_study):
+    html, page = _page(hostile_study)
+    for tag, attrs in page.tags:
+        for k, v in attrs.items():
+            if k == "src":
+                assert re.fullmatch(r"data:image/png;base64,[A-Za-z0-9+/]+=*", v), (tag, v[:80])
+            else:
+                assert not re.search(r"https?:|file:|^\s*//", v or ""), (tag, k, v)
+    style = re.search(r"<style>(.*?)</style>", html, re.S).group(1)
+    assert "url(" not in style and "@import" not in style
+    markup_only = re.sub(r">[^<]*<", "><", html)  # drop text nodes (where escaped study text lives)
+    assert not re.search(r"https?://|src=\"file:", markup_only)
+    assert URL in page.visible
+
+
+# ----------------------------------------------------------------------------- CLI and errors
+def test_cli_report_and_errors(tmp_path, robustness_study, capsys, monkeypatch):
+    out = tmp_path / "r" / "index.html"
+    assert main(["report", str(robustness_study), "--out", str(out), "--title", "Mine"]) == 0
+    assert out.is_file() and "<title>Mine</title>" in out.read_text()
+    assert str(out.resolve()) in capsys.readouterr().out
+    empty = tmp_path / "empty"
+    (empty / "sub").mkdir(parents=True)
+    for argv, needle in ([["report", str(empty)], "holds no study outputs"],
+                         [["report", str(tmp_path / "missing")], "does not exist"],
+                         [["report", str(robustness_study), "--screenshot", str(tmp_path / "x.jpg")], ".png"]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith("error: ") and needle in err[0], err
+    monkeypatch.setenv("PERTURBLAB_CHROMIUM", str(tmp_path / "no-such-chromium"))
+    assert main(["report", str(robustness_study), "--screenshot", str(tmp_path / "x.png")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "./setup.sh --browser" in err[0] and "no-such-chromium" in err[0]
+    with pytest.raises(InputError, match="is not a directory"):
+        write_report(robustness_study / "table.md")
+
+
+# ----------------------------------------------------------------------------- (e) browser
+@pytest.fixture(scope="module")
+def chromium() -> str:
+    """The Chromium executable; skips (fails under PERTURBLAB_REQUIRE_BROWSER=1) when there is none."""
+    exe = find_chromium()
+    if exe is None:
+        if os.environ.get("PERTURBLAB_REQUIRE_BROWSER") == "1":
+            pytest.fail("PERTURBLAB_REQUIRE_BROWSER=1 but no Chromium was found; run ./setup.sh --browser")
+        pytest.skip("no Chromium found (install it with ./setup.sh --browser)")
+    return exe
+
+
+@pytest.mark.browser
+def test_screenshot_renders_the_report(chromium, robustness_study, tmp_path):
+    import matplotlib.image
+
+    report = write_report(robustness_study, out_path=tmp_path / "report.html")
+    shot = screenshot(report, tmp_path / "shot.png", width=1000, height=1400, chromium=chromium)
+    img = matplotlib.image.imread(shot)
+    assert img.shape[:2] == (1400, 1000)
+    gray = img[..., :3].mean(axis=2)
+    assert gray.std() > 0.05  # not blank
+    assert (gray < 0.5).mean() > 0.01  # dark text and figure pixels
+    colour = np.abs(img[..., 0] - img[..., 2]) > 0.3
+    assert colour.mean() > 0.005  # the embedded heatmaps are in colour
+
+
+@pytest.mark.browser
+def test_cli_screenshot(chromium, robustness_study, tmp_path, capsys):
+    import matplotlib.image
+
+    png_path = tmp_path / "shots" / "x.png"
+    assert main(["report", str(robustness_study), "--out", str(tmp_path / "r.html"),
+                 "--screenshot", str(png_path), "--window", "800x600"]) == 0
+    assert matplotlib.image.imread(png_path).shape[:2] == (600, 800)
+    assert f"screenshot: {png_path.resolve()}" in capsys.readouterr().out
