@@ -11,6 +11,12 @@ class InputError(PerturblabError, ValueError):
     """Bad user input: a wrong argument, an empty text, a malformed data file."""
 
 
+class CapabilityError(InputError):
+    """A model cannot do what was asked: a method its backend cannot provide (an API language model
+    asked for full next-token distributions), or a study metric that needs one. The message names
+    the model, the missing capability and what to use instead."""
+
+
 class UnknownNameError(InputError, KeyError):
     """A name (model preset, capability, perturbation, measure) is not registered."""
 

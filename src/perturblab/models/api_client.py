@@ -13,6 +13,9 @@
   :attr:`ApiClient.faults` (kind, status, attempt, path), so a study can report them.
 * **The API key** is read from the environment variable named by ``api_key_env`` at request
   time and sent as ``Authorization: Bearer``; it never appears in ``repr``, faults, errors or logs.
+* **Spec strings** name an API model where a model name is expected: ``api:MODEL@BASE_URL``
+  (:func:`parse_api_spec`, :func:`api_config_from_spec`); the key variable is ``OPENAI_API_KEY``
+  unless ``PERTURBLAB_API_KEY_ENV`` names another one (:func:`default_api_key_env`).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import json
 import logging
 import os
 import random
+import re
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -34,7 +38,12 @@ RETRY_STATUS = frozenset({408, 409, 429}) | frozenset(range(500, 600))
 
 
 class ApiError(PerturblabError):
-    """An API request failed for good (after retries, or with an answer that retrying cannot fix)."""
+    """An API request failed for good (after retries, or with an answer that retrying cannot fix).
+    ``status`` is the HTTP status of a refused (not retried) request, else None."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 @dataclass
@@ -55,6 +64,44 @@ class ApiConfig:
             raise InputError(f"base_url must start with http:// or https://, got {self.base_url!r}")
         if self.timeout <= 0 or self.max_retries < 0 or self.backoff_base < 0 or self.concurrency < 1:
             raise InputError("need timeout > 0, max_retries >= 0, backoff_base >= 0 and concurrency >= 1")
+
+
+#: Where the API key is read from unless ``PERTURBLAB_API_KEY_ENV`` names another variable.
+DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
+_SPEC = re.compile(r"^api:(?P<model>[^\s@]+(?:@[^\s@]+)*?)@(?P<url>https?://\S+)$")
+
+
+def parse_api_spec(spec: str) -> tuple[str, str]:
+    """``(model, base_url)`` of a spec string ``api:MODEL@BASE_URL``, e.g.
+    ``api:gpt-3.5-turbo-instruct@https://api.openai.com/v1``; :class:`InputError` otherwise.
+
+    The URL starts at the first ``@http://`` or ``@https://``, so model names may contain ``/``,
+    ``:`` and ``@``. There is no default URL: a spec always says where the texts are sent.
+    """
+    m = _SPEC.match(str(spec).strip())
+    if m is None:
+        raise InputError(f"API model spec {spec!r} is not of the form api:MODEL@BASE_URL, e.g. "
+                         "api:gpt-3.5-turbo-instruct@https://api.openai.com/v1")
+    return m.group("model"), m.group("url").rstrip("/")
+
+
+def is_api_spec(name: str) -> bool:
+    """Whether ``name`` is meant as an API model spec (starts with ``api:``)."""
+    return str(name).strip().startswith("api:")
+
+
+def default_api_key_env() -> str:
+    """The environment variable holding the API key: ``$PERTURBLAB_API_KEY_ENV`` if set, else
+    ``OPENAI_API_KEY`` (the name is configuration; the key itself is only read at request time)."""
+    return os.environ.get("PERTURBLAB_API_KEY_ENV", "").strip() or DEFAULT_API_KEY_ENV
+
+
+def api_config_from_spec(spec: str, **overrides: Any) -> ApiConfig:
+    """An :class:`ApiConfig` for ``api:MODEL@BASE_URL`` with the key variable of
+    :func:`default_api_key_env`; ``overrides`` set other fields (timeout, concurrency, ...)."""
+    model, url = parse_api_spec(spec)
+    overrides.setdefault("api_key_env", default_api_key_env())
+    return ApiConfig(base_url=url, model=model, **overrides)
 
 
 @dataclass
@@ -171,7 +218,8 @@ class ApiClient:
                     with self._lock:
                         self.usage.failures += 1
                     raise ApiError(f"{path} answered HTTP {resp.status_code}: {resp.text[:200]} "
-                                   "(not retried: check the request, the model name and the API key)")
+                                   "(not retried: check the request, the model name and the API key)",
+                                   status=resp.status_code)
             self._fault(fault)
             if attempt < self.config.max_retries:
                 with self._lock:

@@ -29,6 +29,12 @@ attention mask the real positions never see the padding and position ids are the
 ``0..len-1``, so batched and one-at-a-time results agree to float rounding (tests assert
 max |Δ log-prob| ≤ 1e-4). Only the logits of the positions a call needs are computed
 (``logits_to_keep``). Generation left-pads, as transformers' ``generate`` expects.
+
+**Capabilities.** Not every backend can answer every question: an OpenAI-compatible API gives
+per-token log-probs and generations but no full distributions and no tokenizer. A model's
+``capabilities`` (a frozenset of :data:`CAPABILITIES` keys; :class:`HFCausalLM` has them all)
+say what it can do; :func:`require` and :func:`check_metric_capabilities` turn a missing one
+into a :class:`~perturblab.errors.CapabilityError` before a study does any work.
 """
 
 from __future__ import annotations
@@ -42,6 +48,11 @@ import torch
 
 from ..errors import InputError
 from .base import fingerprint_of
+from .lm_capabilities import (ALL_CAPABILITIES, CAPABILITIES, capabilities_of, check_metric_capabilities,
+                              describe_capabilities, require)
+
+__all__ = ["ALL_CAPABILITIES", "AUTO", "CAPABILITIES", "HFCausalLM", "LMInput", "LanguageModel",
+           "capabilities_of", "check_metric_capabilities", "describe_capabilities", "log_perplexity", "require"]
 
 LMInput = Union[str, Sequence[int]]
 DEFAULT_BATCH_SIZE = 32
@@ -100,6 +111,8 @@ class HFCausalLM:
     (fetched only when constructed). ``start_token`` is ``"auto"`` (the tokenizer's own
     start tokens), a vocabulary token, or None; see the module docstring.
     """
+
+    capabilities: frozenset[str] = ALL_CAPABILITIES
 
     def __init__(self, model: Any, tokenizer: Any = None, *, name: str | None = None,
                  start_token: str | None = AUTO, batch_size: int = DEFAULT_BATCH_SIZE,

@@ -15,7 +15,11 @@
 transformers reads GGUF files and dequantises them (~15–30 s for these models). The fp32
 result is saved once under ``paths.cache_dir()/lm/<name>-<file hash>/`` (safetensors, config
 and tokenizer), so later loads take about a second. :func:`load_language_model` also takes a
-local model directory, a ``.gguf`` file path, or a hub id (fetched only when a hub is reachable).
+local model directory, a ``.gguf`` file path, a hub id (fetched only when a hub is reachable), or
+``api:MODEL@BASE_URL`` for a model behind an OpenAI-compatible completions API
+(:class:`~.api_lm.ApiLanguageModel`; key from ``$OPENAI_API_KEY``, or the variable named by
+``$PERTURBLAB_API_KEY_ENV``). :func:`language_model_capabilities` says what a named model can do
+without loading it.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from ..paths import cache_dir
 from ..registry import Registry
 from .base import file_fingerprint, fingerprint_of
 if TYPE_CHECKING:  # pragma: no cover
+    from .api_lm import ApiLanguageModel
     from .lm import HFCausalLM
 
 log = logging.getLogger(__name__)
@@ -166,11 +171,77 @@ for _p in (
     LM_PRESETS.add(_p.name, (lambda p=_p: p), doc=_p.description)
 
 
-def load_language_model(name: str, **kwargs: Any) -> HFCausalLM:
-    """A language model by preset name, local directory, ``.gguf`` file or hub id.
+def language_model_capabilities(name: str) -> frozenset[str]:
+    """What the model :func:`load_language_model` gives for ``name`` can do, without loading it:
+    an ``api:`` spec gives an :class:`~.api_lm.ApiLanguageModel` (:class:`InputError` when it is
+    malformed), every other name an :class:`~.lm.HFCausalLM` (everything)."""
+    from .api_client import is_api_spec, parse_api_spec
+    from .lm_capabilities import ALL_CAPABILITIES
 
-    ``kwargs`` go to :class:`HFCausalLM` (``start_token``, ``batch_size``, ``max_length`` …).
+    if is_api_spec(name) or _config_api(name) is not None:
+        from .api_lm import ApiLanguageModel
+
+        if is_api_spec(name):
+            parse_api_spec(name)  # a malformed spec is reported as such
+
+        return ApiLanguageModel.capabilities
+    return ALL_CAPABILITIES
+
+
+def _config_api(name: str) -> dict[str, Any] | None:
+    """The API settings of ``name`` when a study config defines it as an API language model."""
+    try:
+        from . import named
+    except ImportError:  # pragma: no cover - configs are optional
+        return None
+    return named.api_definition(name, "language_model")
+
+
+def _api_model(config: Any, kwargs: dict[str, Any]) -> ApiLanguageModel:
+    from .api_client import ApiClient
+    from .api_lm import ApiLanguageModel
+
+    return ApiLanguageModel(ApiClient(config), **kwargs)
+
+
+def load_api_language_model(spec: str, **kwargs: Any) -> ApiLanguageModel:
+    """An :class:`~.api_lm.ApiLanguageModel` for ``api:MODEL@BASE_URL`` (named by the spec).
+
+    ``kwargs`` that are :class:`~.api_client.ApiConfig` fields (``timeout``, ``concurrency``,
+    ``max_retries``, ``api_key_env`` …) configure the client; the rest go to the model
+    (``max_length``, ``vocab_size``, ``score_max_tokens`` …). No request is sent here.
     """
+    from dataclasses import fields
+
+    from .api_client import ApiConfig, api_config_from_spec
+
+    names = {f.name for f in fields(ApiConfig)} - {"base_url", "model"}
+    config = api_config_from_spec(spec, **{k: kwargs.pop(k) for k in list(kwargs) if k in names})
+    kwargs.setdefault("name", spec.strip())
+    return _api_model(config, kwargs)
+
+
+def load_language_model(name: str, **kwargs: Any) -> HFCausalLM | ApiLanguageModel:
+    """A language model by preset name, local directory, ``.gguf`` file, hub id, API spec
+    ``api:MODEL@BASE_URL`` or the name of an API model a study config defines (``models.named``).
+
+    ``kwargs`` go to :class:`HFCausalLM` (``start_token``, ``batch_size``, ``max_length`` …), or
+    for an API model to :class:`~.api_lm.ApiLanguageModel` (see :func:`load_api_language_model`).
+    """
+    from .api_client import is_api_spec
+
+    if is_api_spec(name):
+        return load_api_language_model(name, **kwargs)
+    settings = _config_api(name)
+    if settings is not None:  # defined in a study config (models: NAME: {api: {...}})
+        from dataclasses import fields
+
+        from .api_client import ApiConfig, default_api_key_env
+
+        config = {f.name: settings[f.name] for f in fields(ApiConfig) if f.name in settings}
+        config.setdefault("api_key_env", default_api_key_env())
+        kwargs.setdefault("name", name)
+        return _api_model(ApiConfig(**config), kwargs)
     if name in LM_PRESETS:
         return LM_PRESETS.create(name).make(**kwargs)
     from .lm import HFCausalLM

@@ -12,6 +12,13 @@ round, and only per-sample scalars (top-1 ids, cosines, L1 distance of the chang
 counts) go into the study directory's ``results.sqlite`` (own tables, INSERT OR IGNORE on primary keys). Searches are keyed on
 the reference's fingerprint, the sentence pool and the search options, target rows on the
 target's fingerprint: a re-run skips finished samples, an added target re-uses the searches.
+
+Every model must give full next-token distributions (the search on the reference, the agreements
+and both SCoPE metrics), next-token distributions at every position with its own token ids (the
+teacher-forced accuracy gap) and a local tokenizer (the shared-vocabulary check): a model behind a
+completions API gives none of these (:data:`METRIC_NEEDS`), and the study refuses it with a
+:class:`~perturblab.errors.CapabilityError` when created. For a black-box API model use the
+classification study with :class:`~perturblab.models.api.ApiClassifier` (SCoPE Sec. 5).
 """
 
 from __future__ import annotations
@@ -36,7 +43,8 @@ from ..measures.scope_lm import (DEFAULT_LM_CUTOFF, LM_METRICS, check_shared_voc
 from ..measures.stats import bootstrap_ci
 from ..models.base import check_inputs, fingerprint_of
 from ..models.lm import LanguageModel
-from ..models.lm_presets import load_language_model
+from ..models.lm_capabilities import capabilities_of, check_metric_capabilities
+from ..models.lm_presets import language_model_capabilities, load_language_model
 from ..perturb.capabilities import CAPABILITIES, get_capability
 from ..perturb.engine import run_searches
 from ..perturb.goals import InvarianceGoal
@@ -57,6 +65,11 @@ CREATE TABLE IF NOT EXISTS lm_token_acc (model_key TEXT, text_key TEXT, model TE
   correct INTEGER, total INTEGER, PRIMARY KEY (model_key, text_key));
 """
 _ON_XP = ("ref_top1_xp", "top1_xp", "cos_xp", "change_l1")  # NULL when no perturbation was found
+_DIST = frozenset({"next_token_logprobs", "encode"})  # encode: the shared-vocabulary check
+#: The model capabilities each reported quantity calls (every model; the reference's search too).
+METRIC_NEEDS: dict[str, frozenset[str]] = {
+    "gap_iid_acc": frozenset({"span_logprobs", "encode"}),  # teacher-forced top-1 accuracy
+    **{m: _DIST for m in LM_METRICS if m != "gap_iid_acc"}}
 
 
 class NextTokenClassifier:
@@ -161,6 +174,7 @@ class LMScopeStudy:
         config.validate()
         self.config, self.out, self.progress = config, Path(out_dir), progress
         self._models: dict[str, LanguageModel] = dict(models or {})
+        self.check_capabilities()
         self._clfs: dict[str, NextTokenClassifier] = {}
         self._pool = None if sentences is None else _texts(sentences, "sentences")
         self._pool_key, self.targets = "", list(dict.fromkeys(config.targets))
@@ -168,6 +182,17 @@ class LMScopeStudy:
         self.db_path = self.out / DB_NAME
         with closing(sqlite3.connect(self.db_path)) as db:
             db.executescript(_SCHEMA)
+
+    def check_capabilities(self) -> None:
+        """Raise one :class:`~perturblab.errors.CapabilityError` naming each model that cannot
+        compute the study's metrics (:data:`METRIC_NEEDS`); loads no model, sends no request."""
+        names = dict.fromkeys([self.config.reference, *self.config.targets])
+        caps = {n: capabilities_of(self._models[n]) if n in self._models else language_model_capabilities(n)
+                for n in names}
+        check_metric_capabilities(caps, METRIC_NEEDS, list(LM_METRICS), study="LM SCoPE (App. G)", hint=(
+            "LM SCoPE compares next-token distributions over one shared vocabulary: use local models that "
+            "share a tokenizer. To compare with a model behind an API, run the classification SCoPE study "
+            "with ApiClassifier (SCoPE Sec. 5)."))
 
     def sentences(self) -> list[str]:
         """The pool of base sentences (loaded from ``config.corpus`` on first use)."""

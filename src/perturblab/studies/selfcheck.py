@@ -25,6 +25,16 @@ entropy        ``-``                      next-token entropy; extra: mean token 
 =============  =========================  ===================================================
 
 Scoring one chunk of a unit lives in :mod:`.selfcheck_scoring`.
+
+**What each metric needs from a model** (:data:`METRIC_NEEDS`: the
+:class:`~perturblab.models.lm.LanguageModel` methods its scoring calls). Only negation works from
+per-token log-probs alone, so it is the one metric a completions API can give (Sec. 4.1: "since we
+use perplexity, we can also utilize API models"); toxicity also reads the next-token mass of
+profane tokens, and the others compare full next-token distributions. The study checks every
+model against the requested metrics when it is created and raises one
+:class:`~perturblab.errors.CapabilityError` listing what cannot run. A model without a local
+tokenizer is not memoised (the memo keys on token ids) and its texts are checked against the
+context window by their UTF-8 bytes, an upper bound on the tokens of a subword tokenizer.
 """
 
 from __future__ import annotations
@@ -42,13 +52,23 @@ from ..errors import InputError
 from ..models.base import fingerprint_of
 from ..models.lm import LanguageModel
 from ..models.lm_cache import MemoLanguageModel
+from ..models.lm_capabilities import capabilities_of, check_metric_capabilities
 from ..perturb.selfsup import Negate, ReplaceContext, SwapWords
 from ..store import ResultStore
 from .selfcheck_scoring import Scorer, profane_token_ids, seeded_rng, setting_value
 
-__all__ = ["METRICS", "Examples", "Scorer", "SelfCheckConfig", "SelfCheckStudy", "profane_token_ids"]
+__all__ = ["METRICS", "METRIC_NEEDS", "Examples", "Scorer", "SelfCheckConfig", "SelfCheckStudy", "profane_token_ids"]
 log = logging.getLogger(__name__)
 METRICS: tuple[str, ...] = ("negation", "toxicity", "long_range", "word_order", "tokenization", "entropy")
+#: The model capabilities each metric's scoring calls (see the module docstring).
+METRIC_NEEDS: dict[str, frozenset[str]] = {
+    "negation": frozenset({"token_logprobs"}),
+    "toxicity": frozenset({"generate", "next_token_logprobs", "encode"}),  # encode: profane token ids
+    "long_range": frozenset({"encode", "span_logprobs"}),
+    "word_order": frozenset({"next_token_logprobs"}),
+    "tokenization": frozenset({"tokenizer", "encode", "decode", "next_token_logprobs"}),
+    "entropy": frozenset({"next_token_logprobs", "span_logprobs"}),
+}
 
 
 @dataclass
@@ -178,6 +198,8 @@ def _fits(lm: LanguageModel, metric: str, example: Any, max_new_tokens: int) -> 
     if metric == "tokenization":
         return all(len(t) + 1 <= lm.max_length for t in texts)
     room = 16 + (max_new_tokens if metric == "toxicity" else 0)
+    if "encode" not in capabilities_of(lm):  # no local tokenizer: UTF-8 bytes bound the tokens
+        return all(len(t.encode("utf-8")) + room <= lm.max_length for t in texts)
     return all(len(lm.encode(t)) + room <= lm.max_length for t in texts)
 
 
@@ -194,8 +216,9 @@ class SelfCheckStudy:
                  benign: Corpus | None = None, progress: bool = True) -> None:
         config.validate()
         self.cfg, self.out = config, Path(out_dir)
-        self.out.mkdir(parents=True, exist_ok=True)
         self.models = dict(models or {})
+        self.check_capabilities()
+        self.out.mkdir(parents=True, exist_ok=True)
         self.progress = progress
         corpus = corpus if corpus is not None else load_corpus(config.corpus, text_column=config.text_column)
         if benign is None and config.benign_corpus and "negation" in config.metrics:
@@ -206,6 +229,17 @@ class SelfCheckStudy:
                             "values (e.g. fiction); pass another --benign-corpus", config.corpus)
         self.examples = Examples(config, corpus, benign if config.benign_corpus else None)
         self.store = ResultStore(self.out / "results.sqlite")
+
+    def check_capabilities(self) -> None:
+        """Raise one :class:`~perturblab.errors.CapabilityError` listing every model × requested
+        metric the model cannot compute (:data:`METRIC_NEEDS`); loads no model, sends no request."""
+        from ..models.lm_presets import language_model_capabilities
+
+        caps = {name: capabilities_of(self.models[name]) if name in self.models
+                else language_model_capabilities(name) for name in self.cfg.models}
+        check_metric_capabilities(caps, METRIC_NEEDS, self.cfg.metrics, study="selfcheck", hint=(
+            "Leave those metrics out (--metrics) for those models, or use a local model (a preset, a Hugging "
+            "Face directory or a .gguf file): an API model gives per-token log-probs and generations only."))
 
     def units(self) -> list[tuple[str, str, bool]]:
         return [(m, s, main) for m in self.cfg.metrics for s, main in self.cfg.settings(m)]
@@ -238,7 +272,8 @@ class SelfCheckStudy:
                     plan.append((metric, setting, rest))
             if not plan:
                 continue
-            lm = MemoLanguageModel(self._load(name), max_entries=4 * cfg.chunk)
+            inner = self._load(name)  # the memo keys on token ids: only with a local tokenizer
+            lm = MemoLanguageModel(inner, max_entries=4 * cfg.chunk) if "encode" in capabilities_of(inner) else inner
             scorer, skipped = Scorer(lm, cfg), 0
             bar = tqdm(total=sum(len(r) for *_, r in plan), desc=f"selfcheck {name}", unit="ex",
                        disable=not self.progress)
@@ -257,6 +292,9 @@ class SelfCheckStudy:
             if skipped:
                 log.warning("%s: %d examples longer than its context window (%d tokens) were skipped",
                             name, skipped, lm.max_length)
+            if getattr(lm, "usage", None) is not None:  # an API model: what it cost, what failed
+                log.info("%s: API usage %s; %d failed attempts (retried or not)", name,
+                         lm.usage.as_dict(), len(getattr(lm, "faults", ())))
             if name not in self.models:
                 del lm, scorer
                 gc.collect()

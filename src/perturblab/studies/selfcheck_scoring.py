@@ -66,7 +66,7 @@ class Scorer:
         self.lm, self.cfg = lm, cfg
         self._profane: np.ndarray | None = None
         # sequences per span_logprobs call: ~0.5 GB of float32 log-probs at ~40 positions each
-        self.span_chunk = max(1, SPAN_FLOATS // (40 * lm.vocab_size) // 2)
+        self.span_chunk = max(1, SPAN_FLOATS // (40 * max(1, lm.vocab_size)) // 2)  # 0: unknown (API)
 
     @property
     def profane(self) -> np.ndarray:

@@ -1,0 +1,198 @@
+"""A language model behind an OpenAI-compatible completions API, as far as such an API allows.
+
+What a completions endpoint (``POST /completions``, the OpenAI legacy format) can give, and how
+:class:`ApiLanguageModel` asks for it:
+
+* **per-token log-probs of a text** (:meth:`~ApiLanguageModel.token_logprobs`; perplexity, the
+  negation metric of the self-supervised evaluation paper, Sec. 4, which notes that "since we use
+  perplexity, we can also utilize API models", Sec. 4.1): one request per text with
+  ``echo=True, max_tokens=0, logprobs=1, temperature=0``. The answer's
+  ``choices[0].logprobs`` holds ``tokens``, ``token_logprobs`` and ``text_offset`` of the
+  prompt. The endpoint decides which tokens are scored: the first token of a text has no context,
+  its log-prob comes back null and is left out (as :class:`~.lm.HFCausalLM` does for tokenizers
+  without a start token); a server that puts a start token first (null) scores every text token.
+  So the result has exactly the scored tokens, like the protocol asks. Servers that refuse
+  ``max_tokens=0`` take ``score_max_tokens=1``: tokens at or after the end of the prompt
+  (``text_offset``) are dropped.
+* **generations** (:meth:`~ApiLanguageModel.generate`): a plain completion, ``temperature=0``
+  (greedy) unless ``sample=True``, which sends ``temperature`` and ``seed``.
+
+What it cannot give: **full next-token distributions over the vocabulary** (the endpoint returns
+at most the top-k log-probs of each token; word order, tokenization, long-range context,
+entropy, the toxicity metric's next-token mass, SCoPE App. G) and a **local tokenizer**
+(``encode``/``decode``, token-id inputs). Those raise :class:`~perturblab.errors.CapabilityError`
+naming the model, the missing capability and what to use instead; ``capabilities`` lists what
+works, so studies refuse unsupported metrics before any request
+(:func:`~.lm_capabilities.check_metric_capabilities`).
+
+An endpoint that answers a scoring request without prompt log-probs (no ``logprobs``, empty
+lists, only completion tokens), or refuses it with HTTP 400/422 (echo with logprobs
+unsupported), raises :class:`~perturblab.errors.CapabilityError`: never zeros. Transport,
+retries, usage and faults, and the API key (read from the environment, written nowhere) are
+:class:`~.api_client.ApiClient`'s.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Sequence
+
+import numpy as np
+
+from ..errors import CapabilityError, InputError
+from .api_client import ApiClient, ApiError, Fault, Usage
+from .base import fingerprint_of
+
+if TYPE_CHECKING:  # pragma: no cover - lm imports torch, which an API model does not need
+    from .lm import LMInput
+
+_INSTEAD = ("use a local model (a preset, a Hugging Face directory or a .gguf file) for it; through a "
+            "completions API only per-token log-probs of a text (perplexity, the negation metric) and "
+            "generations are available")
+
+
+class ApiLanguageModel:
+    """A :class:`~.lm.LanguageModel` answered by a completions endpoint (see the module docstring).
+
+    ``max_length`` is the endpoint's context window in tokens (studies use it to skip texts that
+    cannot fit; without a tokenizer they bound a text's tokens by its UTF-8 bytes); ``vocab_size``
+    is the vocabulary size when known, 0 otherwise (no method here returns vocabulary-sized rows).
+    ``logprobs`` is the ``logprobs`` value sent with scoring requests (1: the sampled token and
+    its top alternative; some servers give nothing for 0).
+    """
+
+    capabilities: frozenset[str] = frozenset({"token_logprobs", "generate"})
+
+    def __init__(self, client: ApiClient, *, name: str | None = None, max_length: int = 4096,
+                 vocab_size: int = 0, logprobs: int = 1, score_max_tokens: int = 0) -> None:
+        if max_length < 2 or vocab_size < 0 or logprobs < 0 or score_max_tokens not in (0, 1):
+            raise InputError("need max_length >= 2, vocab_size >= 0, logprobs >= 0 and score_max_tokens 0 or 1")
+        self.client = client
+        self.name = name or f"api:{client.config.model or client.config.base_url}"
+        self.max_length, self.vocab_size = int(max_length), int(vocab_size)
+        self.logprobs, self.score_max_tokens = int(logprobs), int(score_max_tokens)
+        self.fingerprint: str = fingerprint_of("ApiLanguageModel", client.config.base_url, client.config.model,
+                                               self.logprobs, self.score_max_tokens)
+
+    def __repr__(self) -> str:  # no key, no headers
+        return f"ApiLanguageModel({self.name!r}, capabilities={sorted(self.capabilities)})"
+
+    @property
+    def usage(self) -> Usage:
+        """Requests, retries, failures and tokens spent (the client's)."""
+        return self.client.usage
+
+    @property
+    def faults(self) -> list[Fault]:
+        """Every failed attempt (kind, status, attempt), retried or not (the client's)."""
+        return self.client.faults
+
+    # ------------------------------------------------------------------ what the API cannot do
+    def _cannot(self, what: str, why: str) -> CapabilityError:
+        return CapabilityError(f"{self.name} cannot give {what}: {why}; {_INSTEAD}")
+
+    def encode(self, text: str) -> list[int]:
+        """Not available: the endpoint's tokenizer is not local (:class:`CapabilityError`)."""
+        raise self._cannot("token ids (a local tokenizer)", "an API model's tokenizer runs on the server")
+
+    def decode(self, ids: Sequence[int]) -> str:
+        """Not available: the endpoint's tokenizer is not local (:class:`CapabilityError`)."""
+        raise self._cannot("the text of token ids (a local tokenizer)", "an API model's tokenizer runs on the server")
+
+    def next_token_logprobs(self, inputs: Sequence[LMInput]) -> np.ndarray:
+        """Not available: full distributions over the vocabulary (:class:`CapabilityError`)."""
+        raise self._cannot("full next-token distributions over the vocabulary",
+                           "a completions endpoint returns at most the top-k log-probabilities of a token")
+
+    def span_logprobs(self, inputs: Sequence[LMInput], starts: Sequence[int]) -> list[np.ndarray]:
+        """Not available: full distributions over the vocabulary (:class:`CapabilityError`)."""
+        raise self._cannot("full next-token distributions at every position of a span",
+                           "a completions endpoint returns at most the top-k log-probabilities of a token")
+
+    # ------------------------------------------------------------------ what it can do
+    def _texts(self, inputs: Sequence[LMInput], what: str) -> list[str]:
+        if isinstance(inputs, str):
+            raise InputError(f"{what} takes a list of texts, not a single string; wrap it in a list")
+        out = list(inputs)
+        for i, x in enumerate(out):
+            if not isinstance(x, str):
+                raise self._cannot(f"{what} of token-id inputs (inputs[{i}])", "token ids need the model's "
+                                   "tokenizer, which runs on the server; pass texts")
+            if not x:
+                raise InputError(f"{what}: inputs[{i}] is empty; drop empty texts first")
+        return out
+
+    def token_logprobs(self, inputs: Sequence[LMInput]) -> list[np.ndarray]:
+        """Per text, float64 log p(t_i | t_<i) of every token the endpoint scores (module docstring);
+        one request per distinct text."""
+        texts = self._texts(inputs, "token_logprobs")
+        uniq = list(dict.fromkeys(texts))
+        payloads = [{"prompt": t, "echo": True, "max_tokens": self.score_max_tokens, "temperature": 0,
+                     "logprobs": self.logprobs} for t in uniq]
+        try:
+            answers = self.client.post_many("completions", payloads)
+        except ApiError as e:
+            if e.status in (400, 422):
+                raise CapabilityError(
+                    f"{self.name}: the endpoint refused a prompt-scoring request (echo=True with logprobs, "
+                    f"max_tokens={self.score_max_tokens}): {e}. Endpoints that do not support echo with "
+                    "log-probabilities answer like this (if the message says the prompt is too long or "
+                    "max_tokens must be >= 1, fix that, e.g. score_max_tokens=1)") from e
+            raise
+        first = {t: i for i, t in reversed(list(enumerate(texts)))}  # for error messages
+        got = {t: self._prompt_logprobs(first[t], t, a) for t, a in zip(uniq, answers)}
+        return [got[t].copy() for t in texts]
+
+    def _no_logprobs(self, i: int, detail: str) -> CapabilityError:
+        return CapabilityError(
+            f"{self.name}: the endpoint answered the scoring request for inputs[{i}] (echo=True with logprobs) "
+            f"{detail}, so it gives no per-token log-probabilities of a prompt (echo with logprobs is not "
+            "supported there, e.g. chat or newer completion models); use a local model (a preset, a Hugging "
+            "Face directory or a .gguf file) or an endpoint that echoes prompt log-probabilities")
+
+    def _prompt_logprobs(self, i: int, text: str, answer: dict[str, Any]) -> np.ndarray:
+        try:
+            lp = answer["choices"][0].get("logprobs")
+        except (KeyError, IndexError, TypeError, AttributeError):
+            raise ApiError(f"{self.name}: completions answer without choices: {str(answer)[:200]}") from None
+        if not isinstance(lp, dict) or not isinstance(lp.get("token_logprobs"), list):
+            raise self._no_logprobs(i, "without log-probabilities")
+        values, offsets = lp["token_logprobs"], lp.get("text_offset")
+        if isinstance(offsets, list) and len(offsets) == len(values) and all(isinstance(o, int) for o in offsets):
+            values = [v for v, o in zip(values, offsets) if o < len(text)]  # the prompt's tokens only
+        elif self.score_max_tokens:
+            raise ApiError(f"{self.name}: the answer has no text_offset, so the prompt's tokens cannot be told "
+                           "from the generated one; use score_max_tokens=0")
+        if not values:
+            raise self._no_logprobs(i, "without any prompt token")
+        k = 0
+        while k < len(values) and values[k] is None:  # no context: not scored
+            k += 1
+        rest = values[k:]
+        bad = [j for j, v in enumerate(rest) if isinstance(v, bool) or not isinstance(v, (int, float)) or not v <= 1e-6]
+        if bad:
+            raise ApiError(f"{self.name}: the answer for inputs[{i}] has an invalid log-probability "
+                           f"{rest[bad[0]]!r} at scored token {bad[0]} (log-probabilities are numbers <= 0)")
+        if not rest:
+            raise InputError(f"inputs[{i}] ({text[:60]!r}) is a single token for {self.name} and the endpoint "
+                             "scores no token without context; use longer texts")
+        return np.asarray(rest, dtype=np.float64)
+
+    def generate(self, prompts: Sequence[str], *, max_new_tokens: int = 32, sample: bool = False,
+                 seed: int = 0, temperature: float = 1.0) -> list[str]:
+        """The completion of each prompt: greedy (``temperature=0``) by default; ``sample=True``
+        sends ``temperature`` and ``seed`` (whether the endpoint honours the seed is up to it)."""
+        if max_new_tokens < 1:
+            raise InputError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
+        if sample and temperature <= 0:
+            raise InputError(f"temperature must be > 0 when sampling, got {temperature}")
+        texts = self._texts(prompts, "generate")
+        extra = {"temperature": float(temperature), "seed": int(seed)} if sample else {"temperature": 0}
+        answers = self.client.post_many("completions", [{"prompt": t, "max_tokens": int(max_new_tokens), **extra}
+                                                        for t in texts])
+        out = []
+        for a in answers:
+            try:
+                out.append(str(a["choices"][0]["text"]))
+            except (KeyError, IndexError, TypeError):
+                raise ApiError(f"{self.name}: completions answer without choices[0].text: {str(a)[:200]}") from None
+        return out
