@@ -6,6 +6,7 @@ deterministically for a seed and leaving the caller's global RNG state alone. It
 ``epochs``, at ``max_steps`` or after ``max_seconds`` of wall time, and atomically writes the
 model, its tokenizer and ``perturblab_finetune.json`` (provenance). :func:`load_or_finetune`
 keeps one directory per (base, data, seed, training config) under ``paths.data_home()/finetuned``.
+``checkpoints=`` also keeps intermediate checkpoints (:mod:`.checkpoints`, SCoPE App. D).
 
 The result loads with ``perturblab.models.HFSequenceClassifier(dir)`` (the classifier) and
 ``perturblab.models.HFEncoder(dir)`` (hidden states: ``AutoModel`` loads the base weights from
@@ -25,7 +26,7 @@ import time
 import uuid
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -33,6 +34,7 @@ from ..data.examples import Dataset
 from ..errors import InputError
 from ..paths import data_home
 from .base import fingerprint_of
+from .checkpoints import CheckpointWriter, check_fractions, removed_on_error
 from .presets import data_fingerprint
 
 logger = logging.getLogger(__name__)
@@ -131,17 +133,27 @@ def _encode(tokenizer: Any, train: Dataset, max_length: int) -> list[dict[str, l
 
 
 def finetune_classifier(base: Any, train: Dataset, *, seed: int, out_dir: Path | str, tokenizer: Any = None,
-                        config: FinetuneConfig = FinetuneConfig(), progress: bool = True) -> Path:
+                        config: FinetuneConfig = FinetuneConfig(), progress: bool = True,
+                        checkpoints: Sequence[float] | None = None) -> Path:
     """Fine-tune ``base`` (a local HF directory or a base-encoder ``PreTrainedModel``) on ``train``.
 
     A bare encoder gets a freshly initialised classification head. ``tokenizer`` (an object or
     a directory) is needed when ``base`` is an instance. Returns ``out_dir``, which is replaced
     atomically; an existing ``out_dir`` must be an earlier fine-tune (or empty).
+
+    ``checkpoints`` (fractions of the total steps, e.g. ``(0.0, 0.2, ..., 1.0)``) also saves the
+    model at those points as ``out_dir/checkpoint-000``, ``checkpoint-020``, ... (SCoPE App. D;
+    see :mod:`.checkpoints`); 0 is the initialised model before any update. Saving does not
+    change training, and its time does not count against ``max_seconds``. When ``max_seconds``
+    stops training before the last requested checkpoint, the state it stopped at is saved as
+    one more checkpoint. The list is in ``perturblab_finetune.json`` under ``checkpoints``.
     """
     import torch
     from tqdm.auto import tqdm
 
     config.check()
+    if checkpoints is not None:
+        checkpoints = check_fractions(checkpoints)
     labels = _check_data(train)
     out_dir = Path(out_dir).expanduser()
     if out_dir.exists() and not (out_dir.is_dir() and (_is_finished(out_dir) or not any(out_dir.iterdir()))):
@@ -153,8 +165,10 @@ def finetune_classifier(base: Any, train: Dataset, *, seed: int, out_dir: Path |
     total = planned if config.max_steps is None else min(planned, config.max_steps)
     warmup = int(config.warmup_fraction * total)
     losses: list[float] = []
+    tmp = out_dir.parent / f".{out_dir.name}.tmp-{uuid.uuid4().hex[:8]}"
+    writer, paused = None, 0.0  # checkpoint writer; seconds spent saving checkpoints
     start = time.perf_counter()
-    with torch.random.fork_rng(devices=[]):
+    with torch.random.fork_rng(devices=[]), removed_on_error(tmp):
         torch.manual_seed(seed)
         model, tok, base_desc = _build_model(base, tokenizer, list(train.label_names))
         limits = (getattr(tok, "model_max_length", None), getattr(model.config, "max_position_embeddings", None))
@@ -170,6 +184,11 @@ def finetune_classifier(base: Any, train: Dataset, *, seed: int, out_dir: Path |
         batches = itertools.islice((o[b:b + bs] for o in orders for b in range(0, n, bs)), total)
         logger.info("fine-tuning %s on %s (%d examples, %d labels, up to %d steps)", base_desc,
                     train.name, n, len(train.label_names), total)
+        if checkpoints is not None:
+            writer = CheckpointWriter(checkpoints, total, tmp, info={
+                "base": base_desc, "data_name": train.name, "data_fingerprint": data_fingerprint(train),
+                "label_names": list(train.label_names), "seed": seed, "config": asdict(config)})
+            paused += writer.save(0, model, tok)
         model.train()
         with tqdm(total=total, desc="fine-tuning", unit="step", disable=not progress) as bar:
             for idx in batches:
@@ -183,8 +202,12 @@ def finetune_classifier(base: Any, train: Dataset, *, seed: int, out_dir: Path |
                 losses.append(float(loss.detach()))
                 bar.update(1)
                 bar.set_postfix(loss=f"{losses[-1]:.4f}", refresh=False)
-                if config.max_seconds is not None and time.perf_counter() - start >= config.max_seconds:
+                if writer is not None and writer.due(len(losses)):
+                    paused += writer.save(len(losses), model, tok, {"loss": losses[-1]})
+                if config.max_seconds is not None and time.perf_counter() - start - paused >= config.max_seconds:
                     break
+        if writer is not None:
+            saved = writer.finish(len(losses), model, tok)
     wall = time.perf_counter() - start
     steps = len(losses)
     stop = "epochs" if steps == planned else "max_steps" if steps == config.max_steps else "max_seconds"
@@ -195,8 +218,9 @@ def finetune_classifier(base: Any, train: Dataset, *, seed: int, out_dir: Path |
             "loss_first_10pct": float(np.mean(losses[:tenth])) if steps else None,
             "loss_last_10pct": float(np.mean(losses[-tenth:])) if steps else None,
             "torch_version": torch.__version__}
+    if writer is not None:
+        meta["checkpoint_fractions"], meta["checkpoints"] = list(checkpoints), saved
     out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out_dir.parent / f".{out_dir.name}.tmp-{uuid.uuid4().hex[:8]}"
     try:
         model.save_pretrained(tmp)
         tok.save_pretrained(tmp)
@@ -213,12 +237,16 @@ def finetune_classifier(base: Any, train: Dataset, *, seed: int, out_dir: Path |
     return out_dir
 
 
-def finetuned_dir(base_name: str, train: Dataset, seed: int, config: FinetuneConfig = FinetuneConfig()) -> Path:
+def finetuned_dir(base_name: str, train: Dataset, seed: int, config: FinetuneConfig = FinetuneConfig(),
+                  checkpoints: Sequence[float] | None = None) -> Path:
     """Where :func:`load_or_finetune` keeps the fine-tune of ``base_name`` on ``train`` with ``seed``
-    and ``config`` (each training budget gets its own directory)."""
+    and ``config`` (each training budget, and each list of checkpoint fractions, gets its own directory)."""
     safe = re.sub(r"[^A-Za-z0-9._-]+", "_", base_name).strip("._") or "model"
     cfg = fingerprint_of(sorted(asdict(config).items()))[:8]
-    return data_home() / "finetuned" / f"{safe}__{data_fingerprint(train)}__seed{seed}__{cfg}"
+    name = f"{safe}__{data_fingerprint(train)}__seed{seed}__{cfg}"
+    if checkpoints is not None:
+        name += f"__ckpt{fingerprint_of(check_fractions(checkpoints))[:8]}"
+    return data_home() / "finetuned" / name
 
 
 def read_finetune_meta(path: Path | str) -> dict:
@@ -231,22 +259,26 @@ def read_finetune_meta(path: Path | str) -> dict:
 
 def load_or_finetune(base_name: str, base: Any, train: Dataset, *, seed: int, tokenizer: Any = None,
                      config: FinetuneConfig = FinetuneConfig(), retrain: bool = False,
-                     progress: bool = True) -> Path:
+                     progress: bool = True, checkpoints: Sequence[float] | None = None) -> Path:
     """The directory of ``base`` fine-tuned on ``train`` with ``seed``, trained only when needed.
 
-    A stored directory is reused when its data fingerprint, seed and config match (and
-    ``retrain`` is False); otherwise it is replaced by a new fine-tune.
+    A stored directory is reused when its data fingerprint, seed and config (and checkpoint
+    fractions, see :func:`finetune_classifier`) match and ``retrain`` is False; otherwise it is
+    replaced by a new fine-tune.
     """
-    path = finetuned_dir(base_name, train, seed, config)
+    if checkpoints is not None:
+        checkpoints = check_fractions(checkpoints)
+    path = finetuned_dir(base_name, train, seed, config, checkpoints)
     try:
         meta = {} if retrain or not _is_finished(path) else read_finetune_meta(path)
     except (ValueError, OSError):  # unreadable metadata: fine-tune again
         meta = {}
     if meta and (meta.get("data_fingerprint"), meta.get("seed"), meta.get("config")) == (
-            data_fingerprint(train), seed, asdict(config)):
+            data_fingerprint(train), seed, asdict(config)) and meta.get("checkpoint_fractions") == checkpoints:
         logger.info("using the fine-tuned model in %s", path)
         return path
     if path.exists() and not _is_finished(path):
         shutil.rmtree(path)  # our own, unfinished or corrupt directory
+    kw = {} if checkpoints is None else {"checkpoints": checkpoints}
     return finetune_classifier(base, train, seed=seed, out_dir=path, tokenizer=tokenizer, config=config,
-                               progress=progress)
+                               progress=progress, **kw)

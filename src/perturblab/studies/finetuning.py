@@ -43,21 +43,28 @@ from .inputs import labelled_split
 log = logging.getLogger(__name__)
 
 
-def finetuned_encoder(base: str, train: Dataset, seed: int, config: FinetuneConfig, *, progress: bool = True) -> Any:
-    """An :class:`~perturblab.models.hf.HFEncoder` of ``base`` fine-tuned on ``train`` (trained once,
-    then loaded from ``data_home()/finetuned``)."""
-    from ..models.hf import HFEncoder
+def finetune_source(base: str) -> tuple[Any, Any]:
+    """(weights, tokenizer) to fine-tune for an encoder name: the packaged MiniLM-L6 directory,
+    a preset's loaded torch model and tokenizer, or the name itself (a directory or hub id) with
+    its own tokenizer (``None``)."""
     from ..models.presets import PRESETS, load_encoder
 
     if base == "minilm-l6":
         from ..models.onnx_convert import tokenizer_dir
 
-        source, tok = tokenizer_dir(), None
-    elif base in PRESETS:
+        return tokenizer_dir(), None
+    if base in PRESETS:
         enc = load_encoder(base)
-        source, tok = enc.model, enc.tokenizer
-    else:
-        source, tok = base, None
+        return enc.model, enc.tokenizer
+    return base, None
+
+
+def finetuned_encoder(base: str, train: Dataset, seed: int, config: FinetuneConfig, *, progress: bool = True) -> Any:
+    """An :class:`~perturblab.models.hf.HFEncoder` of ``base`` fine-tuned on ``train`` (trained once,
+    then loaded from ``data_home()/finetuned``)."""
+    from ..models.hf import HFEncoder
+
+    source, tok = finetune_source(base)
     path = load_or_finetune(base, source, train, seed=seed, tokenizer=tok, config=config, progress=progress)
     return HFEncoder(path, name=f"{base}-ft{seed}")
 

@@ -44,11 +44,10 @@ STAR_OF_FAIRNESS = ("synonym*", "typo*")
 
 
 @dataclass
-class ScopeConfig(SearchOptions):
-    """Options of a shared-invariance study (defaults follow the SCoPE paper)."""
+class ScopeOptions(SearchOptions):
+    """Options of a shared-invariance study other than its models (defaults follow the SCoPE
+    paper); the checkpoint study shares them."""
 
-    reference: str
-    targets: list[str]
     capabilities: list[str] = field(default_factory=lambda: ["synonym", "typo"])
     data: str = "rotten_tomatoes"
     n: int = 500
@@ -59,6 +58,15 @@ class ScopeConfig(SearchOptions):
     test_size: float = 0.25
     perturb_field: int = 0
     n_boot: int = 1000
+
+
+@dataclass(kw_only=True)
+class ScopeConfig(ScopeOptions):
+    """Options of a shared-invariance study: the reference m1, the targets m2 and the
+    :class:`ScopeOptions`."""
+
+    reference: str
+    targets: list[str]
 
     def validate(self) -> None:
         if not self.targets:

@@ -1,0 +1,317 @@
+"""Training dynamics of shared invariances: SCoPE over a sequence of checkpoints (App. D, Figs. 9-10).
+
+Given checkpoints m_0, ..., m_T of one training run (in training order), the study runs the
+shared-invariance study of :mod:`.scope` (reused, not re-implemented: perturbations by the
+greedy search of Eq. 1, Gap in IID accuracy, IID/OOD agreement, Hard-SCoPE Eq. 2 and
+Soft-SCoPE Eq. 3) for two families of pairs:
+
+* ``vs_final`` — reference m_T (the final checkpoint), target every m_t, the final one
+  included (a model against itself scores Hard = Soft-SCoPE = 1): Fig. 9 and Fig. 10 (left);
+* ``vs_previous`` — reference m_{t-1}, target m_t for t >= 1: Fig. 10 (right).
+
+Searches depend only on the reference, so there is one :class:`~.scope.ScopeStudy` per
+reference (the final checkpoint's covers every target); all of them share one output directory
+and its results store, so a re-run resumes (finished searches come from the store, model
+outputs from ``cache.sqlite``). ``checkpoints.json`` records every checkpoint's fingerprint;
+reusing the directory for other weights under the same name is refused.
+
+:func:`finetune_checkpoints` makes such a sequence by fine-tuning a packaged encoder with
+intermediate checkpoints (cached under the data home); the paper instead uses pre-training
+checkpoints with a trained linear probe.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from ..data.examples import Dataset
+from ..errors import InputError
+from ..measures.scope import METRICS
+from ..models.base import Classifier
+from ..models.checkpoints import list_checkpoints, read_checkpoint_meta
+from ..models.finetune import FinetuneConfig
+from .scope import ScopeConfig, ScopeOptions, ScopeStudy, summarise
+
+log = logging.getLogger(__name__)
+COMPARISONS = ("vs_final", "vs_previous")
+DEFAULT_FRACTIONS = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
+MANIFEST = "checkpoints.json"
+
+
+@dataclass
+class Checkpoint:
+    """One checkpoint m_t: a name, a classifier (or a directory loadable by
+    :class:`~perturblab.models.hf.HFSequenceClassifier`) and, when known, its percent of training."""
+
+    name: str
+    model: Classifier | str | Path
+    percent: float | None = None
+
+
+def checkpoints_from_dirs(dirs: Sequence[str | Path]) -> list[Checkpoint]:
+    """Checkpoints from model directories, in the given order; a single directory holding
+    ``checkpoint-*`` subdirectories (a fine-tune with checkpoints) stands for those, in training
+    order. Names are directory names (full paths where two coincide); percents come from
+    ``perturblab_checkpoint.json`` when present."""
+    paths = [Path(d).expanduser() for d in dirs]
+    for d, p in zip(dirs, paths):
+        if not p.is_dir():
+            raise InputError(f"checkpoint {str(d)!r} is not a directory; give model directories written by "
+                             "save_pretrained (e.g. the checkpoint-* directories of a fine-tune)")
+    if len(paths) == 1:
+        paths = list_checkpoints(paths[0]) or paths
+    names = [p.name for p in paths]
+    return [_dir_checkpoint(p, name if names.count(name) == 1 else str(p)) for p, name in zip(paths, names)]
+
+
+def _dir_checkpoint(path: Path, name: str | None = None) -> Checkpoint:
+    path = Path(path).expanduser()
+    if not path.is_dir():
+        raise InputError(f"checkpoint {str(path)!r} is not a directory")
+    meta = read_checkpoint_meta(path) or {}
+    pct = 100.0 * meta["fraction"] if isinstance(meta.get("fraction"), (int, float)) else None
+    return Checkpoint(name or path.name, path, pct)
+
+
+def finetune_checkpoints(base: str, train: Dataset, *, seed: int = 0,
+                         fractions: Sequence[float] = DEFAULT_FRACTIONS,
+                         config: FinetuneConfig = FinetuneConfig(epochs=1, max_seconds=300.0),
+                         progress: bool = True) -> list[Checkpoint]:
+    """Fine-tune encoder ``base`` (a preset such as ``minilm-l3``, or a local directory) on
+    ``train`` with checkpoints at ``fractions`` of the steps (0 = initialised model, random head),
+    cached under ``data_home()/finetuned`` like :func:`~perturblab.models.finetune.load_or_finetune`;
+    returns them in training order."""
+    from ..models.checkpoints import check_fractions
+    from ..models.finetune import load_or_finetune
+    from .finetuning import finetune_source
+
+    if len(check_fractions(fractions)) < 2:
+        raise InputError(f"give at least two checkpoint fractions (e.g. 0,0.5,1), got {list(fractions)}")
+    source, tok = finetune_source(base)
+    path = load_or_finetune(base, source, train, seed=seed, tokenizer=tok, config=config, progress=progress,
+                            checkpoints=fractions)
+    found = list_checkpoints(path)
+    if len(found) < 2:
+        raise InputError(f"the fine-tune in {path} has {len(found)} checkpoint(s); give at least two fractions")
+    return [_dir_checkpoint(c, f"{Path(base).name}-{c.name}") for c in found]
+
+
+@dataclass
+class CheckpointConfig(ScopeOptions):
+    """Options of :class:`CheckpointStudy`: those of the SCoPE study without its models, and
+    which comparisons to make."""
+
+    comparisons: tuple[str, ...] = COMPARISONS
+
+    def scope_config(self, reference: str, targets: list[str]) -> ScopeConfig:
+        """The :class:`~.scope.ScopeConfig` of one reference and its targets."""
+        kw = {k: v for k, v in asdict(self).items() if k != "comparisons"}
+        return ScopeConfig(reference=reference, targets=targets, **kw)
+
+
+class CheckpointStudy:
+    """SCoPE between the checkpoints of one training run (App. D), written into ``out_dir``.
+
+    ``checkpoints`` are in training order, the last one the final model; they are
+    :class:`Checkpoint` objects or directories. ``splits`` gives (train, test) directly
+    (default: ``config.data`` split like the SCoPE study). ``cache`` keeps model outputs in
+    ``out_dir/cache.sqlite``.
+    """
+
+    def __init__(self, config: CheckpointConfig, out_dir: str | Path,
+                 checkpoints: Sequence[Checkpoint | str | Path],
+                 splits: tuple[Dataset, Dataset] | None = None, progress: bool = True, cache: bool = True):
+        bad = [c for c in config.comparisons if c not in COMPARISONS]
+        if bad or not config.comparisons:
+            raise InputError(f"comparisons must be among {COMPARISONS}, got {list(config.comparisons)}")
+        if all(not isinstance(c, Checkpoint) for c in checkpoints):
+            self.checkpoints = checkpoints_from_dirs(checkpoints)
+        else:
+            self.checkpoints = [c if isinstance(c, Checkpoint) else _dir_checkpoint(Path(c))
+                                for c in checkpoints]
+        if len(self.checkpoints) < 2:
+            raise InputError(f"give at least 2 checkpoints in training order, got {len(self.checkpoints)}")
+        names = [c.name for c in self.checkpoints]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise InputError(f"checkpoint names must be unique, {dupes} appear twice")
+        self.config, self.out = config, Path(out_dir)
+        self.progress, self.cache = progress, cache
+        self._splits = splits
+        self.config.scope_config(names[-1], names).validate()
+        self.scope_rows: list[dict[str, Any]] = []
+        self._models: dict[str, Classifier] | None = None
+
+    # -- set-up ------------------------------------------------------------------------
+    @property
+    def names(self) -> list[str]:
+        return [c.name for c in self.checkpoints]
+
+    @property
+    def final(self) -> str:
+        return self.checkpoints[-1].name
+
+    def splits(self) -> tuple[Dataset, Dataset]:
+        if self._splits is None:
+            from ..data.loaders import load_dataset, train_test_split
+
+            ds = load_dataset(self.config.data)
+            self._splits = train_test_split(ds, test_size=self.config.test_size, seed=self.config.seed)
+        return self._splits
+
+    def plan(self) -> dict[str, list[tuple[str, str]]]:
+        """reference -> [(target, comparison)]: one SCoPE study (one set of searches) per reference."""
+        plan: dict[str, list[tuple[str, str]]] = {}
+        if "vs_final" in self.config.comparisons:
+            plan[self.final] = [(n, "vs_final") for n in self.names]
+        if "vs_previous" in self.config.comparisons:
+            for prev, cur in zip(self.names, self.names[1:]):
+                plan.setdefault(prev, []).append((cur, "vs_previous"))
+        return plan
+
+    def models(self) -> dict[str, Classifier]:
+        """The checkpoints' classifiers (loaded once), after checking they share one label set."""
+        if self._models is None:
+            from ..models.cache import CachedClassifier
+            from ..models.hf import HFSequenceClassifier
+
+            models: dict[str, Classifier] = {}
+            for c in self.checkpoints:
+                m = c.model
+                if isinstance(m, (str, Path)):
+                    if not Path(m).expanduser().is_dir():
+                        raise InputError(f"checkpoint {c.name!r}: {str(m)!r} is not a directory")
+                    m = HFSequenceClassifier(Path(m).expanduser(), name=c.name)
+                models[c.name] = CachedClassifier(m, path=self.out / "cache.sqlite") if self.cache else m
+            self._check_labels(models)
+            self._models = models
+        return self._models
+
+    def _check_labels(self, models: Mapping[str, Classifier]) -> None:
+        first = list(models[self.names[0]].labels)
+        differ = {n: list(m.labels) for n, m in models.items() if list(m.labels) != first}
+        if differ:
+            raise InputError(f"checkpoints must share one label set; {self.names[0]!r} has {first} but "
+                             + ", ".join(f"{n!r} has {ls}" for n, ls in differ.items()))
+        names = list(self.splits()[1].label_names)
+        if names and len(names) != len(first):
+            raise InputError(f"the data has {len(names)} classes {names} but the checkpoints {len(first)} {first}")
+        if names and names != first:
+            log.warning("checkpoint labels %s differ in name from the data's %s; matching them by index",
+                        first, names)
+
+    def _check_manifest(self, models: Mapping[str, Classifier]) -> None:
+        """Refuse an output directory that scored other weights (or data) under the same names."""
+        from ..models.presets import data_fingerprint
+
+        path = self.out / MANIFEST
+        old = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+        fps = {n: m.fingerprint for n, m in models.items()}
+        data = {self.config.data: data_fingerprint(self.splits()[1])}
+        for kind, new in (("models", fps), ("data", data)):
+            clash = [n for n, fp in new.items() if old.get(kind, {}).get(n, fp) != fp]
+            if clash:
+                raise InputError(f"{self.out} holds results for other {kind} named {clash}; "
+                                 "choose another --out (or rename the checkpoints)")
+        merged = {"models": {**old.get("models", {}), **fps}, "data": {**old.get("data", {}), **data},
+                  "checkpoints": [{"name": c.name, "position": i, "percent": c.percent,
+                                   "source": str(c.model) if isinstance(c.model, (str, Path)) else None,
+                                   "fingerprint": fps[c.name]} for i, c in enumerate(self.checkpoints)]}
+        path.write_text(json.dumps(merged, indent=1), encoding="utf-8")
+
+    # -- running -----------------------------------------------------------------------
+    def run(self) -> list[dict[str, Any]]:
+        """Run (or resume) every SCoPE study of the plan; write ``results.json``, ``trials.json``,
+        ``table.md`` and the figures; return the rows of ``results.json``."""
+        self.out.mkdir(parents=True, exist_ok=True)
+        models = self.models()
+        self._check_manifest(models)
+        splits = self.splits()
+        plan = self.plan()
+        self.scope_rows = []
+        for ref, pairs in plan.items():
+            targets = list(dict.fromkeys(t for t, _ in pairs))
+            cfg = self.config.scope_config(ref, targets)
+            study = ScopeStudy(cfg, self.out, models={n: models[n] for n in [ref, *targets]}, splits=splits,
+                               progress=self.progress)
+            try:
+                log.info("SCoPE with reference %s: %d target(s)", ref, len(targets))
+                self.scope_rows.extend(study.run())
+            finally:
+                study.store.close()
+        rows = self.rows(self.scope_rows, plan)
+        self.write(rows)
+        return rows
+
+    def rows(self, scope_rows: Sequence[dict[str, Any]], plan: Mapping[str, list[tuple[str, str]]]
+             ) -> list[dict[str, Any]]:
+        """One row per (checkpoint, comparison, capability): the summary over trials of the
+        SCoPE rows (mean, ``<metric>_se``) and every trial's bootstrap interval of Hard/Soft-SCoPE."""
+        pos = {n: i for i, n in enumerate(self.names)}
+        pct = {c.name: c.percent for c in self.checkpoints}
+        out = []
+        for s in summarise(scope_rows, counts=("n_perturbed", "n_ref_invariant")):
+            trials = [r for r in scope_rows if (r["reference"], r["target"], r["capability"])
+                      == (s["reference"], s["target"], s["capability"])]
+            for target, comparison in plan.get(s["reference"], []):
+                if target != s["target"]:
+                    continue
+                row = {"checkpoint": target, "position": pos[target], "percent": pct[target],
+                       "comparison": comparison, "reference": s["reference"],
+                       "reference_position": pos[s["reference"]], **{k: v for k, v in s.items()
+                                                                     if k not in ("reference", "target")}}
+                for m in ("hard_scope", "soft_scope"):
+                    row[m + "_ci_trials"] = [r[m + "_ci"] for r in sorted(trials, key=lambda r: r["trial"])]
+                out.append(row)
+        order = {c: i for i, c in enumerate(COMPARISONS)}
+        caps = {c: i for i, c in enumerate(dict.fromkeys(r["capability"] for r in scope_rows))}
+        return sorted(out, key=lambda r: (order[r["comparison"]], caps[r["capability"]], r["position"]))
+
+    def write(self, rows: Sequence[dict[str, Any]]) -> list[Path]:
+        """``results.json``, ``trials.json`` (per-trial SCoPE rows), ``table.md`` and the Fig. 9/10 PNGs."""
+        from ..report.checkpoint_plots import metrics_vs_final, soft_scope_panels
+
+        (self.out / "results.json").write_text(json.dumps([_clean(r) for r in rows], indent=1))
+        (self.out / "trials.json").write_text(json.dumps([_clean(r) for r in self.scope_rows], indent=1))
+        (self.out / "table.md").write_text(checkpoint_table(rows), encoding="utf-8")
+        pngs = metrics_vs_final(rows, self.out) if any(r["comparison"] == "vs_final" for r in rows) else []
+        pngs.append(soft_scope_panels(rows, self.out / "checkpoints_soft_scope.png"))
+        return pngs
+
+
+def _clean(v: Any) -> Any:
+    """JSON-ready: NaN as null, recursively."""
+    if isinstance(v, float) and math.isnan(v):
+        return None
+    if isinstance(v, dict):
+        return {k: _clean(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_clean(x) for x in v]
+    return v
+
+
+def checkpoint_table(rows: Sequence[dict[str, Any]]) -> str:
+    """A Markdown table per comparison: metric means ± s.e. over trials for every checkpoint and capability."""
+    from ..report.tables import fmt
+
+    heads = {"vs_final": "Reference: the final checkpoint (Fig. 9, Fig. 10 left)",
+             "vs_previous": "Reference: the previous checkpoint m_{t-1} (Fig. 10 right)"}
+    cols = ["checkpoint", "%", "reference", "capability", "n_perturbed", *METRICS]
+    parts = []
+    for comparison in COMPARISONS:
+        sel = [r for r in rows if r["comparison"] == comparison]
+        if not sel:
+            continue
+        lines = [f"## {heads[comparison]}", "", "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+        for r in sel:
+            pct = "" if r.get("percent") is None else f"{round(r['percent'], 1):g}"
+            cells = [str(r["checkpoint"]), pct, str(r["reference"]), str(r["capability"]), f"{r['n_perturbed']:.0f}"]
+            cells += [fmt(r[m], r.get(m + "_se")) for m in METRICS]
+            lines.append("| " + " | ".join(cells) + " |")
+        parts.append("\n".join(lines))
+    return "\n\n".join(parts) + "\n"
