@@ -300,3 +300,23 @@ def test_an_api_model_defined_in_a_study_config_is_loaded_and_checked_by_name(tm
         assert isinstance(api, ApiLanguageModel) and api.name == "gpt"
         np.testing.assert_array_equal(api.token_logprobs(TEXTS[:1])[0], local.token_logprobs(TEXTS[:1])[0])
     assert server.auth == {f"Bearer {KEY}"}
+
+
+@pytest.mark.assets
+def test_packaged_smollm2_served_over_http_scores_like_itself_through_faults():
+    """The packaged SmolLM2 behind the local completions server: the API model's per-token
+    log-probs and greedy generations are the served model's own, 429/500/timeout/malformed
+    answers included, and every fault is recorded."""
+    local = load_language_model("smollm2-135m")
+    texts, prompts = TEXTS[:4], PROMPTS[:2]
+    plan = {texts[0]: ["429"], texts[1]: ["500", "malformed"], texts[2]: ["timeout"], prompts[0]: ["503"]}
+    with CompletionsServer(plan=plan, respond=serving(local), hang=3.0) as server:
+        api = api_model(server, timeout=2.0)
+        got = api.token_logprobs(texts)
+        gens = api.generate(prompts, max_new_tokens=5)
+    for g, text in zip(got, texts):
+        np.testing.assert_array_equal(g, local.token_logprobs([text])[0])
+        assert len(g) == len(local.encode(text)) - 1  # SmolLM2 adds no start token: the first is unscored
+    assert gens == [local.generate([p], max_new_tokens=5)[0] for p in prompts] and all(gens)
+    assert Counter(f.kind for f in api.faults) == Counter({"status": 3, "malformed": 1, "timeout": 1})
+    assert api.usage.failures == 0 and api.usage.requests == len(texts) + len(prompts)
