@@ -166,6 +166,17 @@ def test_hostile_text_is_escaped_and_visible(hostile_study):
 
 
 # ----------------------------------------------------------------------------- (b) figures and tables
+def test_headline_figures_before_appendix_curves(tmp_path):
+    d = tmp_path / "study"
+    d.mkdir()
+    (d / "results.json").write_text("[]")
+    for i, name in enumerate(["sample_complexity_b.png", "scope_b.png", "sample_complexity_a.png", "scope_a.png"]):
+        png(d / name, i)
+    _, page = _page(d)
+    assert [a["alt"] for t, a in page.tags if t == "img"] == [
+        "scope_a.png", "scope_b.png", "sample_complexity_a.png", "sample_complexity_b.png"]
+
+
 def test_figures_embedded_and_markdown_tables(hostile_study):
     html, page = _page(hostile_study)
     pngs = sorted(hostile_study.glob("*.png"))

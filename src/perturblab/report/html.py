@@ -31,6 +31,7 @@ MAX_FIGURE_BYTES = 20 * 2**20
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 # JSON files shown first, in this order; the others follow sorted by name
 TIME_KEYS = ("created", "started", "finished")
+APPENDIX_FIGURES = ("sample_complexity",)  # SCoPE App. H curves after the Fig. 3 bars
 JSON_ORDER = ("summary.json", "correlations.json", "sample_complexity.json", "results.json")
 
 
@@ -136,6 +137,11 @@ def _json_sort_key(p: Path) -> tuple[int, str]:
     return (JSON_ORDER.index(p.name) if p.name in JSON_ORDER else len(JSON_ORDER), p.name)
 
 
+def _figure_sort_key(p: Path) -> tuple[int, str]:
+    """Headline figures first, appendix ones (the sample-complexity curves) last, each group by name."""
+    return (any(p.name.startswith(a) for a in APPENDIX_FIGURES), p.name)
+
+
 def build_section(study: Path, root: Path, taken: set[str], run_state: dict[str, Any] | None = None) -> Section:
     """Read one study directory into a :class:`Section`; ``run_state`` is its entry of ``run.json``."""
     rel = study.relative_to(root).as_posix()
@@ -161,7 +167,7 @@ def build_section(study: Path, root: Path, taken: set[str], run_state: dict[str,
             sec.markdown = parse_markdown((study / "table.md").read_text(encoding="utf-8", errors="replace"))
         except OSError as e:
             sec.notes.append(f"table.md could not be read: {e}")
-    sec.figures = [embed_png(p) for p in files if p.suffix.lower() == ".png"]
+    sec.figures = [embed_png(p) for p in sorted((p for p in files if p.suffix.lower() == ".png"), key=_figure_sort_key)]
     json_paths = sorted((p for p in files if p.suffix == ".json" and p.name not in (MANIFEST, RUN_MANIFEST)),
                         key=_json_sort_key)
     sec.json_files = [read_json_file(p) for p in json_paths]
