@@ -98,3 +98,44 @@ def test_ray_cell_error_is_the_cells_own(ray_executor):
 
     with pytest.raises(ValueError, match="no such perturbation"):
         list(ray_executor.run([Cell("a", boom)]))
+
+
+def test_ray_runs_scope_searches_byte_identical_to_local(tmp_path, ray_executor):
+    """SCoPE's search cells (capability x trial x chunk) as Ray tasks, the reference loaded by
+    name in each worker: the same rows, the same stored perturbations, fairness before its
+    starred capabilities, each sample searched once."""
+    import json
+
+    import numpy as np
+
+    from perturblab.data import Dataset, Example
+    from perturblab.store import ResultStore
+    from perturblab.studies.scope import ScopeConfig, ScopeStudy
+
+    rng = np.random.default_rng(3)
+    words = ["good", "great", "bad", "awful", "movie", "story", "acting", "terrible", "wonderful", "boring",
+             "woman", "man", "director", "music"]
+    sign = {"good": 1, "great": 2, "wonderful": 2, "bad": -1, "awful": -2, "terrible": -2, "boring": -1}
+
+    def ex(i):
+        ws = rng.choice(words, size=7).tolist()
+        return Example(text="the " + " ".join(ws) + " .", label=int(sum(sign.get(w, 0) for w in ws) > 0), uid=str(i))
+
+    data = [ex(i) for i in range(220)]
+    splits = (Dataset(data[:160], ["negative", "positive"]), Dataset(data[160:], ["negative", "positive"]))
+    cfg = ScopeConfig(reference="tfidf-lr", targets=["tfidf-lr"], capabilities=["typo", "fairness"], n=40,
+                      trials=2, n_boot=100, data="toy-scope")
+    local = ScopeStudy(cfg, tmp_path / "local", splits=splits, progress=False, chunk_size=16).run()
+    ray = ScopeStudy(cfg, tmp_path / "ray", splits=splits, progress=False, chunk_size=16).run(executor=ray_executor)
+    assert json.dumps(local) == json.dumps(ray)
+    assert {r["capability"] for r in ray} == {"typo", "fairness", "synonym*", "typo*"}
+    assert any(r["capability"] == "typo*" and r["n"] > 0 for r in ray)  # fairness qualified some samples
+
+    def stored(d):
+        with ResultStore(d / "results.sqlite") as s:
+            return [(r["capability"], r["trial"], r["sample_id"], r["perturbed"], r["status"])
+                    for r in s.perturbations(cfg.run_id)]
+
+    rows = stored(tmp_path / "ray")
+    assert sorted(rows) == sorted(stored(tmp_path / "local"))
+    assert len({r[:3] for r in rows}) == len(rows)  # no sample searched twice

@@ -13,8 +13,9 @@ import math
 import os
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 from .errors import PerturblabError
 
@@ -53,6 +54,34 @@ def _add_scope_args(p: argparse.ArgumentParser, demo: bool = False) -> None:
     p.add_argument("--out", default="out/demo" if demo else None, required=not demo,
                    help="output directory (re-running with the same options resumes)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
+    executor_options(p)
+
+
+def executor_options(p: argparse.ArgumentParser) -> None:
+    """``--executor``, ``--address``, ``--num-cpus``: where a study's work cells run."""
+    p.add_argument("--executor", choices=["local", "ray"], default="local",
+                   help="run the work cells here (default) or on Ray")
+    p.add_argument("--address", default=None, help="Ray cluster address ('auto', 'ray://host:10001'); default: "
+                   "start a local Ray instance")
+    p.add_argument("--num-cpus", type=int, default=None, help="CPUs of a local Ray instance")
+
+
+@contextmanager
+def study_executor(args, workers: int = 1) -> Iterator[Any]:
+    """The executor of ``perturblab run`` (left open for its next study), or one made from the
+    command's own options and shut down afterwards."""
+    given = getattr(args, "executor_obj", None)
+    if given is not None:
+        yield given
+        return
+    from .executor import make_executor
+
+    ex = make_executor(args.executor, workers=workers, address=args.address, num_cpus=args.num_cpus)
+    try:
+        yield ex
+    finally:
+        if hasattr(ex, "shutdown"):
+            ex.shutdown()
 
 
 def _add_selfcheck_args(p: argparse.ArgumentParser) -> None:
@@ -158,7 +187,8 @@ def cmd_scope(args) -> int:
     out = Path(args.out)
     t0 = time.time()
     study = ScopeStudy(cfg, out, splits=_load_splits(args), progress=not args.quiet)
-    rows = study.run()
+    with study_executor(args) as ex:
+        rows = study.run(executor=ex)
     summary = summarise(rows)
     (out / "results.json").write_text(json.dumps([{k: _clean(v) for k, v in r.items()} for r in rows], indent=1))
     (out / "summary.json").write_text(json.dumps([{k: _clean(v) for k, v in r.items()} for r in summary], indent=1))

@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Callable
 
 from .cli import _csv_list as _list
+from .cli import executor_options as _executor_options
+from .cli import study_executor
 
 
 def _floats(s: str) -> list[float]:
@@ -26,23 +28,6 @@ def resolve_perturbations(spec: str) -> list[str]:
 
     named = {"all": list(NOISE), "robustness": list(ROBUSTNESS_EIGHT), "every": PERTURBATIONS.names()}
     return named.get(spec.strip().lower(), _list(spec))
-
-
-def _executor_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--executor", choices=["local", "ray"], default="local",
-                   help="run the work cells here (default) or on Ray")
-    p.add_argument("--address", default=None, help="Ray cluster address ('auto', 'ray://host:10001'); default: "
-                   "start a local Ray instance")
-    p.add_argument("--num-cpus", type=int, default=None, help="CPUs of a local Ray instance")
-
-
-def _executor(args, workers: int = 1):
-    """The runner's executor, or one made from the command's options."""
-    if getattr(args, "executor_obj", None) is not None:
-        return args.executor_obj
-    from .executor import make_executor
-
-    return make_executor(args.executor, workers=workers, address=args.address, num_cpus=args.num_cpus)
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
@@ -106,12 +91,8 @@ def cmd_robustness(args) -> int:
                            data=args.data, metrics=_list(args.metrics), seeds=args.seeds, n_train=args.n_train,
                            n_test=args.n_test, perturb_field=args.perturb_field,
                            label_maps=_label_maps(args.label_map))
-    ex = _executor(args)
-    try:
+    with study_executor(args) as ex:
         run_robustness(cfg, args.out, progress=not args.quiet, executor=ex)
-    finally:
-        if ex is not getattr(args, "executor_obj", None) and hasattr(ex, "shutdown"):
-            ex.shutdown()
     out = Path(args.out)
     print((out / "table.md").read_text())
     print(f"outputs in {out.resolve()}: results.json, summary.json, table.md, robustness_heatmap_*.png")
@@ -125,16 +106,12 @@ def cmd_learnability(args) -> int:
     cfg = LearnabilityConfig(models=_list(args.models), perturbations=resolve_perturbations(args.perturbations),
                              data=args.data, n_train=args.n_train, n_test=args.n_test, seeds=args.seeds,
                              ps=args.ps or LEARNABILITY_GRID)
-    ex = _executor(args, workers=args.workers)
-    if ex.name == "local":
-        from .executor import LocalExecutor
+    with study_executor(args, workers=args.workers) as ex:
+        if ex.name == "local":
+            from .executor import LocalExecutor
 
-        ex = LocalExecutor(args.workers)  # the study's own --workers sets the local threads
-    try:
+            ex = LocalExecutor(args.workers)  # the study's own --workers sets the local threads
         run_learnability(cfg, args.out, progress=not args.quiet, workers=args.workers, executor=ex)
-    finally:
-        if ex is not getattr(args, "executor_obj", None) and hasattr(ex, "shutdown"):
-            ex.shutdown()
     import json
 
     summary = json.loads((Path(args.out) / "summary.json").read_text())

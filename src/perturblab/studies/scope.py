@@ -10,8 +10,9 @@ samples are those where a swap exists, and ``synonym*`` / ``typo*`` are run on e
 samples so the three capabilities can be compared.
 
 All work goes through a :class:`~perturblab.store.ResultStore` in the output directory:
-searches are written in chunks and skipped on resume, and model outputs are served from a
-persistent cache, so an interrupted study continues where it stopped.
+searches run as work cells of ``chunk_size`` samples (here, or as Ray tasks through
+:mod:`perturblab.executor`), each written in one transaction and skipped on resume, and model
+outputs are served from a persistent cache, so an interrupted study continues where it stopped.
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ from __future__ import annotations
 import json
 import logging
 import math
+import threading
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -28,11 +31,13 @@ from tqdm.auto import tqdm
 
 from ..data.examples import Dataset, Example
 from ..errors import InputError
+from ..executor import Cell, LocalExecutor
 from ..measures.scope import (DEFAULT_CUTOFF, DEFAULT_TOLERANCE, METRICS, gap_iid_accuracy,
                               hard_scope_terms, iid_agreement, ood_agreement,
                               reference_invariant, soft_scope_terms)
 from ..measures.stats import bootstrap_ci, mean_se
 from ..models.base import Classifier, fingerprint_of
+from ..models.states import inputs_hash
 from ..perturb.capabilities import CAPABILITIES, get_capability
 from ..perturb.engine import run_searches
 from ..perturb.goals import InvarianceGoal
@@ -116,6 +121,7 @@ class ScopeStudy:
         self.out.mkdir(parents=True, exist_ok=True)
         self.progress, self.chunk_size = progress, chunk_size
         self._models = dict(models or {})
+        self._given = dict(self._models)  # ready models handed in (not loaded by name)
         self._splits = splits
         self.store = ResultStore(self.out / "results.sqlite")
 
@@ -146,31 +152,42 @@ class ScopeStudy:
         return [(int(i), test[int(i)]) for i in idx]
 
     # -- searching ---------------------------------------------------------------------
-    def _search(self, cap_name: str, trial: int, samples: list[tuple[int, Example]]) -> None:
-        cfg, ref_name = self.config, self.config.reference
-        done = self.store.done_samples(cfg.run_id, ref_name, cap_name, trial)
-        todo = [(i, ex) for i, ex in samples if i not in done]
-        if not todo:
+    def _reference_handle(self, executor: Any) -> Any:
+        """What a search cell scores with: the loaded reference in this process; for a remote
+        executor a :class:`RemoteReference` that each worker loads once."""
+        ref = self.config.reference
+        model = self.model(ref)  # loaded (and its head trained) here, before any cell runs
+        if executor.name == "local":
+            return model
+        train, _ = self.splits()
+        return RemoteReference(ref, train, self.config.seed, self.config.data, self._given.get(ref))
+
+    def _search_cells(self, jobs: Sequence[tuple[str, int, list[tuple[int, Example]]]], handle: Any) -> list[Cell]:
+        """One cell per chunk of not yet searched samples of each (capability, trial)."""
+        cfg, cells = self.config, []
+        for cap_name, trial, samples in jobs:
+            done = self.store.done_samples(cfg.run_id, cfg.reference, cap_name, trial)
+            todo = [(i, ex.fields) for i, ex in samples if i not in done]
+            for start in range(0, len(todo), self.chunk_size):
+                chunk = todo[start:start + self.chunk_size]
+                cells.append(Cell(f"{cap_name}|{trial}|{chunk[0][0]}",
+                                  partial(search_chunk, handle, cfg, cap_name, trial, chunk)))
+        return cells
+
+    def _search(self, jobs: Sequence[tuple[str, int, list[tuple[int, Example]]]], executor: Any) -> None:
+        """Search every (capability, trial, samples) job on ``executor``; this thread writes each
+        finished chunk to the store in one transaction (so a killed run loses only chunks in flight)."""
+        cfg = self.config
+        cells = self._search_cells(jobs, self._reference_handle(executor))
+        if not cells:
             return
-        cap = get_capability(cap_name.rstrip("*"))
-        goal, search, ref = InvarianceGoal(cfg.loss), cfg.search_method(), self.model(ref_name)
-        bar = tqdm(total=len(samples), initial=len(samples) - len(todo), disable=not self.progress,
-                   desc=f"{cap_name} trial {trial}", leave=False)
-        for start in range(0, len(todo), self.chunk_size):
-            chunk = todo[start:start + self.chunk_size]
-            problems = [SearchProblem(fields=ex.fields, transformation=cap.transformation,
-                                      constraints=cap.constraints, goal=goal,
-                                      rng=np.random.default_rng([cfg.seed, trial, i]),
-                                      field_index=cfg.perturb_field,
-                                      max_candidates=cfg.max_candidates) for i, ex in chunk]
-            results = run_searches(problems, search, ref, progress=False)
-            self.store.add_perturbations(
-                {"run_id": cfg.run_id, "reference": ref_name, "capability": cap_name,
-                 "trial": trial, "sample_id": i, "original": r.original, "perturbed": r.perturbed,
-                 "changes": r.changes, "ref_loss": None if math.isnan(r.loss) else r.loss,
-                 "argmax_invariant": r.argmax_invariant, "status": r.status, "queries": r.queries}
-                for (i, _), r in zip(chunk, results))
-            bar.update(len(chunk))
+        bar = tqdm(total=sum(len(c.fn.args[-1]) for c in cells), disable=not self.progress, desc="searches",
+                   leave=False)
+        for cell, records in executor.run(cells):
+            cap_name, trial = cell.fn.args[2], cell.fn.args[3]
+            self.store.add_perturbations({"run_id": cfg.run_id, "reference": cfg.reference, "capability": cap_name,
+                                          "trial": trial, **r} for r in records)
+            bar.update(len(records))
         bar.close()
 
     # -- scoring -----------------------------------------------------------------------
@@ -236,33 +253,98 @@ class ScopeStudy:
             caps += [c for c in STAR_OF_FAIRNESS if c not in caps]
         return caps
 
-    def run(self) -> list[dict[str, Any]]:
-        """Run (or resume) the study; returns the per-trial metric rows."""
+    def run(self, executor: Any = None) -> list[dict[str, Any]]:
+        """Run (or resume) the study; returns the per-trial metric rows.
+
+        The searches (one work cell per chunk of ``chunk_size`` samples of a capability and
+        trial) run on ``executor`` (:mod:`perturblab.executor`): ``None`` or a local executor
+        runs them here one after the other (the reference is shared, so not in threads); a
+        :class:`~perturblab.executor.RayExecutor` runs them as Ray tasks. Fairness searches
+        finish before the ``synonym*``/``typo*`` searches on their samples start. Scoring runs
+        here, in a fixed order, whatever ran the searches."""
         cfg = self.config
+        ex = executor if executor is not None and executor.name != "local" else LocalExecutor(1)
         self.store.start_run(cfg.run_id, "scope", asdict(cfg))
+        samples = {trial: self.base_samples(trial) for trial in range(cfg.trials)}
+        plan = self.capability_plan()
+        self._search([(cap, trial, samples[trial]) for trial in samples for cap in plan
+                      if cap not in STAR_OF_FAIRNESS], ex)
+        fair_ids: dict[int, set[int]] = {}
+        if "fairness" in plan:
+            for trial in samples:
+                done = self.store.perturbations(cfg.run_id, reference=cfg.reference, capability="fairness",
+                                                trial=trial)
+                fair_ids[trial] = {r["sample_id"] for r in done if r["status"] == "perturbed"}
+                log.info("fairness, trial %d: %d of %d base samples qualify", trial, len(fair_ids[trial]),
+                         len(samples[trial]))
+            self._search([(cap, trial, [(i, e) for i, e in samples[trial] if i in fair_ids[trial]])
+                          for trial in samples for cap in plan if cap in STAR_OF_FAIRNESS], ex)
         rows: list[dict[str, Any]] = []
-        for trial in range(cfg.trials):
-            samples = self.base_samples(trial)
-            fair_ids: set[int] | None = None
-            for cap in self.capability_plan():
-                cap_samples = samples
-                if cap in STAR_OF_FAIRNESS:
-                    if fair_ids is None:
-                        continue
-                    cap_samples = [(i, ex) for i, ex in samples if i in fair_ids]
-                self._search(cap, trial, cap_samples)
-                if cap == "fairness":
-                    done = self.store.perturbations(cfg.run_id, reference=cfg.reference,
-                                                    capability="fairness", trial=trial)
-                    fair_ids = {r["sample_id"] for r in done if r["status"] == "perturbed"}
-                    cap_samples = [(i, ex) for i, ex in samples if i in fair_ids]
-                    log.info("fairness: %d of %d base samples qualify", len(cap_samples), len(samples))
-                rows.extend(self._scores(cap, trial, cap_samples, len(samples)))
+        for trial, trial_samples in samples.items():
+            for cap in plan:
+                if cap in STAR_OF_FAIRNESS and "fairness" not in plan:
+                    continue  # defined only on the samples fairness qualifies (App. C)
+                if cap == "fairness" or cap in STAR_OF_FAIRNESS:
+                    cap_samples = [(i, e) for i, e in trial_samples if i in fair_ids[trial]]
+                else:
+                    cap_samples = trial_samples
+                rows.extend(self._scores(cap, trial, cap_samples, len(trial_samples)))
         self.store.add_metrics(
             {"run_id": cfg.run_id, "reference": r["reference"], "target": r["target"],
              "capability": r["capability"], "trial": r["trial"], "metric": m, "value": r[m], "n": r["n"]}
             for r in rows for m in METRICS)
         return rows
+
+
+@dataclass(frozen=True)
+class RemoteReference:
+    """How a search cell on another process gets the reference: ``model`` itself when the study
+    was handed a ready (picklable) model, else ``load_classifier(name, train, seed, data)``."""
+
+    name: str
+    train: Dataset
+    seed: int
+    data: str
+    model: Classifier | None = None
+
+    def load(self) -> Classifier:
+        """The reference behind the same float32 cache layer as in the driver (so results are
+        bit-identical to a local run), loaded once per process."""
+        from ..models.cache import CachedClassifier
+        from ..models.presets import load_classifier
+
+        key = (self.name, self.model.fingerprint if self.model is not None else None,
+               inputs_hash(list(self.train.texts)), self.seed, self.data)
+        with _SEARCH_LOCK:
+            if key not in _SEARCH_MODELS:
+                inner = self.model if self.model is not None else load_classifier(
+                    self.name, self.train, seed=self.seed, data_name=self.data)
+                _SEARCH_MODELS[key] = CachedClassifier(inner, max_entries=100_000)
+            return _SEARCH_MODELS[key]
+
+
+_SEARCH_MODELS: dict[tuple, Classifier] = {}
+_SEARCH_LOCK = threading.Lock()
+
+
+def search_chunk(reference: Classifier | RemoteReference, cfg: ScopeOptions, cap_name: str,
+                 trial: int, chunk: list[tuple[int, tuple]]) -> list[dict[str, Any]]:
+    """One search cell: x' = C(x; m1) (Eq. 1) for each ``(sample id, fields)`` of ``chunk``, all
+    searches in lock-step with one batched reference call per round. Each sample's random
+    choices come from ``default_rng([seed, trial, sample id])``, so a result does not depend on
+    how samples are chunked or where the cell runs. Returns JSON-able records."""
+    if isinstance(reference, RemoteReference):
+        reference = reference.load()
+    cap = get_capability(cap_name.rstrip("*"))
+    goal = InvarianceGoal(cfg.loss)
+    problems = [SearchProblem(fields=fields, transformation=cap.transformation, constraints=cap.constraints,
+                              goal=goal, rng=np.random.default_rng([cfg.seed, trial, i]),
+                              field_index=cfg.perturb_field, max_candidates=cfg.max_candidates)
+                for i, fields in chunk]
+    results = run_searches(problems, cfg.search_method(), reference, progress=False)
+    return [{"sample_id": i, "original": r.original, "perturbed": r.perturbed, "changes": r.changes,
+             "ref_loss": None if math.isnan(r.loss) else r.loss, "argmax_invariant": r.argmax_invariant,
+             "status": r.status, "queries": r.queries} for (i, _), r in zip(chunk, results)]
 
 
 def summarise(rows: Sequence[dict[str, Any]], metrics: Sequence[str] = METRICS,
