@@ -24,7 +24,7 @@ studies:
     perturbations: [change_char, add_text, swap_words, drop_first]
     data: {data}
     n_train: 120
-    n_test: 80
+    n_test: 400
     seeds: 2
 """
 
@@ -44,7 +44,7 @@ def command(study: str, data, out, resume: bool = False) -> list[str]:
                 "--perturbations", "leet_letters,whitespace,butter_fingers", "--n-train", "120", "--n-test", "60",
                 "--ps", "0.01,0.1,1", "--workers", "1", *common]
     return [sys.executable, "-m", "perturblab.cli", "robustness", "--models", "tfidf-lr,textrnn",
-            "--perturbations", "change_char,add_text,swap_words,drop_first", "--n-train", "120", "--n-test", "80",
+            "--perturbations", "change_char,add_text,swap_words,drop_first", "--n-train", "120", "--n-test", "400",
             "--metrics", "accuracy,mcc", *common]
 
 
@@ -73,7 +73,7 @@ def kill_after(cmd, env, db, table: str, rows: int, extra_delay: float, timeout:
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + timeout
     while proc.poll() is None and count_rows(db, table) < rows and time.monotonic() < deadline:
-        time.sleep(0.02)
+        time.sleep(0.005)
     time.sleep(extra_delay)
     running = proc.poll() is None
     proc.send_signal(signal.SIGKILL)
@@ -84,7 +84,7 @@ def kill_after(cmd, env, db, table: str, rows: int, extra_delay: float, timeout:
 @pytest.mark.parametrize("study,table", [("learnability", "trainings"), ("robustness", "cells"), ("run", "cells")])
 def test_sigkill_then_resume_equals_uninterrupted_run(tmp_path, marker_csv, study, table):
     env = {**os.environ, "PERTURBLAB_HOME": str(tmp_path / "home"), "HF_HUB_OFFLINE": "1"}
-    data = marker_csv(tmp_path / "toy.csv", 240, n_words=8)
+    data = marker_csv(tmp_path / "toy.csv", 640, n_words=8)
     sub = "rob" if study == "run" else "."  # a config's study writes into its own folder
     subprocess.run(command(study, data, tmp_path / "ref"), env=env, check=True, capture_output=True, timeout=600)
     reference = json.loads((tmp_path / "ref" / sub / "results.json").read_text())
@@ -95,7 +95,7 @@ def test_sigkill_then_resume_equals_uninterrupted_run(tmp_path, marker_csv, stud
         if attempt >= 2 and mid_run:
             break
         out = tmp_path / f"killed{attempt}"
-        target, delay = int(rng.integers(1, len(ref_rows))), float(rng.uniform(0, 0.05))
+        target, delay = int(rng.integers(1, len(ref_rows))), float(rng.uniform(0, 0.01))
         killed = kill_after(command(study, data, out), env, out / sub / "results.sqlite", table, target, delay)
         partial = table_rows(out / sub / "results.sqlite", table)
         assert killed, "the kill came after the study had finished"

@@ -15,8 +15,8 @@ from perturblab.models.base import Classifier  # noqa: E402
 from perturblab.models.finetune import FinetuneConfig  # noqa: E402
 from perturblab.models.head import EncoderClassifier  # noqa: E402
 from perturblab.models.hf import HFEncoder, HFSequenceClassifier  # noqa: E402
-from perturblab.models.textrnn import (TextRNNClassifier, _pad, length_batches, tokenize,  # noqa: E402
-                                       train_textrnn)
+from perturblab.models.textrnn import (TextRNNClassifier, _pad, length_batches, one_torch_thread,  # noqa: E402
+                                       tokenize, train_textrnn)
 
 FILLER = "the a cat dog sat on mat movie film was is very and it plot actors park river old new".split()
 
@@ -107,6 +107,33 @@ def test_textrnn_trained_in_threads_equals_trained_alone(task):
         torch.set_num_threads(before)
     assert [m.fingerprint for m in threaded] == [m.fingerprint for m in alone]
     assert len({m.fingerprint for m in alone}) == 4
+
+
+def test_one_torch_thread_nests_and_restores_across_threads(task):
+    import threading
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        seen, inside = [], threading.Barrier(2)
+
+        def work():
+            with one_torch_thread():
+                inside.wait()  # both threads inside at once
+                with one_torch_thread():
+                    seen.append(torch.get_num_threads())
+                inside.wait()
+
+        ts = [threading.Thread(target=work) for _ in range(2)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        assert seen == [1, 1] and torch.get_num_threads() == 2  # restored once the last one left
+        train_textrnn(*task, seed=0, epochs=1).predict_proba(["a b c"])
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
 
 
 def test_textrnn_three_classes_shapes_and_empty_texts():

@@ -22,7 +22,12 @@ learnability of ``random_upper`` (Table 2) shows it sees capitals.
   inside ``torch.random.fork_rng`` (under a lock, so threads may train at once; training itself
   draws no torch random numbers) and the order from ``numpy.random.default_rng(seed)``, so the
   caller's RNG state is untouched and a seed gives the same model (on the same machine and
-  torch build and intra-op thread count; a ``max_seconds`` stop depends on the clock).
+  torch build; a ``max_seconds`` stop depends on the clock).
+* Training and prediction run on one torch intra-op thread (:func:`one_torch_thread`). With two
+  threads about one process in six trained a different model from the same seed (measured on
+  2 cores: the same weights within a process, others across processes); with one thread every
+  process agrees. The GRU's small matrix products gain little from a second thread, and the
+  studies train several models at once in worker threads instead.
 """
 
 from __future__ import annotations
@@ -33,8 +38,9 @@ import re
 import threading
 import time
 from collections import Counter
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import numpy as np
 import torch
@@ -143,7 +149,7 @@ class TextRNNClassifier:
         ids = self.encode(_texts(inputs, "inputs"))
         out = np.zeros((len(ids), len(self.labels)), dtype=np.float32)
         order = sorted(range(len(ids)), key=lambda i: -len(ids[i]))
-        with torch.inference_mode():
+        with torch.inference_mode(), one_torch_thread():
             for s in range(0, len(order), self.batch_size):
                 idx = order[s:s + self.batch_size]
                 out[idx] = self.model(*_pad([ids[i] for i in idx])).numpy()
@@ -194,6 +200,30 @@ def build_vocab(texts: Sequence[str], max_vocab: int, min_count: int = 1, lowerc
     return {w: i + 2 for i, w in enumerate(words)}
 
 
+_THREADS_LOCK = threading.Lock()
+_THREADS_USERS = 0
+_THREADS_BEFORE = 1
+
+
+@contextmanager
+def one_torch_thread() -> Iterator[None]:
+    """Run the block with one torch intra-op thread, restoring the count when the last of the
+    threads inside such a block leaves it (safe to nest and to use from worker threads)."""
+    global _THREADS_USERS, _THREADS_BEFORE
+    with _THREADS_LOCK:
+        if _THREADS_USERS == 0:
+            _THREADS_BEFORE = torch.get_num_threads()
+            torch.set_num_threads(1)
+        _THREADS_USERS += 1
+    try:
+        yield
+    finally:
+        with _THREADS_LOCK:
+            _THREADS_USERS -= 1
+            if _THREADS_USERS == 0:
+                torch.set_num_threads(_THREADS_BEFORE)
+
+
 def train_textrnn(texts: Sequence[TextInput], labels: Sequence[int], seed: int, *, epochs: int = 3,
                   batch_size: int = 64, lr: float = 2e-3, max_len: int = 64, max_seconds: float | None = None,
                   max_vocab: int = 20000, min_count: int = 2, lowercase: bool = False, label_names: Sequence[str] | None = None) -> TextRNNClassifier:
@@ -210,6 +240,13 @@ def train_textrnn(texts: Sequence[TextInput], labels: Sequence[int], seed: int, 
     cfg = TextRNNConfig(max_len=int(max_len), max_vocab=int(max_vocab), min_count=int(min_count),
                         lowercase=bool(lowercase))
     vocab = build_vocab(raw, cfg.max_vocab, cfg.min_count, cfg.lowercase)
+    with one_torch_thread():
+        model = _train(raw, y, names, vocab, cfg, seed, epochs, batch_size, lr, max_seconds)
+    return TextRNNClassifier(model, vocab, names, cfg)
+
+
+def _train(raw: list, y: np.ndarray, names: list[str], vocab: dict[str, int], cfg: TextRNNConfig, seed: int,
+           epochs: int, batch_size: int, lr: float, max_seconds: float | None) -> TextRNN:
     start = time.perf_counter()
     with _INIT_LOCK, torch.random.fork_rng(devices=[]):  # the only use of torch's global RNG
         torch.manual_seed(seed)
@@ -230,4 +267,4 @@ def train_textrnn(texts: Sequence[TextInput], labels: Sequence[int], seed: int, 
                 break
         if done:
             break
-    return TextRNNClassifier(model, vocab, names, cfg)
+    return model
