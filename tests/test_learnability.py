@@ -172,3 +172,30 @@ def test_study_with_two_worker_threads_equals_one_worker(tmp_path, marker_csv):
     assert two == one
     with pytest.raises(InputError, match="workers"):
         run_learnability(cfg, tmp_path / "bad", trainers=fits, progress=False, workers=0)
+
+
+def test_study_summary_spearman_with_bootstrap_interval():
+    """Table 3's ρ equals scipy's on the per-pair means, and its 95 % interval (resampled pairs)
+    holds it; fewer than 3 pairs give no interval."""
+    from perturblab.studies.learnability_study import learnability_markdown, summarise
+
+    rng = np.random.default_rng(0)
+    rows = []
+    for p, base in enumerate([0.1, 0.5, 0.9, 1.3, 1.7, 2.1]):
+        for m in ("a", "b"):
+            for seed in range(2):
+                learn = base + 0.1 * rng.standard_normal()
+                rows += [{"model": m, "perturbation": f"p{p}", "seed": seed, "metric": "avg_learnability", "value": learn},
+                         {"model": m, "perturbation": f"p{p}", "seed": seed, "metric": "robustness",
+                          "value": -0.05 * learn + 0.01 * rng.standard_normal()},
+                         {"model": m, "perturbation": f"p{p}", "seed": seed, "metric": "post_aug_delta",
+                          "value": rng.standard_normal()}]
+    s = summarise(rows)
+    table = s["table"]
+    c = next(c for c in s["spearman"] if (c["x"], c["y"]) == ("avg_learnability", "robustness"))
+    assert c["spearman"] == pytest.approx(spearmanr([t["avg_learnability"] for t in table],
+                                                    [t["robustness"] for t in table]).statistic)
+    assert c["n_pairs"] == 12 and c["ci"][0] <= c["spearman"] <= c["ci"][1] and c["ci"][1] < 0
+    assert "| avg_learnability | robustness | " in learnability_markdown(s)
+    few = summarise([r for r in rows if r["perturbation"] == "p0"])
+    assert all(c["ci"] is None for c in few["spearman"])

@@ -102,6 +102,13 @@ def test_known_answers_resume_and_outputs(tmp_path):
     table = (out / "table.md").read_text()
     assert "| drop_first | <u>0.5" in table or "| drop_first | <u>0.4" in table or "| drop_first | <u>0.6" in table
     assert (out / "robustness_heatmap_accuracy.png").is_file() and (out / "robustness_heatmap_mcc.png").is_file()
+    # paired-bootstrap intervals: unaffected (1 in every resample), constant predictions (MCC 0 in
+    # every resample), and a proportion whose interval holds its estimate
+    ci = {(c["perturbation"], c["metric"]): c for c in json.loads((out / "summary.json").read_text())["cells"]}
+    assert ci[("drop_last", "accuracy")]["ci"] == [1.0, 1.0] and ci[("drop_first", "mcc")]["ci"] == [0.0, 0.0]
+    lo, hi = ci[("drop_first", "accuracy")]["ci"]
+    assert 0 < lo < ci[("drop_first", "accuracy")]["mean"] < hi < 1 and hi - lo > 0.2  # n = 20: wide
+    assert "95 % paired-bootstrap intervals over test examples, accuracy" in table and "| drop_last | [1.000, 1.000] |" in table
 
 
 def test_summary_means_and_markdown_marks():

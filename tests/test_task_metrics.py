@@ -83,3 +83,40 @@ def test_errors_name_the_input():
     with pytest.raises(UnknownNameError, match="rouge1"):
         get_task_metric("bleu")
     assert {"accuracy", "mcc", "pearson", "rouge1", "rouge2", "rougeL"} <= set(TASK_METRICS)
+
+
+def test_label_metrics_from_confusion_match_sklearn_and_are_vectorised():
+    from sklearn.metrics import f1_score, matthews_corrcoef
+
+    from perturblab.measures.task_metrics import confusion
+
+    rng = np.random.default_rng(4)
+    for k, n in [(2, 50), (3, 80), (5, 40)]:
+        y, p = rng.integers(0, k, n), rng.integers(0, k, n)
+        p[:5] = y[:5]
+        assert get_task_metric("mcc")(y, p) == pytest.approx(matthews_corrcoef(y, p), abs=1e-12)
+        assert get_task_metric("f1")(y, p) == pytest.approx(f1_score(y, p, average="macro", zero_division=0), abs=1e-12)
+        assert get_task_metric("accuracy")(y, p) == pytest.approx(np.mean(y == p))
+    # a class only in the references, constant predictions (MCC 0), string labels
+    y, p = ["a", "b", "c", "a"], ["a", "a", "a", "a"]
+    assert get_task_metric("mcc")(y, p) == 0.0 == matthews_corrcoef(y, p)
+    assert get_task_metric("f1")(y, p) == pytest.approx(f1_score(y, p, average="macro", zero_division=0))
+    stack = np.stack([confusion([0, 1, 1, 0], [0, 1, 0, 0], classes=[0, 1]), confusion([0, 1], [1, 0], classes=[0, 1])])
+    for name in ("accuracy", "mcc", "f1"):
+        m = get_task_metric(name)
+        np.testing.assert_allclose(m.from_confusion(stack), [m([0, 1, 1, 0], [0, 1, 0, 0]), m([0, 1], [1, 0])])
+
+
+def test_bootstrap_confusions_are_paired_resamples():
+    from perturblab.measures.task_metrics import bootstrap_confusions
+
+    rng = np.random.default_rng(1)
+    y = rng.integers(0, 3, 30)
+    clean, pert = rng.integers(0, 3, 30), rng.integers(0, 3, 30)
+    c_clean, c_pert = bootstrap_confusions(y, [clean, pert], n_boot=50, seed=9)
+    idx = np.random.default_rng(9).integers(0, 30, size=(50, 30))  # the same resamples, drawn again
+    for b in (0, 17, 49):
+        i = idx[b]
+        assert get_task_metric("mcc").from_confusion(c_clean[b]) == pytest.approx(get_task_metric("mcc")(y[i], clean[i]))
+        assert get_task_metric("accuracy").from_confusion(c_pert[b]) == pytest.approx(np.mean(y[i] == pert[i]))
+    assert c_clean.shape == (50, 3, 3) and (c_clean.sum(axis=(1, 2)) == 30).all()

@@ -22,7 +22,7 @@ probabilities; the training loop of Algorithm 1 is in :mod:`perturblab.studies.l
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -60,7 +60,15 @@ def relative_robustness(clean: float, perturbed: float) -> float:
     if c <= 0:
         raise InputError(f"relative robustness is undefined for a clean score of {c} (<= 0): the ratio "
                          "(m_c - m_p) / m_c needs a positive clean score")
-    return 1.0 - (c - p) / c
+    return float(relative_robustness_many(c, p))
+
+
+def relative_robustness_many(clean: Any, perturbed: Any) -> np.ndarray:
+    """:func:`relative_robustness` element-wise over arrays (e.g. bootstrap replicates), NaN where
+    the clean score is not positive."""
+    c, p = np.asarray(clean, dtype=np.float64), np.asarray(perturbed, dtype=np.float64)
+    ok = c > 0
+    return np.where(ok, 1.0 - (c - p) / np.where(ok, c, 1.0), np.nan)
 
 
 def learnability_from_predictions(pseudo_labels: Sequence[int], pred_clean: Sequence[int],

@@ -13,8 +13,8 @@ Every metric is ``metric(references, predictions) -> float`` and is registered i
 name          consumes   range       definition
 ============  =========  ==========  ===============================================================
 ``accuracy``  label      [0, 1]      share of exact matches
-``mcc``       label      [−1, 1]     Matthews correlation (multi-class: Gorodkin's R_K), sklearn
-``f1``        label      [0, 1]      macro-averaged F1 over the classes present, sklearn
+``mcc``       label      [−1, 1]     Matthews correlation (multi-class: Gorodkin's R_K)
+``f1``        label      [0, 1]      macro-averaged F1 over the classes present
 ``pearson``   number     [−1, 1]     Pearson r, scipy
 ``spearman``  number     [−1, 1]     Spearman ρ, scipy
 ``rouge1``    text       [0, 1]      mean ROUGE-1 F over the pairs (``rouge-score``, no stemming)
@@ -24,6 +24,9 @@ name          consumes   range       definition
 
 ROUGE uses Google's ``rouge-score`` package (a re-implementation of ROUGE-1.5.5): lower-cased,
 non-alphanumeric characters as separators, no stemming by default (as the ``evaluate`` library).
+The label metrics are computed from the confusion matrix (``*_from_confusion``, vectorised over
+leading axes), which :func:`bootstrap_confusions` gives for many paired resamples at once:
+that is how the robustness study puts bootstrap intervals on relative robustness.
 A constant input makes Pearson/Spearman undefined: they return NaN and say so in a warning.
 """
 
@@ -50,6 +53,7 @@ class TaskMetric:
     low: float
     high: float
     description: str
+    from_confusion: Callable[[np.ndarray], np.ndarray] | None = None  # label metrics: the same from (..., K, K)
 
     def __call__(self, references: Sequence, predictions: Sequence) -> float:
         return self.fn(references, predictions)
@@ -84,6 +88,49 @@ def _numbers(references: Sequence, predictions: Sequence, what: str) -> tuple[np
     return a, b
 
 
+def confusion(references: Sequence, predictions: Sequence, classes: Sequence | None = None,
+              what: str = "confusion") -> np.ndarray:
+    """(K, K) counts C[i, j] of reference class i predicted as class j, over ``classes`` (default:
+    the sorted labels seen in either)."""
+    y, p = _labels(references, predictions, what)
+    classes = np.unique(np.concatenate([y, p])) if classes is None else np.asarray(classes)
+    k = len(classes)
+    yi, pi = np.searchsorted(classes, y), np.searchsorted(classes, p)
+    if (yi >= k).any() or (pi >= k).any() or (classes[yi] != y).any() or (classes[pi] != p).any():
+        raise InputError(f"{what}: a label is not among the classes {classes.tolist()}")
+    return np.bincount(yi * k + pi, minlength=k * k).reshape(k, k)
+
+
+def accuracy_from_confusion(c: np.ndarray) -> np.ndarray:
+    """Accuracy of confusion matrices ``c`` (..., K, K): trace / total."""
+    c = np.asarray(c, dtype=np.float64)
+    return np.trace(c, axis1=-2, axis2=-1) / c.sum(axis=(-2, -1))
+
+
+def mcc_from_confusion(c: np.ndarray) -> np.ndarray:
+    """Matthews correlation of confusion matrices ``c`` (..., K, K), Gorodkin's R_K for K > 2:
+    (c·s − t·p) / sqrt((s² − p·p)(s² − t·t)) with t, p the reference and predicted class counts,
+    c the correct and s all predictions; 0 where a factor of the denominator is 0 (as sklearn)."""
+    c = np.asarray(c, dtype=np.float64)
+    t, p = c.sum(axis=-1), c.sum(axis=-2)
+    correct, s = np.trace(c, axis1=-2, axis2=-1), c.sum(axis=(-2, -1))
+    num = correct * s - (t * p).sum(axis=-1)
+    den = np.sqrt((s ** 2 - (p * p).sum(axis=-1)) * (s ** 2 - (t * t).sum(axis=-1)))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, num / np.where(den > 0, den, 1.0), 0.0)
+
+
+def f1_from_confusion(c: np.ndarray) -> np.ndarray:
+    """Macro F1 of confusion matrices ``c`` (..., K, K): the mean of 2·TP / (2·TP + FP + FN) over
+    the classes that occur as a reference or a prediction."""
+    c = np.asarray(c, dtype=np.float64)
+    tp = np.diagonal(c, axis1=-2, axis2=-1)
+    rows, cols = c.sum(axis=-1), c.sum(axis=-2)
+    present = (rows + cols) > 0
+    f1 = np.where(present, 2 * tp / np.where(present, rows + cols, 1.0), 0.0)
+    return f1.sum(axis=-1) / present.sum(axis=-1)
+
+
 def accuracy(references: Sequence, predictions: Sequence) -> float:
     """Share of predictions equal to their reference label."""
     y, p = _labels(references, predictions, "accuracy")
@@ -92,18 +139,33 @@ def accuracy(references: Sequence, predictions: Sequence) -> float:
 
 def mcc(references: Sequence, predictions: Sequence) -> float:
     """Matthews correlation coefficient (0 when a row or column of the confusion matrix is empty)."""
-    from sklearn.metrics import matthews_corrcoef
-
-    y, p = _labels(references, predictions, "mcc")
-    return float(matthews_corrcoef(y, p))
+    return float(mcc_from_confusion(confusion(references, predictions, what="mcc")))
 
 
 def f1_macro(references: Sequence, predictions: Sequence) -> float:
     """Macro-averaged F1 over the classes in references or predictions."""
-    from sklearn.metrics import f1_score
+    return float(f1_from_confusion(confusion(references, predictions, what="f1")))
 
-    y, p = _labels(references, predictions, "f1")
-    return float(f1_score(y, p, average="macro", zero_division=0))
+
+def bootstrap_confusions(references: Sequence, predictions: Sequence[Sequence], *, n_boot: int = 1000,
+                         seed: int = 0) -> list[np.ndarray]:
+    """Paired bootstrap over examples: for each prediction vector in ``predictions`` (all of one
+    test set), the (n_boot, K, K) confusion matrices of the same ``n_boot`` resamples of the
+    examples, so metrics of clean and perturbed predictions can be compared replicate by replicate."""
+    y = np.asarray(references)
+    preds = [np.asarray(p) for p in predictions]
+    if any(len(p) != len(y) for p in preds):
+        raise InputError("bootstrap_confusions: every prediction vector needs one prediction per reference")
+    classes = np.unique(np.concatenate([y, *preds]))
+    k, n = len(classes), len(y)
+    idx = np.random.default_rng(seed).integers(0, n, size=(n_boot, n))
+    offsets = (np.arange(n_boot) * k * k)[:, None]
+    yi = np.searchsorted(classes, y)
+    out = []
+    for p in preds:
+        codes = (yi * k + np.searchsorted(classes, p))[idx] + offsets
+        out.append(np.bincount(codes.ravel(), minlength=n_boot * k * k).reshape(n_boot, k, k))
+    return out
 
 
 def _correlation(kind: str, references: Sequence, predictions: Sequence) -> float:
@@ -150,9 +212,9 @@ def _rouge(kind: str) -> Callable[[Sequence, Sequence], float]:
 
 
 TASK_METRICS: dict[str, TaskMetric] = {m.name: m for m in (
-    TaskMetric("accuracy", accuracy, "label", 0.0, 1.0, "share of correct labels"),
-    TaskMetric("mcc", mcc, "label", -1.0, 1.0, "Matthews correlation coefficient"),
-    TaskMetric("f1", f1_macro, "label", 0.0, 1.0, "macro-averaged F1"),
+    TaskMetric("accuracy", accuracy, "label", 0.0, 1.0, "share of correct labels", accuracy_from_confusion),
+    TaskMetric("mcc", mcc, "label", -1.0, 1.0, "Matthews correlation coefficient", mcc_from_confusion),
+    TaskMetric("f1", f1_macro, "label", 0.0, 1.0, "macro-averaged F1", f1_from_confusion),
     TaskMetric("pearson", pearson_r, "number", -1.0, 1.0, "Pearson correlation"),
     TaskMetric("spearman", spearman_rho, "number", -1.0, 1.0, "Spearman rank correlation"),
     TaskMetric("rouge1", _rouge("rouge1"), "text", 0.0, 1.0, "ROUGE-1 F"),

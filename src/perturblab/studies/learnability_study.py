@@ -32,6 +32,7 @@ from tqdm.auto import tqdm
 from ..errors import InputError
 from ..executor import Cell, Executor, LocalExecutor
 from ..measures.learnability import LEARNABILITY_GRID, log_auc, post_augmentation_delta, robustness
+from ..measures.grounding import rank_correlations
 from ..measures.stats import spearman
 from ..perturb.catalogue import apply_perturbation, get_perturbation
 from ..store import ResultStore
@@ -182,7 +183,8 @@ def _learnability_rows(store: ResultStore, model: str, data: str, pert: str, con
 
 def summarise(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """Means and standard deviations over seeds per model × perturbation (Table 2) and Spearman ρ
-    with p-values across the pairs (Table 3)."""
+    with p-values and percentile-bootstrap 95 % intervals (2,000 resamples of the pairs) across
+    the pairs (Table 3)."""
     metrics = ("avg_learnability", "robustness", "post_aug_delta")
     pairs = sorted({(r["model"], r["perturbation"]) for r in rows})
     table = []
@@ -196,9 +198,14 @@ def summarise(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     corr = []
     for a, b in (("avg_learnability", "robustness"), ("avg_learnability", "post_aug_delta"),
                  ("robustness", "post_aug_delta")):
-        rho, pv = spearman([t[a] for t in table], [t[b] for t in table])
+        x, y = [t[a] for t in table], [t[b] for t in table]
+        rho, pv = spearman(x, y)
+        ci = None
+        if len(table) >= 3 and np.isfinite(x).all() and np.isfinite(y).all():
+            boot = rank_correlations(x, y, n_boot=2000, seed=0)  # resampling model x perturbation pairs
+            ci = None if np.isnan(boot["spearman_low"]) else [boot["spearman_low"], boot["spearman_high"]]
         corr.append({"x": a, "y": b, "spearman": None if np.isnan(rho) else rho,
-                     "p_value": None if np.isnan(pv) else pv, "n_pairs": len(table)})
+                     "p_value": None if np.isnan(pv) else pv, "ci": ci, "n_pairs": len(table)})
     return {"table": table, "spearman": corr}
 
 
@@ -235,9 +242,10 @@ def learnability_markdown(summary: dict[str, Any]) -> str:
     lines += block("robustness", "Robustness: accuracy on perturbed − clean test (Eq. 1)", "{:.3f}")
     lines += block("post_aug_delta", "Post-augmentation Δ (Eq. 2)", "{:.3f}")
     lines += ["", "## Spearman correlations across model × perturbation pairs (Table 3)", "",
-              "| x | y | ρ | p-value | pairs |", "|---|---|---|---|---|"]
+              "| x | y | ρ | 95 % bootstrap CI | p-value | pairs |", "|---|---|---|---|---|---|"]
     for c in summary["spearman"]:
         rho = "n/a" if c["spearman"] is None else f"{c['spearman']:.3f}"
+        ci = "n/a" if not c.get("ci") else f"[{c['ci'][0]:.2f}, {c['ci'][1]:.2f}]"
         pv = "n/a" if c["p_value"] is None else f"{c['p_value']:.2g}"
-        lines.append(f"| {c['x']} | {c['y']} | {rho} | {pv} | {c['n_pairs']} |")
+        lines.append(f"| {c['x']} | {c['y']} | {rho} | {ci} | {pv} | {c['n_pairs']} |")
     return "\n".join(lines) + "\n"

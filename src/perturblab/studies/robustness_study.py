@@ -42,8 +42,8 @@ from tqdm.auto import tqdm
 
 from ..errors import InputError
 from ..executor import Cell, Executor, LocalExecutor
-from ..measures.learnability import relative_robustness
-from ..measures.task_metrics import get_task_metric
+from ..measures.learnability import relative_robustness, relative_robustness_many
+from ..measures.task_metrics import bootstrap_confusions, get_task_metric
 from ..models.base import Classifier, fingerprint_of
 from ..models.labels import align_labels, aligned_predictions
 from ..models.states import inputs_hash
@@ -69,6 +69,7 @@ class RobustnessConfig:
     train_seed: int = 0
     # model name (or "*": every model that has all the map's labels) -> {model label: data label}
     label_maps: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    n_boot: int = 1000  # paired bootstrap resamples of the test examples for the 95 % intervals
 
 
 def split_alias(entry: str) -> tuple[str, str]:
@@ -167,7 +168,8 @@ def run_robustness(config: RobustnessConfig, out_dir: str | Path, *,
             bar.update(1)
         bar.close()
         rows = [row for spec, clf in loaded for row in _model_rows(store, config, spec, clf, data_key, y)]
-    summary = summarise(rows)
+        intervals = {k: v for spec, clf in loaded for k, v in _intervals(store, config, spec, clf, data_key, y).items()}
+    summary = summarise(rows, intervals)
     summary["config"] = {k: (list(v) if isinstance(v, (list, tuple)) else v) for k, v in asdict(config).items()}
     summary["config"]["label_maps"] = {k: dict(v) for k, v in config.label_maps.items()}
     (out / "results.json").write_text(json.dumps(rows, indent=1))
@@ -230,14 +232,43 @@ def _model_rows(store: ResultStore, config: RobustnessConfig, spec: str, clf: Cl
     return rows
 
 
+def _intervals(store: ResultStore, config: RobustnessConfig, spec: str, clf: Classifier, data_key: str,
+               y: np.ndarray) -> dict[tuple[str, str, str], list[float]]:
+    """Paired-bootstrap 95 % interval of each (model, perturbation, metric)'s mean relative
+    robustness: the test examples are resampled ``config.n_boot`` times, and every replicate
+    scores the clean and all perturbed predictions on the same resample (label metrics only)."""
+    def pred(setting: str) -> np.ndarray:
+        return np.asarray(store.cell(STUDY, f"{clf.fingerprint}|{data_key}|{setting}")["pred"])
+
+    metrics = [get_task_metric(m) for m in config.metrics]
+    metrics = [m for m in metrics if m.from_confusion is not None]
+    if not metrics or config.n_boot < 1:
+        return {}
+    settings = [(p, s) for p in config.perturbations for s in range(draws(p, config.seeds))]
+    conf = bootstrap_confusions(y, [pred("clean")] + [pred(f"{p}|{s}") for p, s in settings],
+                                n_boot=config.n_boot, seed=config.train_seed)
+    out = {}
+    for m in metrics:
+        clean = m.from_confusion(conf[0])
+        rr = {ps: relative_robustness_many(clean, m.from_confusion(c)) for ps, c in zip(settings, conf[1:])}
+        for pert in config.perturbations:
+            reps = np.mean([rr[(pert, s)] for s in range(draws(pert, config.seeds))], axis=0)
+            reps = reps[np.isfinite(reps)]
+            out[(spec, pert, m.name)] = ([float(np.quantile(reps, 0.025)), float(np.quantile(reps, 0.975))]
+                                         if len(reps) else [math.nan, math.nan])
+    return out
+
+
 def _cell(summary: dict[str, Any], model: str, pert: str, metric: str) -> dict[str, Any]:
     return next((c for c in summary["cells"] if (c["model"], c["perturbation"], c["metric"]) == (model, pert, metric)),
                 {"mean": math.nan, "std": math.nan})
 
 
-def summarise(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+def summarise(rows: Sequence[dict[str, Any]],
+              intervals: Mapping[tuple[str, str, str], list[float]] | None = None) -> dict[str, Any]:
     """Clean scores per model and metric, and the mean ± std (over draws; None for one draw) of
-    relative robustness per model × perturbation × metric (NaN where the clean score is not positive)."""
+    relative robustness per model × perturbation × metric (NaN where the clean score is not
+    positive), with its bootstrap 95 % interval (``ci``) where ``intervals`` has one."""
     clean = {}
     cells = []
     keys = dict.fromkeys((r["model"], r["perturbation"], r["metric"]) for r in rows)
@@ -248,7 +279,8 @@ def summarise(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         cells.append({"model": model, "perturbation": pert, "metric": metric, "draws": len(sel),
                       "mean": float(rr.mean()), "std": float(rr.std(ddof=1)) if len(rr) > 1 else None,
                       "perturbed_mean": float(np.mean([r["perturbed"] for r in sel])),
-                      "change_rate": float(np.mean([r["change_rate"] for r in sel]))})
+                      "change_rate": float(np.mean([r["change_rate"] for r in sel])),
+                      "ci": (intervals or {}).get((model, pert, metric))})
     return {"clean": [{"model": m, "metric": k, "value": v} for (m, k), v in clean.items()], "cells": cells}
 
 
@@ -285,4 +317,11 @@ def robustness_markdown(summary: dict[str, Any]) -> str:
                 cells.append(text)
             rate = np.mean([grid[(p, m)].get("change_rate", math.nan) for m in models])
             lines.append(f"| {p} | " + " | ".join(cells) + f" | {rate:.0%} |")
+        if any(grid[k].get("ci") for k in grid):
+            lines += ["", f"95 % paired-bootstrap intervals over test examples, {metric}:", "",
+                      "| perturbation | " + " | ".join(models) + " |", "|---|" + "---|" * len(models)]
+            for p in perts:
+                ci = [grid[(p, m)].get("ci") or [math.nan, math.nan] for m in models]
+                lines.append(f"| {p} | " + " | ".join("n/a" if math.isnan(lo) else f"[{lo:.3f}, {hi:.3f}]"
+                                                      for lo, hi in ci) + " |")
     return "\n".join(lines) + "\n"
