@@ -163,3 +163,14 @@ studies:
     for g, w in zip(got, want):
         assert g.pop("model") == "lex-api" and w.pop("model") == "lex"
         assert g == pytest.approx(w)
+
+
+@pytest.mark.parametrize("name", ["scope", "learnability", "selfcheck", "robustness", "grounding"])
+def test_reproduction_configs_are_valid(name):
+    """The configs of reproductions/ check cleanly against the commands they name."""
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "reproductions" / f"{name}.yaml"
+    cfg = load_config(path)
+    assert cfg.studies and all(s.kind in {"scope", "learnability", "selfcheck", "robustness", "grounding",
+                                          "finetuning", "layer-probes"} for s in cfg.studies)
