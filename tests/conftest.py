@@ -65,6 +65,17 @@ def write_marker_csv(path, n: int, seed: int = 0, n_words: int = 6):
     return path
 
 
+@pytest.fixture(scope="module")
+def torch_one_thread():
+    """One torch intra-op thread for a test module (restored afterwards)."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 @pytest.fixture
 def marker_csv():
     """``marker_csv(path, n, seed=0, n_words=6)`` writes a toy labelled CSV (see :func:`write_marker_csv`)."""

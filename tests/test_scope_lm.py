@@ -57,12 +57,9 @@ def tiny_lm(tokenizer, seed=0, name="tiny", noise=0.0, like=None):
 
 
 @pytest.fixture(scope="module", autouse=True)
-def one_thread():
+def one_thread(torch_one_thread):
     """Tiny models run fastest on one thread (and far faster when the CPUs are shared)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
     yield
-    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="module")

@@ -112,7 +112,13 @@ def _add_scope_lm_args(p: argparse.ArgumentParser) -> None:
                         "(e.g. smollm2-135m-int8)")
     p.add_argument("--capabilities", default="synonym,typo", help="comma-separated capabilities")
     p.add_argument("--corpus", default="oanc", help="corpus of base sentences (as for selfcheck)")
-    p.add_argument("--n", type=int, default=100, help="base sentences per trial")
+    search_trial_options(p, n=100, what="base sentences")
+
+
+def search_trial_options(p: argparse.ArgumentParser, *, n: int, what: str = "base samples") -> None:
+    """``--n``, ``--trials``, ``--seed``, the search limits, ``--out`` and ``--quiet`` of the
+    SCoPE-style commands (scope-lm, checkpoints)."""
+    p.add_argument("--n", type=int, default=n, help=f"{what} per trial")
     p.add_argument("--trials", type=int, default=3)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--max-words", type=int, default=None, help="largest number of changed words")

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Callable
 
 from .cli import _csv_list as _list
+from .cli import search_trial_options
 from .errors import InputError
 
 
@@ -36,14 +37,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                    help="data set name (rotten_tomatoes, tweets), a CSV/JSONL/Parquet file, or hf:NAME[:SPLIT]")
     p.add_argument("--text-column", default=None, help="text column of a data file")
     p.add_argument("--label-column", default=None, help="label column of a data file")
-    p.add_argument("--n", type=int, default=200, help="base samples per trial")
-    p.add_argument("--trials", type=int, default=3)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--max-words", type=int, default=None, help="largest number of changed words")
-    p.add_argument("--patience", type=int, default=None, help="stop a search after this many fruitless words")
-    p.add_argument("--max-candidates", type=int, default=None, help="cap on candidates per word")
-    p.add_argument("--out", required=True, help="output directory (re-running with the same options resumes)")
-    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    search_trial_options(p, n=200)
 
 
 def _fractions(s: str) -> list[float]:
