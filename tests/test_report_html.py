@@ -239,17 +239,17 @@ def test_run_dir_with_two_studies(tmp_path, hostile_study, robustness_study):
     (run / "b_robustness" / "study.json").write_text(json.dumps({"name": "b_robustness", "kind": "robustness",
                                                                    "options": {"seeds": 1, "n_test": 40}}))
     (run / "run.json").write_text(json.dumps({
-        "name": "my run", "created": 0, "order": ["b_robustness", "group/a_hostile"],
+        "name": "my run", "created": 0, "order": ["group/a_hostile", "b_robustness"],
         "studies": {"b_robustness": {"kind": "robustness", "state": "done", "seconds": 2.5},
                     "group/a_hostile": {"kind": "scope", "state": "failed", "error": f"InputError: {IMG}"}}}))
     assert [p.relative_to(run).as_posix() for p in find_study_dirs(run)] == ["b_robustness", "group/a_hostile"]
     html, page = _page(run)
     h2 = re.findall(r"<h2>(.*?)</h2>", html)
-    assert h2 == ["b_robustness", "first"]
+    assert h2 == ["first", "b_robustness"]  # the run's order, not the folders' (sorted by path)
     assert "perturblab report: my run" in re.search(r"<title>(.*?)</title>", html).group(1)
     studies = next(t for t in page.tables if t["rows"][0][:3] == ["name", "kind", "state"])
-    assert [r[:3] for r in studies["rows"][1:]] == [["b_robustness", "robustness", "done"],
-                                                    ["group/a_hostile", "scope", "failed"]]
+    assert [r[:3] for r in studies["rows"][1:]] == [["group/a_hostile", "scope", "failed"],
+                                                    ["b_robustness", "robustness", "done"]]
     assert "1970-01-01 00:00:00 UTC" in page.visible and f"error: InputError: {IMG}" in page.visible
     options = next(t for t in page.tables if t["rows"][0] == ["key", "value"] and t["rows"][1][0] == "seeds")
     assert options["rows"][1:] == [["seeds", "1"], ["n_test", "40"]]

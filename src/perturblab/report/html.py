@@ -242,6 +242,9 @@ def render_report(root: str | Path, title: str | None = None) -> str:
             run_notes += [note] if note else []
     run_name = str(run.get("name") or "")
     run_studies = run.get("studies") if isinstance(run.get("studies"), dict) else {}
+    order = run.get("order") if isinstance(run.get("order"), list) else []
+    rank = {str(name): i for i, name in enumerate(order)}
+    studies.sort(key=lambda p: (rank.get(p.relative_to(root).as_posix(), len(rank)), p.relative_to(root).parts))
     taken: set[str] = set()
     sections = [build_section(s, root, taken, run_studies.get(s.relative_to(root).as_posix()))
                 for s in studies]
