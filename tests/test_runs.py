@@ -172,5 +172,5 @@ def test_reproduction_configs_are_valid(name):
 
     path = Path(__file__).resolve().parents[1] / "reproductions" / f"{name}.yaml"
     cfg = load_config(path)
-    assert cfg.studies and all(s.kind in {"scope", "learnability", "selfcheck", "robustness", "grounding",
+    assert cfg.studies and all(s.kind in {"scope", "learnability", "selfcheck", "robustness", "grounding", "generation",
                                           "finetuning", "layer-probes"} for s in cfg.studies)

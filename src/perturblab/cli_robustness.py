@@ -47,6 +47,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--quiet", action="store_true")
     _executor_options(p)
     add_robustness_parser(sub)
+    add_generation_parser(sub)
 
 
 def _label_maps(values: list[str] | None) -> dict[str, dict[str, str]]:
@@ -127,4 +128,40 @@ def cmd_learnability(args) -> int:
     return 0
 
 
-COMMANDS: dict[str, Callable] = {"learnability": cmd_learnability, "robustness": cmd_robustness}
+def add_generation_parser(sub: argparse._SubParsersAction) -> None:
+    from .studies.generation_robustness import DEFAULT_PROMPT
+
+    p = sub.add_parser("generation", help="robustness of generated summaries to perturbed sources (ROUGE, Table 4)")
+    p.add_argument("--models", required=True, help="comma list of language models: presets (smollm2-135m, "
+                   "smollm2-135m-int8), local HF directories, .gguf files, hub ids or api:MODEL@URL")
+    p.add_argument("--data", default="lead:conll2010", help="lead:<corpus> (first sentences of a packaged corpus's "
+                   "documents as references; see docs) or a CSV/JSONL file of source/reference pairs")
+    p.add_argument("--source-column", default="source", help="source column of a data file")
+    p.add_argument("--reference-column", default="reference", help="reference column of a data file")
+    p.add_argument("--perturbations", default="robustness", help="'robustness' (the robustness paper's eight, "
+                   "default), 'all' (the learnability paper's eight), 'every', or a comma list")
+    p.add_argument("--metrics", default="rouge1,rouge2,rougeL", help="comma list of rouge1, rouge2, rougeL")
+    p.add_argument("--n", type=int, default=100, help="examples (a seeded sample of the data)")
+    p.add_argument("--seeds", type=int, default=3, help="draws of each random perturbation")
+    p.add_argument("--max-new-tokens", type=int, default=40, help="generation length (greedy)")
+    p.add_argument("--prompt", default=DEFAULT_PROMPT, help="prompt template with {source}")
+    p.add_argument("--out", required=True, help="output directory (re-running resumes; nothing is generated twice)")
+    p.add_argument("--quiet", action="store_true")
+
+
+def cmd_generation(args) -> int:
+    from .studies.generation_robustness import GenerationConfig, run_generation_robustness
+
+    cfg = GenerationConfig(models=_list(args.models), data=args.data, perturbations=resolve_perturbations(args.perturbations),
+                           seeds=args.seeds, n=args.n, metrics=_list(args.metrics), prompt=args.prompt,
+                           max_new_tokens=args.max_new_tokens, source_column=args.source_column,
+                           reference_column=args.reference_column)
+    run_generation_robustness(cfg, args.out, progress=not args.quiet)
+    out = Path(args.out)
+    print((out / "table.md").read_text())
+    print(f"outputs in {out.resolve()}: results.json, summary.json, table.md, examples.csv, generation_heatmap_*.png")
+    return 0
+
+
+COMMANDS: dict[str, Callable] = {"learnability": cmd_learnability, "robustness": cmd_robustness,
+                                 "generation": cmd_generation}

@@ -190,9 +190,9 @@ def spearman_rho(references: Sequence, predictions: Sequence) -> float:
     return _correlation("spearman", references, predictions)
 
 
-def rouge_f(references: Sequence[str], predictions: Sequence[str], kind: str = "rougeL", *,
-            use_stemmer: bool = False) -> float:
-    """Mean ROUGE F-measure (``kind`` rouge1, rouge2 or rougeL) of each prediction against its reference."""
+def rouge_scores(references: Sequence[str], predictions: Sequence[str], kind: str = "rougeL", *,
+                 use_stemmer: bool = False) -> np.ndarray:
+    """ROUGE F-measure (``kind`` rouge1, rouge2 or rougeL) of each prediction against its reference."""
     from rouge_score import rouge_scorer
 
     r, p = _pair(references, predictions, kind)
@@ -200,7 +200,13 @@ def rouge_f(references: Sequence[str], predictions: Sequence[str], kind: str = "
         if not isinstance(a, str) or not isinstance(b, str):
             raise InputError(f"{kind}: pair {i} is ({type(a).__name__}, {type(b).__name__}); ROUGE scores texts")
     scorer = rouge_scorer.RougeScorer([kind], use_stemmer=use_stemmer)
-    return float(np.mean([scorer.score(a, b)[kind].fmeasure for a, b in zip(r, p)]))
+    return np.array([scorer.score(a, b)[kind].fmeasure for a, b in zip(r, p)], dtype=np.float64)
+
+
+def rouge_f(references: Sequence[str], predictions: Sequence[str], kind: str = "rougeL", *,
+            use_stemmer: bool = False) -> float:
+    """Mean ROUGE F-measure (``kind`` rouge1, rouge2 or rougeL) of each prediction against its reference."""
+    return float(np.mean(rouge_scores(references, predictions, kind, use_stemmer=use_stemmer)))
 
 
 def _rouge(kind: str) -> Callable[[Sequence, Sequence], float]:

@@ -41,14 +41,15 @@ import yaml
 from ..errors import InputError
 from ..models.named import check_definition
 
-STUDY_KINDS = ("scope", "scope-lm", "selfcheck", "learnability", "robustness", "similarity", "finetuning",
-               "layer-probes", "grounding", "checkpoints")
+STUDY_KINDS = ("scope", "scope-lm", "selfcheck", "learnability", "robustness", "generation", "similarity",
+               "finetuning", "layer-probes", "grounding", "checkpoints")
 RUNNER_KEYS = {"out", "quiet", "executor", "address", "num_cpus"}  # set by the runner, not by a study
 TOP_KEYS = ("out", "executor", "models", "data", "studies", "report")
 EXECUTOR_KEYS = ("kind", "workers", "address", "num_cpus")
 # study options that name models: (kind, option) -> "classifier", "language_model" or "encoder"
 MODEL_OPTIONS = {("scope", "reference"): "classifier", ("scope", "targets"): "classifier",
                  ("robustness", "models"): "classifier", ("selfcheck", "models"): "language_model",
+                 ("generation", "models"): "language_model",
                  ("scope-lm", "reference"): "language_model", ("scope-lm", "targets"): "language_model",
                  ("similarity", "a"): "encoder", ("similarity", "b"): "encoder", ("finetuning", "base"): "encoder",
                  ("finetuning", "finetuned"): "classifier", ("layer-probes", "model"): "encoder",
