@@ -33,7 +33,7 @@ from ..models.base import fingerprint_of
 from ..perturb.catalogue import apply_perturbation
 from ..store import ResultStore
 from .layer_probes import DEFAULT_PERTURBATIONS as ROBUSTNESS_EIGHT
-from .robustness_study import draws
+from .robustness_study import clean_table, draws, summarise
 
 STUDY = "generation"
 ROUGE = ("rouge1", "rouge2", "rougeL")
@@ -121,7 +121,8 @@ def run_generation_robustness(config: GenerationConfig, out_dir: str | Path, *,
             model_rows, model_ci = _model_rows(config, name, refs, gens, rates)
             rows += model_rows
             intervals.update(model_ci)
-    summary = summarise(rows, intervals, asdict(config))
+    summary = summarise(rows, intervals)
+    summary["config"] = {k: (list(v) if isinstance(v, (list, tuple)) else v) for k, v in asdict(config).items()}
     (out / "results.json").write_text(json.dumps(rows, indent=1))
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
     (out / "table.md").write_text(generation_markdown(summary))
@@ -162,25 +163,6 @@ def _model_rows(config: GenerationConfig, name: str, refs: list[str], gens: dict
     return rows, ci
 
 
-def summarise(rows: Sequence[dict[str, Any]], intervals: Mapping[tuple[str, str, str], list[float]],
-              config: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Clean ROUGE per model and metric; per model × perturbation × metric the mean ± s.d. over
-    draws of relative robustness and its paired-bootstrap 95 % interval."""
-    clean, cells = {}, []
-    for key in dict.fromkeys((r["model"], r["perturbation"], r["metric"]) for r in rows):
-        sel = [r for r in rows if (r["model"], r["perturbation"], r["metric"]) == key]
-        clean[(key[0], key[2])] = sel[0]["clean"]
-        rr = np.array([math.nan if r["relative_robustness"] is None else r["relative_robustness"] for r in sel])
-        cells.append({"model": key[0], "perturbation": key[1], "metric": key[2], "draws": len(sel),
-                      "mean": float(rr.mean()), "std": float(rr.std(ddof=1)) if len(rr) > 1 else None,
-                      "perturbed_mean": float(np.mean([r["perturbed"] for r in sel])), "ci": intervals.get(key)})
-    out: dict[str, Any] = {"clean": [{"model": m, "metric": k, "value": v} for (m, k), v in clean.items()],
-                           "cells": cells}
-    if config is not None:
-        out["config"] = {k: (list(v) if isinstance(v, (list, tuple)) else v) for k, v in config.items()}
-    return out
-
-
 def generation_markdown(summary: dict[str, Any]) -> str:
     """Clean ROUGE and relative robustness per perturbation (robustness paper Table 4)."""
     models = list(dict.fromkeys(c["model"] for c in summary["clean"]))
@@ -190,11 +172,7 @@ def generation_markdown(summary: dict[str, Any]) -> str:
     lines = ["# Generation robustness", "",
              "ROUGE F of the generated summaries against the references; relative robustness "
              "1 − (m_c − m_p) / m_c (robustness paper Sec. 3.4, Table 4), mean ± s.d. over perturbation "
-             "draws, [paired-bootstrap 95 % interval over examples].", "", "## Clean ROUGE", "",
-             "| metric | " + " | ".join(models) + " |", "|---|" + "---|" * len(models)]
-    for metric in metrics:
-        vals = [next(c["value"] for c in summary["clean"] if (c["model"], c["metric"]) == (m, metric)) for m in models]
-        lines.append(f"| {metric} | " + " | ".join(f"{v:.3f}" for v in vals) + " |")
+             "draws, [paired-bootstrap 95 % interval over examples].", "", "## Clean ROUGE", ""] + clean_table(summary)
     for metric in metrics:
         lines += ["", f"## Relative robustness, {metric}", "",
                   "| perturbation | " + " | ".join(models) + " |", "|---|" + "---|" * len(models)]

@@ -284,6 +284,16 @@ def summarise(rows: Sequence[dict[str, Any]],
     return {"clean": [{"model": m, "metric": k, "value": v} for (m, k), v in clean.items()], "cells": cells}
 
 
+def clean_table(summary: dict[str, Any]) -> list[str]:
+    """Markdown lines of the clean scores: a row per metric, a column per model."""
+    models = list(dict.fromkeys(c["model"] for c in summary["clean"]))
+    value = {(c["model"], c["metric"]): c["value"] for c in summary["clean"]}
+    lines = ["| metric | " + " | ".join(models) + " |", "|---|" + "---|" * len(models)]
+    for metric in dict.fromkeys(c["metric"] for c in summary["clean"]):
+        lines.append(f"| {metric} | " + " | ".join(f"{value[(m, metric)]:.3f}" for m in models) + " |")
+    return lines
+
+
 def robustness_markdown(summary: dict[str, Any]) -> str:
     """Table 1 (clean scores) and Table 3 (relative robustness) of the robustness paper, per metric."""
     models = list(dict.fromkeys(c["model"] for c in summary["clean"]))
@@ -292,11 +302,7 @@ def robustness_markdown(summary: dict[str, Any]) -> str:
     lines = ["# Relative robustness", "",
              "robustness = 1 − (m_c − m_p) / m_c (robustness paper Sec. 3.4); mean ± s.d. over perturbation "
              "draws. **Bold**: the most robust model of each row; <u>underlined</u>: the three perturbations that "
-             "hurt each model most.", "", "## Clean scores (Table 1)", "",
-             "| metric | " + " | ".join(models) + " |", "|---|" + "---|" * len(models)]
-    for metric in metrics:
-        vals = [next(c["value"] for c in summary["clean"] if (c["model"], c["metric"]) == (m, metric)) for m in models]
-        lines.append(f"| {metric} | " + " | ".join(f"{v:.3f}" for v in vals) + " |")
+             "hurt each model most.", "", "## Clean scores (Table 1)", ""] + clean_table(summary)
     for metric in metrics:
         grid = {(p, m): _cell(summary, m, p, metric) for p in perts for m in models}
         worst = {m: set(sorted((p for p in perts if not math.isnan(grid[(p, m)]["mean"])),
