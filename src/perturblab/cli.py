@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
-from .errors import PerturblabError
+from .errors import InputError, PerturblabError
 
 DEMO_DEFAULTS = dict(reference="minilm-l6", targets="minilm-l6-int8,minilm-l3,tfidf-lr",
                      capabilities="synonym,typo,fairness", data="rotten_tomatoes", n=60, trials=3)
@@ -38,7 +38,11 @@ def _add_scope_args(p: argparse.ArgumentParser, demo: bool = False) -> None:
     p.add_argument("--data", default=d["data"],
                    help="data set name (rotten_tomatoes, tweets), a CSV/JSONL/Parquet file, or hf:NAME[:SPLIT]")
     p.add_argument("--text-column", default=None, help="text column of a data file")
+    p.add_argument("--text-fields", default=None, metavar="A[,B]",
+                   help="text column(s) of a data file: one, or two for a text-pair task (e.g. premise,hypothesis)")
     p.add_argument("--label-column", default=None, help="label column of a data file")
+    p.add_argument("--perturb-field", choices=["a", "b"], default="a",
+                   help="for text pairs: search perturbations of the first text (default) or the second")
     p.add_argument("--n", type=int, default=d["n"] if demo else 500, help="base samples per trial")
     p.add_argument("--trials", type=int, default=d["trials"], help="trials (independent draws of base samples)")
     p.add_argument("--seed", type=int, default=0)
@@ -163,6 +167,15 @@ def _load_splits(args):
     kw = {}
     if args.text_column:
         kw["text_column"] = args.text_column
+    fields = _csv_list(getattr(args, "text_fields", None) or "")
+    if fields:
+        if args.text_column or len(fields) > 2:
+            raise InputError("--text-fields takes one or two column names (A or A,B) and replaces --text-column; "
+                             f"got --text-fields {args.text_fields!r}" + (f" and --text-column {args.text_column!r}"
+                                                                          if args.text_column else ""))
+        kw["text_column"] = fields[0]
+        if len(fields) == 2:
+            kw["text_b_column"] = fields[1]
     if args.label_column:
         kw["label_column"] = args.label_column
     ds = load_dataset(args.data, **kw)
@@ -189,10 +202,15 @@ def cmd_scope(args) -> int:
         seed=args.seed, loss=args.loss, search=args.search, beam_width=args.beam_width,
         max_words=args.max_words, patience=args.patience, max_candidates=args.max_candidates,
         tolerance=DEFAULT_TOLERANCE if args.tolerance is None else args.tolerance,
-        cutoff=DEFAULT_CUTOFF if args.cutoff is None else args.cutoff)
+        cutoff=DEFAULT_CUTOFF if args.cutoff is None else args.cutoff,
+        perturb_field={"a": 0, "b": 1}[getattr(args, "perturb_field", "a")])
     out = Path(args.out)
     t0 = time.time()
-    study = ScopeStudy(cfg, out, splits=_load_splits(args), progress=not args.quiet)
+    splits = _load_splits(args)
+    if cfg.perturb_field == 1 and any(ex.text_b is None for ex in splits[1]):
+        raise InputError("--perturb-field b perturbs the second text of a pair, but the data have one text field; "
+                         "name two columns with --text-fields A,B or use --perturb-field a")
+    study = ScopeStudy(cfg, out, splits=splits, progress=not args.quiet)
     with study_executor(args) as ex:
         rows = study.run(executor=ex)
     summary = summarise(rows)
