@@ -15,7 +15,7 @@ import sys
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from .errors import InputError, PerturblabError
 
@@ -61,10 +61,10 @@ def _add_scope_args(p: argparse.ArgumentParser, demo: bool = False) -> None:
     executor_options(p)
 
 
-def executor_options(p: argparse.ArgumentParser) -> None:
+def executor_options(p: argparse.ArgumentParser, *, default: str | None = "local",
+                     help: str = "run the work cells here (default) or on Ray") -> None:
     """``--executor``, ``--address``, ``--num-cpus``: where a study's work cells run."""
-    p.add_argument("--executor", choices=["local", "ray"], default="local",
-                   help="run the work cells here (default) or on Ray")
+    p.add_argument("--executor", choices=["local", "ray"], default=default, help=help)
     p.add_argument("--address", default=None, help="Ray cluster address ('auto', 'ray://host:10001'); default: "
                    "start a local Ray instance")
     p.add_argument("--num-cpus", type=int, default=None, help="CPUs of a local Ray instance")
@@ -161,13 +161,21 @@ def _command_modules() -> list:
     return [importlib.import_module(f".{m}", __package__) for m in COMMAND_MODULES]
 
 
+def all_commands() -> dict[str, Callable]:
+    """Every command's function by name (this module's and the command modules')."""
+    commands = dict(COMMANDS)
+    for module in _command_modules():
+        commands.update(module.COMMANDS)
+    return commands
+
+
 def _load_splits(args):
     from .data.loaders import load_dataset, train_test_split
 
     kw = {}
     if args.text_column:
         kw["text_column"] = args.text_column
-    fields = _csv_list(getattr(args, "text_fields", None) or "")
+    fields = _csv_list(args.text_fields or "")
     if fields:
         if args.text_column or len(fields) > 2:
             raise InputError("--text-fields takes one or two column names (A or A,B) and replaces --text-column; "
@@ -203,7 +211,7 @@ def cmd_scope(args) -> int:
         max_words=args.max_words, patience=args.patience, max_candidates=args.max_candidates,
         tolerance=DEFAULT_TOLERANCE if args.tolerance is None else args.tolerance,
         cutoff=DEFAULT_CUTOFF if args.cutoff is None else args.cutoff,
-        perturb_field={"a": 0, "b": 1}[getattr(args, "perturb_field", "a")])
+        perturb_field={"a": 0, "b": 1}[args.perturb_field])
     out = Path(args.out)
     t0 = time.time()
     splits = _load_splits(args)
@@ -369,10 +377,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if getattr(args, "quiet", False):
         _quiet_libraries()
     try:
-        commands = dict(COMMANDS)
-        for module in _command_modules():
-            commands.update(module.COMMANDS)
-        return commands[args.command](args)
+        return all_commands()[args.command](args)
     except PerturblabError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -7,14 +7,11 @@ import argparse
 from typing import Callable
 
 from .cli import _csv_list as _list
+from .cli import executor_options
 
 
 def _executor_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--executor", choices=["local", "ray"], default=None,
-                   help="where work cells run (default: the config's executor, else local)")
-    p.add_argument("--address", default=None, help="Ray cluster address ('auto', 'ray://host:10001'); "
-                   "default: start a local Ray instance")
-    p.add_argument("--num-cpus", type=int, default=None, help="CPUs of a local Ray instance")
+    executor_options(p, default=None, help="where work cells run (default: the config's executor, else local)")
     p.add_argument("--workers", type=int, default=None, help="threads of the local executor")
     p.add_argument("--only", default=None, help="comma list of study names to run (default: all)")
     p.add_argument("--keep-going", action="store_true", help="go on with the next study after one fails")

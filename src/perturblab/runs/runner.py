@@ -91,11 +91,9 @@ def run(cfg: RunConfig, *, executor: str | None = None, address: str | None = No
     ``executor``/``address``/``num_cpus``/``workers`` override the config's ``executor:``;
     ``only`` runs a subset of the studies by name; ``keep_going`` goes on after a failed study.
     """
-    from ..cli import _command_modules, COMMANDS
+    from ..cli import all_commands
 
-    commands = dict(COMMANDS)
-    for module in _command_modules():
-        commands.update(module.COMMANDS)
+    commands = all_commands()
     names = [s.name for s in cfg.studies]
     unknown = [n for n in only or [] if n not in names]
     if unknown:
