@@ -22,6 +22,7 @@ bytes as a local run.
 from __future__ import annotations
 
 import logging
+import threading
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Protocol, Sequence
@@ -91,6 +92,19 @@ class LocalExecutor:
                         f.cancel()
         finally:
             torch.set_num_threads(before)
+
+
+_PROCESS_MEMO: dict[tuple, Any] = {}
+_PROCESS_MEMO_LOCK = threading.Lock()
+
+
+def once_per_process(key: tuple, make: Callable[[], Any]) -> Any:
+    """``make()`` the first time ``key`` is asked for in this process, the same object after:
+    how a cell on a worker loads a model it names once, whatever number of cells use it."""
+    with _PROCESS_MEMO_LOCK:
+        if key not in _PROCESS_MEMO:
+            _PROCESS_MEMO[key] = make()
+        return _PROCESS_MEMO[key]
 
 
 def _run_cell(fn: Callable[[], Any], num_cpus: float, models: dict[str, Any]) -> Any:

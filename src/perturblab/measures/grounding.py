@@ -21,6 +21,7 @@ import numpy as np
 
 from ..errors import InputError, UnknownNameError
 from .similarity import INFO, RCOND
+from .stats import percentile_interval
 
 DEFAULT_MEASURES = ("procrustes_distance", "linear_cka", "pwcca_distance")
 
@@ -170,11 +171,7 @@ def rank_correlations(func_diffs: Sequence[float], dists: Sequence[float], *, n_
         out[f"{name}_p"] = float(r.pvalue) if r is not None else math.nan
     idx = np.random.default_rng(seed).integers(0, len(x), size=(n_boot, len(x)))
     for name, rows in (("spearman", _spearman_rows), ("kendall", _kendall_rows)):
-        reps = rows(x[idx], y[idx])
-        reps = reps[~np.isnan(reps)]
-        lo, hi = ((float(np.quantile(reps, alpha / 2)), float(np.quantile(reps, 1 - alpha / 2)))
-                  if len(reps) else (math.nan, math.nan))
-        out[f"{name}_low"], out[f"{name}_high"] = lo, hi
+        out[f"{name}_low"], out[f"{name}_high"] = percentile_interval(rows(x[idx], y[idx]), alpha)
     return out
 
 

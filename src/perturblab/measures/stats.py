@@ -33,7 +33,13 @@ def bootstrap_ci(statistic: Callable[[np.ndarray], float], n: int, *, n_boot: in
     if not 0 < alpha < 1:
         raise InputError(f"alpha must be in (0, 1), got {alpha}")
     rng = np.random.default_rng(seed)
-    reps = np.array([statistic(rng.integers(0, n, size=n)) for _ in range(n_boot)], dtype=np.float64)
+    return percentile_interval([statistic(rng.integers(0, n, size=n)) for _ in range(n_boot)], alpha)
+
+
+def percentile_interval(replicates: Sequence[float] | np.ndarray, alpha: float = 0.05) -> tuple[float, float]:
+    """The (alpha/2, 1 − alpha/2) quantiles of bootstrap ``replicates``, NaN replicates dropped;
+    (NaN, NaN) when none is left."""
+    reps = np.asarray(replicates, dtype=np.float64)
     reps = reps[~np.isnan(reps)]
     if len(reps) == 0:
         return math.nan, math.nan

@@ -28,12 +28,13 @@ from tqdm.auto import tqdm
 from ..data.summaries import GenerationExample, load_generation_data
 from ..errors import InputError
 from ..measures.learnability import relative_robustness, relative_robustness_many
+from ..measures.stats import percentile_interval
 from ..measures.task_metrics import rouge_scores
 from ..models.base import fingerprint_of
 from ..perturb.catalogue import apply_perturbation
 from ..store import ResultStore
 from .layer_probes import DEFAULT_PERTURBATIONS as ROBUSTNESS_EIGHT
-from .robustness_study import clean_table, draws, summarise
+from .robustness_study import clean_table, perturbation_draws, relative_robustness_heatmaps, summarise
 
 STUDY = "generation"
 ROUGE = ("rouge1", "rouge2", "rougeL")
@@ -89,8 +90,8 @@ def run_generation_robustness(config: GenerationConfig, out_dir: str | Path, *,
                                 source_column=config.source_column, reference_column=config.reference_column)
     refs = [ex.reference for ex in data]
     data_key = fingerprint_of([[ex.source, ex.reference] for ex in data], config.prompt, config.max_new_tokens)
-    settings = [("clean", None, 0)] + [(f"{p}|{s}", p, s) for p in config.perturbations
-                                       for s in range(draws(p, config.seeds))]
+    settings = [("clean", None, 0)] + [(f"{p}|{s}", p, s) for p, s in perturbation_draws(config)]
+    perturbed: dict[tuple[str | None, int], tuple[list[str], float | None]] = {}
     rows: list[dict[str, Any]] = []
     intervals: dict[tuple[str, str, str], list[float]] = {}
     generations: dict[str, dict[str, list[str]]] = {}
@@ -109,7 +110,9 @@ def run_generation_robustness(config: GenerationConfig, out_dir: str | Path, *,
                 key = f"{lm.fingerprint}|{data_key}|{setting}"
                 hit = store.cell(STUDY, key)
                 if hit is None:
-                    srcs, rate = _sources(data, pert, seed)
+                    if (pert, seed) not in perturbed:  # each draw made once, shared by the models
+                        perturbed[(pert, seed)] = _sources(data, pert, seed)
+                    srcs, rate = perturbed[(pert, seed)]
                     hit = {"sources": srcs, "change_rate": rate, "generations": [first_line(g) for g in lm.generate(
                         [config.prompt.format(source=s) for s in srcs], max_new_tokens=config.max_new_tokens)]}
                     store.add_cell(STUDY, key, hit)
@@ -127,7 +130,7 @@ def run_generation_robustness(config: GenerationConfig, out_dir: str | Path, *,
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
     (out / "table.md").write_text(generation_markdown(summary))
     _examples_csv(out / "examples.csv", data, sources, generations)
-    _heatmaps(summary, out)
+    relative_robustness_heatmaps(summary, out, "generation_heatmap")
     return rows
 
 
@@ -147,19 +150,17 @@ def _model_rows(config: GenerationConfig, name: str, refs: list[str], gens: dict
     for metric in config.metrics:
         clean = rouge_scores(refs, gens["clean"], metric)
         m_c = float(clean.mean())
-        for pert in config.perturbations:
-            per_draw = []
-            for seed in range(draws(pert, config.seeds)):
-                scores = rouge_scores(refs, gens[f"{pert}|{seed}"], metric)
-                m_p = float(scores.mean())
-                rows.append({"model": name, "perturbation": pert, "metric": metric, "seed": seed, "clean": m_c,
-                             "perturbed": m_p, "relative_robustness": relative_robustness(m_c, m_p) if m_c > 0 else None,
-                             "change_rate": rates[(name, f"{pert}|{seed}")], "n": len(refs)})
-                per_draw.append(relative_robustness_many(clean[idx].mean(axis=1), scores[idx].mean(axis=1)))
-            reps = np.mean(per_draw, axis=0)
-            reps = reps[np.isfinite(reps)]
-            ci[(name, pert, metric)] = ([float(np.quantile(reps, 0.025)), float(np.quantile(reps, 0.975))]
-                                        if len(reps) else [math.nan, math.nan])
+        per_draw: dict[str, list[np.ndarray]] = {}
+        for pert, seed in perturbation_draws(config):
+            scores = rouge_scores(refs, gens[f"{pert}|{seed}"], metric)
+            m_p = float(scores.mean())
+            rows.append({"model": name, "perturbation": pert, "metric": metric, "seed": seed, "clean": m_c,
+                         "perturbed": m_p, "relative_robustness": relative_robustness(m_c, m_p) if m_c > 0 else None,
+                         "change_rate": rates[(name, f"{pert}|{seed}")], "n": len(refs)})
+            per_draw.setdefault(pert, []).append(relative_robustness_many(clean[idx].mean(axis=1),
+                                                                          scores[idx].mean(axis=1)))
+        for pert, reps in per_draw.items():
+            ci[(name, pert, metric)] = list(percentile_interval(np.mean(reps, axis=0)))
     return rows, ci
 
 
@@ -201,16 +202,4 @@ def _examples_csv(path: Path, data: Sequence[GenerationExample], sources: dict[s
             for setting, texts in gens.items():
                 for i, ex in enumerate(data[:limit]):
                     w.writerow([model, setting, ex.uid, sources[setting][i], ex.reference, texts[i]])
-
-
-def _heatmaps(summary: dict[str, Any], out: Path) -> None:
-    from ..report.plots import value_heatmap
-
-    models = list(dict.fromkeys(c["model"] for c in summary["clean"]))
-    perts = list(dict.fromkeys(c["perturbation"] for c in summary["cells"]))
-    cell = {(c["model"], c["perturbation"], c["metric"]): c["mean"] for c in summary["cells"]}
-    for metric in dict.fromkeys(c["metric"] for c in summary["clean"]):
-        values = np.array([[cell.get((m, p, metric), math.nan) for m in models] for p in perts])
-        value_heatmap(values, perts, models, out / f"generation_heatmap_{metric}.png",
-                      title=f"relative robustness, {metric}", cmap="RdBu", center=1.0, fmt="{:.2f}")
 

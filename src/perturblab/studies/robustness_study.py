@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import json
 import math
-import threading
 from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
@@ -41,8 +40,9 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from ..errors import InputError
-from ..executor import Cell, Executor, LocalExecutor
+from ..executor import Cell, Executor, LocalExecutor, once_per_process
 from ..measures.learnability import relative_robustness, relative_robustness_many
+from ..measures.stats import percentile_interval
 from ..measures.task_metrics import bootstrap_confusions, get_task_metric
 from ..models.base import Classifier, fingerprint_of
 from ..models.labels import align_labels, aligned_predictions
@@ -109,6 +109,12 @@ def draws(perturbation: str, seeds: int) -> int:
     return 1 if getattr(get_perturbation(perturbation), "deterministic", False) else seeds
 
 
+def perturbation_draws(config: Any) -> list[tuple[str, int]]:
+    """Every (perturbation, draw) of ``config.perturbations`` with ``config.seeds`` draws of each
+    random perturbation (:func:`draws`)."""
+    return [(p, s) for p in config.perturbations for s in range(draws(p, config.seeds))]
+
+
 def _check(config: RobustnessConfig) -> None:
     if not config.models:
         raise InputError("models is empty; name at least one classifier (a preset, zoo model or HF id)")
@@ -145,6 +151,18 @@ def run_robustness(config: RobustnessConfig, out_dir: str | Path, *,
     inputs, y = dataset_inputs(test), np.asarray(test.labels)
     data_key = fingerprint_of(inputs_hash(inputs), y.tolist(), config.perturb_field)
     loaded: list[tuple[str, Classifier]] = []
+    perturbed: dict[tuple[str, int], tuple[list, float]] = {}
+
+    def inputs_of(pert: str | None, seed: int) -> tuple[list, float | None]:
+        """The test inputs with one draw of ``pert`` and the share it changed; each draw is made
+        once (only when some model's predictions on it are not stored) and shared by the models."""
+        if pert is None:
+            return inputs, None
+        if (pert, seed) not in perturbed:
+            xs, changed = perturb_inputs(pert, inputs, seed=seed, field=config.perturb_field)
+            perturbed[(pert, seed)] = (xs, float(np.mean(changed)))
+        return perturbed[(pert, seed)]
+
     with ResultStore(out / "results.sqlite") as store:
         cells = []
         for entry in tqdm(list(config.models), desc="models", disable=not progress):
@@ -155,13 +173,12 @@ def run_robustness(config: RobustnessConfig, out_dir: str | Path, *,
             loaded.append((spec, clf))
             # a local cell uses the loaded model; a remote one resolves it from its source
             handle = clf if ready is not None or executor.name == "local" else (source, train, config.train_seed)
-            settings = [("clean", None, 0)] + [(f"{p}|{s}", p, s) for p in config.perturbations
-                                                for s in range(draws(p, config.seeds))]
+            settings = [("clean", None, 0)] + [(f"{p}|{s}", p, s) for p, s in perturbation_draws(config)]
             for setting, pert, seed in settings:
                 key = f"{clf.fingerprint}|{data_key}|{setting}"
                 if store.cell(STUDY, key) is None and key not in {c.key for c in cells}:
-                    cells.append(Cell(key, partial(_predict_cell, handle, columns, inputs, pert, seed,
-                                                   config.perturb_field)))
+                    xs, rate = inputs_of(pert, seed)
+                    cells.append(Cell(key, partial(_predict_cell, handle, columns, xs, rate)))
         bar = tqdm(total=len(cells), desc="predictions", disable=not progress or not cells)
         for cell, result in executor.run(cells):
             store.add_cell(STUDY, cell.key, result)
@@ -175,38 +192,35 @@ def run_robustness(config: RobustnessConfig, out_dir: str | Path, *,
     (out / "results.json").write_text(json.dumps(rows, indent=1))
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
     (out / "table.md").write_text(robustness_markdown(summary))
-    from ..report.plots import value_heatmap
-
-    models = list(dict.fromkeys(r["model"] for r in rows))
-    for metric in dict.fromkeys(r["metric"] for r in rows):
-        mat = np.array([[_cell(summary, m, p, metric)["mean"] for m in models] for p in config.perturbations])
-        value_heatmap(mat, list(config.perturbations), models, out / f"robustness_heatmap_{metric}.png",
-                      title=f"relative robustness 1 − (m_c − m_p)/m_c, {metric}", cmap="RdYlGn", fmt="{:.2f}",
-                      center=1.0)
+    relative_robustness_heatmaps(summary, out, "robustness_heatmap")
     return rows
 
 
-_CELL_MODELS: dict[tuple, Classifier] = {}
-_CELL_LOCK = threading.Lock()
+def relative_robustness_heatmaps(summary: dict[str, Any], out: Path, prefix: str) -> list[Path]:
+    """``<prefix>_<metric>.png`` per metric of a :func:`summarise` result: perturbations × models,
+    centred on 1 (unaffected)."""
+    from ..report.plots import value_heatmap
+
+    models = list(dict.fromkeys(c["model"] for c in summary["clean"]))
+    perts = list(dict.fromkeys(c["perturbation"] for c in summary["cells"]))
+    return [value_heatmap(np.array([[_cell(summary, m, p, metric)["mean"] for m in models] for p in perts]),
+                          perts, models, out / f"{prefix}_{metric}.png",
+                          title=f"relative robustness 1 − (m_c − m_p)/m_c, {metric}", cmap="RdYlGn", fmt="{:.2f}",
+                          center=1.0)
+            for metric in dict.fromkeys(c["metric"] for c in summary["clean"])]
 
 
-def _predict_cell(model: Classifier | tuple[str, Any, int], columns: list, inputs: list, pert: str | None,
-                  seed: int, perturb_field: str) -> dict[str, Any]:
-    """One cell: the model's predictions (in the data's label order) on the clean test inputs
-    (``pert`` None) or on one draw of a perturbation, and the share of inputs it changed."""
-    if isinstance(model, tuple):  # (source, train, train_seed): resolve once per process
+def _predict_cell(model: Classifier | tuple[str, Any, int], columns: list, xs: list,
+                  change_rate: float | None) -> dict[str, Any]:
+    """One cell: the model's predictions on ``xs`` (the clean or one perturbed test set) in the
+    data's label order, with the share of inputs the perturbation changed. A ``(source, train,
+    train_seed)`` model is resolved once per process (a Ray worker's)."""
+    if isinstance(model, tuple):
         source, train, train_seed = model
-        key = (source, inputs_hash(list(train.texts)), tuple(np.asarray(train.labels).tolist()), train_seed)
-        with _CELL_LOCK:
-            if key not in _CELL_MODELS:
-                _CELL_MODELS[key] = resolve_classifier(source, train, train_seed)
-            model = _CELL_MODELS[key]
-    if pert is None:
-        xs, changed = inputs, None
-    else:
-        xs, changed = perturb_inputs(pert, inputs, seed=seed, field=perturb_field)
-    return {"pred": aligned_predictions(model.predict_proba(xs), columns).tolist(),
-            "change_rate": None if changed is None else float(np.mean(changed))}
+        key = ("robustness", source, inputs_hash(list(train.texts)), tuple(np.asarray(train.labels).tolist()),
+               train_seed)
+        model = once_per_process(key, partial(resolve_classifier, source, train, train_seed))
+    return {"pred": aligned_predictions(model.predict_proba(xs), columns).tolist(), "change_rate": change_rate}
 
 
 def _model_rows(store: ResultStore, config: RobustnessConfig, spec: str, clf: Classifier, data_key: str,
@@ -218,17 +232,16 @@ def _model_rows(store: ResultStore, config: RobustnessConfig, spec: str, clf: Cl
     clean = np.asarray(stored("clean")["pred"])
     scores_clean = {m: get_task_metric(m)(y, clean) for m in config.metrics}
     rows = []
-    for pert in config.perturbations:
-        for seed in range(draws(pert, config.seeds)):
-            hit = stored(f"{pert}|{seed}")
-            pred = np.asarray(hit["pred"])
-            for metric in config.metrics:
-                fn = get_task_metric(metric)
-                m_c, m_p = scores_clean[metric], fn(y, pred)
-                rr = relative_robustness(m_c, m_p) if m_c > 0 else None
-                rows.append({"model": spec, "perturbation": pert, "metric": fn.name, "seed": seed,
-                             "clean": m_c, "perturbed": m_p, "relative_robustness": rr,
-                             "change_rate": hit["change_rate"], "n": len(y)})
+    for pert, seed in perturbation_draws(config):
+        hit = stored(f"{pert}|{seed}")
+        pred = np.asarray(hit["pred"])
+        for metric in config.metrics:
+            fn = get_task_metric(metric)
+            m_c, m_p = scores_clean[metric], fn(y, pred)
+            rr = relative_robustness(m_c, m_p) if m_c > 0 else None
+            rows.append({"model": spec, "perturbation": pert, "metric": fn.name, "seed": seed,
+                         "clean": m_c, "perturbed": m_p, "relative_robustness": rr,
+                         "change_rate": hit["change_rate"], "n": len(y)})
     return rows
 
 
@@ -244,7 +257,7 @@ def _intervals(store: ResultStore, config: RobustnessConfig, spec: str, clf: Cla
     metrics = [m for m in metrics if m.from_confusion is not None]
     if not metrics or config.n_boot < 1:
         return {}
-    settings = [(p, s) for p in config.perturbations for s in range(draws(p, config.seeds))]
+    settings = perturbation_draws(config)
     conf = bootstrap_confusions(y, [pred("clean")] + [pred(f"{p}|{s}") for p, s in settings],
                                 n_boot=config.n_boot, seed=config.train_seed)
     out = {}
@@ -253,9 +266,7 @@ def _intervals(store: ResultStore, config: RobustnessConfig, spec: str, clf: Cla
         rr = {ps: relative_robustness_many(clean, m.from_confusion(c)) for ps, c in zip(settings, conf[1:])}
         for pert in config.perturbations:
             reps = np.mean([rr[(pert, s)] for s in range(draws(pert, config.seeds))], axis=0)
-            reps = reps[np.isfinite(reps)]
-            out[(spec, pert, m.name)] = ([float(np.quantile(reps, 0.025)), float(np.quantile(reps, 0.975))]
-                                         if len(reps) else [math.nan, math.nan])
+            out[(spec, pert, m.name)] = list(percentile_interval(reps))
     return out
 
 

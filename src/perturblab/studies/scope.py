@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import logging
 import math
-import threading
 from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
@@ -31,7 +30,7 @@ from tqdm.auto import tqdm
 
 from ..data.examples import Dataset, Example
 from ..errors import InputError
-from ..executor import Cell, LocalExecutor
+from ..executor import Cell, LocalExecutor, once_per_process
 from ..measures.scope import (DEFAULT_CUTOFF, DEFAULT_TOLERANCE, METRICS, gap_iid_accuracy,
                               hard_scope_terms, iid_agreement, ood_agreement,
                               reference_invariant, soft_scope_terms)
@@ -162,31 +161,25 @@ class ScopeStudy:
         train, _ = self.splits()
         return RemoteReference(ref, train, self.config.seed, self.config.data, self._given.get(ref))
 
-    def _search_cells(self, jobs: Sequence[tuple[str, int, list[tuple[int, Example]]]], handle: Any) -> list[Cell]:
-        """One cell per chunk of not yet searched samples of each (capability, trial)."""
-        cfg, cells = self.config, []
+    def _search(self, jobs: Sequence[tuple[str, int, list[tuple[int, Example]]]], executor: Any) -> None:
+        """Search every (capability, trial, samples) job on ``executor``, one cell per chunk of
+        samples not searched yet; this thread writes each finished chunk to the store in one
+        transaction (so a killed run loses only chunks in flight)."""
+        cfg, cells, todo_total = self.config, [], 0
+        handle = self._reference_handle(executor)
         for cap_name, trial, samples in jobs:
             done = self.store.done_samples(cfg.run_id, cfg.reference, cap_name, trial)
             todo = [(i, ex.fields) for i, ex in samples if i not in done]
+            todo_total += len(todo)
             for start in range(0, len(todo), self.chunk_size):
                 chunk = todo[start:start + self.chunk_size]
                 cells.append(Cell(f"{cap_name}|{trial}|{chunk[0][0]}",
                                   partial(search_chunk, handle, cfg, cap_name, trial, chunk)))
-        return cells
-
-    def _search(self, jobs: Sequence[tuple[str, int, list[tuple[int, Example]]]], executor: Any) -> None:
-        """Search every (capability, trial, samples) job on ``executor``; this thread writes each
-        finished chunk to the store in one transaction (so a killed run loses only chunks in flight)."""
-        cfg = self.config
-        cells = self._search_cells(jobs, self._reference_handle(executor))
         if not cells:
             return
-        bar = tqdm(total=sum(len(c.fn.args[-1]) for c in cells), disable=not self.progress, desc="searches",
-                   leave=False)
-        for cell, records in executor.run(cells):
-            cap_name, trial = cell.fn.args[2], cell.fn.args[3]
-            self.store.add_perturbations({"run_id": cfg.run_id, "reference": cfg.reference, "capability": cap_name,
-                                          "trial": trial, **r} for r in records)
+        bar = tqdm(total=todo_total, disable=not self.progress, desc="searches", leave=False)
+        for _, records in executor.run(cells):
+            self.store.add_perturbations({"run_id": cfg.run_id, "reference": cfg.reference, **r} for r in records)
             bar.update(len(records))
         bar.close()
 
@@ -313,18 +306,14 @@ class RemoteReference:
         from ..models.cache import CachedClassifier
         from ..models.presets import load_classifier
 
-        key = (self.name, self.model.fingerprint if self.model is not None else None,
+        def make() -> Classifier:
+            inner = self.model if self.model is not None else load_classifier(
+                self.name, self.train, seed=self.seed, data_name=self.data)
+            return CachedClassifier(inner, max_entries=100_000)
+
+        key = ("scope-reference", self.name, self.model.fingerprint if self.model is not None else None,
                inputs_hash(list(self.train.texts)), self.seed, self.data)
-        with _SEARCH_LOCK:
-            if key not in _SEARCH_MODELS:
-                inner = self.model if self.model is not None else load_classifier(
-                    self.name, self.train, seed=self.seed, data_name=self.data)
-                _SEARCH_MODELS[key] = CachedClassifier(inner, max_entries=100_000)
-            return _SEARCH_MODELS[key]
-
-
-_SEARCH_MODELS: dict[tuple, Classifier] = {}
-_SEARCH_LOCK = threading.Lock()
+        return once_per_process(key, make)
 
 
 def search_chunk(reference: Classifier | RemoteReference, cfg: ScopeOptions, cap_name: str,
@@ -332,7 +321,8 @@ def search_chunk(reference: Classifier | RemoteReference, cfg: ScopeOptions, cap
     """One search cell: x' = C(x; m1) (Eq. 1) for each ``(sample id, fields)`` of ``chunk``, all
     searches in lock-step with one batched reference call per round. Each sample's random
     choices come from ``default_rng([seed, trial, sample id])``, so a result does not depend on
-    how samples are chunked or where the cell runs. Returns JSON-able records."""
+    how samples are chunked or where the cell runs. Returns JSON-able records (the store's
+    perturbation rows without run and reference)."""
     if isinstance(reference, RemoteReference):
         reference = reference.load()
     cap = get_capability(cap_name.rstrip("*"))
@@ -342,9 +332,10 @@ def search_chunk(reference: Classifier | RemoteReference, cfg: ScopeOptions, cap
                               field_index=cfg.perturb_field, max_candidates=cfg.max_candidates)
                 for i, fields in chunk]
     results = run_searches(problems, cfg.search_method(), reference, progress=False)
-    return [{"sample_id": i, "original": r.original, "perturbed": r.perturbed, "changes": r.changes,
-             "ref_loss": None if math.isnan(r.loss) else r.loss, "argmax_invariant": r.argmax_invariant,
-             "status": r.status, "queries": r.queries} for (i, _), r in zip(chunk, results)]
+    return [{"capability": cap_name, "trial": trial, "sample_id": i, "original": r.original,
+             "perturbed": r.perturbed, "changes": r.changes, "ref_loss": None if math.isnan(r.loss) else r.loss,
+             "argmax_invariant": r.argmax_invariant, "status": r.status, "queries": r.queries}
+            for (i, _), r in zip(chunk, results)]
 
 
 def summarise(rows: Sequence[dict[str, Any]], metrics: Sequence[str] = METRICS,
