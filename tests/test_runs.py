@@ -81,7 +81,7 @@ def test_config_maps_onto_the_commands_options(tmp_path, marker_csv):
     assert rob.options["models"] == "ref=tfidf-lr"  # a named model keeps its name in the tables
     assert rob.options["perturbations"] == "drop_first,change_char" and rob.options["n_test"] == 60
     assert rob.options["data"] == str(tmp_path / "toy.csv")  # relative to the config's folder
-    assert rob.options["metrics"] == "accuracy,mcc"  # the command's default
+    assert rob.options["metrics"] is None  # the command's default: the task's own metrics
     assert learn.options["ps"] == [0.1, 1.0] and cfg.out == tmp_path / "o"
 
 

@@ -61,6 +61,19 @@ def _add_scope_args(p: argparse.ArgumentParser, demo: bool = False) -> None:
     executor_options(p)
 
 
+def data_options(p: argparse.ArgumentParser, *, task: bool = True) -> None:
+    """``--text-fields``, ``--label-column`` (and ``--task``): which columns of a data file the
+    study reads (:func:`perturblab.studies.inputs.load_study_data`)."""
+    p.add_argument("--text-fields", type=_csv_list, default=[], metavar="A[,B]",
+                   help="text column(s) of a data file: one, or two for a text-pair task (e.g. premise,hypothesis); "
+                        "default: the column 'text'")
+    p.add_argument("--label-column", default=None, help="label column of a data file (default: 'label')")
+    if task:
+        p.add_argument("--task", choices=["classification", "regression"], default=None,
+                       help="classification (class labels) or regression (numeric targets, scored by pearson/"
+                            "spearman); default: classification for files, the task's own for glue:NAME")
+
+
 def executor_options(p: argparse.ArgumentParser, *, default: str | None = "local",
                      help: str = "run the work cells here (default) or on Ray") -> None:
     """``--executor``, ``--address``, ``--num-cpus``: where a study's work cells run."""
@@ -170,23 +183,15 @@ def all_commands() -> dict[str, Callable]:
 
 
 def _load_splits(args):
-    from .data.loaders import load_dataset, train_test_split
+    from .data.loaders import train_test_split
+    from .studies.inputs import load_study_data
 
-    kw = {}
-    if args.text_column:
-        kw["text_column"] = args.text_column
     fields = _csv_list(args.text_fields or "")
-    if fields:
-        if args.text_column or len(fields) > 2:
-            raise InputError("--text-fields takes one or two column names (A or A,B) and replaces --text-column; "
-                             f"got --text-fields {args.text_fields!r}" + (f" and --text-column {args.text_column!r}"
-                                                                          if args.text_column else ""))
-        kw["text_column"] = fields[0]
-        if len(fields) == 2:
-            kw["text_b_column"] = fields[1]
-    if args.label_column:
-        kw["label_column"] = args.label_column
-    ds = load_dataset(args.data, **kw)
+    if args.text_column and fields:
+        raise InputError("--text-fields takes one or two column names (A or A,B) and replaces --text-column; "
+                         f"got --text-fields {args.text_fields!r} and --text-column {args.text_column!r}")
+    ds = load_study_data(args.data, text_fields=fields or ([args.text_column] if args.text_column else []),
+                         label_column=args.label_column)
     return train_test_split(ds, test_size=0.25, seed=args.seed)
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Callable
 
 from .cli import _csv_list as _list
+from .cli import data_options as _data_options
 from .cli import executor_options as _executor_options
 from .cli import study_executor
 
@@ -36,7 +37,10 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                    "textrnn, minilm-probe, hf-finetune)")
     p.add_argument("--perturbations", default="all", help="'all' (the learnability paper's eight), 'robustness' "
                    "(the robustness paper's eight), 'every', or a comma list")
-    p.add_argument("--data", default="rotten_tomatoes", help="a labelled data set or file")
+    p.add_argument("--data", default="rotten_tomatoes", help="a labelled data set, file, hf:NAME or glue:TASK")
+    _data_options(p, task=False)
+    p.add_argument("--perturb-field", choices=["a", "b", "both"], default="both",
+                   help="for text-pair data: perturb the first text, the second or both (default)")
     p.add_argument("--seeds", type=int, default=3)
     p.add_argument("--n-train", type=int, default=2000, help="balanced training subsample")
     p.add_argument("--n-test", type=int, default=500, help="balanced test subsample")
@@ -64,19 +68,23 @@ def _label_maps(values: list[str] | None) -> dict[str, dict[str, str]]:
 
 
 def add_robustness_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("robustness", help="relative robustness of classifiers to perturbations (Table 3 style)")
+    p = sub.add_parser("robustness", help="relative robustness of classifiers and regressors to perturbations "
+                       "(Table 3 style)")
     p.add_argument("--models", required=True, help="comma list of classifiers: presets (minilm-l6, minilm-l3, "
                    "tfidf-lr, ...), trainable models (textrnn, minilm-probe, hf-finetune) or fine-tuned HF "
-                   "sequence classifiers (local directory or hub id); NAME=SOURCE gives a short name")
+                   "sequence classifiers (local directory or hub id); on a regression task encoder presets get a "
+                   "ridge head, tfidf-ridge, or one-output HF models; NAME=SOURCE gives a short name")
     p.add_argument("--perturbations", default="robustness", help="'robustness' (the robustness paper's eight, "
                    "default), 'all' (the learnability paper's eight), 'every', or a comma list")
-    p.add_argument("--data", default="rotten_tomatoes", help="a labelled data set or file")
-    p.add_argument("--metrics", default="accuracy,mcc", help="comma list of accuracy, mcc, f1")
+    p.add_argument("--data", default="rotten_tomatoes", help="a labelled data set, file, hf:NAME or glue:TASK")
+    _data_options(p)
+    p.add_argument("--metrics", default=None, help="comma list of accuracy, mcc, f1 (classification; default "
+                   "accuracy,mcc) or pearson, spearman (regression; default both)")
     p.add_argument("--seeds", type=int, default=3, help="draws of each perturbation")
     p.add_argument("--n-train", type=int, default=2000, help="training split for presets and trainable models")
     p.add_argument("--n-test", type=int, default=1000, help="test examples")
     p.add_argument("--perturb-field", choices=["a", "b", "both"], default="both",
-                   help="for text-pair data: perturb the first text, the second or both")
+                   help="for text-pair data: perturb the first text, the second or both (default)")
     p.add_argument("--label-map", action="append", metavar="[MODEL:]LABEL=DATA_LABEL,...",
                    help="map a model's output labels to the data's labels (repeatable; without MODEL: for "
                         "every model that has these labels); needed only when names do not match")
@@ -89,9 +97,10 @@ def cmd_robustness(args) -> int:
     from .studies.robustness_study import RobustnessConfig, run_robustness
 
     cfg = RobustnessConfig(models=_list(args.models), perturbations=resolve_perturbations(args.perturbations),
-                           data=args.data, metrics=_list(args.metrics), seeds=args.seeds, n_train=args.n_train,
-                           n_test=args.n_test, perturb_field=args.perturb_field,
-                           label_maps=_label_maps(args.label_map))
+                           data=args.data, metrics=_list(args.metrics) if args.metrics else None, seeds=args.seeds,
+                           n_train=args.n_train, n_test=args.n_test, perturb_field=args.perturb_field,
+                           label_maps=_label_maps(args.label_map), text_fields=args.text_fields,
+                           label_column=args.label_column, task=args.task)
     with study_executor(args) as ex:
         run_robustness(cfg, args.out, progress=not args.quiet, executor=ex)
     out = Path(args.out)
@@ -106,7 +115,8 @@ def cmd_learnability(args) -> int:
 
     cfg = LearnabilityConfig(models=_list(args.models), perturbations=resolve_perturbations(args.perturbations),
                              data=args.data, n_train=args.n_train, n_test=args.n_test, seeds=args.seeds,
-                             ps=args.ps or LEARNABILITY_GRID)
+                             ps=args.ps or LEARNABILITY_GRID, text_fields=args.text_fields,
+                             label_column=args.label_column, perturb_field=args.perturb_field)
     with study_executor(args, workers=args.workers) as ex:
         if ex.name == "local":
             from .executor import LocalExecutor

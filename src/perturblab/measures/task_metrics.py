@@ -25,8 +25,10 @@ name          consumes   range       definition
 ROUGE uses Google's ``rouge-score`` package (a re-implementation of ROUGE-1.5.5): lower-cased,
 non-alphanumeric characters as separators, no stemming by default (as the ``evaluate`` library).
 The label metrics are computed from the confusion matrix (``*_from_confusion``, vectorised over
-leading axes), which :func:`bootstrap_confusions` gives for many paired resamples at once:
-that is how the robustness study puts bootstrap intervals on relative robustness.
+leading axes), which :func:`bootstrap_confusions` gives for many paired resamples at once; the
+correlations have row-wise forms (``pearson_rows``, ``spearman_rows``) applied to the resamples
+of :func:`bootstrap_indices`: that is how the robustness study puts bootstrap intervals on
+relative robustness.
 A constant input makes Pearson/Spearman undefined: they return NaN and say so in a warning.
 """
 
@@ -54,6 +56,7 @@ class TaskMetric:
     high: float
     description: str
     from_confusion: Callable[[np.ndarray], np.ndarray] | None = None  # label metrics: the same from (..., K, K)
+    rowwise: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None  # number metrics: per row of (B, n)
 
     def __call__(self, references: Sequence, predictions: Sequence) -> float:
         return self.fn(references, predictions)
@@ -158,7 +161,7 @@ def bootstrap_confusions(references: Sequence, predictions: Sequence[Sequence], 
         raise InputError("bootstrap_confusions: every prediction vector needs one prediction per reference")
     classes = np.unique(np.concatenate([y, *preds]))
     k, n = len(classes), len(y)
-    idx = np.random.default_rng(seed).integers(0, n, size=(n_boot, n))
+    idx = bootstrap_indices(n, n_boot, seed)
     offsets = (np.arange(n_boot) * k * k)[:, None]
     yi = np.searchsorted(classes, y)
     out = []
@@ -178,6 +181,30 @@ def _correlation(kind: str, references: Sequence, predictions: Sequence) -> floa
         return float("nan")
     fn = stats.pearsonr if kind == "pearson" else stats.spearmanr
     return float(fn(a, b)[0])
+
+
+def pearson_rows(references: np.ndarray, predictions: np.ndarray) -> np.ndarray:
+    """Pearson r of each row pair of (..., n) arrays (NaN for a constant row), vectorised: the
+    bootstrap replicates of :func:`bootstrap_indices` in one call."""
+    a, b = np.asarray(references, dtype=np.float64), np.asarray(predictions, dtype=np.float64)
+    a = a - a.mean(axis=-1, keepdims=True)
+    b = b - b.mean(axis=-1, keepdims=True)
+    den = np.sqrt((a * a).sum(axis=-1) * (b * b).sum(axis=-1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, (a * b).sum(axis=-1) / np.where(den > 0, den, 1.0), np.nan)
+
+
+def spearman_rows(references: np.ndarray, predictions: np.ndarray) -> np.ndarray:
+    """Spearman ρ of each row pair: Pearson r of the rows' average ranks (ties share a rank)."""
+    from scipy.stats import rankdata
+
+    return pearson_rows(rankdata(references, axis=-1), rankdata(predictions, axis=-1))
+
+
+def bootstrap_indices(n: int, n_boot: int, seed: int = 0) -> np.ndarray:
+    """(n_boot, n) example indices drawn with replacement: the paired resamples of a bootstrap
+    (the same generator and draws as :func:`bootstrap_confusions`)."""
+    return np.random.default_rng(seed).integers(0, n, size=(n_boot, n))
 
 
 def pearson_r(references: Sequence, predictions: Sequence) -> float:
@@ -221,8 +248,8 @@ TASK_METRICS: dict[str, TaskMetric] = {m.name: m for m in (
     TaskMetric("accuracy", accuracy, "label", 0.0, 1.0, "share of correct labels", accuracy_from_confusion),
     TaskMetric("mcc", mcc, "label", -1.0, 1.0, "Matthews correlation coefficient", mcc_from_confusion),
     TaskMetric("f1", f1_macro, "label", 0.0, 1.0, "macro-averaged F1", f1_from_confusion),
-    TaskMetric("pearson", pearson_r, "number", -1.0, 1.0, "Pearson correlation"),
-    TaskMetric("spearman", spearman_rho, "number", -1.0, 1.0, "Spearman rank correlation"),
+    TaskMetric("pearson", pearson_r, "number", -1.0, 1.0, "Pearson correlation", rowwise=pearson_rows),
+    TaskMetric("spearman", spearman_rho, "number", -1.0, 1.0, "Spearman rank correlation", rowwise=spearman_rows),
     TaskMetric("rouge1", _rouge("rouge1"), "text", 0.0, 1.0, "ROUGE-1 F"),
     TaskMetric("rouge2", _rouge("rouge2"), "text", 0.0, 1.0, "ROUGE-2 F"),
     TaskMetric("rougeL", _rouge("rougeL"), "text", 0.0, 1.0, "ROUGE-L F"),

@@ -1,5 +1,5 @@
-"""Model backends behind small protocols (:class:`Classifier`, :class:`Encoder`, and
-:class:`~.lm.LanguageModel` in ``lm``).
+"""Model backends behind small protocols (:class:`Classifier`, :class:`Regressor`, :class:`Encoder`,
+and :class:`~.lm.LanguageModel` in ``lm``).
 
 Importing this package is cheap: backends that need torch/transformers (``hf``,
 ``onnx_convert``) or scikit-learn are imported on first use of one of their names.
@@ -10,8 +10,8 @@ from __future__ import annotations
 from .._lazy import lazy_exports
 from typing import TYPE_CHECKING
 
-from .base import (POOLINGS, Classifier, CountingClassifier, Encoder, Pooling, TextInput, check_inputs,
-                   file_fingerprint, fingerprint_of, predict)
+from .base import (POOLINGS, Classifier, CountingClassifier, Encoder, Pooling, Regressor, TextInput, check_inputs,
+                   file_fingerprint, fingerprint_of, is_regressor, predict)
 
 _LAZY: dict[str, str] = {
     "CachedClassifier": "cache",
@@ -24,6 +24,11 @@ _LAZY: dict[str, str] = {
     "dataset_inputs": "head",
     "HFEncoder": "hf",
     "HFSequenceClassifier": "hf",
+    "HFSequenceRegressor": "hf",
+    "EncoderRegressor": "regression",
+    "SklearnRegressor": "regression",
+    "load_regressor": "regression",
+    "train_tfidf_ridge": "regression",
     "load_onnx_minilm": "onnx_convert",
     "ConversionError": "onnx_convert",
     "ONNX_MINILMS": "onnx_convert",
@@ -45,14 +50,15 @@ _LAZY: dict[str, str] = {
     "load_or_finetune": "finetune",
 }
 
-__all__ = ["POOLINGS", "Classifier", "CountingClassifier", "Encoder", "Pooling", "TextInput", "check_inputs",
-           "file_fingerprint", "fingerprint_of", "predict", *_LAZY]
+__all__ = ["POOLINGS", "Classifier", "CountingClassifier", "Encoder", "Pooling", "Regressor", "TextInput",
+           "check_inputs", "file_fingerprint", "fingerprint_of", "is_regressor", "predict", *_LAZY]
 
 if TYPE_CHECKING:  # pragma: no cover
     from .cache import CachedClassifier
     from .callable_backend import CallableClassifier
     from .head import EncoderClassifier, dataset_inputs, train_encoder_head
-    from .hf import HFEncoder, HFSequenceClassifier
+    from .hf import HFEncoder, HFSequenceClassifier, HFSequenceRegressor
+    from .regression import EncoderRegressor, SklearnRegressor, load_regressor, train_tfidf_ridge
     from .lm import HFCausalLM, LanguageModel, log_perplexity
     from .lm_cache import MemoLanguageModel
     from .lm_presets import LM_PRESETS, load_language_model

@@ -2,6 +2,8 @@
 
 * :class:`Classifier` — ``labels`` and ``predict_proba(inputs) -> (n, k)`` probabilities.
 * :class:`Encoder` — ``hidden_states(inputs, pooling) -> [ (n, d) per layer ]``.
+* :class:`Regressor` — ``predict_values(inputs) -> (n,)`` real-valued predictions (STS-B-style
+  regression targets; backends in :mod:`.regression`).
 
 An *input* is a text, or a ``(text_a, text_b)`` pair for sentence-pair tasks.
 Every model has a ``fingerprint``: a string that changes whenever its outputs could
@@ -32,6 +34,22 @@ class Classifier(Protocol):
     def predict_proba(self, inputs: Sequence[TextInput]) -> np.ndarray:
         """(n, len(labels)) array of probabilities; rows sum to 1."""
         ...
+
+
+@runtime_checkable
+class Regressor(Protocol):
+    """Anything that maps inputs to one real number each (a regression target)."""
+
+    fingerprint: str
+
+    def predict_values(self, inputs: Sequence[TextInput]) -> np.ndarray:
+        """(n,) float64 predictions in input order."""
+        ...
+
+
+def is_regressor(model: object) -> bool:
+    """True for a model with ``predict_values`` and no class labels (a :class:`Regressor`)."""
+    return callable(getattr(model, "predict_values", None)) and not hasattr(model, "predict_proba")
 
 
 @runtime_checkable

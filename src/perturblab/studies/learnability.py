@@ -24,11 +24,11 @@ import numpy as np
 from ..errors import InputError
 from ..measures.learnability import (LEARNABILITY_GRID, learnability_from_predictions,
                                      learnability_from_probabilities, log_auc, random_pseudo_labels)
-from ..models.base import Classifier
-from ..perturb.catalogue import apply_perturbation, get_perturbation
+from ..models.base import Classifier, TextInput
+from ..perturb.catalogue import get_perturbation, perturb_inputs
 from ..perturb.transformations import Transformation
 
-Fit = Callable[[list[str], np.ndarray, int], Classifier]
+Fit = Callable[[list[TextInput], np.ndarray, int], Classifier]
 
 
 @dataclass
@@ -47,16 +47,17 @@ class LearnabilityPoint:
         return asdict(self)
 
 
-def learnability_curve(fit: Fit, train_texts: Sequence[str], test_texts: Sequence[str],
+def learnability_curve(fit: Fit, train_texts: Sequence[TextInput], test_texts: Sequence[TextInput],
                        perturbation: Transformation | str, *, ps: Sequence[float] = LEARNABILITY_GRID,
-                       seed: int = 0) -> list[LearnabilityPoint]:
-    """Learnability@p for every p in ``ps`` (one trained model per p), Algorithm 1."""
+                       seed: int = 0, field: str = "both") -> list[LearnabilityPoint]:
+    """Learnability@p for every p in ``ps`` (one trained model per p), Algorithm 1; inputs are
+    texts or ``(text_a, text_b)`` pairs, of which ``field`` (``a``, ``b`` or ``both``) is perturbed."""
     g = get_perturbation(perturbation) if isinstance(perturbation, str) else perturbation
     train, test = list(train_texts), list(test_texts)
     if len(train) < 2 or len(test) < 2:
         raise InputError("learnability needs at least 2 training and 2 test texts")
-    train_star = apply_perturbation(g, train, seed=seed).texts
-    test_star = apply_perturbation(g, test, seed=seed + 7919).texts
+    train_star, _ = perturb_inputs(g, train, seed=seed, field=field)
+    test_star, _ = perturb_inputs(g, test, seed=seed + 7919, field=field)
     rng = np.random.default_rng([seed, 20230])
     y_train = random_pseudo_labels(len(train), rng)
     y_test = random_pseudo_labels(len(test), rng)

@@ -4,7 +4,8 @@ and post-augmentation Δ (Eq. 2), then Spearman ρ between them across model × 
 pairs (Table 3).
 
 Data: a stratified train/test split of a labelled set (seed 0), each part subsampled with
-balanced classes (Sec. 4.2) to ``n_train`` / ``n_test``; the seeds vary training, pseudo labels
+balanced classes (Sec. 4.2) to ``n_train`` / ``n_test``; text pairs (``text_fields``, e.g. QQP's
+two questions) are perturbed in ``perturb_field`` (``a``, ``b`` or ``both``, the default); the seeds vary training, pseudo labels
 and perturbation draws, never the data. Every trained model's result is stored in
 ``results.sqlite`` (``trainings``) under (model, data, perturbation, setting, seed), setting
 ``clean``, ``augmented`` or ``p=<p>``: a resumed run trains nothing twice.
@@ -34,7 +35,9 @@ from ..executor import Cell, Executor, LocalExecutor
 from ..measures.learnability import LEARNABILITY_GRID, log_auc, post_augmentation_delta, robustness
 from ..measures.grounding import rank_correlations
 from ..measures.stats import spearman
-from ..perturb.catalogue import apply_perturbation, get_perturbation
+from ..models.base import TextInput
+from ..models.head import dataset_inputs
+from ..perturb.catalogue import FIELDS, get_perturbation, perturb_inputs
 from ..store import ResultStore
 from .learnability import Fit, LearnabilityPoint, learnability_curve
 
@@ -54,19 +57,27 @@ class LearnabilityConfig:
     n_test: int = 500
     seeds: int = 3
     ps: Sequence[float] = LEARNABILITY_GRID
+    text_fields: Sequence[str] = ()  # data columns: one text, or two for pairs (default: the loader's)
+    label_column: str | None = None
+    perturb_field: str = "both"  # for pairs: "a", "b" or "both"
 
 
 def _split(config: LearnabilityConfig):
-    from ..data.loaders import load_dataset, sample_balanced, train_test_split
+    from ..data.loaders import sample_balanced, train_test_split
+    from .inputs import load_study_data
 
-    ds = load_dataset(config.data)
+    ds = load_study_data(config.data, text_fields=config.text_fields, label_column=config.label_column)
     if not ds.label_names:
-        raise InputError(f"data set {config.data!r} has no class labels; robustness needs a classification set")
+        raise InputError(f"data set {config.data!r} has no class labels; learnability trains classifiers on "
+                         "pseudo-class labels and scores robustness by accuracy, so it needs a classification set")
+    if config.perturb_field != "both" and not ds.is_pair:
+        raise InputError(f"perturb_field={config.perturb_field!r} picks a text of a pair, but {config.data!r} has "
+                         "one text field; name two columns (--text-fields A,B) or use 'both'")
     train, test = train_test_split(ds, test_size=0.25, seed=0)
     return sample_balanced(train, config.n_train, 0), sample_balanced(test, config.n_test, 0)
 
 
-def _accuracy(model: Any, texts: Sequence[str], y: np.ndarray) -> float:
+def _accuracy(model: Any, texts: Sequence[TextInput], y: np.ndarray) -> float:
     return float((np.asarray(model.predict_proba(list(texts))).argmax(axis=1) == y).mean())
 
 
@@ -89,9 +100,12 @@ def run_learnability(config: LearnabilityConfig, out_dir: str | Path, *, trainer
     out.mkdir(parents=True, exist_ok=True)
     for name in config.perturbations:
         get_perturbation(name)
+    if config.perturb_field not in FIELDS:
+        raise InputError(f"perturb_field must be one of {', '.join(FIELDS)}, got {config.perturb_field!r}")
     fits = {m: _trainer(m, trainers) for m in config.models}
     train, test = _split(config)
-    key = hashlib.sha256(json.dumps([train.texts, test.texts, train.labels.tolist(), test.labels.tolist()])
+    x_train, x_test = dataset_inputs(train), dataset_inputs(test)
+    key = hashlib.sha256(json.dumps([x_train, x_test, train.labels.tolist(), test.labels.tolist()])
                          .encode()).hexdigest()[:16]
     data = f"{config.data}:{key}"
     ytr, yte = train.labels, test.labels
@@ -102,12 +116,13 @@ def run_learnability(config: LearnabilityConfig, out_dir: str | Path, *, trainer
             missing = [p for p in config.perturbations if store.training(model, data, p, "robustness", seed) is None]
             if missing:
                 cells.append(Cell(f"robustness|{model}|{seed}", partial(
-                    _robustness_results, fits[model], model, train.texts, ytr, test.texts, yte, missing, seed)))
+                    _robustness_results, fits[model], model, x_train, ytr, x_test, yte, missing, seed,
+                    config.perturb_field)))
             for pert in config.perturbations:
                 ps = [p for p in config.ps if store.training(model, data, pert, f"p={p}", seed) is None]
                 if ps:
                     cells.append(Cell(f"curve|{model}|{pert}|{seed}", partial(
-                        _curve_results, fits[model], model, train.texts, test.texts, pert, ps, seed)))
+                        _curve_results, fits[model], model, x_train, x_test, pert, ps, seed, config.perturb_field)))
         bar = tqdm(total=len(cells), desc="model x seed x perturbation", disable=not progress)
         for _, results in executor.run(cells):
             store.add_trainings((model, data, pert, setting, seed, res) for model, pert, setting, seed, res in results)
@@ -136,16 +151,16 @@ def _trainer(name: str, trainers: dict[str, Fit] | None) -> Fit:
     return get_trainer(name)
 
 
-def _robustness_results(fit: Fit, model: str, train: list[str], ytr: np.ndarray, test: list[str], yte: np.ndarray,
-                        perturbations: Sequence[str], seed: int) -> list[tuple]:
+def _robustness_results(fit: Fit, model: str, train: list[TextInput], ytr: np.ndarray, test: list[TextInput],
+                        yte: np.ndarray, perturbations: Sequence[str], seed: int, field: str = "both") -> list[tuple]:
     """Eq. 1 and 2 inputs for ``perturbations``: one clean model, one augmented model each."""
     clean_model = fit(list(train), ytr.copy(), seed)
     acc_clean = _accuracy(clean_model, test, yte)
     out = []
     for pert in perturbations:
         g = get_perturbation(pert)
-        test_star = apply_perturbation(g, test, seed=seed).texts
-        train_star = apply_perturbation(g, train, seed=seed + 1).texts
+        test_star, _ = perturb_inputs(g, test, seed=seed, field=field)
+        train_star, _ = perturb_inputs(g, train, seed=seed + 1, field=field)
         augmented = fit(list(train) + train_star, np.concatenate([ytr, ytr]), seed)
         res = {"acc_clean": acc_clean, "acc_perturbed": _accuracy(clean_model, test_star, yte),
                "acc_augmented": _accuracy(augmented, test_star, yte)}
@@ -153,11 +168,11 @@ def _robustness_results(fit: Fit, model: str, train: list[str], ytr: np.ndarray,
     return out
 
 
-def _curve_results(fit: Fit, model: str, train: list[str], test: list[str], pert: str, ps: Sequence[float],
-                   seed: int) -> list[tuple]:
+def _curve_results(fit: Fit, model: str, train: list[TextInput], test: list[TextInput], pert: str,
+                   ps: Sequence[float], seed: int, field: str = "both") -> list[tuple]:
     # labels, z and g(x) do not depend on which ps are asked: the same values as one full run
     return [(model, pert, f"p={q.p}", seed, q.to_row())
-            for q in learnability_curve(fit, train, test, pert, ps=ps, seed=seed)]
+            for q in learnability_curve(fit, train, test, pert, ps=ps, seed=seed, field=field)]
 
 
 def _robustness_rows(store: ResultStore, model: str, data: str, config: LearnabilityConfig, seed: int) -> list[dict]:

@@ -1,5 +1,5 @@
-"""Relative robustness of classifiers to text perturbations (robustness paper, Sec. 3.2–3.4, 4.2,
-Tables 1 and 3).
+"""Relative robustness of classifiers and regressors to text perturbations (robustness paper,
+Sec. 3.2–3.4, 4.2, Tables 1 and 3).
 
 Every model is scored with a task metric m on the clean test set (m_c, Table 1) and on the test
 set with a perturbation applied to every input (m_p); relative robustness is
@@ -17,6 +17,13 @@ logistic-regression head trained on the training split, cached), a trainable zoo
 ``name=source`` gives a model a short name for the tables. Model outputs are matched to the
 data's labels by name (:func:`~perturblab.models.labels.align_labels`).
 
+Text pairs (``text_fields=("premise", "hypothesis")``) are perturbed in the first text, the
+second or both (``perturb_field``, default ``both``: the whole input, as the paper perturbs every
+GLUE input). A regression data set (numeric targets, ``task="regression"``; STS-B) is scored by
+``pearson`` / ``spearman`` (the default metrics follow the task: accuracy and MCC, or Pearson and
+Spearman) with regressors (:func:`resolve_model`: encoder presets with a ridge head,
+``tfidf-ridge``, one-output HF heads; :mod:`perturblab.models.regression`).
+
 Resumable: each model's predictions on each (perturbation, draw) are stored in
 ``results.sqlite`` (table ``cells``) under the model's fingerprint and the test set's hash, so a
 re-run predicts nothing twice and metrics can be changed without re-running models.
@@ -31,7 +38,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -43,8 +50,9 @@ from ..errors import InputError
 from ..executor import Cell, Executor, LocalExecutor, once_per_process
 from ..measures.learnability import relative_robustness, relative_robustness_many
 from ..measures.stats import percentile_interval
-from ..measures.task_metrics import bootstrap_confusions, get_task_metric
-from ..models.base import Classifier, fingerprint_of
+from ..measures.task_metrics import TASK_METRICS, bootstrap_confusions, bootstrap_indices, get_task_metric
+from ..models.base import Classifier, Regressor, fingerprint_of, is_regressor
+from ..models.head import dataset_inputs
 from ..models.labels import align_labels, aligned_predictions
 from ..models.states import inputs_hash
 from ..perturb.catalogue import FIELDS, get_perturbation, perturb_inputs
@@ -64,8 +72,11 @@ class RobustnessConfig:
     n_train: int = 2000  # training split for presets and zoo models (HF checkpoints ignore it)
     n_test: int = 1000
     seeds: int = 3  # draws of each perturbation
-    metrics: Sequence[str] = ("accuracy", "mcc")
+    metrics: Sequence[str] | None = None  # None: accuracy, mcc for classes; pearson, spearman for regression
     perturb_field: str = "both"  # for pair tasks: "a", "b" or "both"
+    text_fields: Sequence[str] = ()  # data columns: one text, or two for pairs (default: the loader's)
+    label_column: str | None = None
+    task: str | None = None  # "classification" or "regression" (default: the data's own)
     train_seed: int = 0
     # model name (or "*": every model that has all the map's labels) -> {model label: data label}
     label_maps: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
@@ -81,6 +92,9 @@ def split_alias(entry: str) -> tuple[str, str]:
     return entry.strip(), entry.strip()
 
 
+DEFAULT_METRICS = {"classification": ("accuracy", "mcc"), "regression": ("pearson", "spearman")}
+
+
 def resolve_classifier(spec: str, train: Any, seed: int = 0) -> Classifier:
     """A classifier for ``spec``: a trainable zoo name, a preset or an HF directory / hub id."""
     from ..models import named, presets, zoo
@@ -89,10 +103,24 @@ def resolve_classifier(spec: str, train: Any, seed: int = 0) -> Classifier:
     if named.api_definition(name, "classifier") is not None:
         return presets.load_classifier(name, train, seed=seed)
     if name.lower() in zoo.TRAINABLE.names() and name.lower() not in presets.PRESETS.names():
-        from ..models.head import dataset_inputs
-
         return zoo.fit_model(name, dataset_inputs(train), train.labels, seed, label_names=train.label_names)
     return presets.load_classifier(name, train, seed=seed)
+
+
+def resolve_model(spec: str, train: Any, seed: int = 0) -> Classifier | Regressor:
+    """:func:`resolve_classifier` on a classification training set; on a regression one (no class
+    names) a regressor (:func:`~perturblab.models.regression.load_regressor`)."""
+    if train.label_names:
+        return resolve_classifier(spec, train, seed)
+    from ..models import zoo
+    from ..models.presets import PRESETS
+    from ..models.regression import load_regressor
+
+    name = spec.strip()
+    if name.lower() in zoo.TRAINABLE.names() and name.lower() not in PRESETS.names():
+        raise InputError(f"{name} trains classifiers only; on a regression task use an encoder preset (a ridge "
+                         "head), tfidf-ridge, or a fine-tuned one-output HF model directory")
+    return load_regressor(name, train, seed=seed)
 
 
 def _label_map(config: RobustnessConfig, spec: str, labels: Sequence[str]) -> Mapping[str, str] | None:
@@ -124,10 +152,22 @@ def _check(config: RobustnessConfig) -> None:
         raise InputError(f"perturb_field must be one of {', '.join(FIELDS)}, got {config.perturb_field!r}")
     for name in config.perturbations:
         get_perturbation(name)
-    for m in config.metrics:
-        if get_task_metric(m).consumes != "label":
-            raise InputError(f"metric {m!r} scores {get_task_metric(m).consumes}s, not class labels; classifiers "
-                             "are scored by accuracy, mcc or f1")
+    for m in config.metrics or ():
+        get_task_metric(m)
+
+
+def _task_metrics(config: RobustnessConfig, regression: bool) -> list[str]:
+    """The config's metrics (default: the task's), each checked to score what the task predicts."""
+    task = "regression" if regression else "classification"
+    metrics = list(config.metrics) if config.metrics else list(DEFAULT_METRICS[task])
+    wanted = "number" if regression else "label"
+    for m in metrics:
+        metric = get_task_metric(m)
+        if metric.consumes != wanted:
+            fits = [k for k, v in TASK_METRICS.items() if v.consumes == wanted]
+            raise InputError(f"metric {m!r} scores {metric.consumes}s, but this is a {task} task; use "
+                             f"{', '.join(fits)}")
+    return [get_task_metric(m).name for m in metrics]
 
 
 def run_robustness(config: RobustnessConfig, out_dir: str | Path, *,
@@ -140,14 +180,19 @@ def run_robustness(config: RobustnessConfig, out_dir: str | Path, *,
     cell, run by ``executor`` (default: in this thread); a Ray worker resolves the model
     itself (once per worker process) unless it is a ready model.
     """
-    from ..models.head import dataset_inputs
     from .inputs import labelled_split
 
     _check(config)
     executor = executor or LocalExecutor()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    train, test = labelled_split(config.data, config.n_train, config.n_test, seed=0)
+    train, test = labelled_split(config.data, config.n_train, config.n_test, seed=0, text_fields=config.text_fields,
+                                 label_column=config.label_column, task=config.task, regression=True)
+    regression = not test.label_names
+    config = replace(config, metrics=_task_metrics(config, regression))
+    if config.perturb_field != "both" and not test.is_pair:
+        raise InputError(f"perturb_field={config.perturb_field!r} picks a text of a pair, but {test.name!r} has one "
+                         "text field; name two columns (text_fields / --text-fields A,B) or use 'both'")
     inputs, y = dataset_inputs(test), np.asarray(test.labels)
     data_key = fingerprint_of(inputs_hash(inputs), y.tolist(), config.perturb_field)
     loaded: list[tuple[str, Classifier]] = []
@@ -168,8 +213,8 @@ def run_robustness(config: RobustnessConfig, out_dir: str | Path, *,
         for entry in tqdm(list(config.models), desc="models", disable=not progress):
             spec, source = split_alias(entry)
             ready = (classifiers or {}).get(spec)
-            clf = ready or resolve_classifier(source, train, config.train_seed)
-            columns = align_labels(clf.labels, test.label_names, _label_map(config, spec, clf.labels), model=spec)
+            clf = ready or resolve_model(source, train, config.train_seed)
+            columns = _output_columns(clf, test, config, spec)
             loaded.append((spec, clf))
             # a local cell uses the loaded model; a remote one resolves it from its source
             handle = clf if ready is not None or executor.name == "local" else (source, train, config.train_seed)
@@ -210,16 +255,31 @@ def relative_robustness_heatmaps(summary: dict[str, Any], out: Path, prefix: str
             for metric in dict.fromkeys(c["metric"] for c in summary["clean"])]
 
 
-def _predict_cell(model: Classifier | tuple[str, Any, int], columns: list, xs: list,
+def _output_columns(model: Classifier | Regressor, test: Any, config: RobustnessConfig, spec: str) -> list | None:
+    """The model's output columns in the data's label order (None for a regressor), refusing a
+    classifier on regression data and a regressor on classification data."""
+    if is_regressor(model) or not test.label_names:
+        if is_regressor(model) != (not test.label_names):
+            kind = "a regressor" if is_regressor(model) else f"a classifier (labels {list(model.labels)[:5]})"
+            task = "numeric targets (regression)" if not test.label_names else f"classes {test.label_names[:5]}"
+            raise InputError(f"model {spec!r} is {kind}, but {test.name!r} has {task}; use a model of the data's task")
+        return None
+    return align_labels(model.labels, test.label_names, _label_map(config, spec, model.labels), model=spec)
+
+
+def _predict_cell(model: Classifier | Regressor | tuple[str, Any, int], columns: list | None, xs: list,
                   change_rate: float | None) -> dict[str, Any]:
-    """One cell: the model's predictions on ``xs`` (the clean or one perturbed test set) in the
-    data's label order, with the share of inputs the perturbation changed. A ``(source, train,
-    train_seed)`` model is resolved once per process (a Ray worker's)."""
+    """One cell: the model's predictions on ``xs`` (the clean or one perturbed test set): class
+    indices in the data's label order, or a regressor's values (``columns`` None); with the share
+    of inputs the perturbation changed. A ``(source, train, train_seed)`` model is resolved once
+    per process (a Ray worker's)."""
     if isinstance(model, tuple):
         source, train, train_seed = model
-        key = ("robustness", source, inputs_hash(list(train.texts)), tuple(np.asarray(train.labels).tolist()),
+        key = ("robustness", source, inputs_hash(dataset_inputs(train)), tuple(np.asarray(train.labels).tolist()),
                train_seed)
-        model = once_per_process(key, partial(resolve_classifier, source, train, train_seed))
+        model = once_per_process(key, partial(resolve_model, source, train, train_seed))
+    if columns is None:
+        return {"pred": np.asarray(model.predict_values(xs), dtype=np.float64).tolist(), "change_rate": change_rate}
     return {"pred": aligned_predictions(model.predict_proba(xs), columns).tolist(), "change_rate": change_rate}
 
 
@@ -249,21 +309,27 @@ def _intervals(store: ResultStore, config: RobustnessConfig, spec: str, clf: Cla
                y: np.ndarray) -> dict[tuple[str, str, str], list[float]]:
     """Paired-bootstrap 95 % interval of each (model, perturbation, metric)'s mean relative
     robustness: the test examples are resampled ``config.n_boot`` times, and every replicate
-    scores the clean and all perturbed predictions on the same resample (label metrics only)."""
+    scores the clean and all perturbed predictions on the same resample (label metrics through
+    confusion matrices, correlations row-wise on the resampled values)."""
     def pred(setting: str) -> np.ndarray:
         return np.asarray(store.cell(STUDY, f"{clf.fingerprint}|{data_key}|{setting}")["pred"])
 
-    metrics = [get_task_metric(m) for m in config.metrics]
-    metrics = [m for m in metrics if m.from_confusion is not None]
+    metrics = [m for m in (get_task_metric(k) for k in config.metrics or ())
+               if m.from_confusion is not None or m.rowwise is not None]
     if not metrics or config.n_boot < 1:
         return {}
     settings = perturbation_draws(config)
-    conf = bootstrap_confusions(y, [pred("clean")] + [pred(f"{p}|{s}") for p, s in settings],
-                                n_boot=config.n_boot, seed=config.train_seed)
+    preds = [pred("clean")] + [pred(f"{p}|{s}") for p, s in settings]
+    if metrics[0].from_confusion is not None:
+        conf = bootstrap_confusions(y, preds, n_boot=config.n_boot, seed=config.train_seed)
+        replicates = {m.name: [m.from_confusion(c) for c in conf] for m in metrics}
+    else:
+        idx = bootstrap_indices(len(y), config.n_boot, seed=config.train_seed)
+        replicates = {m.name: [m.rowwise(y[idx], p[idx]) for p in preds] for m in metrics}
     out = {}
     for m in metrics:
-        clean = m.from_confusion(conf[0])
-        rr = {ps: relative_robustness_many(clean, m.from_confusion(c)) for ps, c in zip(settings, conf[1:])}
+        clean, *perturbed = replicates[m.name]
+        rr = {ps: relative_robustness_many(clean, reps) for ps, reps in zip(settings, perturbed)}
         for pert in config.perturbations:
             reps = np.mean([rr[(pert, s)] for s in range(draws(pert, config.seeds))], axis=0)
             out[(spec, pert, m.name)] = list(percentile_interval(reps))

@@ -35,7 +35,7 @@ from ..measures.scope import (DEFAULT_CUTOFF, DEFAULT_TOLERANCE, METRICS, gap_ii
                               hard_scope_terms, iid_agreement, ood_agreement,
                               reference_invariant, soft_scope_terms)
 from ..measures.stats import bootstrap_ci, mean_se
-from ..models.base import Classifier, fingerprint_of
+from ..models.base import Classifier, fingerprint_of, is_regressor
 from ..models.states import inputs_hash
 from ..perturb.capabilities import CAPABILITIES, get_capability
 from ..perturb.engine import run_searches
@@ -45,6 +45,10 @@ from ..store import ResultStore
 
 log = logging.getLogger(__name__)
 STAR_OF_FAIRNESS = ("synonym*", "typo*")
+CLASSIFIERS_ONLY = ("Hard-/Soft-SCoPE are defined for classifiers only: Eq. 1 compares the two models' class-"
+                    "probability vectors and a capability is defined through predicted labels, which a regressor "
+                    "does not have. Score regressors with `perturblab robustness --task regression` (relative "
+                    "robustness of Pearson/Spearman correlation)")
 
 
 @dataclass
@@ -131,9 +135,14 @@ class ScopeStudy:
 
             ds = load_dataset(self.config.data)
             self._splits = train_test_split(ds, test_size=self.config.test_size, seed=self.config.seed)
+        if not self._splits[0].label_names:
+            raise InputError(f"{self._splits[0].name!r} has numeric targets (a regression task). " + CLASSIFIERS_ONLY)
         return self._splits
 
     def model(self, name: str) -> Classifier:
+        given = self._models.get(name)
+        if given is not None and is_regressor(given):
+            raise InputError(f"model {name!r} is a regressor. " + CLASSIFIERS_ONLY)
         if name not in self._models:
             from ..models.cache import CachedClassifier
             from ..models.presets import load_classifier

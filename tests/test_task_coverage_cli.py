@@ -1,0 +1,180 @@
+"""Text-pair and regression tasks through the robustness and learnability studies and their
+commands: columns named with --text-fields, only the --perturb-field text changed, numeric targets
+scored by Pearson/Spearman with regressors (TF-IDF + ridge, a tiny one-output HF model)."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import numpy as np
+import pytest
+
+from perturblab.cli import main
+from perturblab.errors import InputError
+from perturblab.studies.learnability_study import LearnabilityConfig, run_learnability
+from perturblab.studies.robustness_study import RobustnessConfig, run_robustness
+
+WORDS = ["window", "garden", "kitchen", "yellow", "morning", "river", "basket", "pencil", "summer", "forest"]
+
+
+def pair_csv(path, n=120):
+    """premise, hypothesis, gold: gold = 1 iff the hypothesis ends with "wonderful"."""
+    rng = np.random.default_rng(0)
+    with path.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["premise", "hypothesis", "gold"])
+        for i in range(n):
+            w.writerow([" ".join(rng.choice(WORDS, 6)),
+                        " ".join([*rng.choice(WORDS, 4), "wonderful" if i % 2 else "terrible"]), i % 2])
+    return path
+
+
+def score_csv(path, n=120):
+    """s1, s2, score: score = 1.25 × the number of "bright" words in s2 (0..3), an STS-like numeric
+    target a bag-of-words regressor can learn."""
+    rng = np.random.default_rng(1)
+    bright, other = WORDS[:4], WORDS[4:]
+    with path.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["s1", "s2", "score"])
+        for i in range(n):
+            k = i % 4
+            b = list(rng.choice(bright, k, replace=False)) + list(rng.choice(other, 4 - k, replace=False))
+            w.writerow([" ".join(rng.choice(other, 5)), " ".join(rng.permutation(b)), f"{k * 1.25:.2f}"])
+    return path
+
+
+class Recording:
+    """Predicts from the second text only ("wonderful" -> class 1) and records every input."""
+
+    labels = ["0", "1"]
+    fingerprint = "recording-v1"
+
+    def __init__(self):
+        self.seen: list = []
+
+    def predict_proba(self, inputs):
+        inputs = list(inputs)
+        self.seen += inputs
+        pos = np.array([1.0 if "wonderful" in b.split() else 0.0 for _, b in inputs])
+        return np.stack([1 - pos, pos], axis=1)
+
+
+@pytest.mark.parametrize("field,kept", [("a", 1), ("b", 0)])
+def test_robustness_on_pairs_perturbs_only_the_named_field(tmp_path, field, kept):
+    data = pair_csv(tmp_path / "pairs.csv")
+    model = Recording()
+    cfg = RobustnessConfig(models=["m"], perturbations=["change_char", "drop_first"], data=str(data), n_train=20,
+                           n_test=30, seeds=1, text_fields=("premise", "hypothesis"), label_column="gold",
+                           perturb_field=field)
+    rows = run_robustness(cfg, tmp_path / "out", classifiers={"m": model}, progress=False)
+    clean = model.seen[:30]
+    assert all(isinstance(x, tuple) for x in model.seen)
+    originals = {x[kept] for x in clean}
+    assert {x[kept] for x in model.seen} == originals  # the other text is never changed
+    assert {x[1 - kept] for x in model.seen} - {x[1 - kept] for x in clean}  # the named one is
+    acc = {r["perturbation"]: r for r in rows if r["metric"] == "accuracy"}
+    assert acc["change_char"]["clean"] == 1.0
+    # the model reads only the hypothesis: perturbing the premise cannot hurt it
+    if field == "a":
+        assert acc["change_char"]["relative_robustness"] == 1.0 and acc["drop_first"]["relative_robustness"] == 1.0
+
+
+def test_learnability_on_pairs_perturbs_only_the_named_field(tmp_path):
+    data = pair_csv(tmp_path / "pairs.csv", 80)
+    seen: list = []
+
+    def fit(inputs, labels, seed):
+        seen.extend(inputs)
+        from perturblab.models.sklearn_backend import SklearnClassifier
+        from sklearn.feature_extraction.text import CountVectorizer
+        from sklearn.linear_model import LogisticRegression
+        from sklearn.pipeline import make_pipeline
+
+        texts = [a + " [SEP] " + b for a, b in inputs]
+        return SklearnClassifier(make_pipeline(CountVectorizer(), LogisticRegression()).fit(texts, labels),
+                                 ["0", "1"])
+
+    cfg = LearnabilityConfig(models=["bow"], perturbations=["leet_letters"], data=str(data), n_train=40, n_test=20,
+                             seeds=1, ps=[0.5, 1.0], text_fields=("premise", "hypothesis"), label_column="gold",
+                             perturb_field="b")
+    rows = run_learnability(cfg, tmp_path / "out", trainers={"bow": fit}, progress=False)
+    premises = {row[0] for row in csv.reader((tmp_path / "pairs.csv").open()) if row[0] != "premise"}
+    assert all(isinstance(x, tuple) and x[0] in premises for x in seen)
+    assert any(any(c.isdigit() for c in x[1]) for x in seen)  # leet letters reached the hypotheses
+    learn = [r for r in rows if r["metric"] == "learnability" and r["p"] == 1.0]
+    assert learn and learn[0]["value"] > 0.5  # fully perturbed leet hypotheses are easy to spot
+    with pytest.raises(InputError, match="one text field"):
+        run_learnability(LearnabilityConfig(models=["bow"], perturbations=["leet_letters"], data=str(data),
+                                            text_fields=("premise",), label_column="gold", perturb_field="b",
+                                            n_train=40, n_test=20, seeds=1, ps=[1.0]),
+                         tmp_path / "o2", trainers={"bow": fit}, progress=False)
+
+
+def test_cli_pair_task_robustness_and_learnability(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("PERTURBLAB_HOME", str(tmp_path / "home"))
+    data = pair_csv(tmp_path / "pairs.csv")
+    out = tmp_path / "rob"
+    assert main(["robustness", "--models", "tfidf-lr", "--data", str(data), "--text-fields", "premise,hypothesis",
+                 "--label-column", "gold", "--perturb-field", "b", "--perturbations", "change_char,drop_first",
+                 "--n-train", "60", "--n-test", "30", "--seeds", "2", "--out", str(out), "--quiet"]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["config"]["text_fields"] == ["premise", "hypothesis"]
+    assert summary["config"]["metrics"] == ["accuracy", "mcc"] and summary["config"]["perturb_field"] == "b"
+    clean = {c["metric"]: c["value"] for c in summary["clean"]}
+    assert clean["accuracy"] >= 0.9  # "wonderful"/"terrible" decides the label and tf-idf learns it
+    cells = {(c["perturbation"], c["metric"]): c for c in summary["cells"]}
+    assert cells[("change_char", "accuracy")]["draws"] == 2 and cells[("drop_first", "accuracy")]["draws"] == 1
+    assert "Relative robustness, accuracy" in capsys.readouterr().out
+    out = tmp_path / "learn"
+    assert main(["learnability", "--models", "tfidf-lr", "--data", str(data), "--text-fields", "premise,hypothesis",
+                 "--label-column", "gold", "--perturb-field", "a", "--perturbations", "leet_letters",
+                 "--ps", "0.1,1", "--seeds", "1", "--n-train", "60", "--n-test", "30", "--workers", "1",
+                 "--out", str(out), "--quiet"]) == 0
+    table = json.loads((out / "summary.json").read_text())["table"]
+    assert [(t["model"], t["perturbation"]) for t in table] == [("tfidf-lr", "leet_letters")]
+    assert 0.0 <= table[0]["robustness"] <= 1.0 + 1e-12
+
+
+def test_cli_regression_task_with_tfidf_ridge_and_a_tiny_hf_regressor(tmp_path, monkeypatch, capsys):
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    from scipy.stats import pearsonr
+
+    from perturblab.models.hf import HFSequenceRegressor
+    from perturblab.models.regression import load_regressor
+    from perturblab.studies.inputs import labelled_split
+
+    monkeypatch.setenv("PERTURBLAB_HOME", str(tmp_path / "home"))
+    data = score_csv(tmp_path / "scores.csv")
+    vocab = {t: i for i, t in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS])}
+    tok = transformers.BertTokenizer(vocab=vocab)
+    torch.manual_seed(2)
+    cfg = transformers.BertConfig(vocab_size=len(tok), hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                                  intermediate_size=37, max_position_embeddings=64, num_labels=1,
+                                  problem_type="regression")
+    transformers.BertForSequenceClassification(cfg).eval().save_pretrained(tmp_path / "reg")
+    tok.save_pretrained(tmp_path / "reg")
+    out = tmp_path / "rob"
+    args = ["robustness", "--models", f"tfidf-ridge,tiny={tmp_path / 'reg'}", "--data", str(data), "--task",
+            "regression", "--text-fields", "s1,s2", "--label-column", "score", "--perturbations",
+            "drop_first,change_char", "--n-train", "80", "--n-test", "30", "--seeds", "1", "--out", str(out),
+            "--quiet"]
+    assert main(args) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["config"]["metrics"] == ["pearson", "spearman"] and summary["config"]["task"] == "regression"
+    clean = {(c["model"], c["metric"]): c["value"] for c in summary["clean"]}
+    train, test = labelled_split(str(data), 80, 30, text_fields=("s1", "s2"), label_column="score",
+                                 task="regression", regression=True)
+    pairs = [(e.text, e.text_b) for e in test.examples]
+    pred = HFSequenceRegressor(str(tmp_path / "reg")).predict_values(pairs)
+    assert clean[("tiny", "pearson")] == pytest.approx(pearsonr(test.labels, pred)[0], abs=1e-9)
+    ridge = load_regressor("tfidf-ridge", train).predict_values(pairs)
+    assert clean[("tfidf-ridge", "pearson")] == pytest.approx(pearsonr(test.labels, ridge)[0], abs=1e-9)
+    assert clean[("tfidf-ridge", "pearson")] > 0.8  # the bright words are visible to tf-idf
+    assert all(c["ci"] is not None for c in summary["cells"])
+    assert "Relative robustness, pearson" in capsys.readouterr().out
+    # metrics of the wrong task: one clear line, exit status 2
+    assert main(args[:-3] + ["--metrics", "accuracy", "--out", str(tmp_path / "bad"), "--quiet"]) == 2
+    assert "use pearson, spearman" in capsys.readouterr().err
