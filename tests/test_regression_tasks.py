@@ -15,8 +15,9 @@ transformers = pytest.importorskip("transformers")
 
 from perturblab.data.examples import Dataset, Example  # noqa: E402
 from perturblab.errors import InputError  # noqa: E402
-from perturblab.measures.task_metrics import (bootstrap_indices, pearson_rows, spearman_rows,  # noqa: E402
-                                              get_task_metric)
+from perturblab.measures.task_metrics import (bootstrap_indices, get_task_metric,  # noqa: E402
+                                              pearson_resampled, pearson_rows, resampled_ranks,
+                                              spearman_resampled, spearman_rows)
 from perturblab.models import presets  # noqa: E402
 from perturblab.models.base import is_regressor  # noqa: E402
 from perturblab.models.hf import HFEncoder, HFSequenceClassifier, HFSequenceRegressor  # noqa: E402
@@ -75,6 +76,20 @@ def test_rowwise_correlations_equal_scipy_per_row():
     idx = bootstrap_indices(10, 3, seed=4)
     assert idx.shape == (3, 10) and idx.min() >= 0 and idx.max() <= 9
     assert np.array_equal(idx, bootstrap_indices(10, 3, seed=4))
+
+
+def test_resampled_correlations_equal_scipy_on_each_resample():
+    from scipy.stats import pearsonr, rankdata, spearmanr
+
+    rng = np.random.default_rng(2)
+    y = np.round(rng.normal(size=30), 1)  # ties, and more of them in the resamples
+    p = y + np.round(rng.normal(size=30), 1)
+    idx = bootstrap_indices(30, 50, seed=3)
+    assert np.array_equal(resampled_ranks(y, idx), rankdata(y[idx], axis=-1))
+    sp, pe = spearman_resampled(y, p, idx), pearson_resampled(y, p, idx)
+    for b in (0, 17, 49):
+        assert sp[b] == pytest.approx(spearmanr(y[idx[b]], p[idx[b]])[0], abs=1e-12)
+        assert pe[b] == pytest.approx(pearsonr(y[idx[b]], p[idx[b]])[0], abs=1e-12)
 
 
 def test_pearson_and_mcc_on_fixed_data_against_scipy_and_sklearn():

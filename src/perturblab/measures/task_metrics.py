@@ -26,8 +26,8 @@ ROUGE uses Google's ``rouge-score`` package (a re-implementation of ROUGE-1.5.5)
 non-alphanumeric characters as separators, no stemming by default (as the ``evaluate`` library).
 The label metrics are computed from the confusion matrix (``*_from_confusion``, vectorised over
 leading axes), which :func:`bootstrap_confusions` gives for many paired resamples at once; the
-correlations have row-wise forms (``pearson_rows``, ``spearman_rows``) applied to the resamples
-of :func:`bootstrap_indices`: that is how the robustness study puts bootstrap intervals on
+correlations are computed on every resample of :func:`bootstrap_indices` at once
+(``pearson_resampled``, ``spearman_resampled``): that is how the robustness study puts bootstrap intervals on
 relative robustness.
 A constant input makes Pearson/Spearman undefined: they return NaN and say so in a warning.
 """
@@ -56,7 +56,8 @@ class TaskMetric:
     high: float
     description: str
     from_confusion: Callable[[np.ndarray], np.ndarray] | None = None  # label metrics: the same from (..., K, K)
-    rowwise: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None  # number metrics: per row of (B, n)
+    # number metrics: the metric on each bootstrap resample, (references (n,), predictions (n,), idx (B, n)) -> (B,)
+    resampled: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray] | None = None
 
     def __call__(self, references: Sequence, predictions: Sequence) -> float:
         return self.fn(references, predictions)
@@ -201,6 +202,30 @@ def spearman_rows(references: np.ndarray, predictions: np.ndarray) -> np.ndarray
     return pearson_rows(rankdata(references, axis=-1), rankdata(predictions, axis=-1))
 
 
+def resampled_ranks(values: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """Average ranks (1-based, ties sharing their mean rank) of ``values[idx]`` within each row of
+    the resamples ``idx`` (B, n), without sorting each row: a resample only holds values of
+    ``values``, so a value's rank is the count of smaller values drawn plus half its own ties.
+    Equal to ``scipy.stats.rankdata(values[idx], axis=-1)``."""
+    uniq, pos = np.unique(np.asarray(values), return_inverse=True)
+    codes = pos.reshape(-1)[idx]
+    b, u = idx.shape[0], len(uniq)
+    counts = np.bincount((codes + (np.arange(b) * u)[:, None]).ravel(), minlength=b * u).reshape(b, u)
+    below = np.cumsum(counts, axis=1) - counts
+    return np.take_along_axis(below + (counts + 1) / 2.0, codes, axis=1)
+
+
+def pearson_resampled(references: np.ndarray, predictions: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """Pearson r on each bootstrap resample ``idx`` (B, n) of the examples."""
+    y, p = np.asarray(references, dtype=np.float64), np.asarray(predictions, dtype=np.float64)
+    return pearson_rows(y[idx], p[idx])
+
+
+def spearman_resampled(references: np.ndarray, predictions: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """Spearman ρ on each bootstrap resample ``idx`` (B, n), through :func:`resampled_ranks`."""
+    return pearson_rows(resampled_ranks(references, idx), resampled_ranks(predictions, idx))
+
+
 def bootstrap_indices(n: int, n_boot: int, seed: int = 0) -> np.ndarray:
     """(n_boot, n) example indices drawn with replacement: the paired resamples of a bootstrap
     (the same generator and draws as :func:`bootstrap_confusions`)."""
@@ -248,8 +273,8 @@ TASK_METRICS: dict[str, TaskMetric] = {m.name: m for m in (
     TaskMetric("accuracy", accuracy, "label", 0.0, 1.0, "share of correct labels", accuracy_from_confusion),
     TaskMetric("mcc", mcc, "label", -1.0, 1.0, "Matthews correlation coefficient", mcc_from_confusion),
     TaskMetric("f1", f1_macro, "label", 0.0, 1.0, "macro-averaged F1", f1_from_confusion),
-    TaskMetric("pearson", pearson_r, "number", -1.0, 1.0, "Pearson correlation", rowwise=pearson_rows),
-    TaskMetric("spearman", spearman_rho, "number", -1.0, 1.0, "Spearman rank correlation", rowwise=spearman_rows),
+    TaskMetric("pearson", pearson_r, "number", -1.0, 1.0, "Pearson correlation", resampled=pearson_resampled),
+    TaskMetric("spearman", spearman_rho, "number", -1.0, 1.0, "Spearman rank correlation", resampled=spearman_resampled),
     TaskMetric("rouge1", _rouge("rouge1"), "text", 0.0, 1.0, "ROUGE-1 F"),
     TaskMetric("rouge2", _rouge("rouge2"), "text", 0.0, 1.0, "ROUGE-2 F"),
     TaskMetric("rougeL", _rouge("rougeL"), "text", 0.0, 1.0, "ROUGE-L F"),

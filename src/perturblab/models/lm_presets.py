@@ -18,8 +18,9 @@ and tokenizer), so later loads take about a second. :func:`load_language_model` 
 local model directory, a ``.gguf`` file path, a hub id (fetched only when a hub is reachable), or
 ``api:MODEL@BASE_URL`` for a model behind an OpenAI-compatible completions API
 (:class:`~.api_lm.ApiLanguageModel`; key from ``$OPENAI_API_KEY``, or the variable named by
-``$PERTURBLAB_API_KEY_ENV``). :func:`language_model_capabilities` says what a named model can do
-without loading it.
+``$PERTURBLAB_API_KEY_ENV``). A directory or hub id whose config is an encoder-decoder
+(``is_encoder_decoder``: T5, BART …) gives an :class:`~.seq2seq.HFSeq2SeqLM`, for generation
+studies. :func:`language_model_capabilities` says what a named model can do without loading it.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from .base import file_fingerprint, fingerprint_of
 if TYPE_CHECKING:  # pragma: no cover
     from .api_lm import ApiLanguageModel
     from .lm import HFCausalLM
+    from .seq2seq import HFSeq2SeqLM
 
 log = logging.getLogger(__name__)
 _SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -174,7 +176,9 @@ for _p in (
 def language_model_capabilities(name: str) -> frozenset[str]:
     """What the model :func:`load_language_model` gives for ``name`` can do, without loading it:
     an ``api:`` spec gives an :class:`~.api_lm.ApiLanguageModel` (:class:`InputError` when it is
-    malformed), every other name an :class:`~.lm.HFCausalLM` (everything)."""
+    malformed), an encoder-decoder directory (or hub id with a cached config) an
+    :class:`~.seq2seq.HFSeq2SeqLM` (generation only), every other name an :class:`~.lm.HFCausalLM`
+    (everything)."""
     from .api_client import is_api_spec, parse_api_spec
     from .lm_capabilities import ALL_CAPABILITIES
 
@@ -185,7 +189,37 @@ def language_model_capabilities(name: str) -> frozenset[str]:
             parse_api_spec(name)  # a malformed spec is reported as such
 
         return ApiLanguageModel.capabilities
+    if name not in LM_PRESETS and _is_encoder_decoder(name, local_only=True):
+        from .seq2seq import SEQ2SEQ_CAPABILITIES
+
+        return SEQ2SEQ_CAPABILITIES
     return ALL_CAPABILITIES
+
+
+def _is_encoder_decoder(name: str, *, local_only: bool = False) -> bool:
+    """Whether ``name`` (a local model directory or a hub id) has an encoder-decoder config.
+
+    Reads only the config (``AutoConfig``; no network for a directory, nor with ``local_only``);
+    False when there is none to read, so the caller goes on as for a causal LM.
+    """
+    path = Path(name).expanduser()
+    if path.is_dir():
+        if not (path / "config.json").is_file():
+            return False
+        source = str(path)
+    else:
+        from .presets import _HUB_ID
+
+        if path.suffix == ".gguf" or not _HUB_ID.match(name):
+            return False
+        source = name
+    from transformers import AutoConfig
+
+    try:
+        config = AutoConfig.from_pretrained(source, local_files_only=local_only)
+    except (OSError, ValueError):  # no reachable config, or a model type transformers does not know
+        return False
+    return bool(getattr(config, "is_encoder_decoder", False))
 
 
 def _config_api(name: str) -> dict[str, Any] | None:
@@ -221,12 +255,14 @@ def load_api_language_model(spec: str, **kwargs: Any) -> ApiLanguageModel:
     return _api_model(config, kwargs)
 
 
-def load_language_model(name: str, **kwargs: Any) -> HFCausalLM | ApiLanguageModel:
+def load_language_model(name: str, **kwargs: Any) -> HFCausalLM | HFSeq2SeqLM | ApiLanguageModel:
     """A language model by preset name, local directory, ``.gguf`` file, hub id, API spec
     ``api:MODEL@BASE_URL`` or the name of an API model a study config defines (``models.named``).
 
-    ``kwargs`` go to :class:`HFCausalLM` (``start_token``, ``batch_size``, ``max_length`` …), or
-    for an API model to :class:`~.api_lm.ApiLanguageModel` (see :func:`load_api_language_model`).
+    ``kwargs`` go to :class:`HFCausalLM` (``start_token``, ``batch_size``, ``max_length`` …), for
+    an encoder-decoder directory or hub id (config ``is_encoder_decoder``: T5, BART …) to
+    :class:`~.seq2seq.HFSeq2SeqLM` (``batch_size``, ``max_length`` …), or for an API model to
+    :class:`~.api_lm.ApiLanguageModel` (see :func:`load_api_language_model`).
     """
     from .api_client import is_api_spec
 
@@ -245,16 +281,18 @@ def load_language_model(name: str, **kwargs: Any) -> HFCausalLM | ApiLanguageMod
     if name in LM_PRESETS:
         return LM_PRESETS.create(name).make(**kwargs)
     from .lm import HFCausalLM
+    from .presets import _HUB_ID
 
     path = Path(name).expanduser()
     if path.suffix == ".gguf":
         if not path.is_file():
             raise InputError(f"GGUF file {path} does not exist")
         return from_gguf(path, path.stem, **kwargs)
-    if path.is_dir():
-        return HFCausalLM(str(path), **kwargs)
-    from .presets import _HUB_ID
+    if path.is_dir() or _HUB_ID.match(name):
+        source = str(path) if path.is_dir() else name
+        if _is_encoder_decoder(source):
+            from .seq2seq import HFSeq2SeqLM
 
-    if _HUB_ID.match(name):
-        return HFCausalLM(name, **kwargs)
+            return HFSeq2SeqLM(source, **kwargs)
+        return HFCausalLM(source, **kwargs)
     raise UnknownNameError("language model preset", name, LM_PRESETS.names())

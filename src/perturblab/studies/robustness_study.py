@@ -310,12 +310,12 @@ def _intervals(store: ResultStore, config: RobustnessConfig, spec: str, clf: Cla
     """Paired-bootstrap 95 % interval of each (model, perturbation, metric)'s mean relative
     robustness: the test examples are resampled ``config.n_boot`` times, and every replicate
     scores the clean and all perturbed predictions on the same resample (label metrics through
-    confusion matrices, correlations row-wise on the resampled values)."""
+    confusion matrices, correlations on all resamples at once)."""
     def pred(setting: str) -> np.ndarray:
         return np.asarray(store.cell(STUDY, f"{clf.fingerprint}|{data_key}|{setting}")["pred"])
 
     metrics = [m for m in (get_task_metric(k) for k in config.metrics or ())
-               if m.from_confusion is not None or m.rowwise is not None]
+               if m.from_confusion is not None or m.resampled is not None]
     if not metrics or config.n_boot < 1:
         return {}
     settings = perturbation_draws(config)
@@ -325,7 +325,7 @@ def _intervals(store: ResultStore, config: RobustnessConfig, spec: str, clf: Cla
         replicates = {m.name: [m.from_confusion(c) for c in conf] for m in metrics}
     else:
         idx = bootstrap_indices(len(y), config.n_boot, seed=config.train_seed)
-        replicates = {m.name: [m.rowwise(y[idx], p[idx]) for p in preds] for m in metrics}
+        replicates = {m.name: [m.resampled(y, p, idx) for p in preds] for m in metrics}
     out = {}
     for m in metrics:
         clean, *perturbed = replicates[m.name]
