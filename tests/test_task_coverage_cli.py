@@ -178,3 +178,27 @@ def test_cli_regression_task_with_tfidf_ridge_and_a_tiny_hf_regressor(tmp_path, 
     # metrics of the wrong task: one clear line, exit status 2
     assert main(args[:-3] + ["--metrics", "accuracy", "--out", str(tmp_path / "bad"), "--quiet"]) == 2
     assert "use pearson, spearman" in capsys.readouterr().err
+
+
+def test_packaged_encoder_gets_a_ridge_head_on_a_regression_task(tmp_path, monkeypatch):
+    from scipy.stats import pearsonr
+    from test_models_packaged import _missing_assets
+
+    if _missing_assets() is not None:
+        pytest.skip(str(_missing_assets()))
+    from perturblab.models.regression import EncoderRegressor, load_regressor
+    from perturblab.studies.inputs import labelled_split
+
+    monkeypatch.setenv("PERTURBLAB_HOME", str(tmp_path / "home"))
+    data = score_csv(tmp_path / "scores.csv")
+    cfg = RobustnessConfig(models=["minilm-l3"], perturbations=["change_char"], data=str(data), n_train=80,
+                           n_test=30, seeds=1, text_fields=("s1", "s2"), label_column="score", task="regression")
+    rows = run_robustness(cfg, tmp_path / "out", progress=False)
+    train, test = labelled_split(str(data), 80, 30, text_fields=("s1", "s2"), label_column="score",
+                                 task="regression", regression=True)
+    reg = load_regressor("minilm-l3", train)  # the cached head the study trained
+    assert isinstance(reg, EncoderRegressor) and list((tmp_path / "home" / "heads").glob("minilm-l3-ridge__*.npz"))
+    pred = reg.predict_values([(e.text, e.text_b) for e in test.examples])
+    pearson = next(r for r in rows if r["metric"] == "pearson")
+    assert pearson["clean"] == pytest.approx(pearsonr(test.labels, pred)[0], abs=1e-9)
+    assert pearson["clean"] > 0.5, pearson
