@@ -202,3 +202,37 @@ def test_packaged_encoder_gets_a_ridge_head_on_a_regression_task(tmp_path, monke
     pearson = next(r for r in rows if r["metric"] == "pearson")
     assert pearson["clean"] == pytest.approx(pearsonr(test.labels, pred)[0], abs=1e-9)
     assert pearson["clean"] > 0.5, pearson
+
+
+def test_cli_glue_stsb_is_a_regression_task_without_flags(tmp_path, monkeypatch, capsys):
+    """glue:stsb brings its columns and task type: robustness scores regressors by correlation
+    (the data come from a stand-in for the `datasets` package; no hub here)."""
+    import sys
+
+    import pandas as pd
+
+    rows = list(csv.DictReader(score_csv(tmp_path / "scores.csv").open()))
+    calls = []
+
+    class Split:
+        features = {"label": object()}
+
+        def __len__(self):
+            return len(rows)
+
+        def to_pandas(self):
+            return pd.DataFrame({"sentence1": [r["s1"] for r in rows], "sentence2": [r["s2"] for r in rows],
+                                 "label": [float(r["score"]) for r in rows], "idx": list(range(len(rows)))})
+
+    fake = type(sys)("datasets")
+    fake.load_dataset = lambda name, config=None, *, split="train", **kw: calls.append((name, config, split)) or Split()
+    monkeypatch.setitem(sys.modules, "datasets", fake)
+    monkeypatch.setenv("PERTURBLAB_HOME", str(tmp_path / "home"))
+    out = tmp_path / "out"
+    assert main(["robustness", "--models", "tfidf-ridge", "--data", "glue:stsb", "--perturbations", "drop_first",
+                 "--n-train", "60", "--n-test", "30", "--seeds", "1", "--out", str(out), "--quiet"]) == 0
+    assert calls == [("nyu-mll/glue", "stsb", "train")]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["config"]["metrics"] == ["pearson", "spearman"]
+    assert {c["metric"] for c in summary["clean"]} == {"pearson", "spearman"}
+    capsys.readouterr()

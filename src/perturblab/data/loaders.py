@@ -2,9 +2,11 @@
 
 :func:`load_dataset` is the one entry point. It takes a registered name (``rotten_tomatoes``,
 ``tweets``, or one added with :func:`register_dataset`), a file path (CSV, TSV, JSONL, JSON,
-Parquet; see :func:`load_file`) or ``hf:<name>[:<split>]`` (see :func:`load_hf`). Nothing is
-read at import time; the Hugging Face hub is contacted only by :func:`load_hf` and by
-:func:`rotten_tomatoes` when its offline copy is missing.
+Parquet; see :func:`load_file`), ``hf:<name>[:<split>]`` (see :func:`load_hf`) or
+``glue:<task>[:<split>]``, a GLUE task with its own columns, labels and task type (see
+:mod:`perturblab.data.glue`). Nothing is read at import time; the Hugging Face hub is
+contacted only by :func:`load_hf` (which GLUE tasks use) and by :func:`rotten_tomatoes`
+when its offline copy is missing.
 """
 
 from __future__ import annotations
@@ -190,25 +192,34 @@ def available_datasets() -> dict[str, str]:
 
 
 def load_dataset(spec: str | Path, **kwargs: Any) -> Dataset:
-    """Load a data set from a registered name, a file path or ``hf:<name>[:<split>]``.
+    """Load a data set from a registered name, a file path, ``hf:<name>[:<split>]`` or
+    ``glue:<task>[:<split>]`` (e.g. ``glue:mrpc``, ``glue:stsb:validation``).
 
-    Keyword arguments go to the loader: the registered factory, :func:`load_file` or
-    :func:`load_hf`. A registered name wins over a file of the same name; write
-    ``./name`` for the file.
+    Keyword arguments go to the loader: the registered factory, :func:`load_file`,
+    :func:`load_hf` or :func:`perturblab.data.glue.load_glue`. A registered name wins over a
+    file of the same name; write ``./name`` for the file.
     """
     if isinstance(spec, Path):
         return load_file(spec, **kwargs)
     text = str(spec).strip()
-    if text.lower().startswith("hf:"):
-        parts = text[3:].split(":")
+    for prefix, example in (("hf:", "hf:rotten_tomatoes:test"), ("glue:", "glue:mrpc:validation")):
+        if not text.lower().startswith(prefix):
+            continue
+        parts = text[len(prefix):].split(":")
         if not parts[0] or len(parts) > 2 or (len(parts) == 2 and not parts[1]):
-            raise InputError(f"bad Hugging Face spec {spec!r}; write hf:<name>[:<split>], "
-                             "e.g. hf:rotten_tomatoes:test")
+            kind = "Hugging Face" if prefix == "hf:" else "GLUE"
+            form = "<name>" if prefix == "hf:" else "<task>"
+            raise InputError(f"bad {kind} spec {spec!r}; write {prefix}{form}[:<split>], "
+                             f"e.g. {example}")
         if len(parts) == 2:
             if "split" in kwargs:
                 raise InputError(f"{spec!r} names a split and split= is given too; give one")
             kwargs["split"] = parts[1]
-        return load_hf(parts[0], **kwargs)
+        if prefix == "hf:":
+            return load_hf(parts[0], **kwargs)
+        from .glue import load_glue
+
+        return load_glue(parts[0], **kwargs)
     if text in DATASETS:
         factory = DATASETS.get(text)
         try:
@@ -221,8 +232,8 @@ def load_dataset(spec: str | Path, **kwargs: Any) -> Dataset:
                                           ".parquet", ".pq") for s in path.suffixes):
         return load_file(path, **kwargs)
     raise InputError(f"{spec!r} is not a registered data set (known: "
-                     f"{', '.join(DATASETS.names())}), an existing file, or "
-                     "hf:<name>[:<split>]; check the spelling or the path")
+                     f"{', '.join(DATASETS.names())}), an existing file, "
+                     "hf:<name>[:<split>] or glue:<task>[:<split>]; check the spelling or the path")
 
 
 # --------------------------------------------------------------------------- splits
