@@ -34,6 +34,7 @@ _LAZY: dict[str, str] = {
     "ONNX_MINILMS": "onnx_convert",
     "LanguageModel": "lm",
     "HFCausalLM": "lm",
+    "HFSeq2SeqLM": "seq2seq",
     "log_perplexity": "lm",
     "MemoLanguageModel": "lm_cache",
     "LM_PRESETS": "lm_presets",
@@ -60,6 +61,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .hf import HFEncoder, HFSequenceClassifier, HFSequenceRegressor
     from .regression import EncoderRegressor, SklearnRegressor, load_regressor, train_tfidf_ridge
     from .lm import HFCausalLM, LanguageModel, log_perplexity
+    from .seq2seq import HFSeq2SeqLM
     from .lm_cache import MemoLanguageModel
     from .lm_presets import LM_PRESETS, load_language_model
     from .onnx_convert import ONNX_MINILMS, ConversionError, load_onnx_minilm
