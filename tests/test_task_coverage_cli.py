@@ -236,3 +236,38 @@ def test_cli_glue_stsb_is_a_regression_task_without_flags(tmp_path, monkeypatch,
     assert summary["config"]["metrics"] == ["pearson", "spearman"]
     assert {c["metric"] for c in summary["clean"]} == {"pearson", "spearman"}
     capsys.readouterr()
+
+
+class HypothesisBag:
+    """Two "layers" of bag-of-words counts of the second text only; records every input."""
+
+    fingerprint, num_layers = "hypothesis-bag-v1", 1
+
+    def __init__(self):
+        self.seen: list = []
+
+    def hidden_states(self, inputs, pooling="mean"):
+        inputs = list(inputs)
+        self.seen += inputs
+        vocab = [*WORDS, "wonderful", "terrible"]
+        h = np.array([[b.split().count(w) for w in vocab] for _, b in inputs], dtype=np.float32)
+        return [h, 2 * h]
+
+
+def test_layer_probes_on_pairs_perturb_only_the_named_field(tmp_path, monkeypatch):
+    from perturblab.studies.layer_probes import LayerProbeConfig, layer_probe_rows
+
+    monkeypatch.setenv("PERTURBLAB_HOME", str(tmp_path / "home"))
+    data = str(pair_csv(tmp_path / "pairs.csv"))
+    common = dict(data=data, perturbations=["change_char"], n_train=60, n_eval=30, text_fields=("premise", "hypothesis"),
+                  label_column="gold")
+    enc = HypothesisBag()
+    rows = layer_probe_rows(enc, LayerProbeConfig(perturb_field="a", **common), progress=False)
+    drops = [r["value"] for r in rows if r["metric"] == "drop"]
+    rate = next(r["value"] for r in rows if r["metric"] == "change_rate")
+    assert rate == 1.0 and drops == [0.0, 0.0]  # the premise changed, and the encoder never reads it
+    enc = HypothesisBag()
+    layer_probe_rows(enc, LayerProbeConfig(perturb_field="b", **common), progress=False)
+    premises = {row[0] for row in csv.reader(open(data))}
+    assert all(isinstance(x, tuple) and x[0] in premises for x in enc.seen)
+    assert any(x[1] not in {row[1] for row in csv.reader(open(data))} for x in enc.seen)

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Callable
 
 from .cli import _csv_list as _list
+from .cli import data_options
 
 POOLINGS = ["mean", "cls", "last"]
 
@@ -64,6 +65,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     _probe_arg(p)
     _finetune_args(p, epochs=2, seconds=900.0)
     _common(p)
+    data_options(p, task=False)
 
     from .studies.layer_probes import DEFAULT_PERTURBATIONS
 
@@ -74,8 +76,11 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--n-train", type=int, default=2000)
     p.add_argument("--n-eval", type=int, default=1000)
     p.add_argument("--top", type=int, default=3)
+    p.add_argument("--perturb-field", choices=["a", "b", "both"], default="both",
+                   help="for text-pair data: perturb the first text, the second or both (default)")
     _probe_arg(p)
     _common(p)
+    data_options(p, task=False)
 
     p = sub.add_parser("grounding", help="rank correlation of similarity measures with probe accuracy (Table 1)")
     p.add_argument("--variants", default="minilm-l6,minilm-l6-int8,minilm-l3,ft:0,ft:1",
@@ -89,6 +94,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     _probe_arg(p)
     _finetune_args(p, epochs=1, seconds=300.0)
     _common(p)
+    data_options(p, task=False)
 
 
 def _finetune_config(args):
@@ -115,7 +121,7 @@ def cmd_finetuning(args) -> int:
 
     cfg = FinetuningConfig(base=args.base, data=args.data, n_train=args.n_train, n_eval=args.n_eval, seed=args.seed,
                            pooling=args.pooling, k=args.k, text_stir=args.text_stir, finetuned=args.finetuned, probe_c=args.probe_c,
-                           finetune=_finetune_config(args))
+                           finetune=_finetune_config(args), text_fields=args.text_fields, label_column=args.label_column)
     rows = run_finetuning_study(cfg, args.out, progress=not args.quiet)
     measures = list(dict.fromkeys(r["measure"] for r in rows if r["layer"] is not None))
     print("layer  " + "  ".join(f"{m:>16s}" for m in measures))
@@ -134,7 +140,8 @@ def cmd_layer_probes(args) -> int:
 
     cfg = LayerProbeConfig(model=args.model, data=args.data, perturbations=_list(args.perturbations),
                            n_train=args.n_train, n_eval=args.n_eval, seed=args.seed, pooling=args.pooling, top=args.top,
-                           probe_c=args.probe_c)
+                           probe_c=args.probe_c, text_fields=args.text_fields, label_column=args.label_column,
+                           perturb_field=args.perturb_field)
     rows = run_layer_probes(cfg, args.out, progress=not args.quiet)
     for p, layers in top_layers(rows, args.top).items():
         print(f"{p:16s} most affected layers: {layers}")
@@ -148,7 +155,7 @@ def cmd_grounding(args) -> int:
     cfg = GroundingConfig(data=args.data, variants=_list(args.variants), base=args.base, n_train=args.n_train,
                           n_eval=args.n_eval, seed=args.seed, pooling=args.pooling, measures=_list(args.measures),
                           pc_layers=args.pc_layers, n_boot=args.n_boot, probe_c=args.probe_c,
-                          finetune=_finetune_config(args))
+                          finetune=_finetune_config(args), text_fields=args.text_fields, label_column=args.label_column)
     run_grounding(cfg, args.out, progress=not args.quiet)
     print((Path(args.out) / "table.md").read_text())
     print(f"outputs in {Path(args.out).resolve()}: results.json, table.md, members.csv, warmup_*.png")

@@ -28,7 +28,7 @@ import json
 import logging
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from ..data.examples import Dataset
 from ..errors import InputError
@@ -37,6 +37,7 @@ from ..measures.similarity import linear_cka
 from ..measures.stir import stir_layers
 from ..models.base import Pooling
 from ..models.finetune import FinetuneConfig, load_or_finetune, read_finetune_meta
+from ..models.head import dataset_inputs
 from ..models.states import layer_states
 from .inputs import labelled_split
 
@@ -85,6 +86,8 @@ class FinetuningConfig:
     capability: str = "synonym"
     probe_c: float = 0.01
     finetuned: str | None = None  # an existing fine-tuned copy (directory or hub id) instead of training one
+    text_fields: Sequence[str] = ()  # data columns: one text, or two for pairs (default: the loader's)
+    label_column: str | None = None
     finetune: FinetuneConfig = field(default_factory=lambda: FinetuneConfig(epochs=2, max_seconds=900.0))
 
 
@@ -92,7 +95,8 @@ def finetuning_rows(pre: Any, ft: Any, train: Dataset, test: Dataset, config: Fi
                     progress: bool = True, out_dir: Path | None = None) -> list[dict[str, Any]]:
     """Per-layer CKA, STIR both ways, optional text STIR and probe accuracies of ``pre`` vs ``ft``."""
     kw = dict(pooling=config.pooling, progress=progress)
-    pre_x, ft_x = layer_states(pre, test.texts, **kw), layer_states(ft, test.texts, **kw)
+    x_test = dataset_inputs(test)
+    pre_x, ft_x = layer_states(pre, x_test, **kw), layer_states(ft, x_test, **kw)
     a, b = pre.name, ft.name
     rows: list[dict[str, Any]] = []
 
@@ -107,6 +111,8 @@ def finetuning_rows(pre: Any, ft: Any, train: Dataset, test: Dataset, config: Fi
         for i, r in enumerate(res):
             add(name, i, r.value, r.std)
     if config.text_stir:
+        if test.is_pair:
+            raise InputError("text-space STIR searches single texts; leave out --text-stir for text-pair data")
         from .stir_text import stir_text, text_counterparts
 
         cp = text_counterparts(pre, test.texts, capability=config.capability, pooling=config.pooling,
@@ -121,7 +127,7 @@ def finetuning_rows(pre: Any, ft: Any, train: Dataset, test: Dataset, config: Fi
                 add(name, i, r.value, r.std)
         rows.append({"a": a, "b": b, "layer": None, "measure": "text_counterparts", "value": len(kept), "std": None})
     for label, enc, states in (("probe_acc_pre", pre, pre_x), ("probe_acc_ft", ft, ft_x)):
-        train_x = layer_states(enc, train.texts, **kw)
+        train_x = layer_states(enc, dataset_inputs(train), **kw)
         for i, (h, t) in enumerate(zip(train_x, states)):
             add(label, i, fit_probe(h, train.labels, seed=config.seed, C=config.probe_c).accuracy(t, test.labels))
     return rows
@@ -140,7 +146,7 @@ def _classifier_accuracy(source: str | None, test: Dataset) -> float | None:
         return None  # a bare encoder: no head to score
     if len(clf.labels) != len(test.label_names):
         return None
-    return float((predict(clf, test.texts) == test.labels).mean())
+    return float((predict(clf, dataset_inputs(test)) == test.labels).mean())
 
 
 def run_finetuning_study(config: FinetuningConfig, out_dir: str | Path, *, progress: bool = True) -> list[dict[str, Any]]:
@@ -150,7 +156,8 @@ def run_finetuning_study(config: FinetuningConfig, out_dir: str | Path, *, progr
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    train, test = labelled_split(config.data, config.n_train, config.n_eval, config.seed)
+    train, test = labelled_split(config.data, config.n_train, config.n_eval, config.seed,
+                                 text_fields=config.text_fields, label_column=config.label_column)
     if config.finetuned:  # the user's own fine-tuned copy: nothing is trained
         ft = load_encoder(config.finetuned)
         meta = {"finetuned": config.finetuned, "steps": "given", "stop_reason": "not trained here"}

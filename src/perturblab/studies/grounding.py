@@ -43,6 +43,7 @@ from ..measures.layerwise import PAIRWISE, resolve_measures, similarity_matrix
 from ..measures.probe import fit_probe
 from ..models.base import Pooling
 from ..models.finetune import FinetuneConfig
+from ..models.head import dataset_inputs
 from ..models.states import layer_states
 from .inputs import labelled_split
 
@@ -70,6 +71,8 @@ class GroundingConfig:
     n_boot: int = 2000
     probe_c: float = 0.01
     finetune: FinetuneConfig = field(default_factory=lambda: FinetuneConfig(epochs=1, max_seconds=300.0))
+    text_fields: Sequence[str] = ()  # data columns: one text, or two for pairs (default: the loader's)
+    label_column: str | None = None
 
 
 @dataclass
@@ -128,11 +131,12 @@ def run_grounding(config: GroundingConfig, out_dir: str | Path, *, progress: boo
     measures = resolve_measures(config.measures)
     if len(config.variants) < 2:
         raise InputError("give at least two variants (e.g. minilm-l6,minilm-l6-int8,ft:0,ft:1)")
-    train, test = labelled_split(config.data, config.n_train, config.n_eval, config.seed)
+    train, test = labelled_split(config.data, config.n_train, config.n_eval, config.seed,
+                                 text_fields=config.text_fields, label_column=config.label_column)
     encoders = _encoders(config, train, progress)
     kw = dict(pooling=config.pooling, progress=progress)
-    tr = {v: layer_states(e, train.texts, **kw) for v, e in encoders.items()}
-    ev = {v: layer_states(e, test.texts, **kw) for v, e in encoders.items()}
+    tr = {v: layer_states(e, dataset_inputs(train), **kw) for v, e in encoders.items()}
+    ev = {v: layer_states(e, dataset_inputs(test), **kw) for v, e in encoders.items()}
     ytr, yev = train.labels, test.labels
 
     def accuracy(train_x: np.ndarray, eval_x: np.ndarray) -> float:

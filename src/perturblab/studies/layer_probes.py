@@ -27,7 +27,8 @@ import numpy as np
 from ..measures.probe import fit_probe
 from ..models.base import Pooling
 from ..models.states import layer_states
-from ..perturb.catalogue import apply_perturbation, get_perturbation
+from ..models.head import dataset_inputs
+from ..perturb.catalogue import get_perturbation, perturb_inputs
 from .inputs import labelled_split
 
 # the robustness paper's eight (Sec. 3.2)
@@ -49,16 +50,21 @@ class LayerProbeConfig:
     top: int = 3
     probe_c: float = 0.01  # inverse L2 strength on standardised states (RT: 0.71-0.74 vs 0.65-0.71 at C=1)
     perturbation_params: dict[str, dict[str, Any]] = field(default_factory=dict)
+    text_fields: Sequence[str] = ()  # data columns: one text, or two for pairs (default: the loader's)
+    label_column: str | None = None
+    perturb_field: str = "both"  # for pairs: "a", "b" or "both"
 
 
 def layer_probe_rows(encoder: Any, config: LayerProbeConfig, *, progress: bool = True) -> list[dict[str, Any]]:
     """The per-layer probe accuracies, drops and ranks of ``encoder`` under every perturbation."""
     for name in config.perturbations:  # fail early on unknown names
         get_perturbation(name, **config.perturbation_params.get(name, {}))
-    train, test = labelled_split(config.data, config.n_train, config.n_eval, config.seed)
+    train, test = labelled_split(config.data, config.n_train, config.n_eval, config.seed,
+                                 text_fields=config.text_fields, label_column=config.label_column)
     kw = dict(pooling=config.pooling, progress=progress)
-    train_states = layer_states(encoder, train.texts, **kw)
-    clean_states = layer_states(encoder, test.texts, **kw)
+    x_test = dataset_inputs(test)
+    train_states = layer_states(encoder, dataset_inputs(train), **kw)
+    clean_states = layer_states(encoder, x_test, **kw)
     probes = [fit_probe(h, train.labels, seed=config.seed, C=config.probe_c) for h in train_states]
     y = test.labels
     clean_ok = [p.predict(h) == y for p, h in zip(probes, clean_states)]
@@ -68,8 +74,8 @@ def layer_probe_rows(encoder: Any, config: LayerProbeConfig, *, progress: bool =
             for i, a in enumerate(clean)]
     for pname in config.perturbations:
         t = get_perturbation(pname, **config.perturbation_params.get(pname, {}))
-        pert = apply_perturbation(t, test.texts, seed=config.seed)
-        states = layer_states(encoder, pert.texts, **kw)
+        perturbed, changed = perturb_inputs(t, x_test, seed=config.seed, field=config.perturb_field)
+        states = layer_states(encoder, perturbed, **kw)
         ok = [p.predict(h) == y for p, h in zip(probes, states)]
         acc = np.array([o.mean() for o in ok])
         drop = np.asarray(clean) - acc
@@ -78,7 +84,7 @@ def layer_probe_rows(encoder: Any, config: LayerProbeConfig, *, progress: bool =
         rank = np.empty(len(drop), dtype=int)
         rank[np.argsort(-drop, kind="stable")] = np.arange(1, len(drop) + 1)
         rows.append({"model": name_of, "perturbation": pname, "layer": None, "metric": "change_rate",
-                     "value": pert.change_rate})
+                     "value": float(np.mean(changed))})
         for i in range(len(drop)):
             rows += [{"model": name_of, "perturbation": pname, "layer": i, "metric": m, "value": float(v)}
                      for m, v in (("perturbed_acc", acc[i]), ("drop", drop[i]), ("drop_se", drop_se[i]),
