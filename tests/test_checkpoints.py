@@ -3,6 +3,7 @@ SCoPE study over them, on tiny BERTs built from a config (no downloads)."""
 
 from __future__ import annotations
 
+import csv
 import json
 from dataclasses import replace
 
@@ -289,8 +290,6 @@ def test_clear_input_errors(run_dir, splits, tmp_path):
 
 # ---------------------------------------------------------------- CLI
 def write_csv(path, data: Dataset):
-    import csv
-
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["label", "text"])
@@ -359,3 +358,27 @@ def test_minilm_l3_checkpoints_end_to_end(tmp_path, monkeypatch):
     assert final[-1]["hard_scope"] == final[-1]["soft_scope"] == 1.0
     assert all(0 <= r["soft_scope"] <= r["hard_scope"] <= 1 for r in rows if r["hard_scope"] is not None)
     assert (out / "checkpoints_soft_scope.png").is_file()
+
+
+def test_cli_on_text_pairs_searches_the_named_field(run_dir, tmp_path, capsys):
+    data = marker_data(80, seed=3)
+    path = tmp_path / "pairs.csv"
+    with path.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["gold", "first", "second"])
+        for e in data.examples:
+            w.writerow([e.label, "the report was finished", e.text])
+    dirs = ",".join(str(run_dir / n) for n in ("checkpoint-000", "checkpoint-100"))
+    out = tmp_path / "pairs"
+    assert main(["checkpoints", "--checkpoints", dirs, "--data", str(path), "--text-fields", "first,second",
+                 "--label-column", "gold", "--perturb-field", "b", "--capabilities", "typo", "--n", "8",
+                 "--trials", "1", "--comparisons", "vs_final", "--out", str(out), "--quiet"]) == 0
+    rows = json.loads((out / "results.json").read_text())
+    final = next(r for r in rows if r["percent"] == 100)
+    assert final["hard_scope"] == 1.0  # the final checkpoint against itself
+    import sqlite3
+
+    originals = [json.loads(o) for db in out.rglob("results.sqlite")
+                 for (o,) in sqlite3.connect(db).execute("select original from perturbations")]
+    assert originals and all(o[0] == "the report was finished" for o in originals)
+    capsys.readouterr()

@@ -182,7 +182,9 @@ def all_commands() -> dict[str, Callable]:
     return commands
 
 
-def _load_splits(args):
+def _load_splits(args, test_size: float = 0.25):
+    """(train, test) of ``--data`` read with ``--text-column`` / ``--text-fields`` and ``--label-column``;
+    ``--perturb-field b`` needs two text fields."""
     from .data.loaders import train_test_split
     from .studies.inputs import load_study_data
 
@@ -192,7 +194,10 @@ def _load_splits(args):
                          f"got --text-fields {args.text_fields!r} and --text-column {args.text_column!r}")
     ds = load_study_data(args.data, text_fields=fields or ([args.text_column] if args.text_column else []),
                          label_column=args.label_column)
-    return train_test_split(ds, test_size=0.25, seed=args.seed)
+    if args.perturb_field == "b" and not ds.is_pair:
+        raise InputError("--perturb-field b perturbs the second text of a pair, but the data have one text field; "
+                         "name two columns with --text-fields A,B or use --perturb-field a")
+    return train_test_split(ds, test_size=test_size, seed=args.seed)
 
 
 def _clean(v: Any) -> Any:
@@ -220,9 +225,6 @@ def cmd_scope(args) -> int:
     out = Path(args.out)
     t0 = time.time()
     splits = _load_splits(args)
-    if cfg.perturb_field == 1 and any(ex.text_b is None for ex in splits[1]):
-        raise InputError("--perturb-field b perturbs the second text of a pair, but the data have one text field; "
-                         "name two columns with --text-fields A,B or use --perturb-field a")
     study = ScopeStudy(cfg, out, splits=splits, progress=not args.quiet)
     with study_executor(args) as ex:
         rows = study.run(executor=ex)

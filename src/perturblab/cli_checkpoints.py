@@ -36,7 +36,11 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--data", default="rotten_tomatoes",
                    help="data set name (rotten_tomatoes, tweets), a CSV/JSONL/Parquet file, or hf:NAME[:SPLIT]")
     p.add_argument("--text-column", default=None, help="text column of a data file")
+    p.add_argument("--text-fields", default=None, metavar="A[,B]",
+                   help="text column(s) of a data file: one, or two for a text-pair task (e.g. premise,hypothesis)")
     p.add_argument("--label-column", default=None, help="label column of a data file")
+    p.add_argument("--perturb-field", choices=["a", "b"], default="a",
+                   help="for text pairs: search perturbations of the first text (default) or the second")
     search_trial_options(p, n=200)
 
 
@@ -48,17 +52,17 @@ def _fractions(s: str) -> list[float]:
 
 
 def cmd_checkpoints(args) -> int:
-    from .data.loaders import load_dataset, train_test_split
+    from .cli import _load_splits
     from .models.finetune import FinetuneConfig
     from .report.tables import fmt
     from .studies.checkpoints import CheckpointConfig, CheckpointStudy, checkpoints_from_dirs, finetune_checkpoints
 
     cfg = CheckpointConfig(capabilities=_list(args.capabilities), data=args.data, n=args.n, trials=args.trials,
                            seed=args.seed, max_words=args.max_words, patience=args.patience,
-                           max_candidates=args.max_candidates, comparisons=tuple(_list(args.comparisons)))
+                           max_candidates=args.max_candidates, comparisons=tuple(_list(args.comparisons)),
+                           perturb_field={"a": 0, "b": 1}[args.perturb_field])
     t0 = time.time()
-    columns = {k: v for k, v in (("text_column", args.text_column), ("label_column", args.label_column)) if v}
-    splits = train_test_split(load_dataset(args.data, **columns), test_size=cfg.test_size, seed=args.seed)
+    splits = _load_splits(args, test_size=cfg.test_size)
     if args.finetune:
         train = splits[0] if args.n_train is None else splits[0].sample(args.n_train, seed=args.seed)
         ft = FinetuneConfig(epochs=args.epochs, max_seconds=args.max_seconds, lr=args.lr)
