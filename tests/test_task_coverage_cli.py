@@ -271,3 +271,29 @@ def test_layer_probes_on_pairs_perturb_only_the_named_field(tmp_path, monkeypatc
     premises = {row[0] for row in csv.reader(open(data))}
     assert all(isinstance(x, tuple) and x[0] in premises for x in enc.seen)
     assert any(x[1] not in {row[1] for row in csv.reader(open(data))} for x in enc.seen)
+
+
+def test_a_study_config_names_pair_columns_and_a_regression_task(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("PERTURBLAB_HOME", str(tmp_path / "home"))
+    score_csv(tmp_path / "scores.csv")
+    config = tmp_path / "sts.yaml"
+    config.write_text("""\
+studies:
+  - name: sts
+    kind: robustness
+    models: [tfidf-ridge]
+    data: scores.csv
+    text_fields: [s1, s2]
+    label_column: score
+    task: regression
+    perturb_field: b
+    perturbations: [drop_first]
+    n_train: 60
+    n_test: 30
+    seeds: 1
+""")
+    assert main(["run", str(config), "--out", str(tmp_path / "run"), "--quiet"]) == 0
+    summary = json.loads((tmp_path / "run" / "sts" / "summary.json").read_text())
+    assert summary["config"]["text_fields"] == ["s1", "s2"] and summary["config"]["perturb_field"] == "b"
+    assert summary["config"]["metrics"] == ["pearson", "spearman"]
+    capsys.readouterr()
