@@ -297,3 +297,31 @@ studies:
     assert summary["config"]["text_fields"] == ["s1", "s2"] and summary["config"]["perturb_field"] == "b"
     assert summary["config"]["metrics"] == ["pearson", "spearman"]
     capsys.readouterr()
+
+
+def test_a_data_definition_carries_columns_and_task_to_every_study(tmp_path):
+    from perturblab.runs.config import ConfigError, load_config
+
+    score_csv(tmp_path / "scores.csv")
+    pair_csv(tmp_path / "pairs.csv")
+    config = tmp_path / "c.yaml"
+    config.write_text("""\
+data:
+  sts: {path: scores.csv, text_fields: [s1, s2], label_column: score, task: regression}
+  nli: {path: pairs.csv, text_fields: "premise,hypothesis", label_column: gold}
+  one: {path: pairs.csv, text_column: hypothesis, label_column: gold}
+studies:
+  - {name: a, kind: robustness, models: tfidf-ridge, data: sts}
+  - {name: b, kind: learnability, data: nli}
+  - {name: c, kind: scope, reference: tfidf-lr, targets: tfidf-lr, data: nli, perturb_field: b}
+  - {name: d, kind: robustness, models: tfidf-lr, data: one}
+""")
+    a, b, c, d = load_config(config).studies
+    assert (a.options["text_fields"], a.options["label_column"], a.options["task"]) == (["s1", "s2"], "score",
+                                                                                        "regression")
+    assert a.options["data"] == str(tmp_path / "scores.csv")
+    assert b.options["text_fields"] == ["premise", "hypothesis"] and c.options["text_fields"] == ["premise", "hypothesis"]
+    assert d.options["text_fields"] == ["hypothesis"]  # a text_column names the one text field
+    config.write_text(config.read_text().replace("data: nli}", "data: sts}", 1))
+    with pytest.raises(ConfigError, match="learnability has no task option; it scores classifiers only"):
+        load_config(config)

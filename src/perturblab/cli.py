@@ -38,9 +38,7 @@ def _add_scope_args(p: argparse.ArgumentParser, demo: bool = False) -> None:
     p.add_argument("--data", default=d["data"],
                    help="data set name (rotten_tomatoes, tweets), a CSV/JSONL/Parquet file, or hf:NAME[:SPLIT]")
     p.add_argument("--text-column", default=None, help="text column of a data file")
-    p.add_argument("--text-fields", default=None, metavar="A[,B]",
-                   help="text column(s) of a data file: one, or two for a text-pair task (e.g. premise,hypothesis)")
-    p.add_argument("--label-column", default=None, help="label column of a data file")
+    data_options(p, task=False)
     p.add_argument("--perturb-field", choices=["a", "b"], default="a",
                    help="for text pairs: search perturbations of the first text (default) or the second")
     p.add_argument("--n", type=int, default=d["n"] if demo else 500, help="base samples per trial")
@@ -188,10 +186,10 @@ def _load_splits(args, test_size: float = 0.25):
     from .data.loaders import train_test_split
     from .studies.inputs import load_study_data
 
-    fields = _csv_list(args.text_fields or "")
+    fields = list(args.text_fields or [])
     if args.text_column and fields:
         raise InputError("--text-fields takes one or two column names (A or A,B) and replaces --text-column; "
-                         f"got --text-fields {args.text_fields!r} and --text-column {args.text_column!r}")
+                         f"got --text-fields {','.join(fields)} and --text-column {args.text_column}")
     ds = load_study_data(args.data, text_fields=fields or ([args.text_column] if args.text_column else []),
                          label_column=args.label_column)
     if args.perturb_field == "b" and not ds.is_pair:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Callable
 
 from .cli import _csv_list as _list
+from .cli import data_options
 from .cli import search_trial_options
 from .errors import InputError
 
@@ -36,9 +37,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--data", default="rotten_tomatoes",
                    help="data set name (rotten_tomatoes, tweets), a CSV/JSONL/Parquet file, or hf:NAME[:SPLIT]")
     p.add_argument("--text-column", default=None, help="text column of a data file")
-    p.add_argument("--text-fields", default=None, metavar="A[,B]",
-                   help="text column(s) of a data file: one, or two for a text-pair task (e.g. premise,hypothesis)")
-    p.add_argument("--label-column", default=None, help="label column of a data file")
+    data_options(p, task=False)
     p.add_argument("--perturb-field", choices=["a", "b"], default="a",
                    help="for text pairs: search perturbations of the first text (default) or the second")
     search_trial_options(p, n=200)

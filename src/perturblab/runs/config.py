@@ -11,6 +11,7 @@
               label_words: {neg: negative, pos: positive}}
     data:
       reviews: {path: reviews.csv, text_column: review, label_column: stars}
+      sts: {path: sts.csv, text_fields: [sentence1, sentence2], label_column: score, task: regression}
     studies:
       - name: invariances
         kind: scope                   # any study command: scope, robustness, learnability, ...
@@ -40,6 +41,9 @@ import yaml
 
 from ..errors import InputError
 from ..models.named import check_definition
+
+#: the keys of a ``data:`` definition: a path and how to read it (the study options they set)
+DATA_KEYS = ("path", "text_column", "text_fields", "label_column", "task")
 
 STUDY_KINDS = ("scope", "scope-lm", "selfcheck", "learnability", "robustness", "generation", "similarity",
                "finetuning", "layer-probes", "grounding", "checkpoints")
@@ -179,11 +183,8 @@ def _study(entry: Any, i: int, parsers: dict, where: _Where, models: dict, data:
             value = _models_in(value, kind, dest, models, where, kk)
         elif dest in DATA_OPTIONS and isinstance(value, str):
             value, extra = _data_in(value, data, base)
-            for opt, v in extra.items():
-                if opt not in actions:
-                    raise where.error(kk, f"data {value!r} sets {opt} but {kind} has no {opt.replace('_', '-')} "
-                                      "option; give a file whose columns are named text and label")
-                options[opt] = v
+            for opt, v in _data_columns(extra, actions, kind, value, where, kk).items():
+                options[opt] = _option_value(actions[opt], v, where, kk)
         options[dest] = _option_value(actions[dest], value, where, kk)
     missing = [d for d, a in actions.items() if a.required and options.get(d) is None]
     if missing:
@@ -213,6 +214,27 @@ def _models_in(value: Any, kind: str, dest: str, models: dict, where: _Where, ke
             src = spec["source"]
             out.append(f"{label if eq else ref}={src}" if kind == "robustness" else src)
     return out if isinstance(value, list) else out[0]
+
+
+def _data_columns(extra: dict, actions: dict, kind: str, value: str, where: "_Where", keys: tuple) -> dict:
+    """The study options a data definition's columns and task set: ``text_fields`` (one or two
+    columns; a ``text_column`` becomes it for studies that name columns only that way),
+    ``label_column`` and ``task`` (``classification`` is every study's default; ``regression`` needs a
+    study with a ``task`` option)."""
+    out = {}
+    for opt, v in extra.items():
+        target = opt
+        if opt == "text_column" and opt not in actions and "text_fields" in actions:
+            target = "text_fields"
+        if opt == "task" and opt not in actions and v == "classification":
+            continue
+        if target not in actions:
+            why = ("it scores classifiers only" if opt == "task" else
+                   "give a file whose columns are named text and label")
+            raise where.error(keys, f"data {value!r} sets {opt}={v} but {kind} has no {opt.replace('_', '-')} "
+                              f"option; {why}")
+        out[target] = v
+    return out
 
 
 def _data_in(value: str, data: dict, base: Path) -> tuple[str, dict]:
@@ -267,12 +289,14 @@ def load_config(path: str | Path, *, out: str | Path | None = None, base: str | 
     data = {}
     for name, spec in _section(raw, "data", where).items():
         spec = {"path": spec} if isinstance(spec, str) else spec
-        extra = set(spec) - {"path", "text_column", "label_column"} if isinstance(spec, dict) else {"?"}
-        if extra or "path" not in spec:
-            raise where.error(("data", name), "expected a name/path or {path, text_column, label_column}")
+        extra = set(spec) - set(DATA_KEYS) if isinstance(spec, dict) else {"?"}
+        if extra or "path" not in spec or ("text_column" in spec and "text_fields" in spec):
+            raise where.error(("data", name), "expected a name/path or {path, text_column or text_fields, "
+                              "label_column, task}")
         p = Path(str(spec["path"]))
         src = str(base / p) if not p.is_absolute() and (base / p).exists() else str(p)
-        data[name] = {"source": src, **{k: str(v) for k, v in spec.items() if k != "path"}}
+        data[name] = {"source": src, **{k: (",".join(map(str, v)) if isinstance(v, list) else str(v))
+                                        for k, v in spec.items() if k != "path"}}
     executor = raw.get("executor") or {"kind": "local"}
     executor = {"kind": executor} if isinstance(executor, str) else executor
     if not isinstance(executor, dict) or set(executor) - set(EXECUTOR_KEYS) \
