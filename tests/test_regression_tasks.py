@@ -26,18 +26,17 @@ from perturblab.models.regression import (EncoderRegressor, SklearnRegressor, lo
 from perturblab.perturb.catalogue import perturb_inputs  # noqa: E402
 from perturblab.studies.robustness_study import RobustnessConfig, run_robustness  # noqa: E402
 
+from test_models_backends import WORDS as BERT_WORDS  # noqa: E402
+from test_models_backends import tiny_config as bert_config  # noqa: E402
+
 WORDS = "the a cat dog sat on mat good bad movie film was is very not great awful and it".split()
 
 
 @pytest.fixture(scope="module")
 def tok():
-    vocab = {t: i for i, t in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS])}
-    return transformers.BertTokenizer(vocab=vocab)
-
-
-def bert_config(tok, **kw):
-    return transformers.BertConfig(vocab_size=len(tok), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                                   intermediate_size=37, max_position_embeddings=64, **kw)
+    """The tiny BERT tokenizer of the backend tests (its vocabulary holds WORDS)."""
+    return transformers.BertTokenizer(vocab={t: i for i, t in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]",
+                                                                         "[MASK]", *BERT_WORDS])})
 
 
 def similarity_data(n: int = 60, seed: int = 0) -> Dataset:

@@ -15,19 +15,7 @@ from perturblab.errors import InputError
 from perturblab.studies.learnability_study import LearnabilityConfig, run_learnability
 from perturblab.studies.robustness_study import RobustnessConfig, run_robustness
 
-WORDS = ["window", "garden", "kitchen", "yellow", "morning", "river", "basket", "pencil", "summer", "forest"]
-
-
-def pair_csv(path, n=120):
-    """premise, hypothesis, gold: gold = 1 iff the hypothesis ends with "wonderful"."""
-    rng = np.random.default_rng(0)
-    with path.open("w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["premise", "hypothesis", "gold"])
-        for i in range(n):
-            w.writerow([" ".join(rng.choice(WORDS, 6)),
-                        " ".join([*rng.choice(WORDS, 4), "wonderful" if i % 2 else "terrible"]), i % 2])
-    return path
+from test_scope_pairs_cli import WORDS, pair_csv  # premise, hypothesis, gold: 1 iff the hypothesis ends "wonderful"
 
 
 def score_csv(path, n=120):
@@ -63,7 +51,7 @@ class Recording:
 
 @pytest.mark.parametrize("field,kept", [("a", 1), ("b", 0)])
 def test_robustness_on_pairs_perturbs_only_the_named_field(tmp_path, field, kept):
-    data = pair_csv(tmp_path / "pairs.csv")
+    data = pair_csv(tmp_path / "pairs.csv", 120)
     model = Recording()
     cfg = RobustnessConfig(models=["m"], perturbations=["change_char", "drop_first"], data=str(data), n_train=20,
                            n_test=30, seeds=1, text_fields=("premise", "hypothesis"), label_column="gold",

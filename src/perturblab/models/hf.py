@@ -91,6 +91,14 @@ class _Batching:
                                                _tokenizer_fingerprint(self.tokenizer), self.max_length)
         return self._fingerprint
 
+    def _load_sequence_model(self, model: Any, tokenizer: Any, name: str | None) -> int:
+        """Set ``model`` (a fine-tuned sequence head, :func:`_sequence_model`), its tokenizer and
+        name; returns its number of outputs (``num_labels``)."""
+        self._source, self.model = _sequence_model(model)
+        self.tokenizer = _load_tokenizer(tokenizer, self._source)
+        self.name = name or self._source or type(self.model).__name__
+        return int(self.model.config.num_labels)
+
     def _tokenize(self, inputs: list[TextInput]) -> list[dict[str, list[int]]]:
         encs: list[dict[str, list[int]]] = [{} for _ in inputs]
         singles = [i for i, x in enumerate(inputs) if isinstance(x, str)]
@@ -299,10 +307,7 @@ class HFSequenceClassifier(_Batching):
     def __init__(self, model: Any, tokenizer: Any = None, *, batch_size: int = DEFAULT_BATCH_SIZE,
                  max_length: int = DEFAULT_MAX_LENGTH, name: str | None = None,
                  fingerprint: str | None = None) -> None:
-        self._source, self.model = _sequence_model(model)
-        self.tokenizer = _load_tokenizer(tokenizer, self._source)
-        self.name = name or self._source or type(self.model).__name__
-        k = int(self.model.config.num_labels)
+        k = self._load_sequence_model(model, tokenizer, name)
         if k < 2:
             raise InputError(f"{self.name} has {k} output (a regression head), not class labels; load it as an "
                              "HFSequenceRegressor (a regression data set, e.g. `robustness --task regression`). "
@@ -336,10 +341,7 @@ class HFSequenceRegressor(_Batching):
     def __init__(self, model: Any, tokenizer: Any = None, *, batch_size: int = DEFAULT_BATCH_SIZE,
                  max_length: int = DEFAULT_MAX_LENGTH, name: str | None = None,
                  fingerprint: str | None = None) -> None:
-        self._source, self.model = _sequence_model(model)
-        self.tokenizer = _load_tokenizer(tokenizer, self._source)
-        self.name = name or self._source or type(self.model).__name__
-        k = int(self.model.config.num_labels)
+        k = self._load_sequence_model(model, tokenizer, name)
         if k != 1:
             raise InputError(f"{self.name} has {k} outputs (a classification head); a regressor has one output "
                              "(num_labels=1). Use it as a classifier on a classification data set")

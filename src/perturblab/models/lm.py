@@ -104,7 +104,61 @@ def log_perplexity(token_logprobs: np.ndarray) -> float:
     return float(-lp.mean())
 
 
-class HFCausalLM:
+def _check_generation(max_new_tokens: int, sample: bool, temperature: float) -> None:
+    """Refuse generation settings no backend can honour."""
+    if max_new_tokens < 1:
+        raise InputError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
+    if sample and temperature <= 0:
+        raise InputError(f"temperature must be > 0 when sampling, got {temperature}")
+
+
+class LocalLanguageModel:
+    """What the local (Hugging Face) language-model backends share: their set-up around a loaded
+    model, and ``encode`` / ``decode`` through its tokenizer."""
+
+    model: Any
+    tokenizer: Any
+    _source: str | None
+
+    def _setup_model(self, model: Any, tokenizer: Any, name: str | None, batch_size: int, batch_tokens: int) -> None:
+        """Keep ``model`` (in eval mode), its tokenizer (``tokenizer`` or the source's), name, batch
+        limits and vocabulary size (the output head's width)."""
+        from .hf import _load_tokenizer
+
+        self.model = model.eval()
+        self.tokenizer = _load_tokenizer(tokenizer, self._source)
+        self.name = name or self._source or type(model).__name__
+        if batch_size < 1 or batch_tokens < 1:
+            raise InputError(f"batch_size and batch_tokens must be >= 1, got {batch_size}, {batch_tokens}")
+        self.batch_size, self.batch_tokens = int(batch_size), int(batch_tokens)
+        head = model.get_output_embeddings()
+        self.vocab_size = int(getattr(head, "out_features", None) or model.config.vocab_size)
+
+    def _batches(self, widths: Sequence[int]) -> Iterator[list[int]]:
+        """Indices per batch of sequences of these lengths: widest first, ≤ batch_size rows and
+        ≤ batch_tokens padded tokens."""
+        order = sorted(range(len(widths)), key=lambda i: -widths[i])
+        batch: list[int] = []
+        for i in order:
+            width = widths[batch[0]] if batch else widths[i]
+            if batch and (len(batch) >= self.batch_size or width * (len(batch) + 1) > self.batch_tokens):
+                yield batch
+                batch = []
+            batch.append(i)
+        if batch:
+            yield batch
+
+    def encode(self, text: str) -> list[int]:
+        """Token ids of ``text`` without special tokens."""
+        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def decode(self, ids: Sequence[int]) -> str:
+        """The text of token ids (special tokens kept, no clean-up of spaces)."""
+        return self.tokenizer.decode(list(ids), skip_special_tokens=False,
+                                     clean_up_tokenization_spaces=False)
+
+
+class HFCausalLM(LocalLanguageModel):
     """A transformers causal LM (``AutoModelForCausalLM``) as a :class:`LanguageModel`.
 
     ``model`` is a model instance (then pass ``tokenizer``), a local directory or a hub id
@@ -118,21 +172,12 @@ class HFCausalLM:
                  start_token: str | None = AUTO, batch_size: int = DEFAULT_BATCH_SIZE,
                  batch_tokens: int = DEFAULT_BATCH_TOKENS, max_length: int | None = None,
                  fingerprint: str | None = None) -> None:
-        from .hf import _load_tokenizer
-
         self._source = str(model) if isinstance(model, (str, Path)) else None
         if self._source is not None:
             from transformers import AutoModelForCausalLM
 
             model = AutoModelForCausalLM.from_pretrained(self._source, dtype=torch.float32)
-        self.model = model.eval()
-        self.tokenizer = _load_tokenizer(tokenizer, self._source)
-        self.name = name or self._source or type(model).__name__
-        if batch_size < 1 or batch_tokens < 1:
-            raise InputError(f"batch_size and batch_tokens must be >= 1, got {batch_size}, {batch_tokens}")
-        self.batch_size, self.batch_tokens = int(batch_size), int(batch_tokens)
-        head = model.get_output_embeddings()
-        self.vocab_size = int(getattr(head, "out_features", None) or model.config.vocab_size)
+        self._setup_model(model, tokenizer, name, batch_size, batch_tokens)
         self.prefix = self._start_ids(start_token)
         limit = getattr(model.config, "max_position_embeddings", None) or 1024
         self.max_length = int(min(limit, max_length or limit))
@@ -162,15 +207,6 @@ class HFCausalLM:
                              "pass a token such as the model's BOS or end-of-text token, 'auto' or None")
         return [int(tid)]
 
-    def encode(self, text: str) -> list[int]:
-        """Token ids of ``text`` without special tokens."""
-        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
-
-    def decode(self, ids: Sequence[int]) -> str:
-        """The text of token ids (special tokens kept, no clean-up of spaces)."""
-        return self.tokenizer.decode(list(ids), skip_special_tokens=False,
-                                     clean_up_tokenization_spaces=False)
-
     @property
     def fingerprint(self) -> str:
         """Changes whenever outputs could: weights, tokenizer, start tokens."""
@@ -199,19 +235,6 @@ class HFCausalLM:
         return out
 
     # ------------------------------------------------------------------ forward passes
-    def _batches(self, seqs: list[list[int]]) -> Iterator[list[int]]:
-        """Indices of ``seqs`` per batch: longest first, ≤ batch_size rows and ≤ batch_tokens tokens."""
-        order = sorted(range(len(seqs)), key=lambda i: -len(seqs[i]))
-        batch: list[int] = []
-        for i in order:
-            width = len(seqs[batch[0]]) if batch else len(seqs[i])
-            if batch and (len(batch) >= self.batch_size or width * (len(batch) + 1) > self.batch_tokens):
-                yield batch
-                batch = []
-            batch.append(i)
-        if batch:
-            yield batch
-
     def _head_path(self) -> bool:
         """Whether logits can be computed as output layer(decoder states) at chosen positions.
 
@@ -245,7 +268,7 @@ class HFCausalLM:
         pad = 0 if pad is None else int(pad)
         gather = self._head_path()
         with torch.inference_mode():
-            for idx in self._batches(seqs):
+            for idx in self._batches([len(x) for x in seqs]):
                 width = max(len(seqs[i]) for i in idx)
                 ids = torch.full((len(idx), width), pad, dtype=torch.long)
                 mask = torch.zeros((len(idx), width), dtype=torch.long)
@@ -323,10 +346,7 @@ class HFCausalLM:
         batch an input falls into (the sampler draws for a whole batch); the global torch RNG
         is left as it was.
         """
-        if max_new_tokens < 1:
-            raise InputError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
-        if sample and temperature <= 0:
-            raise InputError(f"temperature must be > 0 when sampling, got {temperature}")
+        _check_generation(max_new_tokens, sample, temperature)
         seqs = self._ids(list(prompts))
         for i, s in enumerate(seqs):
             if len(s) + max_new_tokens > self.max_length:
@@ -342,7 +362,7 @@ class HFCausalLM:
                   dict(temperature=None, top_k=None, top_p=None))
         with torch.inference_mode(), torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
-            for idx in self._batches(seqs):
+            for idx in self._batches([len(x) for x in seqs]):
                 width = max(len(seqs[i]) for i in idx)
                 ids = torch.full((len(idx), width), pad, dtype=torch.long)
                 mask = torch.zeros((len(idx), width), dtype=torch.long)

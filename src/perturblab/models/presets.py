@@ -23,7 +23,7 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Literal
+from typing import TYPE_CHECKING, Any, Callable, Literal
 
 from ..data.examples import Dataset
 from ..errors import InputError, UnknownNameError
@@ -186,20 +186,27 @@ def load_classifier(name: str, train: Dataset, *, seed: int = 0, data_name: str 
     extra = {"data_name": data_name or train.name, "data_fingerprint": data_fingerprint(train),
              "seed": seed, "n_train": len(train), "preset": preset.name}
     if preset.kind == "tfidf":
-        if path.is_file() and not retrain:
-            try:
-                return SklearnClassifier.load(path)
-            except InputError:
-                pass  # unreadable (e.g. another scikit-learn version): retrain below
-        clf = train_tfidf_lr(train, seed, name=preset.name)
-        clf.save(path)
-        return clf
+        return stored_or_trained(path, SklearnClassifier.load, lambda: train_tfidf_lr(train, seed, name=preset.name),
+                                 retrain=retrain)
     encoder = load_encoder(name)
+    return stored_or_trained(path, lambda p: EncoderClassifier.load(p, encoder),
+                             lambda: train_encoder_head(encoder, train, seed=seed, layer=HEAD_LAYER,
+                                                        pooling=HEAD_POOLING), extra=extra, retrain=retrain)
+
+
+def stored_or_trained(path: Path, load: Callable[[Path], Any], train: Callable[[], Any], *,
+                      extra: dict[str, Any] | None = None, retrain: bool = False) -> Any:
+    """The model stored at ``path`` (``load``), else (or with ``retrain``) ``train()`` saved there
+    (with provenance ``extra`` where the model's ``save`` takes it). A stored model that cannot be
+    read (another library version, another encoder, a corrupt file) is trained again."""
     if path.is_file() and not retrain:
         try:
-            return EncoderClassifier.load(path, encoder)
+            return load(path)
         except InputError:
-            pass  # trained on another version of the encoder, or corrupt: retrain below
-    head = train_encoder_head(encoder, train, seed=seed, layer=HEAD_LAYER, pooling=HEAD_POOLING)
-    head.save(path, extra=extra)
-    return head
+            pass
+    model = train()
+    if extra is None:
+        model.save(path)
+    else:
+        model.save(path, extra=extra)
+    return model

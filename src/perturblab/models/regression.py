@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import pickle
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -31,7 +30,7 @@ from ..data.examples import Dataset
 from ..errors import InputError
 from .base import POOLINGS, Encoder, Pooling, Regressor, TextInput, check_inputs, fingerprint_of
 from .head import dataset_inputs, pooled_states
-from .sklearn_backend import estimator_fingerprint, join_pair
+from .sklearn_backend import PickledEstimator, estimator_fingerprint, join_pair
 
 SAVE_FORMAT = 1
 RIDGE_ALPHA = 1.0
@@ -49,7 +48,7 @@ def regression_targets(dataset: Dataset, purpose: str) -> np.ndarray:
     return y
 
 
-class SklearnRegressor:
+class SklearnRegressor(PickledEstimator):
     """A fitted scikit-learn regressor (anything with ``predict``) on raw texts as a
     :class:`~.base.Regressor`; ``fingerprint`` is :func:`~.sklearn_backend.estimator_fingerprint`."""
 
@@ -59,8 +58,10 @@ class SklearnRegressor:
         if hasattr(pipeline, "predict_proba") or hasattr(pipeline, "classes_"):
             raise InputError(f"{type(pipeline).__name__} is a classifier; wrap it in SklearnClassifier")
         self.pipeline, self.name = pipeline, name
-        self._bytes = pickle.dumps({"format": SAVE_FORMAT, "pipeline": pipeline, "name": name}, protocol=4)
         self.fingerprint: str = estimator_fingerprint("regressor", pipeline)
+
+    def _payload(self) -> dict[str, Any]:
+        return {"pipeline": self.pipeline, "name": self.name}
 
     def __repr__(self) -> str:
         return f"SklearnRegressor({self.name!r})"
@@ -71,24 +72,6 @@ class SklearnRegressor:
         if not texts:
             return np.zeros(0)
         return np.asarray(self.pipeline.predict(texts), dtype=np.float64).reshape(len(texts))
-
-    def save(self, path: str | Path) -> Path:
-        """Pickle the estimator and name to ``path``."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_bytes(self._bytes)
-        tmp.replace(path)
-        return path
-
-    @classmethod
-    def load(cls, path: str | Path) -> "SklearnRegressor":
-        """Load a regressor written by :meth:`save` (a pickle: only load files you trust)."""
-        try:
-            obj = pickle.loads(Path(path).read_bytes())
-            return cls(obj["pipeline"], name=obj["name"])
-        except (OSError, pickle.UnpicklingError, KeyError, TypeError, EOFError, AttributeError) as e:
-            raise InputError(f"{path} is not a saved SklearnRegressor ({e}); delete it and retrain") from e
 
 
 def train_tfidf_ridge(dataset: Dataset, seed: int = 0, *, alpha: float = RIDGE_ALPHA,
@@ -186,7 +169,8 @@ def load_regressor(name: str, train: Dataset, *, seed: int = 0, retrain: bool = 
     ridge head trained on ``train`` (cached under ``paths.heads_dir()``), or a local directory /
     hub id of a fine-tuned one-output HF model (:class:`~.hf.HFSequenceRegressor`; ``train`` unused)."""
     from ..paths import heads_dir
-    from .presets import HEAD_LAYER, HEAD_POOLING, PRESETS, _external, _unknown, data_fingerprint, load_encoder
+    from .presets import (HEAD_LAYER, HEAD_POOLING, PRESETS, _external, _unknown, data_fingerprint, load_encoder,
+                          stored_or_trained)
 
     regression_targets(train, f"model {name!r}")
     if name not in PRESETS:
@@ -202,20 +186,10 @@ def load_regressor(name: str, train: Dataset, *, seed: int = 0, retrain: bool = 
     path = heads_dir() / f"{preset.name}{'' if preset.kind == 'tfidf' else '-ridge'}__{data_fingerprint(train)}" \
                          f"__seed{seed}{'.pkl' if preset.kind == 'tfidf' else '.npz'}"
     if preset.kind == "tfidf":
-        if path.is_file() and not retrain:
-            try:
-                return SklearnRegressor.load(path)
-            except InputError:
-                pass  # unreadable (e.g. another scikit-learn version): retrain below
-        reg = train_tfidf_ridge(train, seed, name=preset.name)
-        reg.save(path)
-        return reg
+        return stored_or_trained(path, SklearnRegressor.load, lambda: train_tfidf_ridge(train, seed, name=preset.name),
+                                 retrain=retrain)
     encoder = load_encoder(name)
-    if path.is_file() and not retrain:
-        try:
-            return EncoderRegressor.load(path, encoder)
-        except InputError:
-            pass
-    head = train_encoder_ridge(encoder, train, layer=HEAD_LAYER, pooling=HEAD_POOLING)
-    head.save(path, extra={"data_name": train.name, "n_train": len(train), "preset": preset.name})
-    return head
+    return stored_or_trained(path, lambda p: EncoderRegressor.load(p, encoder),
+                             lambda: train_encoder_ridge(encoder, train, layer=HEAD_LAYER, pooling=HEAD_POOLING),
+                             extra={"data_name": train.name, "n_train": len(train), "preset": preset.name},
+                             retrain=retrain)

@@ -34,7 +34,7 @@ refuse the model before any work. What such a model does give, teacher-forced, i
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +43,7 @@ import torch
 
 from ..errors import CapabilityError, InputError
 from .base import fingerprint_of
+from .lm import LocalLanguageModel, _check_generation
 
 __all__ = ["SEQ2SEQ_CAPABILITIES", "HFSeq2SeqLM"]
 
@@ -58,7 +59,7 @@ _PLAIN_DECODING: dict[str, Any] = {"num_beams": 1, "min_length": 0, "min_new_tok
                                    "repetition_penalty": 1.0, "length_penalty": 1.0}
 
 
-class HFSeq2SeqLM:
+class HFSeq2SeqLM(LocalLanguageModel):
     """A transformers encoder-decoder model (``AutoModelForSeq2SeqLM``: T5, BART …) for
     generation studies (see the module docstring).
 
@@ -74,7 +75,6 @@ class HFSeq2SeqLM:
     def __init__(self, model: Any, tokenizer: Any = None, *, name: str | None = None,
                  batch_size: int = DEFAULT_BATCH_SIZE, batch_tokens: int = DEFAULT_BATCH_TOKENS,
                  max_length: int | None = None, fingerprint: str | None = None) -> None:
-        from .hf import _load_tokenizer
 
         self._source = str(model) if isinstance(model, (str, Path)) else None
         if self._source is not None:
@@ -84,14 +84,7 @@ class HFSeq2SeqLM:
             self._check_encoder_decoder(config, self._source)
             model = AutoModelForSeq2SeqLM.from_pretrained(self._source, config=config, dtype=torch.float32)
         self._check_encoder_decoder(model.config, self._source or type(model).__name__)
-        self.model = model.eval()
-        self.tokenizer = _load_tokenizer(tokenizer, self._source)
-        self.name = name or self._source or type(model).__name__
-        if batch_size < 1 or batch_tokens < 1:
-            raise InputError(f"batch_size and batch_tokens must be >= 1, got {batch_size}, {batch_tokens}")
-        self.batch_size, self.batch_tokens = int(batch_size), int(batch_tokens)
-        head = model.get_output_embeddings()
-        self.vocab_size = int(getattr(head, "out_features", None) or model.config.vocab_size)
+        self._setup_model(model, tokenizer, name, batch_size, batch_tokens)
         cfg = model.config
         learned = getattr(cfg, "max_position_embeddings", None) or getattr(cfg, "n_positions", None)
         # learned positions cap the input; relative ones (T5) do not, there the default is 512
@@ -119,16 +112,6 @@ class HFSeq2SeqLM:
 
     def __repr__(self) -> str:
         return f"HFSeq2SeqLM({self.name!r}, vocab={self.vocab_size}, max_length={self.max_length})"
-
-    # ------------------------------------------------------------------ tokenizer
-    def encode(self, text: str) -> list[int]:
-        """Token ids of ``text`` without special tokens."""
-        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
-
-    def decode(self, ids: Sequence[int]) -> str:
-        """The text of token ids (special tokens kept, no clean-up of spaces)."""
-        return self.tokenizer.decode(list(ids), skip_special_tokens=False,
-                                     clean_up_tokenization_spaces=False)
 
     @property
     def fingerprint(self) -> str:
@@ -181,19 +164,6 @@ class HFSeq2SeqLM:
         raise self._cannot("next-token distributions along a span of a text")
 
     # ------------------------------------------------------------------ batching
-    def _batches(self, widths: Sequence[int]) -> Iterator[list[int]]:
-        """Indices per batch: widest first, ≤ batch_size rows and ≤ batch_tokens padded tokens."""
-        order = sorted(range(len(widths)), key=lambda i: -widths[i])
-        batch: list[int] = []
-        for i in order:
-            width = widths[batch[0]] if batch else widths[i]
-            if batch and (len(batch) >= self.batch_size or width * (len(batch) + 1) > self.batch_tokens):
-                yield batch
-                batch = []
-            batch.append(i)
-        if batch:
-            yield batch
-
     def _padded(self, seqs: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torch.Tensor]:
         """Right-padded ids and their attention mask, on the model's device."""
         width = max(len(s) for s in seqs)
@@ -258,10 +228,7 @@ class HFSeq2SeqLM:
         batch an input falls into (the sampler draws for a whole batch); the global torch RNG
         is left as it was.
         """
-        if max_new_tokens < 1:
-            raise InputError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
-        if sample and temperature <= 0:
-            raise InputError(f"temperature must be > 0 when sampling, got {temperature}")
+        _check_generation(max_new_tokens, sample, temperature)
         if self._decoder_limit is not None and max_new_tokens + 1 > self._decoder_limit:
             raise InputError(f"max_new_tokens ({max_new_tokens}) plus the decoder start token exceed the "
                              f"{self._decoder_limit} decoder positions of {self.name}")

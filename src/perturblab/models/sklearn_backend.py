@@ -82,7 +82,34 @@ def join_pair(x: TextInput) -> str:
     return x if isinstance(x, str) else x[0] + PAIR_SEPARATOR + x[1]
 
 
-class SklearnClassifier:
+class PickledEstimator:
+    """Saving and loading a scikit-learn model as a pickle of its constructor's arguments
+    (:meth:`_payload`); shared by :class:`SklearnClassifier` and
+    :class:`~.regression.SklearnRegressor`. Only load files you created."""
+
+    def _payload(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def save(self, path: str | Path) -> Path:
+        """Pickle the estimator and what else the constructor takes to ``path`` (atomically)."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_bytes(pickle.dumps({"format": SAVE_FORMAT, **self._payload()}, protocol=4))
+        tmp.replace(path)
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path):
+        """Load a model written by :meth:`save` (a pickle: only load files you trust)."""
+        try:
+            obj = pickle.loads(Path(path).read_bytes())
+            return cls(**{k: v for k, v in obj.items() if k != "format"})
+        except (OSError, pickle.UnpicklingError, KeyError, TypeError, EOFError, AttributeError) as e:
+            raise InputError(f"{path} is not a saved {cls.__name__} ({e}); delete it and retrain") from e
+
+
+class SklearnClassifier(PickledEstimator):
     """A fitted scikit-learn estimator/pipeline on raw texts as a :class:`~.base.Classifier`.
 
     ``labels[i]`` names class index ``i``; the estimator's ``classes_`` must be integer
@@ -106,9 +133,10 @@ class SklearnClassifier:
             raise InputError(f"classes_ {self._columns.tolist()} do not index the labels {self.labels}")
         self.pipeline = pipeline
         self.name = name
-        self._bytes = pickle.dumps({"format": SAVE_FORMAT, "pipeline": pipeline, "labels": self.labels,
-                                    "name": name}, protocol=4)
         self.fingerprint: str = estimator_fingerprint(pipeline, self.labels)
+
+    def _payload(self) -> dict[str, Any]:
+        return {"pipeline": self.pipeline, "labels": self.labels, "name": self.name}
 
     def __repr__(self) -> str:
         return f"SklearnClassifier({self.name!r}, labels={self.labels})"
@@ -120,24 +148,6 @@ class SklearnClassifier:
         if texts:
             out[:, self._columns] = self.pipeline.predict_proba(texts)
         return out
-
-    def save(self, path: str | Path) -> Path:
-        """Pickle the estimator, labels and name to ``path``."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_bytes(self._bytes)
-        tmp.replace(path)
-        return path
-
-    @classmethod
-    def load(cls, path: str | Path) -> "SklearnClassifier":
-        """Load a classifier written by :meth:`save` (a pickle: only load files you trust)."""
-        try:
-            obj = pickle.loads(Path(path).read_bytes())
-            return cls(obj["pipeline"], obj["labels"], name=obj["name"])
-        except (OSError, pickle.UnpicklingError, KeyError, TypeError, EOFError, AttributeError) as e:
-            raise InputError(f"{path} is not a saved SklearnClassifier ({e}); delete it and retrain") from e
 
 
 def train_tfidf_lr(dataset: Dataset, seed: int, *, C: float = 4.0, max_iter: int = 2000,
