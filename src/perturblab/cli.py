@@ -19,6 +19,8 @@ from typing import Any, Callable, Iterator, Sequence
 
 from .errors import InputError, PerturblabError
 
+#: --perturb-field of the search commands -> ScopeOptions.perturb_field (None: the words of both texts)
+SEARCH_FIELDS: dict[str, int | None] = {"a": 0, "b": 1, "both": None}
 DEMO_DEFAULTS = dict(reference="minilm-l6", targets="minilm-l6-int8,minilm-l3,tfidf-lr",
                      capabilities="synonym,typo,fairness", data="rotten_tomatoes", n=60, trials=3)
 
@@ -39,8 +41,9 @@ def _add_scope_args(p: argparse.ArgumentParser, demo: bool = False) -> None:
                    help="data set name (rotten_tomatoes, tweets), a CSV/JSONL/Parquet file, or hf:NAME[:SPLIT]")
     p.add_argument("--text-column", default=None, help="text column of a data file")
     data_options(p, task=False)
-    p.add_argument("--perturb-field", choices=["a", "b"], default="a",
-                   help="for text pairs: search perturbations of the first text (default) or the second")
+    p.add_argument("--perturb-field", choices=["a", "b", "both"], default="a",
+                   help="for text pairs: search perturbations of the first text (default), the second, or the words "
+                        "of both")
     p.add_argument("--n", type=int, default=d["n"] if demo else 500, help="base samples per trial")
     p.add_argument("--trials", type=int, default=d["trials"], help="trials (independent draws of base samples)")
     p.add_argument("--seed", type=int, default=0)
@@ -192,9 +195,9 @@ def _load_splits(args, test_size: float = 0.25):
                          f"got --text-fields {','.join(fields)} and --text-column {args.text_column}")
     ds = load_study_data(args.data, text_fields=fields or ([args.text_column] if args.text_column else []),
                          label_column=args.label_column)
-    if args.perturb_field == "b" and not ds.is_pair:
-        raise InputError("--perturb-field b perturbs the second text of a pair, but the data have one text field; "
-                         "name two columns with --text-fields A,B or use --perturb-field a")
+    if args.perturb_field in ("b", "both") and not ds.is_pair:
+        raise InputError(f"--perturb-field {args.perturb_field} needs the two texts of a pair, but the data have one "
+                         "text field; name two columns with --text-fields A,B or use --perturb-field a")
     return train_test_split(ds, test_size=test_size, seed=args.seed)
 
 
@@ -219,7 +222,7 @@ def cmd_scope(args) -> int:
         max_words=args.max_words, patience=args.patience, max_candidates=args.max_candidates,
         tolerance=DEFAULT_TOLERANCE if args.tolerance is None else args.tolerance,
         cutoff=DEFAULT_CUTOFF if args.cutoff is None else args.cutoff,
-        perturb_field={"a": 0, "b": 1}[args.perturb_field])
+        perturb_field=SEARCH_FIELDS[args.perturb_field])
     out = Path(args.out)
     t0 = time.time()
     splits = _load_splits(args)

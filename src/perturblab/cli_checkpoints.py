@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Callable
 
 from .cli import _csv_list as _list
-from .cli import data_options
+from .cli import SEARCH_FIELDS, data_options
 from .cli import search_trial_options
 from .errors import InputError
 
@@ -38,8 +38,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                    help="data set name (rotten_tomatoes, tweets), a CSV/JSONL/Parquet file, or hf:NAME[:SPLIT]")
     p.add_argument("--text-column", default=None, help="text column of a data file")
     data_options(p, task=False)
-    p.add_argument("--perturb-field", choices=["a", "b"], default="a",
-                   help="for text pairs: search perturbations of the first text (default) or the second")
+    p.add_argument("--perturb-field", choices=["a", "b", "both"], default="a",
+                   help="for text pairs: search perturbations of the first text (default), the second, or the words "
+                        "of both")
     search_trial_options(p, n=200)
 
 
@@ -59,7 +60,7 @@ def cmd_checkpoints(args) -> int:
     cfg = CheckpointConfig(capabilities=_list(args.capabilities), data=args.data, n=args.n, trials=args.trials,
                            seed=args.seed, max_words=args.max_words, patience=args.patience,
                            max_candidates=args.max_candidates, comparisons=tuple(_list(args.comparisons)),
-                           perturb_field={"a": 0, "b": 1}[args.perturb_field])
+                           perturb_field=SEARCH_FIELDS[args.perturb_field])
     t0 = time.time()
     splits = _load_splits(args, test_size=cfg.test_size)
     if args.finetune:

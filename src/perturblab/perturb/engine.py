@@ -29,12 +29,15 @@ def attach_pos(problems: Sequence[SearchProblem]) -> None:
         return
     from ..resources.pos import pos_tags_many
 
-    tags = pos_tags_many([list(p.words.words) for p in need])
+    groups = [p.word_groups for p in need]  # a pair searched as one text is tagged text by text
+    tags = pos_tags_many([g for gs in groups for g in gs])
     if tags is None:
         log.info("no POS tagger available: synonyms are taken from all parts of speech")
         return
-    for p, t in zip(need, tags):
-        p.pos = t
+    k = 0
+    for p, gs in zip(need, groups):
+        p.pos = [t for g in tags[k:k + len(gs)] for t in g]
+        k += len(gs)
 
 
 def run_searches(problems: Sequence[SearchProblem], search: SearchMethod, model: Classifier, *,

@@ -45,36 +45,75 @@ PERTURBED = "perturbed"
 NO_CANDIDATE = "no_candidate"
 
 
+#: joins the fields of a pair searched as one text (``field_index=None``): a symbol that is neither
+#: a word character nor white space, so it stays in the separator between the two texts' words
+FIELD_JOIN = "\u241e"
+
+
 @dataclass
 class SearchProblem:
-    """One input to perturb: its text fields, which field to change, and the capability."""
+    """One input to perturb: its text fields, which field to change, and the capability.
+
+    ``field_index`` is the text the search may change (0 = the first); ``None`` searches the words
+    of every field at once: the fields become one :class:`WordText` joined by :data:`FIELD_JOIN`
+    (word indices run through the first text, then the second) and every candidate is split back
+    into the fields for the model, so a change may land in either text.
+    """
 
     fields: tuple[str, ...]
     transformation: WordSwap
     constraints: list[Constraint]
     goal: InvarianceGoal
     rng: np.random.Generator
-    field_index: int = 0
+    field_index: int | None = 0
     pos: list[str | None] | None = None
     max_candidates: int | None = None
     p0: np.ndarray | None = None  # reference output on the original, set by the driver
 
     def __post_init__(self):
+        if self.field_index is None and len(self.fields) == 1:
+            self.field_index = 0
+        if self.field_index is None:
+            if any(FIELD_JOIN in f for f in self.fields):
+                raise InputError(f"a text contains {FIELD_JOIN!r}, which joins the fields of a pair searched as one "
+                                 "text; search one field (field_index 0 or 1) or remove the character")
+            parts = [WordText.from_text(f) for f in self.fields]
+            self.word_counts = [len(w) for w in parts]
+            words: tuple[str, ...] = sum((w.words for w in parts), ())
+            seps = list(parts[0].seps)
+            for w in parts[1:]:
+                seps[-1] = seps[-1] + FIELD_JOIN + w.seps[0]
+                seps += list(w.seps[1:])
+            self.words = WordText(words, tuple(seps))
+            return
         if not 0 <= self.field_index < len(self.fields):
             raise InputError(f"field_index {self.field_index} out of range for {len(self.fields)} field(s)")
         self.words = WordText.from_text(self.fields[self.field_index])
+        self.word_counts = [len(self.words)]
 
     def model_input(self, text: str) -> TextInput:
-        """The model input with the perturbed field put back in place."""
+        """The model input with the perturbed field (or, searching all fields, each field) put back."""
         if len(self.fields) == 1:
             return text
+        if self.field_index is None:
+            return tuple(text.split(FIELD_JOIN))  # type: ignore[return-value]
         f = list(self.fields)
         f[self.field_index] = text
         return tuple(f)  # type: ignore[return-value]
 
     @property
     def original_input(self) -> TextInput:
-        return self.model_input(self.fields[self.field_index])
+        return self.model_input(self.words.text)
+
+    @property
+    def word_groups(self) -> list[list[str]]:
+        """The searched words per text (one list, or one per field when searching all fields):
+        the units a part-of-speech tagger reads."""
+        words, out, start = list(self.words.words), [], 0
+        for n in self.word_counts:
+            out.append(words[start:start + n])
+            start += n
+        return out
 
     def pos_of(self, index: int) -> str | None:
         return None if self.pos is None else self.pos[index]

@@ -64,7 +64,7 @@ class ScopeOptions(SearchOptions):
     tolerance: float = DEFAULT_TOLERANCE
     cutoff: float = DEFAULT_CUTOFF
     test_size: float = 0.25
-    perturb_field: int = 0
+    perturb_field: int | None = 0  # the text of a pair the search changes: 0, 1, or None for both
     n_boot: int = 1000
 
 
