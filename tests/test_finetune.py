@@ -164,9 +164,6 @@ def test_load_or_finetune_reuses_and_retrains(base_dir, monkeypatch, tmp_path):
 
 # ---------------------------------------------------------------- errors
 def test_clear_input_errors(base_dir, tmp_path):
-    regression = Dataset([Example("the cat", 0.5), Example("a dog", 1.5)], [], "reg")
-    with pytest.raises(InputError, match="regression"):
-        finetune_classifier(base_dir, regression, seed=0, out_dir=tmp_path / "r", progress=False)
     one_name = Dataset([Example("the cat", 0), Example("a dog", 0)], ["only"], "one")
     with pytest.raises(InputError, match="at least 2"):
         finetune_classifier(base_dir, one_name, seed=0, out_dir=tmp_path / "o", progress=False)
@@ -207,3 +204,47 @@ def test_instance_base_carries_weights(tok, tmp_path):
     assert all(torch.equal(before[k], v) for k, v in base.state_dict().items())  # instance untouched
     assert read_finetune_meta(out)["base"].startswith("BertModel")
     assert HFSequenceClassifier(out).labels == ["absent", "present"]
+
+
+def test_regression_finetune_trains_a_one_output_head_by_mse(base_dir, tmp_path):
+    """Numeric targets (no class names): a one-output head trained by mean squared error, loading
+    as an HFSequenceRegressor whose predictions follow the targets."""
+    from scipy.stats import pearsonr
+
+    from perturblab.models.hf import HFSequenceRegressor
+
+    rng = np.random.default_rng(0)
+    ex = []
+    for i in range(96):
+        k = i % 4  # the target counts the markers in the text
+        words = list(rng.choice(FILLER, 6 - k)) + [MARKER] * k
+        ex.append(Example(" ".join(rng.permutation(words)), float(k), uid=str(i)))
+    data = Dataset(ex, [], "markers")
+    # a regression head first fits the mean; the body learns the markers after ~100 steps
+    out = finetune_classifier(str(base_dir), data, seed=0, out_dir=tmp_path / "reg", config=replace(FAST, epochs=30),
+                              progress=False)
+    meta = read_finetune_meta(out)
+    assert meta["loss_last_10pct"] < 0.2 * meta["loss_first_10pct"]
+    reg = HFSequenceRegressor(str(out))
+    assert reg.model.config.num_labels == 1 and reg.model.config.problem_type == "regression"
+    pred = reg.predict_values([e.text for e in ex])
+    assert pearsonr(pred, data.labels)[0] > 0.9
+    with pytest.raises(InputError, match="not all equal"):
+        finetune_classifier(str(base_dir), Dataset([Example("a b", 1.0), Example("c d", 1.0)], [], "flat"),
+                            seed=0, out_dir=tmp_path / "flat", config=FAST, progress=False)
+
+
+def test_hf_finetune_on_a_regression_task_is_a_regressor(base_dir, tmp_path, monkeypatch):
+    from perturblab.models import zoo
+    from perturblab.models.base import is_regressor
+    from perturblab.studies.robustness_study import resolve_model
+
+    monkeypatch.setenv("PERTURBLAB_HOME", str(tmp_path))
+    monkeypatch.setattr(zoo, "HF_BASE", str(base_dir))
+    monkeypatch.setattr(zoo, "HF_CONFIG", replace(FAST, epochs=1))
+    data = Dataset([Example(f"the {MARKER} sat" if i % 2 else "the cat sat", float(i % 2) * 2.5, uid=str(i))
+                    for i in range(32)], [], "markers")
+    model = resolve_model("hf-finetune", data, seed=0)
+    assert is_regressor(model) and model.name.startswith("hf-finetune:")
+    assert model.predict_values(["the cat sat", f"the {MARKER} sat"]).shape == (2,)
+    assert len(list((tmp_path / "finetuned").iterdir())) == 1  # stored for reuse

@@ -1,14 +1,18 @@
-"""Time-boxed CPU fine-tuning of a Hugging Face sequence classifier, saved for reuse.
+"""Time-boxed CPU fine-tuning of a Hugging Face sequence classifier (or regressor), saved for reuse.
 
 :func:`finetune_classifier` trains ``AutoModelForSequenceClassification`` on a labelled
 :class:`~perturblab.data.examples.Dataset` with plain torch (AdamW, linear warmup then decay),
+by cross-entropy on class labels, or, on a regression data set (numeric targets, no class
+names; STS-B), a one-output head (``num_labels=1``, ``problem_type="regression"``) by mean
+squared error,
 deterministically for a seed and leaving the caller's global RNG state alone. It stops after
 ``epochs``, at ``max_steps`` or after ``max_seconds`` of wall time, and atomically writes the
 model, its tokenizer and ``perturblab_finetune.json`` (provenance). :func:`load_or_finetune`
 keeps one directory per (base, data, seed, training config) under ``paths.data_home()/finetuned``.
 ``checkpoints=`` also keeps intermediate checkpoints (:mod:`.checkpoints`, SCoPE App. D).
 
-The result loads with ``perturblab.models.HFSequenceClassifier(dir)`` (the classifier) and
+The result loads with ``perturblab.models.HFSequenceClassifier(dir)`` (the classifier;
+``HFSequenceRegressor(dir)`` for a regression fine-tune) and
 ``perturblab.models.HFEncoder(dir)`` (hidden states: ``AutoModel`` loads the base weights from
 the classification checkpoint).
 """
@@ -65,13 +69,16 @@ class FinetuneConfig:
 
 
 def _check_data(train: Dataset) -> np.ndarray:
-    """Class indices of ``train`` after checking it can train a classifier."""
+    """Class indices of ``train`` after checking it can train a classifier, or the float targets of
+    a regression data set (no ``label_names``)."""
     name, k = train.name, len(train.label_names)
     if len(train) == 0:
         raise InputError(f"training data {name!r} is empty; give at least one example per class")
-    if not train.label_names:
-        raise InputError(f"training data {name!r} has no label_names (regression data); fine-tuning needs "
-                         "class labels: give label_names and integer class indices as labels")
+    if not train.label_names:  # regression: numeric targets
+        y = np.asarray(train.labels, dtype=np.float64)
+        if not np.isfinite(y).all() or np.ptp(y) == 0:
+            raise InputError(f"regression data {name!r} needs finite targets that are not all equal")
+        return y
     if k < 2:
         raise InputError(f"training data {name!r} has {k} class ({train.label_names}); "
                          "a classifier needs at least 2 label_names")
@@ -90,26 +97,29 @@ def _is_finished(path: Path) -> bool:
 
 
 def _build_model(base: Any, tokenizer: Any, label_names: list[str]) -> tuple[Any, Any, str]:
-    """(classification model on CPU, tokenizer, description of the base)."""
+    """(classification model on CPU, tokenizer, description of the base); no ``label_names``: a
+    one-output regression head."""
     from transformers import AutoModelForSequenceClassification, PreTrainedModel
     from .hf import _load_tokenizer
 
-    id2label = {i: str(n) for i, n in enumerate(label_names)}
+    id2label = {i: str(n) for i, n in enumerate(label_names or ["score"])}
     label2id = {n: i for i, n in id2label.items()}
+    problem = "single_label_classification" if label_names else "regression"
     if isinstance(base, (str, Path)):
         if not Path(base).expanduser().is_dir():
             raise InputError(f"base {str(base)!r} is not a local model directory; give a directory written "
                              "by save_pretrained or a PreTrainedModel instance")
         src = str(Path(base).expanduser())
         model = AutoModelForSequenceClassification.from_pretrained(
-            src, num_labels=len(label_names), id2label=id2label, label2id=label2id, ignore_mismatched_sizes=True)
+            src, num_labels=len(id2label), id2label=id2label, label2id=label2id, problem_type=problem,
+            ignore_mismatched_sizes=True)
         return model, _load_tokenizer(tokenizer, src), src
     if not isinstance(base, PreTrainedModel):
         raise InputError(f"base must be a local model directory or a transformers PreTrainedModel, "
                          f"got {type(base).__name__}")
     cfg = copy.deepcopy(base.config)
     cfg.id2label, cfg.label2id = id2label, label2id
-    cfg.problem_type = "single_label_classification"
+    cfg.problem_type = problem
     model = AutoModelForSequenceClassification.from_config(cfg)
     encoder = getattr(base, "base_model", base)
     try:
@@ -193,8 +203,11 @@ def finetune_classifier(base: Any, train: Dataset, *, seed: int, out_dir: Path |
         with tqdm(total=total, desc="fine-tuning", unit="step", disable=not progress) as bar:
             for idx in batches:
                 batch = tok.pad([encs[i] for i in idx], return_tensors="pt")
-                y = torch.as_tensor(labels[idx], dtype=torch.long)
-                loss = torch.nn.functional.cross_entropy(model(**batch).logits, y)
+                logits = model(**batch).logits
+                if train.label_names:
+                    loss = torch.nn.functional.cross_entropy(logits, torch.as_tensor(labels[idx], dtype=torch.long))
+                else:
+                    loss = torch.nn.functional.mse_loss(logits[:, 0], torch.as_tensor(labels[idx], dtype=logits.dtype))
                 opt.zero_grad(set_to_none=True)
                 loss.backward()
                 opt.step()

@@ -17,7 +17,8 @@ RoBERTa and XLNet. Here, on a CPU budget, TextRNN is kept and a small pretrained
 ``minilm-probe``  frozen ``minilm-l6``, logistic regression (C=1, standardised, ≤ 1000 iterations)
                   on mean-pooled last-layer states; every text's state is remembered for the
                   process (:func:`probe_encoder`), so refits and test sets encode each text once
-``hf-finetune``   ``minilm-l6`` fine-tuned end to end (:func:`~.finetune.finetune_classifier`) with
+``hf-finetune``   ``minilm-l6`` fine-tuned end to end (:func:`~.finetune.finetune_classifier`; a
+                  one-output regression head on regression data, :func:`finetune_regressor`) with
                   :data:`HF_CONFIG` (1 epoch, stop after 300 s of wall time); kept under
                   ``data_home()/finetuned`` and reused for the same data, seed and config
 ================  ===============================================================================
@@ -178,13 +179,11 @@ def fit_minilm_probe(texts, labels, seed, label_names=None):
     return train_encoder_head(probe_encoder(), data, seed=seed, C=1.0, layer=-1, pooling="mean", standardize=True)
 
 
-@register_trainer("hf-finetune")
-def fit_hf_finetune(texts, labels, seed, label_names=None):
-    """MiniLM-L6 fine-tuned end to end on CPU: 1 epoch, at most 300 s (HF_CONFIG)."""
+def _hf_finetuned(data: Any, seed: int) -> tuple[Path, str]:
+    """(directory, base name) of :data:`HF_BASE` (default MiniLM-L6) fine-tuned on ``data`` with
+    :data:`HF_CONFIG` (stored and reused)."""
     from .finetune import load_or_finetune
-    from .hf import HFSequenceClassifier
 
-    data = to_dataset(texts, labels, label_names)
     if HF_BASE is None:
         from .onnx_convert import tokenizer_dir
 
@@ -193,5 +192,22 @@ def fit_hf_finetune(texts, labels, seed, label_names=None):
         base = Path(HF_BASE).expanduser().resolve()
         base_name = f"{base.name}-{fingerprint_of(str(base))[:8]}"
     with _LOCK:  # fine-tuning draws dropout masks from torch's global generator: one at a time
-        path = load_or_finetune(base_name, str(base), data, seed=seed, config=HF_CONFIG, progress=False)
+        return load_or_finetune(base_name, str(base), data, seed=seed, config=HF_CONFIG, progress=False), base_name
+
+
+@register_trainer("hf-finetune")
+def fit_hf_finetune(texts, labels, seed, label_names=None):
+    """MiniLM-L6 fine-tuned end to end on CPU: 1 epoch, at most 300 s (HF_CONFIG)."""
+    from .hf import HFSequenceClassifier
+
+    path, base_name = _hf_finetuned(to_dataset(texts, labels, label_names), seed)
     return HFSequenceClassifier(path, name=f"hf-finetune:{base_name}")
+
+
+def finetune_regressor(train: Any, seed: int) -> Any:
+    """``hf-finetune`` on a regression data set: the base fine-tuned with a one-output head by mean
+    squared error (:func:`~.finetune.finetune_classifier`), as an :class:`~.hf.HFSequenceRegressor`."""
+    from .hf import HFSequenceRegressor
+
+    path, base_name = _hf_finetuned(train, seed)
+    return HFSequenceRegressor(path, name=f"hf-finetune:{base_name}")

@@ -22,7 +22,8 @@ second or both (``perturb_field``, default ``both``: the whole input, as the pap
 GLUE input). A regression data set (numeric targets, ``task="regression"``; STS-B) is scored by
 ``pearson`` / ``spearman`` (the default metrics follow the task: accuracy and MCC, or Pearson and
 Spearman) with regressors (:func:`resolve_model`: encoder presets with a ridge head,
-``tfidf-ridge``, one-output HF heads; :mod:`perturblab.models.regression`).
+``tfidf-ridge``, one-output HF heads, ``hf-finetune`` fine-tuned by mean squared error;
+:mod:`perturblab.models.regression`).
 
 Resumable: each model's predictions on each (perturbation, draw) are stored in
 ``results.sqlite`` (table ``cells``) under the model's fingerprint and the test set's hash, so a
@@ -117,9 +118,11 @@ def resolve_model(spec: str, train: Any, seed: int = 0) -> Classifier | Regresso
     from ..models.regression import load_regressor
 
     name = spec.strip()
+    if name.lower() == "hf-finetune":
+        return zoo.finetune_regressor(train, seed)
     if name.lower() in zoo.TRAINABLE.names() and name.lower() not in PRESETS.names():
-        raise InputError(f"{name} trains classifiers only; on a regression task use an encoder preset (a ridge "
-                         "head), tfidf-ridge, or a fine-tuned one-output HF model directory")
+        raise InputError(f"{name} trains classifiers only; on a regression task use hf-finetune, an encoder preset "
+                         "(a ridge head), tfidf-ridge, or a fine-tuned one-output HF model directory")
     return load_regressor(name, train, seed=seed)
 
 
