@@ -103,6 +103,11 @@ def test_run_skip_refuse_status_and_resume(tmp_path, marker_csv, capsys):
     mtime = (out / "rob" / "results.json").stat().st_mtime_ns
     run(load_config(path), progress=False)  # finished studies are skipped
     assert (out / "rob" / "results.json").stat().st_mtime_ns == mtime
+    # an option the command gained later (absent from the manifest) keeps its default: not a change
+    manifest["options"].pop("text_fields")
+    (out / "rob" / "study.json").write_text(json.dumps(manifest))
+    run(load_config(path), progress=False)
+    assert (out / "rob" / "results.json").stat().st_mtime_ns == mtime
     # a study that changed is refused, not mixed
     path.write_text(ROBUSTNESS.format(out="o").replace("seeds: 2", "seeds: 3"))
     with pytest.raises(InputError, match="'rob' .* ran with other options \\(changed: seeds\\)"):

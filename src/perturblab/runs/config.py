@@ -75,6 +75,7 @@ class StudySpec:
     kind: str
     options: dict[str, Any]
     line: int = 0
+    defaults: dict[str, Any] = field(default_factory=dict)  # the command's defaults of the same options
 
 
 @dataclass
@@ -189,7 +190,7 @@ def _study(entry: Any, i: int, parsers: dict, where: _Where, models: dict, data:
     missing = [d for d, a in actions.items() if a.required and options.get(d) is None]
     if missing:
         raise where.error(keys, f"{kind} needs {', '.join(m.replace('_', '-') for m in missing)}")
-    return StudySpec(name, kind, options, where.lines.get(keys, 0))
+    return StudySpec(name, kind, options, where.lines.get(keys, 0), {d: a.default for d, a in actions.items()})
 
 
 def _models_in(value: Any, kind: str, dest: str, models: dict, where: _Where, keys: tuple) -> Any:

@@ -67,10 +67,12 @@ def _check_unchanged(cfg: RunConfig) -> None:
         if not manifest.is_file():
             continue
         old = json.loads(manifest.read_text())
-        new = {"kind": s.kind, "options": _jsonable(s.options)}
-        if (old.get("kind"), old.get("options")) != (new["kind"], new["options"]):
-            diff = sorted(k for k in set(old.get("options", {})) | set(new["options"])
-                          if old.get("options", {}).get(k) != new["options"].get(k))
+        new, defaults = _jsonable(s.options), _jsonable(s.defaults)
+        before = old.get("options", {})
+        # an option the command gained since the study ran counts as unchanged while it keeps its default
+        diff = sorted(k for k in set(before) | set(new) if before.get(k) != new.get(k)
+                      and not (k not in before and k in defaults and new.get(k) == defaults[k]))
+        if old.get("kind") != s.kind or diff:
             raise InputError(f"study {s.name!r} in {cfg.out} ran with other options (changed: "
                              f"{', '.join(diff) or 'kind'}); give the study a new name or use another out directory")
 
