@@ -163,3 +163,19 @@ def test_perturblab_run_on_ray_writes_what_a_local_run_writes(tmp_path, marker_c
     for study in ("rob", "learn"):
         names = ["results.json", "summary.json", "table.md"]
         assert _files(tmp_path / "local" / study, names) == _files(tmp_path / "ray" / study, names)
+
+
+def test_ray_runs_a_regression_pair_task_byte_identical_to_local(tmp_path, ray_executor):
+    from test_task_coverage_cli import score_csv
+
+    from perturblab.studies.robustness_study import RobustnessConfig, run_robustness
+
+    data = score_csv(tmp_path / "scores.csv", 120)
+    cfg = RobustnessConfig(models=["tfidf-ridge"], perturbations=["change_char", "drop_first"], data=str(data),
+                           n_train=80, n_test=30, seeds=2, text_fields=("s1", "s2"), label_column="score",
+                           task="regression", perturb_field="b", n_boot=200)
+    names = ["results.json", "summary.json", "table.md"]
+    run_robustness(cfg, tmp_path / "local", progress=False)
+    run_robustness(cfg, tmp_path / "ray", progress=False, executor=ray_executor)
+    assert _files(tmp_path / "local", names) == _files(tmp_path / "ray", names)
+    assert '"pearson"' in (tmp_path / "ray" / "summary.json").read_text()
