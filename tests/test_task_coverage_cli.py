@@ -313,3 +313,12 @@ studies:
     config.write_text(config.read_text().replace("data: nli}", "data: sts}", 1))
     with pytest.raises(ConfigError, match="learnability has no task option; it scores classifiers only"):
         load_config(config)
+
+
+def test_datasets_command_lists_glue_tasks_with_their_fields(capsys):
+    assert main(["datasets"]) == 0
+    out = capsys.readouterr().out
+    assert "rotten_tomatoes" in out and "conll2010" in out
+    stsb = next(line for line in out.splitlines() if "glue:stsb" in line)
+    assert "sentence1, sentence2" in stsb and "regression" in stsb and "pearson" in stsb
+    assert "premise, hypothesis" in next(line for line in out.splitlines() if "glue:mnli" in line)

@@ -160,6 +160,7 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--force", action="store_true")
     sub.add_parser("capabilities", help="list registered capabilities and perturbations")
     sub.add_parser("models", help="list model presets")
+    sub.add_parser("datasets", help="list data sets, GLUE task names and corpora")
     for module in _command_modules():
         module.add_parsers(sub)
     return ap
@@ -364,9 +365,31 @@ def cmd_models(args) -> int:
     return 0
 
 
+def cmd_datasets(args) -> int:
+    from .data.corpus import available_corpora
+    from .data.glue import GLUE_TASKS
+    from .data.loaders import available_datasets
+
+    print("labelled data sets (--data NAME):")
+    for name, doc in available_datasets().items():
+        print(f"  {name:16s} {doc}")
+    print("\nGLUE tasks (--data glue:TASK[:SPLIT]; read through Hugging Face datasets: pip install perturblab[hf] "
+          "and a reachable hub):")
+    for t in GLUE_TASKS.values():
+        fields = ", ".join(c for c in (t.text_column, t.text_b_column) if c)
+        target = "regression" if t.task == "regression" else "/".join(t.label_names)
+        print(f"  glue:{t.name:10s} {fields:22s} {target:36s} metric {t.metric}, evaluate on {t.eval_split}")
+    print("\ncorpora of unlabelled text (selfcheck, scope-lm, similarity, generation lead:CORPUS):")
+    for name, doc in available_corpora().items():
+        print(f"  {name:16s} {doc}")
+    print("\nAny CSV / TSV / JSONL / Parquet file works too: name its columns with --text-fields A[,B] and "
+          "--label-column; --task regression for numeric targets.")
+    return 0
+
+
 COMMANDS = {"scope": cmd_scope, "demo": cmd_scope, "selfcheck": cmd_selfcheck, "scope-lm": cmd_scope_lm,
             "doctor": cmd_doctor, "assets": cmd_assets,
-            "capabilities": cmd_capabilities, "models": cmd_models}
+            "capabilities": cmd_capabilities, "models": cmd_models, "datasets": cmd_datasets}
 
 
 def _quiet_libraries() -> None:
