@@ -133,3 +133,16 @@ def test_output_layer_at_chosen_positions_equals_the_full_forward_path():
     starts = [3] * len(TEXTS)
     for a, b in zip(fast.span_logprobs(TEXTS, starts), slow.span_logprobs(TEXTS, starts)):
         np.testing.assert_allclose(a, b, atol=1e-5)
+
+
+def test_checkpoint_decoding_settings_do_not_change_greedy_generation():
+    """A checkpoint's beam search, n-gram blocking, repetition penalty and minimum length are
+    overridden: generation is plain greedy for every model of a study."""
+    tok = tiny_tokenizer()
+    plain = HFCausalLM(tiny_causal_model(len(tok), 3), tok).generate(SENTENCES[:3], max_new_tokens=8)
+    beamy = tiny_causal_model(len(tok), 3)
+    beamy.generation_config.num_beams = 4
+    beamy.generation_config.no_repeat_ngram_size = 1
+    beamy.generation_config.repetition_penalty = 3.0
+    beamy.generation_config.min_new_tokens = 8
+    assert HFCausalLM(beamy, tok).generate(SENTENCES[:3], max_new_tokens=8) == plain

@@ -104,6 +104,13 @@ def log_perplexity(token_logprobs: np.ndarray) -> float:
     return float(-lp.mean())
 
 
+#: Decoding settings a checkpoint may carry that would turn greedy/sampled decoding into something
+#: else; generation resets them to these neutral values.
+_PLAIN_DECODING: dict[str, Any] = {"num_beams": 1, "min_length": 0, "min_new_tokens": None,
+                                   "no_repeat_ngram_size": 0, "encoder_no_repeat_ngram_size": 0,
+                                   "repetition_penalty": 1.0, "length_penalty": 1.0}
+
+
 def _check_generation(max_new_tokens: int, sample: bool, temperature: float) -> None:
     """Refuse generation settings no backend can honour."""
     if max_new_tokens < 1:
@@ -147,6 +154,17 @@ class LocalLanguageModel:
             batch.append(i)
         if batch:
             yield batch
+
+    @staticmethod
+    def _decoding(max_new_tokens: int, sample: bool, temperature: float, pad: int) -> dict[str, Any]:
+        """``generate`` keywords of plain greedy (or, with ``sample``, plain multinomial) decoding,
+        whatever decoding settings a checkpoint ships (beams, minimum length, n-gram blocking,
+        repetition penalty, top-k/top-p), so every model of a study decodes the same way."""
+        kw: dict[str, Any] = dict(_PLAIN_DECODING, max_new_tokens=max_new_tokens, do_sample=sample,
+                                  pad_token_id=pad)
+        kw.update(dict(temperature=temperature, top_k=0, top_p=1.0) if sample else
+                  dict(temperature=None, top_k=None, top_p=None))
+        return kw
 
     def encode(self, text: str) -> list[int]:
         """Token ids of ``text`` without special tokens."""
@@ -357,9 +375,7 @@ class HFCausalLM(LocalLanguageModel):
         pad = int(pad if pad is not None else (eos if eos is not None else 0))
         device = next(self.model.parameters()).device
         out = [""] * len(seqs)
-        kw: dict[str, Any] = dict(max_new_tokens=max_new_tokens, do_sample=sample, pad_token_id=pad)
-        kw.update(dict(temperature=temperature, top_k=0, top_p=1.0) if sample else
-                  dict(temperature=None, top_k=None, top_p=None))
+        kw = self._decoding(max_new_tokens, sample, temperature, pad)
         with torch.inference_mode(), torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
             for idx in self._batches([len(x) for x in seqs]):

@@ -52,11 +52,6 @@ DEFAULT_BATCH_TOKENS = 4096
 DEFAULT_MAX_LENGTH = 512
 #: What :class:`HFSeq2SeqLM` can do (keys of :data:`~.lm_capabilities.CAPABILITIES`).
 SEQ2SEQ_CAPABILITIES: frozenset[str] = frozenset({"encode", "decode", "tokenizer", "generate"})
-#: Decoding settings a checkpoint may carry that would turn greedy/sampled decoding into
-#: something else; :meth:`HFSeq2SeqLM.generate` resets them to these neutral values.
-_PLAIN_DECODING: dict[str, Any] = {"num_beams": 1, "min_length": 0, "min_new_tokens": None,
-                                   "no_repeat_ngram_size": 0, "encoder_no_repeat_ngram_size": 0,
-                                   "repetition_penalty": 1.0, "length_penalty": 1.0}
 
 
 class HFSeq2SeqLM(LocalLanguageModel):
@@ -235,10 +230,7 @@ class HFSeq2SeqLM(LocalLanguageModel):
         seqs = self._source_ids(prompts, "prompts")
         eos = self.tokenizer.eos_token_id
         out = [""] * len(seqs)
-        kw: dict[str, Any] = dict(_PLAIN_DECODING, max_new_tokens=max_new_tokens, do_sample=sample,
-                                  pad_token_id=self._pad)
-        kw.update({"temperature": temperature, "top_k": 0, "top_p": 1.0} if sample else
-                  {"temperature": None, "top_k": None, "top_p": None})
+        kw = self._decoding(max_new_tokens, sample, temperature, self._pad)
         with torch.inference_mode(), torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
             for idx in self._batches([len(s) for s in seqs]):
