@@ -106,6 +106,15 @@ def _unknown(name: str) -> UnknownNameError:
     return UnknownNameError("model preset", name, PRESETS.names())
 
 
+def external_source(name: str) -> str:
+    """``name`` as a local model directory or hub id; :class:`UnknownNameError` (listing the
+    presets) when it is neither."""
+    source = _external(name)
+    if source is None:
+        raise _unknown(name)
+    return source
+
+
 def _is_language_model(name: str) -> bool:
     from .lm_presets import LM_PRESETS
 
@@ -173,12 +182,9 @@ def load_classifier(name: str, train: Dataset, *, seed: int = 0, data_name: str 
     if api is not None:  # an API model defined in a study config
         return api
     if name not in PRESETS:
-        source = _external(name)
-        if source is None:
-            raise _unknown(name)
         from .hf import HFSequenceClassifier
 
-        return HFSequenceClassifier(source)
+        return HFSequenceClassifier(external_source(name))
     preset = PRESETS.create(name)
     if preset.name == "tfidf-ridge":
         raise InputError("tfidf-ridge is a regressor (regression tasks only); for classification use tfidf-lr")

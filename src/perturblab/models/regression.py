@@ -169,17 +169,14 @@ def load_regressor(name: str, train: Dataset, *, seed: int = 0, retrain: bool = 
     ridge head trained on ``train`` (cached under ``paths.heads_dir()``), or a local directory /
     hub id of a fine-tuned one-output HF model (:class:`~.hf.HFSequenceRegressor`; ``train`` unused)."""
     from ..paths import heads_dir
-    from .presets import (HEAD_LAYER, HEAD_POOLING, PRESETS, _external, _unknown, data_fingerprint, load_encoder,
+    from .presets import (HEAD_LAYER, HEAD_POOLING, PRESETS, data_fingerprint, external_source, load_encoder,
                           stored_or_trained)
 
     regression_targets(train, f"model {name!r}")
     if name not in PRESETS:
-        source = _external(name)
-        if source is None:
-            raise _unknown(name)
         from .hf import HFSequenceRegressor
 
-        return HFSequenceRegressor(source)
+        return HFSequenceRegressor(external_source(name))
     preset = PRESETS.create(name)
     if preset.kind == "tfidf" and preset.name != "tfidf-ridge":
         raise InputError(f"{preset.name} is a classifier; for a regression task use tfidf-ridge")
