@@ -322,3 +322,22 @@ def test_datasets_command_lists_glue_tasks_with_their_fields(capsys):
     stsb = next(line for line in out.splitlines() if "glue:stsb" in line)
     assert "sentence1, sentence2" in stsb and "regression" in stsb and "pearson" in stsb
     assert "premise, hypothesis" in next(line for line in out.splitlines() if "glue:mnli" in line)
+
+
+def test_next_sentence_pairs_from_the_packaged_corpus():
+    from perturblab.data.corpus import load_corpus
+    from perturblab.data.loaders import load_dataset
+
+    ds = load_dataset("next:conll2010")
+    docs = [d for d in load_corpus("conll2010").documents() if len(d) >= 2]
+    assert ds.is_pair and ds.label_names == ["not_next", "next"] and len(ds) == sum(len(d) - 1 for d in docs)
+    assert 0.45 < ds.labels.mean() < 0.55
+    assert len({e.uid for e in ds.examples}) == len(ds)  # one pair per sentence position s_i
+    assert len({e.text for e in ds.examples}) > 0.99 * len(ds)  # (the corpus repeats a few sentences verbatim)
+    for e in ds.examples:
+        di, i = map(int, e.uid.split(":"))
+        assert e.text == docs[di][i]
+        assert (e.text_b == docs[di][i + 1]) if e.label == 1 else (e.text_b not in docs[di])
+    assert [e.uid for e in load_dataset("next:conll2010").examples] == [e.uid for e in ds.examples]
+    with pytest.raises(InputError, match="takes no"):
+        load_dataset("next:conll2010", text_column="x")

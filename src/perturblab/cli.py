@@ -379,6 +379,8 @@ def cmd_datasets(args) -> int:
         fields = ", ".join(c for c in (t.text_column, t.text_b_column) if c)
         target = "regression" if t.task == "regression" else "/".join(t.label_names)
         print(f"  glue:{t.name:10s} {fields:22s} {target:36s} metric {t.metric}, evaluate on {t.eval_split}")
+    print("\nbuilt offline from a corpus: next:CORPUS (a sentence-pair task: is the second sentence the next one "
+          "of the first's document?) and, for generation, lead:CORPUS")
     print("\ncorpora of unlabelled text (selfcheck, scope-lm, similarity, generation lead:CORPUS):")
     for name, doc in available_corpora().items():
         print(f"  {name:16s} {doc}")

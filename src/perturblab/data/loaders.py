@@ -4,7 +4,8 @@
 ``tweets``, or one added with :func:`register_dataset`), a file path (CSV, TSV, JSONL, JSON,
 Parquet; see :func:`load_file`), ``hf:<name>[:<split>]`` (see :func:`load_hf`) or
 ``glue:<task>[:<split>]``, a GLUE task with its own columns, labels and task type (see
-:mod:`perturblab.data.glue`). Nothing is read at import time; the Hugging Face hub is
+:mod:`perturblab.data.glue`), or ``next:<corpus>``, an offline sentence-pair task built from a
+corpus's documents (:mod:`perturblab.data.pairs`). Nothing is read at import time; the Hugging Face hub is
 contacted only by :func:`load_hf` (which GLUE tasks use) and by :func:`rotten_tomatoes`
 when its offline copy is missing.
 """
@@ -202,6 +203,12 @@ def load_dataset(spec: str | Path, **kwargs: Any) -> Dataset:
     if isinstance(spec, Path):
         return load_file(spec, **kwargs)
     text = str(spec).strip()
+    if text.lower().startswith("next:"):
+        from .pairs import next_sentence_pairs
+
+        if kwargs:
+            raise InputError(f"{spec!r} is a built pair task with its own fields; it takes no {sorted(kwargs)}")
+        return next_sentence_pairs(text[5:].strip() or "conll2010")
     for prefix, example in (("hf:", "hf:rotten_tomatoes:test"), ("glue:", "glue:mrpc:validation")):
         if not text.lower().startswith(prefix):
             continue
