@@ -22,7 +22,7 @@ from .errors import InputError, PerturblabError
 #: --perturb-field of the search commands -> ScopeOptions.perturb_field (None: the words of both texts)
 SEARCH_FIELDS: dict[str, int | None] = {"a": 0, "b": 1, "both": None}
 DEMO_DEFAULTS = dict(reference="minilm-l6", targets="minilm-l6-int8,minilm-l3,tfidf-lr",
-                     capabilities="synonym,typo,fairness", data="rotten_tomatoes", n=60, trials=3)
+                     capabilities="synonym,typo,fairness", n=60, trials=3)
 
 
 def _csv_list(s: str) -> list[str]:
@@ -37,13 +37,7 @@ def _add_scope_args(p: argparse.ArgumentParser, demo: bool = False) -> None:
                    help="comma-separated target models m2")
     p.add_argument("--capabilities", default=d["capabilities"] if demo else "synonym,typo",
                    help="comma-separated capabilities (see `perturblab capabilities`)")
-    p.add_argument("--data", default=d["data"],
-                   help="data set name (rotten_tomatoes, tweets), a CSV/JSONL/Parquet file, or hf:NAME[:SPLIT]")
-    p.add_argument("--text-column", default=None, help="text column of a data file")
-    data_options(p, task=False)
-    p.add_argument("--perturb-field", choices=["a", "b", "both"], default="a",
-                   help="for text pairs: search perturbations of the first text (default), the second, or the words "
-                        "of both")
+    search_data_options(p)
     p.add_argument("--n", type=int, default=d["n"] if demo else 500, help="base samples per trial")
     p.add_argument("--trials", type=int, default=d["trials"], help="trials (independent draws of base samples)")
     p.add_argument("--seed", type=int, default=0)
@@ -60,6 +54,19 @@ def _add_scope_args(p: argparse.ArgumentParser, demo: bool = False) -> None:
                    help="output directory (re-running with the same options resumes)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     executor_options(p)
+
+
+def search_data_options(p: argparse.ArgumentParser) -> None:
+    """``--data``, its columns and ``--perturb-field`` of the commands that search perturbations of
+    labelled data (scope, checkpoints); read by :func:`_load_splits`."""
+    p.add_argument("--data", default="rotten_tomatoes",
+                   help="data set name (rotten_tomatoes, tweets), a CSV/JSONL/Parquet file, hf:NAME[:SPLIT], "
+                        "glue:TASK or next:CORPUS")
+    p.add_argument("--text-column", default=None, help="text column of a data file")
+    data_options(p, task=False)
+    p.add_argument("--perturb-field", choices=["a", "b", "both"], default="a",
+                   help="for text pairs: search perturbations of the first text (default), the second, or the words "
+                        "of both")
 
 
 def data_options(p: argparse.ArgumentParser, *, task: bool = True) -> None:

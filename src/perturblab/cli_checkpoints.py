@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Callable
 
 from .cli import _csv_list as _list
-from .cli import SEARCH_FIELDS, data_options
+from .cli import SEARCH_FIELDS, search_data_options
 from .cli import search_trial_options
 from .errors import InputError
 
@@ -34,13 +34,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--capabilities", default="synonym,typo", help="comma-separated capabilities")
     p.add_argument("--comparisons", default="vs_final,vs_previous",
                    help="vs_final (reference: the final checkpoint), vs_previous (reference: m_{t-1}), or both")
-    p.add_argument("--data", default="rotten_tomatoes",
-                   help="data set name (rotten_tomatoes, tweets), a CSV/JSONL/Parquet file, or hf:NAME[:SPLIT]")
-    p.add_argument("--text-column", default=None, help="text column of a data file")
-    data_options(p, task=False)
-    p.add_argument("--perturb-field", choices=["a", "b", "both"], default="a",
-                   help="for text pairs: search perturbations of the first text (default), the second, or the words "
-                        "of both")
+    search_data_options(p)
     search_trial_options(p, n=200)
 
 
