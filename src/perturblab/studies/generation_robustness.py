@@ -34,7 +34,8 @@ from ..models.base import fingerprint_of
 from ..perturb.catalogue import apply_perturbation
 from ..store import ResultStore
 from .layer_probes import DEFAULT_PERTURBATIONS as ROBUSTNESS_EIGHT
-from .robustness_study import clean_table, perturbation_draws, relative_robustness_heatmaps, summarise
+from .robustness_study import perturbation_draws
+from .robustness_summary import clean_table, relative_robustness_heatmaps, summarise
 
 STUDY = "generation"
 ROUGE = ("rouge1", "rouge2", "rougeL")
