@@ -57,7 +57,7 @@ def learnability_curve(fit: Fit, train_texts: Sequence[TextInput], test_texts: S
     if len(train) < 2 or len(test) < 2:
         raise InputError("learnability needs at least 2 training and 2 test texts")
     train_star, _ = perturb_inputs(g, train, seed=seed, field=field)
-    test_star, _ = perturb_inputs(g, test, seed=seed + 7919, field=field)
+    test_star, test_changed = perturb_inputs(g, test, seed=seed + 7919, field=field)
     rng = np.random.default_rng([seed, 20230])
     y_train = random_pseudo_labels(len(train), rng)
     y_test = random_pseudo_labels(len(test), rng)
@@ -66,7 +66,7 @@ def learnability_curve(fit: Fit, train_texts: Sequence[TextInput], test_texts: S
     if not treated.any():
         raise InputError("no test example drew pseudo label 1; use a larger test set")
     test_perturbed = [xs if t else x for x, xs, t in zip(test, test_star, treated)]
-    changed = np.array([a != b for a, b in zip(test, test_star)])[treated]
+    changed = test_changed[treated]
     out = []
     for p in ps:
         if not 0.0 <= p <= 1.0:
