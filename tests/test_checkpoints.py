@@ -232,11 +232,14 @@ def test_vs_previous_equals_a_direct_scope_run(run_dir, splits, tmp_path):
     assert got["soft_scope_ci_trials"] == [r["soft_scope_ci"] for r in direct]
 
 
+def searches_stored(out) -> int:
+    with ResultStore(out / "results.sqlite") as store:
+        return store._con.execute("SELECT count(*) FROM cells WHERE study='scope.search'").fetchone()[0]
+
+
 def test_rerun_resumes_without_searching(study_run, run_dir, splits):
     study, rows, out = study_run
-    store = ResultStore(out / "results.sqlite")
-    before = sum(len(store.perturbations(r["run_id"])) for r in store.runs())
-    store.close()
+    before = searches_stored(out)
     counting = {p.name: CountingClassifier(HFSequenceClassifier(p, name=p.name)) for p in list_checkpoints(run_dir)}
     cks = [Checkpoint(n, m, c.percent) for (n, m), c in zip(counting.items(), study.checkpoints)]
     again = CheckpointStudy(study_config(), out, cks, splits=splits, progress=False).run()
@@ -248,9 +251,7 @@ def test_rerun_resumes_without_searching(study_run, run_dir, splits):
     studies_with = {"checkpoint-000": 2, "checkpoint-025": 3, "checkpoint-050": 3, "checkpoint-100": 2}
     for name, m in counting.items():  # three calls (x, x for x', x') per study, capability and trial
         assert 0 < m.calls <= 3 * studies_with[name] * 2, (name, m.calls)
-    store = ResultStore(out / "results.sqlite")
-    assert sum(len(store.perturbations(r["run_id"])) for r in store.runs()) == before
-    store.close()
+    assert searches_stored(out) == before
 
 
 # ---------------------------------------------------------------- errors
@@ -378,7 +379,7 @@ def test_cli_on_text_pairs_searches_the_named_field(run_dir, tmp_path, capsys):
     assert final["hard_scope"] == 1.0  # the final checkpoint against itself
     import sqlite3
 
-    originals = [json.loads(o) for db in out.rglob("results.sqlite")
-                 for (o,) in sqlite3.connect(db).execute("select original from perturbations")]
+    originals = [json.loads(json.loads(r)["original"]) for db in out.rglob("results.sqlite")
+                 for (r,) in sqlite3.connect(db).execute("select result from cells where study='scope.search'")]
     assert originals and all(o[0] == "the report was finished" for o in originals)
     capsys.readouterr()

@@ -125,19 +125,22 @@ def test_ray_runs_scope_searches_byte_identical_to_local(tmp_path, ray_executor)
     splits = (Dataset(data[:160], ["negative", "positive"]), Dataset(data[160:], ["negative", "positive"]))
     cfg = ScopeConfig(reference="tfidf-lr", targets=["tfidf-lr"], capabilities=["typo", "fairness"], n=40,
                       trials=2, n_boot=100, data="toy-scope")
-    local = ScopeStudy(cfg, tmp_path / "local", splits=splits, progress=False, chunk_size=16).run()
-    ray = ScopeStudy(cfg, tmp_path / "ray", splits=splits, progress=False, chunk_size=16).run(executor=ray_executor)
+    local_study = ScopeStudy(cfg, tmp_path / "local", splits=splits, progress=False, chunk_size=16)
+    local = local_study.run()
+    ray_study = ScopeStudy(cfg, tmp_path / "ray", splits=splits, progress=False, chunk_size=16)
+    ray = ray_study.run(executor=ray_executor)
     assert json.dumps(local) == json.dumps(ray)
     assert {r["capability"] for r in ray} == {"typo", "fairness", "synonym*", "typo*"}
     assert any(r["capability"] == "typo*" and r["n"] > 0 for r in ray)  # fairness qualified some samples
 
-    def stored(d):
-        with ResultStore(d / "results.sqlite") as s:
-            return [(r["capability"], r["trial"], r["sample_id"], r["perturbed"], r["status"])
-                    for r in s.perturbations(cfg.run_id)]
+    def stored(study):
+        return [(r["capability"], r["trial"], r["sample_id"], r["perturbed"], r["status"])
+                for r in study.result.perturbations]
 
-    rows = stored(tmp_path / "ray")
-    assert sorted(rows) == sorted(stored(tmp_path / "local"))
+    rows = stored(ray_study)
+    assert sorted(rows) == sorted(stored(local_study))
+    with ResultStore(tmp_path / "ray" / "results.sqlite") as s:  # every search stored once
+        assert s._con.execute("SELECT count(*) FROM cells WHERE study='scope.search'").fetchone()[0] == len(rows)
     assert len({r[:3] for r in rows}) == len(rows)  # no sample searched twice
 
 

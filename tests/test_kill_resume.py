@@ -38,6 +38,10 @@ def command(study: str, data, out, resume: bool = False) -> list[str]:
         config = out.parent / "run.yaml"
         config.write_text(RUN_CONFIG.format(data=data))
         return [sys.executable, "-m", "perturblab.cli", "run", str(config), "--out", str(out), "--quiet"]
+    if study == "scope":  # 4 trials x 40 samples: four search cells of 40 (typo needs no WordNet)
+        return [sys.executable, "-m", "perturblab.cli", "scope", "--reference", "tfidf-lr", "--targets", "tfidf-lr",
+                "--capabilities", "typo", "--data", str(data), "--n", "40", "--trials", "4",
+                "--out", str(out), "--quiet"]
     common = ["--data", str(data), "--seeds", "2", "--out", str(out), "--quiet"]
     if study == "learnability":
         return [sys.executable, "-m", "perturblab.cli", "learnability", "--models", "tfidf-lr,textrnn",
@@ -81,7 +85,8 @@ def kill_after(cmd, env, db, table: str, rows: int, extra_delay: float, timeout:
     return running
 
 
-@pytest.mark.parametrize("study,table", [("learnability", "trainings"), ("robustness", "cells"), ("run", "cells")])
+@pytest.mark.parametrize("study,table", [("learnability", "trainings"), ("robustness", "cells"), ("run", "cells"),
+                                         ("scope", "cells")])
 def test_sigkill_then_resume_equals_uninterrupted_run(tmp_path, marker_csv, study, table):
     env = {**os.environ, "PERTURBLAB_HOME": str(tmp_path / "home"), "HF_HUB_OFFLINE": "1"}
     data = marker_csv(tmp_path / "toy.csv", 640, n_words=8)

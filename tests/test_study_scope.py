@@ -1,4 +1,6 @@
-"""Shared-invariance study: store writes, resume after a crash, reference-vs-itself."""
+"""Shared-invariance study: store writes, resume after a crash, reference-vs-itself, and the study
+core under it: content-keyed resume (edited data, another model under the same name, a model
+directory retrained in place), the directory lock, a corrupt or newer store, the Python API."""
 
 from __future__ import annotations
 
@@ -9,6 +11,8 @@ import pytest
 
 from conftest import LexiconClassifier
 from perturblab.data import Dataset, Example
+import perturblab as pl
+from perturblab.errors import InputError
 from perturblab.store import ResultStore
 from perturblab.studies.scope import ScopeConfig, ScopeStudy, summarise
 
@@ -77,7 +81,7 @@ def test_metrics_match_recomputation_from_store(tmp_path):
     st = ScopeStudy(cfg(trials=1), tmp_path, models=models(), splits=make_splits(), progress=False)
     rows = st.run()
     row = next(r for r in rows if r["target"] == "tgt")
-    pert = [r for r in st.store.perturbations(st.config.run_id) if r["status"] == "perturbed"]
+    pert = [r for r in st.result.perturbations if r["status"] == "perturbed"]
     m = models()
     x = [r["original"] for r in pert]
     xp = [r["perturbed"] for r in pert]
@@ -96,18 +100,14 @@ def test_resume_after_crash_gives_identical_rows(tmp_path):
     with pytest.raises(RuntimeError):
         ScopeStudy(cfg(), tmp_path / "resumed", models=crashing, splits=make_splits(),
                    progress=False, chunk_size=8).run()
-    store = ResultStore(tmp_path / "resumed" / "results.sqlite")
-    partial = store.perturbations(cfg().run_id)
-    store.close()
-    assert 0 < len(partial) < 60  # some chunks were written before the crash
+    assert 0 < searches_stored(tmp_path / "resumed") < 60  # some chunks were written before the crash
     counting = models()
     resumed = ScopeStudy(cfg(), tmp_path / "resumed", models=counting, splits=make_splits(),
                          progress=False, chunk_size=8).run()
     assert json.dumps(resumed, sort_keys=True, default=str) == json.dumps(full, sort_keys=True, default=str)
-    store = ResultStore(tmp_path / "resumed" / "results.sqlite")
-    rows = store.perturbations(cfg().run_id)
-    keys = [(r["capability"], r["trial"], r["sample_id"]) for r in rows]
-    assert len(keys) == len(set(keys)) == 60  # 2 trials x 30 samples, no duplicates, none lost
+    assert searches_stored(tmp_path / "resumed") == 60  # 2 trials x 30 samples, no duplicates, none lost
+    keys = [(r["capability"], r["trial"], r["sample_id"]) for r in resumed_study_records(tmp_path / "resumed")]
+    assert len(keys) == len(set(keys)) == 60
 
 
 def test_rerun_is_served_from_store(tmp_path):
@@ -120,21 +120,167 @@ def test_rerun_is_served_from_store(tmp_path):
     assert ms["ref"].inputs_scored <= 2 * 2 * 30 * 2
 
 
-def test_changed_config_in_same_dir_is_refused(tmp_path):
-    from perturblab.errors import InputError
+def searches_stored(out) -> int:
+    import sqlite3
 
+    con = sqlite3.connect(out / "results.sqlite")
+    try:
+        return con.execute("SELECT count(*) FROM cells WHERE study='scope.search'").fetchone()[0]
+    finally:
+        con.close()
+
+
+def resumed_study_records(out):
+    st = ScopeStudy(cfg(), out, models=models(), splits=make_splits(), progress=False)
+    st.run()
+    return st.result.perturbations
+
+
+def test_a_run_id_is_never_reused_with_another_configuration(tmp_path):
     st = ScopeStudy(cfg(), tmp_path, models=models(), splits=make_splits(), progress=False)
     st.run()
-    with pytest.raises(InputError):
-        st.store.start_run(st.config.run_id, "scope", {"something": "else"})
+    with ResultStore(tmp_path / "results.sqlite") as store:
+        with pytest.raises(InputError):
+            store.start_run(st.result.run_id, "scope", {"something": "else"})
 
 
-def test_store_export_formats(tmp_path):
+def edited(splits, which):
+    """The splits with ``EDITED `` before the test texts whose index is in ``which``."""
+    from dataclasses import replace
+
+    train, test = splits
+    return train, Dataset([replace(e, text="EDITED " + e.text) if i in which else e
+                           for i, e in enumerate(test.examples)], test.label_names)
+
+
+def test_edited_data_recomputes_exactly_the_edited_samples(tmp_path):
+    splits = make_splits()
+    first = ScopeStudy(cfg(), tmp_path / "d", models=models(), splits=splits, progress=False)
+    first.run()
+    before = searches_stored(tmp_path / "d")
+    used = {r["sample_id"] for r in first.result.perturbations}
+    which = set(sorted(used)[::3])  # a third of the samples the study used
+    new_splits = edited(splits, which)
+    again = ScopeStudy(cfg(), tmp_path / "d", models=models(), splits=new_splits, progress=False)
+    rows = again.run()
+    # every perturbation of an edited sample is of the new text; the others are the old ones
+    for r in again.result.perturbations:
+        assert r["original"].startswith("EDITED ") == (r["sample_id"] in which)
+    # exactly the edited samples were searched again (2 trials draw overlapping samples)
+    n_edited = sum(1 for r in first.result.perturbations if r["sample_id"] in which)
+    assert searches_stored(tmp_path / "d") == before + n_edited
+    fresh = ScopeStudy(cfg(), tmp_path / "fresh", models=models(), splits=new_splits, progress=False).run()
+    assert json.dumps(rows, sort_keys=True) == json.dumps(fresh, sort_keys=True)
+
+
+def test_another_model_under_the_same_name_is_not_served_stale_results(tmp_path):
+    ms = models()
+    ScopeStudy(cfg(), tmp_path / "d", models=ms, splits=make_splits(), progress=False).run()
+    other = {"ref": LexiconClassifier({"good": 3, "great": 0.5, "bad": -3, "awful": -0.5, "plot": 0.4},
+                                      name="ref"), "tgt": ms["tgt"]}
+    assert other["ref"].fingerprint != ms["ref"].fingerprint
+    rows = ScopeStudy(cfg(), tmp_path / "d", models=other, splits=make_splits(), progress=False).run()
+    fresh = ScopeStudy(cfg(), tmp_path / "fresh", models=other, splits=make_splits(), progress=False).run()
+    assert json.dumps(rows, sort_keys=True) == json.dumps(fresh, sort_keys=True)
+    old = ScopeStudy(cfg(), tmp_path / "old", models=ms, splits=make_splits(), progress=False).run()
+    assert [r["ref_loss_mean"] for r in rows] != [r["ref_loss_mean"] for r in old]
+
+
+def test_a_model_directory_retrained_in_place_is_recomputed(tmp_path):
+    from test_cli import WORDS as CLI_WORDS
+    from test_cli import tiny_model_dir
+
+    rng = np.random.default_rng(0)
+    examples = [Example(" ".join(["the", *rng.choice(CLI_WORDS[:15], size=6), "."]), i % 2) for i in range(60)]
+    data = (Dataset(examples[:20], ["negative", "positive"]), Dataset(examples[20:], ["negative", "positive"]))
+    model = tiny_model_dir(tmp_path / "model", seed=0)
+    kw = dict(capabilities="typo", data=data, n=10, trials=1, quiet=True, n_boot=50)
+    first = pl.scope(model, [model], out=tmp_path / "d", **kw)
+    tiny_model_dir(tmp_path / "model", seed=1)  # "retrained": other weights in the same directory
+    again = pl.scope(model, [model], out=tmp_path / "d", **kw)
+    fresh = pl.scope(model, [model], out=tmp_path / "fresh", **kw)
+    assert again.run_id != first.run_id
+    assert json.dumps(again.rows, sort_keys=True) == json.dumps(fresh.rows, sort_keys=True)
+    assert [r["ref_loss_mean"] for r in again.rows] != [r["ref_loss_mean"] for r in first.rows]
+
+
+def test_a_second_process_on_the_same_directory_is_refused(tmp_path):
+    import subprocess
+    import sys
+
+    from perturblab.core.lock import LockedError, output_lock
+
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import sys, time; from perturblab.core.lock import output_lock\n"
+        f"with output_lock({str(tmp_path)!r}):\n    print('held', flush=True); time.sleep(30)")],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(LockedError, match=f"pid {holder.pid}"):
+            with output_lock(tmp_path):
+                pass
+        with pytest.raises(LockedError):
+            ScopeStudy(cfg(), tmp_path, models=models(), splits=make_splits(), progress=False).run()
+        assert not (tmp_path / "results.sqlite").exists()  # refused before anything was written
+    finally:
+        holder.kill()
+        holder.wait()
+    with output_lock(tmp_path):  # free again once the holder is gone (even killed)
+        with output_lock(tmp_path):  # and the same process may take it again
+            pass
+
+
+def test_a_corrupt_or_newer_store_is_one_clear_error(tmp_path):
+    import sqlite3
+
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "results.sqlite").write_bytes(b"this is not a database" * 100)
+    with pytest.raises(InputError, match="is not a readable results store.*move it away"):
+        ScopeStudy(cfg(), tmp_path / "bad", models=models(), splits=make_splits(), progress=False).run()
+    ScopeStudy(cfg(trials=1), tmp_path / "new", models=models(), splits=make_splits(), progress=False).run()
+    con = sqlite3.connect(tmp_path / "new" / "results.sqlite")
+    with con:
+        con.execute("UPDATE meta SET value='99' WHERE key='schema_version'")
+    con.close()
+    with pytest.raises(InputError, match="newer perturblab.*schema 99"):
+        ResultStore(tmp_path / "new" / "results.sqlite")
+
+
+def test_python_api_save_writes_what_the_cli_writes(tmp_path):
+    """pl.scope(...).save(dir) and `perturblab scope` give the same files, byte for byte (but the
+    metrics table's run id column and the figures' bytes, which hold no numbers of their own)."""
+    from test_cli import WORDS as CLI_WORDS
+    from test_cli import tiny_model_dir
+
+    from perturblab.cli import main
+
+    a, b = tiny_model_dir(tmp_path / "a", 0), tiny_model_dir(tmp_path / "b", 1)
+    rng = np.random.default_rng(0)
+    lines = ["text,label"] + [f"the {' '.join(rng.choice(CLI_WORDS[:15], size=7))} .,{'pos' if i % 2 else 'neg'}"
+                              for i in range(60)]
+    (tmp_path / "data.csv").write_text("\n".join(lines) + "\n")
+    argv = ["--reference", a, "--targets", b, "--capabilities", "typo,synonym", "--data", str(tmp_path / "data.csv"),
+            "--n", "8", "--trials", "2"]
+    assert main(["scope", *argv, "--out", str(tmp_path / "cli"), "--quiet"]) == 0
+    res = pl.scope(a, b, capabilities="typo,synonym", data=str(tmp_path / "data.csv"), n=8, trials=2, quiet=True)
+    written = res.save(tmp_path / "api")
+    cli_files = sorted(p.name for p in (tmp_path / "cli").iterdir() if not p.name.endswith((".sqlite", ".lock"))
+                       and not p.name.startswith(".") and "sqlite" not in p.name)
+    assert sorted(p.name for p in written) == cli_files
+    for name in cli_files:
+        if name.endswith(".png"):
+            continue
+        left, right = (tmp_path / "cli" / name).read_text(), (tmp_path / "api" / name).read_text()
+        if name == "metrics.csv":  # the first column is the run id: the API ran in a temporary directory
+            left, right = [[line.split(",", 1)[1] for line in t.splitlines()] for t in (left, right)]
+        assert left == right, name
+    assert len(res.to_pandas()) == len(res.rows) == 4 and res.summary[0]["n"] == 8
+
+
+def test_store_holds_the_rows_of_each_run(tmp_path):
     st = ScopeStudy(cfg(trials=1), tmp_path, models=models(), splits=make_splits(), progress=False)
-    st.run()
-    import pandas as pd
-
-    for ext in ("csv", "parquet", "json"):
-        p = st.store.export(st.config.run_id, "perturbations", tmp_path / f"p.{ext}")
-        df = pd.read_csv(p) if ext == "csv" else pd.read_parquet(p) if ext == "parquet" else pd.read_json(p)
-        assert len(df) == 30 and "ref_loss" in df.columns
+    rows = st.run()
+    with ResultStore(tmp_path / "results.sqlite") as store:
+        assert store.schema_version == 2
+        assert json.dumps(store.rows(st.result.run_id), sort_keys=True) == json.dumps(
+            [{k: (None if isinstance(v, float) and v != v else v) for k, v in r.items()} for r in rows], sort_keys=True)

@@ -3,6 +3,15 @@
 Four nouns: perturbations (:mod:`perturblab.perturb`), models (:mod:`perturblab.models`),
 measures (:mod:`perturblab.measures`) and studies (:mod:`perturblab.studies`). Importing
 the package does no work: models, corpora and WordNet load on first use.
+
+The studies are one function each (``import perturblab as pl; pl.scope(...)``), returning a
+result with its rows, summary, figures and ``save(dir)`` (:mod:`perturblab.functions`).
 """
 
 __version__ = "0.1.0"
+
+from ._lazy import lazy_exports
+
+_EXPORTS = {"scope": "functions"}
+__all__ = ["__version__", *sorted(_EXPORTS)]
+__getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)

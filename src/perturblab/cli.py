@@ -7,9 +7,7 @@ exit with status 2; they never end in a traceback.
 from __future__ import annotations
 
 import argparse
-import json
 import logging
-import math
 import os
 import sys
 import time
@@ -17,10 +15,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
-from .errors import InputError, PerturblabError
+from .errors import PerturblabError
 
-#: --perturb-field of the search commands -> ScopeOptions.perturb_field (None: the words of both texts)
-SEARCH_FIELDS: dict[str, int | None] = {"a": 0, "b": 1, "both": None}
+from .functions import SEARCH_FIELDS  # noqa: F401 - --perturb-field -> ScopeOptions.perturb_field
 DEMO_DEFAULTS = dict(reference="minilm-l6", targets="minilm-l6-int8,minilm-l3,tfidf-lr",
                      capabilities="synonym,typo,fairness", n=60, trials=3)
 
@@ -187,89 +184,34 @@ def all_commands() -> dict[str, Callable]:
 def _load_splits(args, test_size: float = 0.25):
     """(train, test) of ``--data`` read with ``--text-column`` / ``--text-fields`` and ``--label-column``;
     ``--perturb-field b`` needs two text fields."""
-    from .data.loaders import train_test_split
-    from .studies.inputs import load_study_data
+    from .functions import _splits
 
-    fields = list(args.text_fields or [])
-    if args.text_column and fields:
-        raise InputError("--text-fields takes one or two column names (A or A,B) and replaces --text-column; "
-                         f"got --text-fields {','.join(fields)} and --text-column {args.text_column}")
-    ds = load_study_data(args.data, text_fields=fields or ([args.text_column] if args.text_column else []),
-                         label_column=args.label_column)
-    if args.perturb_field in ("b", "both") and not ds.is_pair:
-        raise InputError(f"--perturb-field {args.perturb_field} needs the two texts of a pair, but the data have one "
-                         "text field; name two columns with --text-fields A,B or use --perturb-field a")
-    return train_test_split(ds, test_size=test_size, seed=args.seed)
-
-
-def _clean(v: Any) -> Any:
-    if isinstance(v, float) and math.isnan(v):
-        return None
-    if isinstance(v, list):
-        return [_clean(x) for x in v]
-    return v
+    return _splits(args.data, text_column=args.text_column, text_fields=args.text_fields,
+                   label_column=args.label_column, perturb_field=args.perturb_field, seed=args.seed,
+                   test_size=test_size)
 
 
 def cmd_scope(args) -> int:
-    from .measures.scope import DEFAULT_CUTOFF, DEFAULT_TOLERANCE
-    from .report.plots import scope_bars
-    from .report.tables import render_table, write_examples_csv, write_examples_table
-    from .studies.scope import ScopeConfig, ScopeStudy, summarise
+    from .core.lock import output_lock
+    from .functions import scope
 
-    cfg = ScopeConfig(
-        reference=args.reference, targets=_csv_list(args.targets),
-        capabilities=_csv_list(args.capabilities), data=args.data, n=args.n, trials=args.trials,
-        seed=args.seed, loss=args.loss, search=args.search, beam_width=args.beam_width,
-        max_words=args.max_words, patience=args.patience, max_candidates=args.max_candidates,
-        tolerance=DEFAULT_TOLERANCE if args.tolerance is None else args.tolerance,
-        cutoff=DEFAULT_CUTOFF if args.cutoff is None else args.cutoff,
-        perturb_field=SEARCH_FIELDS[args.perturb_field])
     out = Path(args.out)
     t0 = time.time()
-    splits = _load_splits(args)
-    study = ScopeStudy(cfg, out, splits=splits, progress=not args.quiet)
-    with study_executor(args) as ex:
-        rows = study.run(executor=ex)
-    summary = summarise(rows)
-    (out / "results.json").write_text(json.dumps([{k: _clean(v) for k, v in r.items()} for r in rows], indent=1))
-    (out / "summary.json").write_text(json.dumps([{k: _clean(v) for k, v in r.items()} for r in summary], indent=1))
-    pert_rows = study.store.perturbations(cfg.run_id)
-    write_examples_csv(pert_rows, out / "perturbed_examples.csv")
-    write_examples_table(pert_rows, out / "examples_table.csv")
-    study.store.export(cfg.run_id, "metrics", out / "metrics.csv")
-    pngs = scope_bars(summary, out)
-    pngs += _extras(study, summary, out)
-    print(render_table(summary))
+    with output_lock(out, what="the scope study"):
+        res = scope(args.reference, args.targets, capabilities=args.capabilities, data=args.data,
+                    text_column=args.text_column, text_fields=args.text_fields, label_column=args.label_column,
+                    perturb_field=args.perturb_field, n=args.n, trials=args.trials, seed=args.seed, loss=args.loss,
+                    search=args.search, beam_width=args.beam_width, max_words=args.max_words,
+                    patience=args.patience, max_candidates=args.max_candidates, tolerance=args.tolerance,
+                    cutoff=args.cutoff, out=out, quiet=args.quiet,
+                    executor=getattr(args, "executor_obj", None) or args.executor, address=args.address,
+                    num_cpus=args.num_cpus)
+        paths = res.save(out)
+    cfg = res.config
+    print(res.table())
     print(f"\nreference: {cfg.reference}; {cfg.trials} trial(s) of n={cfg.n}; {time.time() - t0:.0f} s")
-    print(f"outputs in {out.resolve()}: results.json, summary.json, perturbed_examples.csv, "
-          f"examples_table.csv, metrics.csv, correlations.json, sample_complexity.json, "
-          f"results.sqlite, {', '.join(p.name for p in pngs)}")
+    print(f"outputs in {out.resolve()}: {', '.join(p.name for p in paths)}, results.sqlite")
     return 0
-
-
-def _extras(study, summary, out: Path) -> list[Path]:
-    """App. H sample-complexity curves (trial 0) and Sec. 3.4 metric correlations."""
-    from .report.plots import safe_name, sample_complexity_plot
-    from .studies.scope_extras import metric_correlations, sample_complexity_curves
-
-    cfg = study.config
-    (out / "correlations.json").write_text(json.dumps(metric_correlations(summary), indent=1))
-    curves_all, pngs = {}, []
-    for target in cfg.targets:
-        if target == cfg.reference:
-            continue
-        curves = {}
-        for cap in study.capability_plan():
-            c = sample_complexity_curves(study.store, cfg.run_id, cfg.reference, target, cap,
-                                         tolerance=cfg.tolerance, cutoff=cfg.cutoff)
-            for metric, rows in c.items():
-                curves[f"{cap} {metric}"] = rows
-        curves_all[target] = curves
-        if curves:
-            pngs.append(sample_complexity_plot(curves, out / f"sample_complexity_{safe_name(target)}.png",
-                                               title=f"{cfg.reference} -> {target}"))
-    (out / "sample_complexity.json").write_text(json.dumps(curves_all, indent=1))
-    return pngs
 
 
 def cmd_selfcheck(args) -> int:

@@ -1,13 +1,17 @@
-"""Results store: one SQLite file per study directory.
+"""Results store: one SQLite file per study directory, with a schema version.
 
-Tables
-------
-runs           run_id, study, config (JSON), created
-perturbations  one row per (run, reference, capability, trial, sample): original, perturbed,
-               changed words, reference loss L(m(x), m(x')), status, queries
-outputs        one row per (run, model, capability, trial, sample, kind) with kind 'x' or
-               'xp': the model's probabilities on the base or perturbed input
-metrics        one row per (run, reference, target, capability, trial, metric)
+Generic tables
+--------------
+meta           key, value: ``schema_version`` (:data:`SCHEMA_VERSION`)
+runs           run_id, study, config (JSON), created: one row per run; the run id is the content
+               key of everything the run depends on (options, model fingerprints, examples)
+cells          one row per (namespace, key): the result (JSON) of one finished unit of work, keyed
+               by the content it depends on (:mod:`perturblab.core.keys`), so a re-run computes
+               exactly the units whose inputs changed
+rows           one row per (run, name, index): the finished result rows of a run (JSON)
+
+Tables of the studies that do not yet go through :mod:`perturblab.core`
+-----------------------------------------------------------------------
 lm_examples    one row per (run, model, metric, setting, example): the self-supervised LM
                evaluation's per-example values (text, perturbed text, value, extras as JSON)
 similarities   one row per (model a, model b, inputs, pooling, measure, layer a, layer b): a
@@ -15,13 +19,10 @@ similarities   one row per (model a, model b, inputs, pooling, measure, layer a,
                hash so that a comparison already made is never recomputed (names kept for display)
 trainings      one row per trained model (model, data, perturbation, setting, seed): the numbers
                measured with it (JSON), so that a resumed study never trains a model twice
-cells          one row per (study, key): the result (JSON) of one finished unit of work of a
-               study whose work units are named by a string key (e.g. the robustness study's
-               predictions of one model on one perturbed test set)
 
 Writes use ``INSERT OR IGNORE`` on primary keys inside transactions, so a crashed and
-resumed study can neither lose nor duplicate rows; a study asks :meth:`done_samples` what
-is already finished and skips it.
+resumed study can neither lose nor duplicate rows. A file that is not a readable store, or one
+written by a newer perturblab, is refused with one error naming the file and what to do.
 """
 
 from __future__ import annotations
@@ -31,26 +32,20 @@ import sqlite3
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator, Sequence
 
+from .core.files import dumps_json
 from .errors import InputError
 
+_SQL_CHUNK = 500
+
+SCHEMA_VERSION = 2
 SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS runs (
     run_id TEXT PRIMARY KEY, study TEXT NOT NULL, config TEXT NOT NULL, created REAL NOT NULL);
-CREATE TABLE IF NOT EXISTS perturbations (
-    run_id TEXT, reference TEXT, capability TEXT, trial INTEGER, sample_id INTEGER,
-    original TEXT, perturbed TEXT, changes TEXT, ref_loss REAL, argmax_invariant INTEGER,
-    status TEXT, queries INTEGER,
-    PRIMARY KEY (run_id, reference, capability, trial, sample_id));
-CREATE TABLE IF NOT EXISTS outputs (
-    run_id TEXT, model TEXT, capability TEXT, trial INTEGER, sample_id INTEGER, kind TEXT,
-    probs TEXT,
-    PRIMARY KEY (run_id, model, capability, trial, sample_id, kind));
-CREATE TABLE IF NOT EXISTS metrics (
-    run_id TEXT, reference TEXT, target TEXT, capability TEXT, trial INTEGER, metric TEXT,
-    value REAL, n INTEGER,
-    PRIMARY KEY (run_id, reference, target, capability, trial, metric));
+CREATE TABLE IF NOT EXISTS rows (
+    run_id TEXT, name TEXT, idx INTEGER, row TEXT, PRIMARY KEY (run_id, name, idx));
 CREATE TABLE IF NOT EXISTS lm_examples (
     run_id TEXT, model TEXT, metric TEXT, setting TEXT, example_id INTEGER,
     text TEXT, perturbed TEXT, value REAL, extra TEXT,
@@ -67,23 +62,52 @@ CREATE TABLE IF NOT EXISTS cells (
 """
 SIMILARITY_COLS = ("a_fp", "b_fp", "inputs", "pooling", "measure", "layer_a", "layer_b", "a", "b", "n", "value")
 
-PERTURBATION_COLS = ("run_id", "reference", "capability", "trial", "sample_id", "original",
-                     "perturbed", "changes", "ref_loss", "argmax_invariant", "status", "queries")
 LM_EXAMPLE_COLS = ("run_id", "model", "metric", "setting", "example_id", "text", "perturbed", "value",
                    "extra")
-METRIC_COLS = ("run_id", "reference", "target", "capability", "trial", "metric", "value", "n")
 
 
 class ResultStore:
-    """SQLite-backed store of runs, perturbed pairs, model outputs and metric rows."""
+    """SQLite-backed store of runs, content-keyed cells and result rows (see the module docstring)."""
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._con = sqlite3.connect(self.path, timeout=60)
-        self._con.execute("PRAGMA journal_mode=WAL")
-        self._con.execute("PRAGMA synchronous=NORMAL")
-        self._con.executescript(SCHEMA)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._con = sqlite3.connect(self.path, timeout=60)
+        except (OSError, sqlite3.Error) as e:
+            raise InputError(f"cannot open the results store {self.path}: {e}; choose a writable output "
+                             "directory (--out)") from None
+        try:
+            self._con.execute("PRAGMA journal_mode=WAL")
+            self._con.execute("PRAGMA synchronous=NORMAL")
+            self._check_version()
+            self._con.executescript(SCHEMA)
+            with self._con:
+                self._con.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+        except sqlite3.DatabaseError as e:
+            self._con.close()
+            if "locked" in str(e) or "readonly" in str(e):
+                raise InputError(f"cannot write the results store {self.path}: {e}; choose a writable output "
+                                 "directory (--out)") from None
+            raise InputError(f"{self.path} is not a readable results store ({e}); move it away (or delete it) "
+                             "and run again to recompute its results") from None
+
+    def _check_version(self) -> None:
+        has_meta = self._con.execute(
+            "SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'").fetchone()
+        if not has_meta:
+            return  # a new file, or one written before schema versions (tables are added)
+        row = self._con.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        version = int(row[0]) if row and str(row[0]).isdigit() else None
+        if version is not None and version > SCHEMA_VERSION:
+            self._con.close()
+            raise InputError(f"{self.path} was written by a newer perturblab (store schema {version}; this one "
+                             f"reads up to {SCHEMA_VERSION}); upgrade perturblab, or choose another --out")
+
+    @property
+    def schema_version(self) -> int:
+        row = self._con.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        return int(row[0])
 
     def close(self) -> None:
         self._con.close()
@@ -103,7 +127,7 @@ class ResultStore:
     def start_run(self, run_id: str, study: str, config: dict[str, Any]) -> bool:
         """Register a run; returns True if it is new. A run id reused with a different
         configuration is refused (results would mix)."""
-        cfg = json.dumps(config, sort_keys=True)
+        cfg = dumps_json(config, indent=None, sort_keys=True)
         row = self._con.execute("SELECT config FROM runs WHERE run_id=?", (run_id,)).fetchone()
         if row is not None:
             if row[0] != cfg:
@@ -119,66 +143,6 @@ class ResultStore:
         cur = self._con.execute("SELECT run_id, study, config, created FROM runs ORDER BY created")
         return [{"run_id": r[0], "study": r[1], "config": json.loads(r[2]), "created": r[3]}
                 for r in cur]
-
-    # -- perturbations -----------------------------------------------------------------
-    def done_samples(self, run_id: str, reference: str, capability: str, trial: int) -> set[int]:
-        cur = self._con.execute(
-            "SELECT sample_id FROM perturbations WHERE run_id=? AND reference=? AND capability=? "
-            "AND trial=?", (run_id, reference, capability, trial))
-        return {r[0] for r in cur}
-
-    def add_perturbations(self, rows: Iterable[dict[str, Any]]) -> int:
-        vals = []
-        for r in rows:
-            r = dict(r)
-            r["changes"] = json.dumps(r.get("changes") or [])
-            for k in ("original", "perturbed"):
-                if isinstance(r.get(k), (tuple, list)):
-                    r[k] = json.dumps(list(r[k]))
-            inv = r.get("argmax_invariant")
-            r["argmax_invariant"] = None if inv is None else int(inv)
-            vals.append(tuple(r.get(c) for c in PERTURBATION_COLS))
-        with self._tx() as c:
-            before = c.total_changes
-            c.executemany(f"INSERT OR IGNORE INTO perturbations VALUES ({','.join('?' * len(PERTURBATION_COLS))})", vals)
-            return c.total_changes - before
-
-    def perturbations(self, run_id: str, **where: Any) -> list[dict[str, Any]]:
-        sql, args = self._where("perturbations", run_id, where)
-        cur = self._con.execute(sql + " ORDER BY reference, capability, trial, sample_id", args)
-        cols = [d[0] for d in cur.description]
-        out = []
-        for row in cur:
-            r = dict(zip(cols, row))
-            r["changes"] = json.loads(r["changes"]) if r["changes"] else []
-            out.append(r)
-        return out
-
-    # -- outputs -----------------------------------------------------------------------
-    def add_outputs(self, run_id: str, model: str, capability: str, trial: int,
-                    sample_ids: Iterable[int], kind: str, probs) -> None:
-        vals = [(run_id, model, capability, trial, int(s), kind, json.dumps([float(v) for v in p]))
-                for s, p in zip(sample_ids, probs)]
-        with self._tx() as c:
-            c.executemany("INSERT OR IGNORE INTO outputs VALUES (?,?,?,?,?,?,?)", vals)
-
-    def outputs(self, run_id: str, **where: Any) -> list[dict[str, Any]]:
-        sql, args = self._where("outputs", run_id, where)
-        cur = self._con.execute(sql + " ORDER BY model, capability, trial, sample_id, kind", args)
-        cols = [d[0] for d in cur.description]
-        return [dict(zip(cols, row), probs=json.loads(row[-1])) for row in cur]
-
-    # -- metrics -----------------------------------------------------------------------
-    def add_metrics(self, rows: Iterable[dict[str, Any]]) -> None:
-        vals = [tuple(r.get(c) for c in METRIC_COLS) for r in rows]
-        with self._tx() as c:
-            c.executemany("INSERT OR REPLACE INTO metrics VALUES (?,?,?,?,?,?,?,?)", vals)
-
-    def metrics(self, run_id: str, **where: Any) -> list[dict[str, Any]]:
-        sql, args = self._where("metrics", run_id, where)
-        cur = self._con.execute(sql + " ORDER BY reference, target, capability, trial, metric", args)
-        cols = [d[0] for d in cur.description]
-        return [dict(zip(cols, row)) for row in cur]
 
     # -- per-example rows of the self-supervised LM evaluation ------------------------------
     def done_examples(self, run_id: str, model: str, metric: str, setting: str) -> set[int]:
@@ -246,7 +210,50 @@ class ResultStore:
             c.executemany("INSERT OR IGNORE INTO trainings VALUES (?,?,?,?,?,?)",
                           [(m, d, p, s, seed, json.dumps(r)) for m, d, p, s, seed, r in rows])
 
-    # -- finished work cells -----------------------------------------------------------
+    # -- content-keyed cells ------------------------------------------------------------
+    def cell_keys(self, study: str, keys: Sequence[str]) -> set[str]:
+        """Which of ``keys`` the namespace ``study`` holds."""
+        found: set[str] = set()
+        keys = list(keys)
+        for start in range(0, len(keys), _SQL_CHUNK):
+            chunk = keys[start:start + _SQL_CHUNK]
+            cur = self._con.execute(f"SELECT key FROM cells WHERE study=? AND key IN ({','.join('?' * len(chunk))})",
+                                    [study, *chunk])
+            found.update(r[0] for r in cur)
+        return found
+
+    def cells_of(self, study: str, keys: Sequence[str]) -> dict[str, Any]:
+        """``key -> result`` for the ``keys`` the namespace ``study`` holds."""
+        found: dict[str, Any] = {}
+        keys = list(keys)
+        for start in range(0, len(keys), _SQL_CHUNK):
+            chunk = keys[start:start + _SQL_CHUNK]
+            cur = self._con.execute(
+                f"SELECT key, result FROM cells WHERE study=? AND key IN ({','.join('?' * len(chunk))})",
+                [study, *chunk])
+            found.update((k, json.loads(v)) for k, v in cur)
+        return found
+
+    def add_cells(self, study: str, results: dict[str, Any]) -> None:
+        """Record several results in one transaction (all or none; a key already held is kept)."""
+        with self._tx() as c:
+            c.executemany("INSERT OR IGNORE INTO cells VALUES (?,?,?)",
+                          [(study, k, dumps_json(v, indent=None)) for k, v in results.items()])
+
+    # -- result rows of a run ------------------------------------------------------------
+    def set_rows(self, run_id: str, name: str, rows: Sequence[dict[str, Any]]) -> None:
+        """Replace the rows ``name`` of a run (one transaction)."""
+        with self._tx() as c:
+            c.execute("DELETE FROM rows WHERE run_id=? AND name=?", (run_id, name))
+            c.executemany("INSERT INTO rows VALUES (?,?,?,?)",
+                          [(run_id, name, i, dumps_json(r, indent=None)) for i, r in enumerate(rows)])
+
+    def rows(self, run_id: str, name: str = "rows") -> list[dict[str, Any]]:
+        """The rows ``name`` of a run, in order."""
+        cur = self._con.execute("SELECT row FROM rows WHERE run_id=? AND name=? ORDER BY idx", (run_id, name))
+        return [json.loads(r[0]) for r in cur]
+
+    # -- finished work cells named by a string -------------------------------------------
     def cell(self, study: str, key: str) -> dict | None:
         """The stored result of one unit of work (``key`` any string naming it), or None."""
         row = self._con.execute("SELECT result FROM cells WHERE study=? AND key=?", (study, key)).fetchone()
@@ -270,29 +277,3 @@ class ResultStore:
             sql += f" AND {k}=?"
             args.append(v)
         return sql, args
-
-    def export(self, run_id: str, table: str, path: str | Path) -> Path:
-        """Write one table of a run to CSV, Parquet or JSON (by the file's extension)."""
-        import pandas as pd
-
-        getters = {"perturbations": self.perturbations, "outputs": self.outputs,
-                   "metrics": self.metrics, "lm_examples": self.examples}
-        if table not in getters:
-            raise InputError(f"unknown table {table!r}; use one of {sorted(getters)}")
-        rows = getters[table](run_id)
-        for r in rows:
-            for k, v in r.items():
-                if isinstance(v, (list, dict)):
-                    r[k] = json.dumps(v)
-        df = pd.DataFrame(rows)
-        path = Path(path)
-        suffix = path.suffix.lower()
-        if suffix == ".csv":
-            df.to_csv(path, index=False)
-        elif suffix == ".parquet":
-            df.to_parquet(path, index=False)
-        elif suffix == ".json":
-            df.to_json(path, orient="records", indent=1)
-        else:
-            raise InputError(f"cannot export to {path.name}: use a .csv, .parquet or .json file name")
-        return path

@@ -13,12 +13,31 @@ from .base import TextInput, check_inputs, fingerprint_of
 SUM_TOL = 1e-4
 
 
+def _state_bytes(value: Any) -> bytes:
+    """The bytes of a value a function closes over (pickled; its ``repr`` when it cannot be)."""
+    import pickle
+
+    try:
+        return pickle.dumps(value, protocol=4)
+    except Exception:  # noqa: BLE001 - unpicklable state: its repr is the best we have
+        return repr(value).encode()
+
+
 def _code_hash(fn: Callable[..., Any]) -> str:
-    """Hash of a function's bytecode and constants ('' when it has none, e.g. builtins)."""
-    code = getattr(fn, "__code__", None) or getattr(getattr(fn, "__call__", None), "__code__", None)
+    """Hash of a function's bytecode, constants, default arguments and the values it closes over
+    ('' when it has no code, e.g. builtins): two closures of one factory over other values differ."""
+    target = fn if getattr(fn, "__code__", None) is not None else getattr(fn, "__call__", None)
+    code = getattr(target, "__code__", None)
     if code is None:
         return ""
-    return hashlib.sha256(code.co_code + repr(code.co_consts).encode()).hexdigest()[:16]
+    h = hashlib.sha256(code.co_code + repr(code.co_consts).encode())
+    for cell in getattr(target, "__closure__", None) or ():
+        try:
+            h.update(_state_bytes(cell.cell_contents))
+        except ValueError:  # an empty cell
+            h.update(b"<empty>")
+    h.update(_state_bytes(getattr(target, "__defaults__", None)))
+    return h.hexdigest()[:16]
 
 
 class CallableClassifier:

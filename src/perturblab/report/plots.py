@@ -28,20 +28,18 @@ def _plt():
 
 
 def save_figure(fig, path: str | Path, dpi: int = 120) -> Path:
-    """Lay out, write and close a figure; returns its path."""
-    plt = _plt()
-    fig.tight_layout()
-    fig.savefig(path, dpi=dpi)
-    plt.close(fig)
-    return Path(path)
+    """Lay out, write (atomically) and close a figure; returns its path."""
+    from ..core.files import save_figure as _save
+
+    _plt()
+    return _save(fig, path, dpi=dpi)
 
 
-def scope_bars(summary: Sequence[dict[str, Any]], out_dir: str | Path) -> list[Path]:
-    """One PNG per target (SCoPE Fig. 3 style): metrics grouped by capability, error bars
-    = standard error over trials."""
+def scope_bar_figures(summary: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """One figure per target (SCoPE Fig. 3 style), by file name ``scope_<target>.png``: metrics
+    grouped by capability, error bars = standard error over trials."""
     plt = _plt()
-    out_dir = Path(out_dir)
-    paths = []
+    figures: dict[str, Any] = {}
     targets = list(dict.fromkeys(r["target"] for r in summary))
     metrics = list(METRIC_LABELS)
     for target in targets:
@@ -60,16 +58,22 @@ def scope_bars(summary: Sequence[dict[str, Any]], out_dir: str | Path) -> list[P
         ax.set_ylabel("value")
         ax.set_title(f"reference {rows[0]['reference']} → target {target}")
         ax.legend(fontsize=7, ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.12))
-        fig.tight_layout()
-        p = out_dir / f"scope_{safe_name(target)}.png"
-        fig.savefig(p, dpi=120)
-        plt.close(fig)
-        paths.append(p)
-    return paths
+        figures[f"scope_{safe_name(target)}.png"] = fig
+    return figures
+
+
+def scope_bars(summary: Sequence[dict[str, Any]], out_dir: str | Path) -> list[Path]:
+    """:func:`scope_bar_figures` written into ``out_dir``."""
+    return [save_figure(fig, Path(out_dir) / name) for name, fig in scope_bar_figures(summary).items()]
 
 
 def sample_complexity_plot(curves: dict[str, list[dict[str, float]]], path: str | Path,
                            title: str = "") -> Path:
+    """:func:`sample_complexity_figure` written to ``path``."""
+    return save_figure(sample_complexity_figure(curves, title), path)
+
+
+def sample_complexity_figure(curves: dict[str, list[dict[str, float]]], title: str = "") -> Any:
     """SCoPE Fig. 15 style: metric mean and interval against the number of base samples."""
     plt = _plt()
     from matplotlib.ticker import ScalarFormatter
@@ -90,10 +94,7 @@ def sample_complexity_plot(curves: dict[str, list[dict[str, float]]], path: str 
     ax.set_title(title)
     if ax.get_legend_handles_labels()[0]:
         ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return Path(path)
+    return fig
 
 
 def value_heatmap(values: np.ndarray, rows: Sequence[str], cols: Sequence[str], path: str | Path, *,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import math
 from pathlib import Path
 from typing import Any, Sequence
@@ -23,19 +22,18 @@ def mark_changes(text: str, changes: Sequence[Sequence[Any]]) -> str:
 def write_examples_csv(rows: Sequence[dict[str, Any]], path: str | Path) -> Path:
     """One line per (capability, trial, sample) with the original, the marked perturbation,
     the changed words and the reference loss L(m(x), m(x'))."""
-    path = Path(path)
-    with path.open("w", newline="", encoding="utf-8") as f:
-        w = csv.writer(f)
-        w.writerow(["capability", "trial", "sample_id", "status", "original", "perturbed",
-                    "changed_words", "reference_loss", "reference_argmax_invariant"])
-        for r in rows:
-            pert = r.get("perturbed")
-            shown = pert if pert is None or pert.startswith("[") else mark_changes(pert, r["changes"])
-            w.writerow([r["capability"], r["trial"], r["sample_id"], r["status"], r["original"],
-                        shown or "", "; ".join(f"{c[1]}->{c[2]}" for c in r["changes"]),
-                        "" if r["ref_loss"] is None else f"{r['ref_loss']:.6f}",
-                        "" if r["argmax_invariant"] is None else int(r["argmax_invariant"])])
-    return path
+    from ..core.files import write_csv
+
+    lines = []
+    for r in rows:
+        pert = r.get("perturbed")
+        shown = pert if pert is None or pert.startswith("[") else mark_changes(pert, r["changes"])
+        lines.append([r["capability"], r["trial"], r["sample_id"], r["status"], r["original"],
+                      shown or "", "; ".join(f"{c[1]}->{c[2]}" for c in r["changes"]),
+                      "" if r["ref_loss"] is None else f"{r['ref_loss']:.6f}",
+                      "" if r["argmax_invariant"] is None else int(r["argmax_invariant"])])
+    return write_csv(path, ["capability", "trial", "sample_id", "status", "original", "perturbed",
+                            "changed_words", "reference_loss", "reference_argmax_invariant"], lines)
 
 
 def fmt(v: float, se: float | None = None) -> str:
@@ -71,11 +69,8 @@ def write_examples_table(rows: Sequence[dict[str, Any]], path: str | Path, trial
         pert = r.get("perturbed")
         if r["status"] == "perturbed" and pert is not None:
             line[r["capability"]] = pert if pert.startswith("[") else mark_changes(pert, r["changes"])
-    path = Path(path)
-    with path.open("w", newline="", encoding="utf-8") as f:
-        w = csv.writer(f)
-        w.writerow(["sample_id", "original"] + caps)
-        for sid in sorted(by_sample):
-            line = by_sample[sid]
-            w.writerow([sid, line["original"]] + [line.get(c, "") for c in caps])
-    return path
+    from ..core.files import write_csv
+
+    return write_csv(path, ["sample_id", "original"] + caps,
+                     ([sid, by_sample[sid]["original"]] + [by_sample[sid].get(c, "") for c in caps]
+                      for sid in sorted(by_sample)))

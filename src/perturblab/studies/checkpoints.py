@@ -239,11 +239,8 @@ class CheckpointStudy:
             cfg = self.config.scope_config(ref, targets)
             study = ScopeStudy(cfg, self.out, models={n: models[n] for n in [ref, *targets]}, splits=splits,
                                progress=self.progress)
-            try:
-                log.info("SCoPE with reference %s: %d target(s)", ref, len(targets))
-                self.scope_rows.extend(study.run())
-            finally:
-                study.store.close()
+            log.info("SCoPE with reference %s: %d target(s)", ref, len(targets))
+            self.scope_rows.extend(study.run())
         rows = self.rows(self.scope_rows, plan)
         self.write(rows)
         return rows

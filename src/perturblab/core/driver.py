@@ -1,0 +1,94 @@
+"""The one driver of every study: lock, store, content-keyed resume, progress, executor.
+
+:func:`run_study` runs a :class:`~.study.Study` into an output directory:
+
+* it holds the directory's lock (:func:`~.lock.output_lock`) for the whole run, so a second
+  process on the same directory is refused;
+* it opens the results store (``results.sqlite``), registers the run under a content id (the
+  hash of :meth:`Study.identity`) and records the finished rows under it;
+* for each phase it computes only the tasks whose content keys the store lacks, hands them to
+  the executor in batches (local, threads or Ray), and writes every finished batch in one
+  transaction as it arrives, so a killed run loses at most the batches in flight and a re-run
+  recomputes exactly what changed;
+* it shows a progress bar with ETA per phase (and progress lines for slow set-up steps).
+"""
+
+from __future__ import annotations
+
+import sys
+from contextlib import nullcontext
+from functools import partial
+from pathlib import Path
+from typing import Any, Hashable
+
+from ..executor import Cell, LocalExecutor
+from .keys import content_key
+from .lock import output_lock
+from .study import Phase, RunContext, Study, StudyResult
+
+STORE_NAME = "results.sqlite"
+
+
+def run_study(study: Study, out: str | Path, *, executor: Any = None, progress: bool = True,
+              lock: bool = True) -> StudyResult:
+    """Run (or resume) ``study`` into ``out``; returns its result (nothing is written but the
+    store: the caller saves the result's files with :meth:`StudyResult.save`).
+
+    ``executor`` is a :mod:`perturblab.executor` executor (default: one cell after the other in
+    this thread). ``lock=False`` leaves locking to a caller that already holds the directory.
+    """
+    from ..store import ResultStore
+
+    out = Path(out)
+    ex = executor if executor is not None else LocalExecutor(1)
+    with output_lock(out, what=f"the {study.name} study") if lock else nullcontext(out):
+        with ResultStore(out / STORE_NAME) as store:
+            ctx = RunContext(out, store, ex, progress)
+            study.prepare(ctx)
+            identity = study.identity()
+            ctx.run_id = content_key(study.name, identity)
+            store.start_run(ctx.run_id, study.name, identity)
+            for phase in study.phases(ctx):
+                run_phase(phase, ctx)
+            result = study.finish(ctx)
+            result.run_id = ctx.run_id
+            store.set_rows(ctx.run_id, "rows", result.rows)
+    return result
+
+
+def run_phase(phase: Phase, ctx: RunContext) -> Phase:
+    """Compute the phase's missing tasks on the context's executor and fill ``phase.results``."""
+    from tqdm.auto import tqdm
+
+    keys = [t.key for t in phase.tasks]
+    if len(set(keys)) != len(keys):
+        raise ValueError(f"phase {phase.name!r} has repeated task keys")
+    stored = ctx.store.cell_keys(phase.name, keys)
+    todo = [t for t in phase.tasks if t.key not in stored]
+    groups: dict[Hashable, list] = {}
+    for t in todo:
+        groups.setdefault(t.group, []).append(t)
+    cells, cell_keys = [], {}
+    size = max(1, int(phase.batch_size))
+    for group, tasks in groups.items():
+        for start in range(0, len(tasks), size):
+            chunk = tasks[start:start + size]
+            ck = f"{phase.name}|{group}|{chunk[0].key}"
+            cell_keys[ck] = [t.key for t in chunk]
+            cells.append(Cell(ck, partial(phase.compute, group, [t.payload for t in chunk]),
+                              num_cpus=phase.num_cpus, num_gpus=phase.num_gpus))
+    if cells:
+        bar = tqdm(total=len(todo), disable=not ctx.progress, desc=phase.label or phase.name, leave=False,
+                   file=sys.stderr)
+        try:
+            for cell, results in ctx.executor.run(cells):
+                ks = cell_keys[cell.key]
+                if len(results) != len(ks):
+                    raise RuntimeError(f"a {phase.name} cell returned {len(results)} results for {len(ks)} tasks")
+                ctx.store.add_cells(phase.name, dict(zip(ks, results)))
+                bar.update(len(ks))
+        finally:
+            bar.close()
+    phase.computed = len(todo)
+    phase.results = ctx.store.cells_of(phase.name, keys)
+    return phase

@@ -1,0 +1,97 @@
+"""Output files written whole or not at all, and JSON that never holds a bare ``NaN``.
+
+Every file a study writes goes through :func:`atomic_write_bytes`: the bytes go to a temporary
+file in the same directory, are flushed to disk, and replace the target in one ``os.replace``. A
+crash or a full disk leaves the previous file (or none), never a truncated one. An ``OSError``
+(read-only directory, full disk, a directory where a file should be) becomes one
+:class:`~perturblab.errors.InputError` naming the file.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+from ..errors import InputError
+
+
+def json_safe(value: Any) -> Any:
+    """``value`` ready for strict JSON: NaN and infinities as ``None``, numpy scalars and arrays as
+    Python numbers and lists, tuples as lists, recursively through dicts and lists."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    if hasattr(value, "tolist") and callable(value.tolist):  # numpy scalar or array
+        return json_safe(value.tolist())
+    return value
+
+
+def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
+    """Write ``data`` to ``path`` atomically (see the module docstring); returns the path."""
+    path = Path(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.is_dir():
+            raise IsADirectoryError(21, "is a directory", str(path))
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as e:
+        raise InputError(f"cannot write {path}: {e.strerror or e}; choose a writable output directory "
+                         "(--out)") from None
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except OSError as e:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise InputError(f"cannot write {path}: {e.strerror or e}; free disk space or choose another output "
+                         "directory (--out); the previous file, if any, is unchanged") from None
+    return path
+
+
+def atomic_write_text(path: str | Path, text: str, encoding: str = "utf-8") -> Path:
+    """Write ``text`` to ``path`` atomically."""
+    return atomic_write_bytes(path, text.encode(encoding))
+
+
+def dumps_json(data: Any, *, indent: int | None = 1, sort_keys: bool = False) -> str:
+    """Strict JSON of ``data`` after :func:`json_safe` (no ``NaN`` tokens)."""
+    return json.dumps(json_safe(data), indent=indent, sort_keys=sort_keys, allow_nan=False)
+
+
+def write_json(path: str | Path, data: Any, *, indent: int | None = 1, sort_keys: bool = False) -> Path:
+    """Write ``data`` as strict JSON to ``path`` atomically."""
+    return atomic_write_text(path, dumps_json(data, indent=indent, sort_keys=sort_keys))
+
+
+def write_csv(path: str | Path, header: Sequence[str], rows: Iterable[Sequence[Any]]) -> Path:
+    """Write a CSV file (``csv`` module dialect, ``\\r\\n`` line ends) atomically."""
+    buf = io.StringIO(newline="")
+    w = csv.writer(buf)
+    w.writerow(header)
+    w.writerows(rows)
+    return atomic_write_text(path, buf.getvalue())
+
+
+def save_figure(fig: Any, path: str | Path, dpi: int = 120) -> Path:
+    """Lay out a matplotlib figure, write it as PNG atomically and close it."""
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, dpi=dpi, format="png")
+    plt.close(fig)
+    return atomic_write_bytes(path, buf.getvalue())

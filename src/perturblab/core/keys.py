@@ -1,0 +1,51 @@
+"""Content keys: what a stored result depends on, hashed.
+
+A work cell's key is :func:`content_key` of everything its result depends on: the examples it
+actually uses (their texts and labels after loading, sampling and splitting), the fingerprint of
+every model it calls (weights and configuration, or the content of a file or directory), and the
+options that change it. Editing the data, retraining a model in place or passing another model
+under the same name therefore gives new keys, and only the cells whose inputs changed are
+computed again; names (of models, data sets, options) are never part of a key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Iterable
+
+from .files import json_safe
+
+KEY_LENGTH = 32
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(json_safe(value), sort_keys=True, ensure_ascii=False, separators=(",", ":"),
+                      default=repr)
+
+
+def content_key(*parts: Any) -> str:
+    """A hex digest (32 characters) of ``parts`` in canonical JSON (dict order does not matter;
+    NaN, tuples and numpy values are normalised as :func:`~.files.json_safe` does)."""
+    return hashlib.sha256(_canonical(list(parts)).encode("utf-8")).hexdigest()[:KEY_LENGTH]
+
+
+def examples_fingerprint(examples: Iterable[Any]) -> str:
+    """Hash of examples as used: each one's text (or text pair) and label, in order."""
+    h = hashlib.sha256()
+    for ex in examples:
+        body = [getattr(ex, "text", ex), getattr(ex, "text_b", None), getattr(ex, "label", None)]
+        h.update(_canonical(body).encode("utf-8"))
+        h.update(b"\x00")
+    return h.hexdigest()[:KEY_LENGTH]
+
+
+def model_fingerprint(model: Any) -> str:
+    """The model's ``fingerprint`` (it changes whenever the model's outputs could)."""
+    fp = getattr(model, "fingerprint", None)
+    if not isinstance(fp, str) or not fp:
+        from ..errors import InputError
+
+        raise InputError(f"{model!r} has no fingerprint; give it a `fingerprint` string that changes with its "
+                         "weights (results are keyed on it)")
+    return fp

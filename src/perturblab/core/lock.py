@@ -1,0 +1,80 @@
+"""One process at a time on an output directory.
+
+:func:`output_lock` takes an exclusive ``flock`` on a lock file in the directory (released by the
+operating system when the process dies, so a killed run never leaves a stale lock). A second
+process asking for the same directory is refused at once with an error naming the holder's pid.
+The same process may take the lock again (a study that runs other studies into its directory).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import threading
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+from ..errors import InputError
+
+LOCK_NAME = ".perturblab.lock"
+_held: dict[str, int] = {}
+_held_lock = threading.Lock()
+
+
+class LockedError(InputError):
+    """Another process holds the output directory."""
+
+
+@contextmanager
+def output_lock(out: str | Path, *, name: str = LOCK_NAME, what: str = "a study") -> Iterator[Path]:
+    """Hold ``out/<name>`` exclusively while the block runs; yields the directory.
+
+    Raises :class:`LockedError` when another process holds it, and an
+    :class:`~perturblab.errors.InputError` when ``out`` is a file or cannot be created."""
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise InputError(f"--out {out} is an existing file; give a directory (it is created if missing)")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise InputError(f"cannot create the output directory {out}: {e.strerror or e}; choose another --out") from None
+    path = str((out / name).resolve())
+    with _held_lock:
+        if path in _held:
+            _held[path] += 1
+            reentered = True
+        else:
+            reentered = False
+    if reentered:
+        try:
+            yield out
+        finally:
+            with _held_lock:
+                _held[path] -= 1
+        return
+    try:
+        f = open(path, "a+")
+    except OSError as e:
+        raise InputError(f"cannot write to the output directory {out}: {e.strerror or e}; "
+                         "choose a writable --out") from None
+    with f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            f.seek(0)
+            pid = f.read().strip() or "?"
+            raise LockedError(f"another perturblab process (pid {pid}) is writing {what} in {out}; wait for it to "
+                              "finish or stop it, or choose another --out") from None
+        f.seek(0)
+        f.truncate()
+        f.write(str(os.getpid()))
+        f.flush()
+        with _held_lock:
+            _held[path] = 1
+        try:
+            yield out
+        finally:
+            with _held_lock:
+                _held.pop(path, None)
+            fcntl.flock(f, fcntl.LOCK_UN)

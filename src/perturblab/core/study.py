@@ -1,0 +1,134 @@
+"""The study noun: a typed config, a plan of work in phases, and a finish step.
+
+A :class:`Study` is driven by :func:`perturblab.core.driver.run_study`:
+
+1. :meth:`Study.prepare` loads the data and models it needs (with progress lines);
+2. :meth:`Study.identity` names what the whole run depends on (options, model fingerprints,
+   examples), hashed into the run id;
+3. :meth:`Study.phases` yields :class:`Phase` objects one after the other; each holds
+   content-keyed :class:`Task` objects. The driver computes the tasks whose keys the store does not
+   hold (on the executor, batched per group), stores each finished batch in one transaction, and
+   fills :attr:`Phase.results` before the study's generator goes on, so a later phase can depend
+   on an earlier one's results;
+4. :meth:`Study.finish` turns the results into a :class:`StudyResult` (rows, summary, figures),
+   whose :meth:`StudyResult.save` writes the study's output files.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from abc import ABC, abstractmethod
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Hashable, Iterator, Sequence
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
+    from ..store import ResultStore
+
+
+@dataclass
+class Task:
+    """One unit of stored work: ``key`` (a content key, :func:`~.keys.content_key`) names its
+    result; ``payload`` is what the phase's ``compute`` receives; tasks of one ``group`` are
+    batched together (never with another group's)."""
+
+    key: str
+    payload: Any
+    group: Hashable = None
+
+
+@dataclass
+class Phase:
+    """Tasks the driver computes before the study goes on.
+
+    ``compute(group, payloads)`` returns one JSON-able result per payload, in order; it runs on the
+    executor (a thread or a Ray worker), so it must not write the store and must be picklable for
+    Ray. ``name`` is the namespace of the results in the store, ``label`` the progress bar's text.
+    """
+
+    name: str
+    tasks: list[Task]
+    compute: Callable[[Hashable, list[Any]], list[Any]]
+    batch_size: int = 1
+    label: str = ""
+    num_cpus: float = 1.0
+    num_gpus: float = 0.0
+    results: dict[str, Any] = field(default_factory=dict)
+    computed: int = 0
+
+
+class RunContext:
+    """What a study sees while the driver runs it: the store, the executor, progress output."""
+
+    def __init__(self, out: Path, store: "ResultStore", executor: Any, progress: bool) -> None:
+        self.out, self.store, self.executor, self.progress = out, store, executor, progress
+        self.run_id: str | None = None
+
+    def say(self, message: str) -> None:
+        """One progress line on stderr (when progress is on)."""
+        if self.progress:
+            from tqdm.auto import tqdm
+
+            tqdm.write(message, file=sys.stderr)
+
+    @contextmanager
+    def step(self, what: str) -> Iterator[None]:
+        """A progress line before and after a step that may take a while (loading a model,
+        training a head)."""
+        t0 = time.time()
+        self.say(f"{what} ...")
+        yield
+        self.say(f"{what}: done in {time.time() - t0:.1f} s")
+
+
+class StudyResult:
+    """What a study returns: ``rows`` (one dict per result row), ``summary`` and the files
+    :meth:`save` writes. Subclasses add the study's own fields and files."""
+
+    study: ClassVar[str] = ""
+
+    def __init__(self, rows: Sequence[dict[str, Any]], summary: Sequence[dict[str, Any]] = (),
+                 run_id: str | None = None) -> None:
+        self.rows = list(rows)
+        self.summary = list(summary)
+        self.run_id = run_id
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({len(self.rows)} rows, run {self.run_id})"
+
+    def to_pandas(self) -> "pd.DataFrame":
+        """The rows as a pandas DataFrame (list and dict values kept as Python objects)."""
+        import pandas as pd
+
+        return pd.DataFrame(self.rows)
+
+    def save(self, out: str | Path) -> list[Path]:  # pragma: no cover - overridden
+        """Write the study's output files into ``out``; returns their paths."""
+        raise NotImplementedError
+
+
+class Study(ABC):
+    """Base class of the studies (see the module docstring)."""
+
+    name: ClassVar[str] = ""
+
+    def prepare(self, ctx: RunContext) -> None:
+        """Load data and models before the run id is computed (default: nothing)."""
+
+    @abstractmethod
+    def identity(self) -> dict[str, Any]:
+        """Everything the run depends on (after :meth:`prepare`): options, model fingerprints,
+        fingerprints of the examples used."""
+
+    @abstractmethod
+    def phases(self, ctx: RunContext) -> Iterator[Phase]:
+        """Yield the phases in order; each one's :attr:`Phase.results` is filled when the
+        generator resumes."""
+
+    @abstractmethod
+    def finish(self, ctx: RunContext) -> StudyResult:
+        """The study's result from the finished phases."""

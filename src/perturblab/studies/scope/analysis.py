@@ -1,0 +1,65 @@
+"""Analyses of a finished shared-invariance study: the summary over trials, the
+sample-complexity curves of SCoPE App. H and the correlations between metrics across model pairs
+of Sec. 3.4."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import numpy as np
+
+from ...measures.scope import METRICS
+from ...measures.stats import mean_se, pearson, sample_complexity
+
+DEFAULT_SIZES = (10, 25, 50, 100, 250, 500, 1000)
+
+
+def summarise(rows: Sequence[dict[str, Any]], metrics: Sequence[str] = METRICS,
+              counts: Sequence[str] = ("n_perturbed",)) -> list[dict[str, Any]]:
+    """Mean ± standard error over trials of ``metrics`` (None / NaN left out) and the mean of
+    ``counts`` for every (reference, target, capability)."""
+    groups: dict[tuple, list[dict]] = {}
+    for r in rows:
+        groups.setdefault((r["reference"], r["target"], r["capability"]), []).append(r)
+    out = []
+    for (ref, tgt, cap), rs in groups.items():
+        s: dict[str, Any] = {"reference": ref, "target": tgt, "capability": cap, "trials": len(rs),
+                             "n": int(np.mean([r["n"] for r in rs])),
+                             **{c: float(np.mean([r[c] for r in rs])) for c in counts}}
+        for m in metrics:
+            s[m], s[m + "_se"] = mean_se([r[m] for r in rs])
+        out.append(s)
+    return out
+
+
+def sample_complexity_curves(hard: np.ndarray, soft: np.ndarray, sizes: Sequence[int] = DEFAULT_SIZES,
+                             trials: int = 100, seed: int = 0) -> dict[str, list[dict]]:
+    """App. H: mean and 95% interval of Hard/Soft-SCoPE over ``trials`` random subsets of each
+    size, from the per-sample terms on the samples where the reference is argmax-invariant (sizes
+    above the available sample count are dropped)."""
+    n = len(hard)
+    use = sorted({s for s in sizes if s < n} | ({n} if n else set()))
+    if not use:
+        return {}
+    return {"hard_scope": sample_complexity(lambda i: float(hard[i].mean()), n, use, trials=trials, seed=seed),
+            "soft_scope": sample_complexity(lambda i: float(soft[i].mean()), n, use, trials=trials, seed=seed)}
+
+
+def metric_correlations(summary: Sequence[dict[str, Any]], against: str = "soft_scope",
+                        others: Sequence[str] = ("ood_agreement", "iid_agreement", "gap_iid_acc"),
+                        ) -> list[dict[str, Any]]:
+    """Sec. 3.4 / App. J: Pearson r (with p-value) between ``against`` and each other metric
+    across (target, capability) pairs, per capability and over all of them; targets equal to
+    the reference are left out (they are 1 by construction)."""
+    rows = [r for r in summary if r["target"] != r["reference"]]
+    out = []
+    groups = {"all": rows}
+    for cap in dict.fromkeys(r["capability"] for r in rows):
+        groups[cap] = [r for r in rows if r["capability"] == cap]
+    for name, rs in groups.items():
+        for m in others:
+            r, p = pearson([x[against] for x in rs], [x[m] for x in rs])
+            out.append({"capability": name, "x": against, "y": m, "pairs": len(rs),
+                        "pearson_r": None if math.isnan(r) else r, "p_value": None if math.isnan(p) else p})
+    return out

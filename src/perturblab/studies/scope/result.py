@@ -1,0 +1,97 @@
+"""What a shared-invariance study returns and the files it writes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Sequence
+
+import numpy as np
+
+from ...core.files import atomic_write_text, write_json
+from ...core.study import StudyResult
+from ...measures.scope import METRICS
+from .analysis import metric_correlations, sample_complexity_curves, summarise
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .config import ScopeConfig
+
+#: the files :meth:`ScopeResult.save` writes besides the figures
+FILES = ("results.json", "summary.json", "perturbed_examples.csv", "examples_table.csv", "metrics.csv",
+         "correlations.json", "sample_complexity.json")
+
+
+class ScopeResult(StudyResult):
+    """The result of :func:`perturblab.scope`.
+
+    * ``rows`` — one dict per reference × target × capability × trial (the metrics of Sec. 3.3,
+      counts, bootstrap intervals, mean reference loss); ``to_pandas()`` gives them as a table;
+    * ``summary`` — mean ± standard error over trials per target and capability;
+    * ``perturbations`` — every search result (original, perturbed text, changed words, reference loss);
+    * ``correlations`` — Pearson r between Soft-SCoPE and the other metrics (Sec. 3.4);
+    * ``sample_complexity`` — App. H curves per target (trial 0);
+    * :meth:`figures` — the bar charts and curves as matplotlib figures; :meth:`save` writes
+      every file the ``scope`` command writes.
+    """
+
+    study = "scope"
+
+    def __init__(self, config: "ScopeConfig", rows: Sequence[dict[str, Any]],
+                 perturbations: Sequence[dict[str, Any]],
+                 terms: dict[tuple[str, str, int], tuple[np.ndarray, np.ndarray]], run_id: str | None = None):
+        super().__init__(rows, summarise(rows), run_id=run_id)
+        self.config = config
+        self.perturbations = list(perturbations)
+        self.correlations = metric_correlations(self.summary)
+        self.sample_complexity: dict[str, dict[str, list[dict]]] = {}
+        for target in config.targets:
+            if target == config.reference:
+                continue
+            curves = {}
+            for cap in config.capability_plan():
+                hard, soft = terms.get((target, cap, 0), (np.zeros(0), np.zeros(0)))
+                for metric, pts in sample_complexity_curves(hard, soft).items():
+                    curves[f"{cap} {metric}"] = pts
+            self.sample_complexity[target] = curves
+
+    def table(self) -> str:
+        """The console table (mean ± s.e. over trials) with the sizes it was computed on."""
+        from ...report.tables import render_table
+
+        return render_table(self.summary)
+
+    def metric_rows(self) -> list[dict[str, Any]]:
+        """One row per (reference, target, capability, trial, metric): the long form of ``rows``."""
+        out = [{"run_id": self.run_id, "reference": r["reference"], "target": r["target"],
+                "capability": r["capability"], "trial": r["trial"], "metric": m, "value": r[m], "n": r["n"]}
+               for r in self.rows for m in METRICS]
+        return sorted(out, key=lambda r: (r["reference"], r["target"], r["capability"], r["trial"], r["metric"]))
+
+    def figures(self) -> dict[str, Any]:
+        """File name -> matplotlib figure: ``scope_<target>.png`` (Fig. 3) and
+        ``sample_complexity_<target>.png`` (App. H). Close them with ``matplotlib.pyplot.close``."""
+        from ...report.plots import safe_name, sample_complexity_figure, scope_bar_figures
+
+        figs = scope_bar_figures(self.summary)
+        for target, curves in self.sample_complexity.items():
+            if curves:
+                figs[f"sample_complexity_{safe_name(target)}.png"] = sample_complexity_figure(
+                    curves, title=f"{self.config.reference} -> {target}")
+        return figs
+
+    def save(self, out: str | Path) -> list[Path]:
+        """Write every output file of the ``scope`` command into ``out`` (each atomically);
+        returns their paths."""
+        import pandas as pd
+
+        from ...report.plots import save_figure
+        from ...report.tables import write_examples_csv, write_examples_table
+
+        out = Path(out)
+        paths = [write_json(out / "results.json", self.rows), write_json(out / "summary.json", self.summary),
+                 write_examples_csv(self.perturbations, out / "perturbed_examples.csv"),
+                 write_examples_table(self.perturbations, out / "examples_table.csv"),
+                 atomic_write_text(out / "metrics.csv", pd.DataFrame(self.metric_rows()).to_csv(index=False)),
+                 write_json(out / "correlations.json", self.correlations),
+                 write_json(out / "sample_complexity.json", self.sample_complexity)]
+        paths += [save_figure(fig, out / name) for name, fig in self.figures().items()]
+        return paths

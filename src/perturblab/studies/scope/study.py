@@ -1,0 +1,339 @@
+"""The shared-invariance study of the SCoPE paper: reference × targets × capabilities × trials.
+
+For every trial, ``n`` base samples are drawn from the test split; each capability perturbs
+them with respect to the reference (greedy search, Eq. 1); every target is scored on the base
+and perturbed inputs; the five metrics of Sec. 3.3 are computed per trial and summarised as
+mean ± standard error over trials, with per-trial bootstrap intervals for Hard/Soft-SCoPE.
+
+Fairness (App. C) is only defined on samples with a protected-category word: its base
+samples are those where a swap exists, and ``synonym*`` / ``typo*`` are run on exactly those
+samples so the three capabilities can be compared.
+
+The study runs through :func:`perturblab.core.run_study`: every search result is stored under
+the content key of what it depends on (the reference's fingerprint, the sample's texts and
+position, the capability, trial and search options), in work cells of ``chunk_size`` samples
+(here, or as Ray tasks), and model outputs come from a prediction cache keyed on each model's
+fingerprint and the input. A re-run computes exactly what changed: nothing when nothing did, the
+searches of edited samples after a data edit, everything of a model whose weights changed.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any, Iterator, Mapping
+
+import numpy as np
+
+from ...core.driver import run_study
+from ...core.keys import content_key, examples_fingerprint, model_fingerprint
+from ...core.study import Phase, RunContext, Study, Task
+from ...data.examples import Dataset, Example
+from ...errors import InputError
+from ...executor import once_per_process
+from ...measures.scope import (gap_iid_accuracy, hard_scope_terms, iid_agreement, ood_agreement,
+                               reference_invariant, soft_scope_terms)
+from ...measures.stats import bootstrap_ci
+from ...models.base import Classifier, is_regressor
+from ...models.states import inputs_hash
+from ...perturb.capabilities import get_capability
+from ...perturb.engine import run_searches
+from ...perturb.goals import InvarianceGoal
+from ...perturb.search import SearchProblem
+from .config import STAR_OF_FAIRNESS, ScopeConfig, ScopeOptions
+from .result import ScopeResult
+
+log = logging.getLogger(__name__)
+SEARCHES = "scope.search"
+CLASSIFIERS_ONLY = ("Hard-/Soft-SCoPE are defined for classifiers only: Eq. 1 compares the two models' class-"
+                    "probability vectors and a capability is defined through predicted labels, which a regressor "
+                    "does not have. Score regressors with `perturblab robustness --task regression` (relative "
+                    "robustness of Pearson/Spearman correlation)")
+
+
+def _as_input(ex: Example):
+    return ex.text if ex.text_b is None else (ex.text, ex.text_b)
+
+
+def _from_json(s: str):
+    if s is None:
+        return None
+    if s.startswith("["):
+        try:
+            return tuple(json.loads(s))
+        except json.JSONDecodeError:
+            return s
+    return s
+
+
+def _to_json(x):
+    return json.dumps(list(x)) if isinstance(x, (tuple, list)) else x
+
+
+class ScopeStudy(Study):
+    """A :class:`ScopeConfig` against models and data, run into ``out_dir``.
+
+    ``models`` maps names to ready classifiers (otherwise names are loaded as presets and
+    trained on the training split); ``splits`` gives (train, test) directly. :meth:`run` returns
+    the per-trial rows; :attr:`result` is then the whole :class:`ScopeResult`.
+    """
+
+    name = "scope"
+
+    def __init__(self, config: ScopeConfig, out_dir: str | Path,
+                 models: Mapping[str, Classifier] | None = None,
+                 splits: tuple[Dataset, Dataset] | None = None, progress: bool = True,
+                 chunk_size: int = 64):
+        config.validate()
+        self.config, self.out = config, Path(out_dir)
+        self.progress, self.chunk_size = progress, chunk_size
+        self._models = dict(models or {})
+        self._given = dict(self._models)  # ready models handed in (not loaded by name)
+        self._splits = splits
+        self._ctx: RunContext | None = None
+        self._records: dict[tuple[str, int, int], dict[str, Any]] = {}
+        self.result: ScopeResult | None = None
+
+    # -- set-up ------------------------------------------------------------------------
+    def splits(self) -> tuple[Dataset, Dataset]:
+        if self._splits is None:
+            from ...data.loaders import load_dataset, train_test_split
+
+            ds = load_dataset(self.config.data)
+            self._splits = train_test_split(ds, test_size=self.config.test_size, seed=self.config.seed)
+        if not self._splits[0].label_names:
+            raise InputError(f"{self._splits[0].name!r} has numeric targets (a regression task). " + CLASSIFIERS_ONLY)
+        return self._splits
+
+    def model(self, name: str) -> Classifier:
+        given = self._models.get(name)
+        if given is not None and is_regressor(given):
+            raise InputError(f"model {name!r} is a regressor. " + CLASSIFIERS_ONLY)
+        if name not in self._models:
+            from ...models.cache import CachedClassifier
+            from ...models.presets import load_classifier
+
+            train, _ = self.splits()
+            step = self._ctx.step(f"loading model {name}") if self._ctx is not None else _nullstep()
+            with step:
+                clf = load_classifier(name, train, seed=self.config.seed, data_name=self.config.data)
+            self._models[name] = CachedClassifier(clf, path=self.out / "cache.sqlite")
+        return self._models[name]
+
+    def base_samples(self, trial: int) -> list[tuple[int, Example]]:
+        _, test = self.splits()
+        n = min(self.config.n, len(test))
+        rng = np.random.default_rng([self.config.seed, trial])
+        idx = np.sort(rng.choice(len(test), size=n, replace=False)) if n < len(test) else np.arange(n)
+        return [(int(i), test[int(i)]) for i in idx]
+
+    def capability_plan(self) -> list[str]:
+        return self.config.capability_plan()
+
+    # -- the study protocol --------------------------------------------------------------
+    def prepare(self, ctx: RunContext) -> None:
+        self._ctx = ctx
+        self.splits()
+        for name in dict.fromkeys([self.config.reference, *self.config.targets]):
+            self.model(name)
+
+    def identity(self) -> dict[str, Any]:
+        train, test = self.splits()
+        return {"options": self.config.options(),
+                "models": {n: model_fingerprint(self.model(n)) for n in [self.config.reference, *self.config.targets]},
+                "train": examples_fingerprint(train), "test": examples_fingerprint(test)}
+
+    def run(self, executor: Any = None) -> list[dict[str, Any]]:
+        """Run (or resume) the study; returns the per-trial metric rows (:attr:`result` holds
+        the whole :class:`ScopeResult`).
+
+        The searches (one work cell per chunk of ``chunk_size`` samples of a capability and
+        trial) run on ``executor`` (:mod:`perturblab.executor`): ``None`` or a local executor
+        runs them here one after the other (the reference is shared, so not in threads); a
+        :class:`~perturblab.executor.RayExecutor` runs them as Ray tasks. Fairness searches
+        finish before the ``synonym*``/``typo*`` searches on their samples start. Scoring runs
+        here, in a fixed order, whatever ran the searches."""
+        ex = executor if executor is not None and executor.name != "local" else None
+        self.result = run_study(self, self.out, executor=ex, progress=self.progress)
+        return self.result.rows
+
+    def _reference_handle(self, executor: Any) -> Any:
+        """What a search cell scores with: the loaded reference in this process; for a remote
+        executor a :class:`RemoteReference` that each worker loads once."""
+        ref = self.config.reference
+        model = self.model(ref)
+        if executor.name == "local":
+            return model
+        train, _ = self.splits()
+        return RemoteReference(ref, train, self.config.seed, self.config.data, self._given.get(ref))
+
+    def _search_phase(self, jobs: list[tuple[str, int, list[tuple[int, Example]]]], handle: Any) -> Phase:
+        cfg = self.config
+        ref_fp, opts = model_fingerprint(self.model(cfg.reference)), cfg.search_options()
+        tasks = [Task(content_key(SEARCHES, ref_fp, cap, trial, i, list(ex.fields), opts), (i, ex.fields),
+                      group=(cap, trial))
+                 for cap, trial, samples in jobs for i, ex in samples]
+        return Phase(SEARCHES, tasks, partial(search_group, handle, cfg), batch_size=self.chunk_size,
+                     label="searches")
+
+    def _collect(self, phase: Phase) -> None:
+        for t in phase.tasks:
+            r = phase.results[t.key]
+            self._records[(r["capability"], r["trial"], r["sample_id"])] = r
+
+    def phases(self, ctx: RunContext) -> Iterator[Phase]:
+        cfg = self.config
+        self._records = {}
+        self._samples = samples = {trial: self.base_samples(trial) for trial in range(cfg.trials)}
+        plan = cfg.capability_plan()
+        handle = self._reference_handle(ctx.executor)
+        first = self._search_phase([(cap, trial, samples[trial]) for trial in samples for cap in plan
+                                    if cap not in STAR_OF_FAIRNESS], handle)
+        yield first
+        self._collect(first)
+        self._fair_ids: dict[int, set[int]] = {}
+        if "fairness" in plan:
+            for trial in samples:
+                self._fair_ids[trial] = {i for i, _ in samples[trial]
+                                         if self._records[("fairness", trial, i)]["status"] == "perturbed"}
+                log.info("fairness, trial %d: %d of %d base samples qualify", trial, len(self._fair_ids[trial]),
+                         len(samples[trial]))
+            star = self._search_phase([(cap, trial, [(i, e) for i, e in samples[trial] if i in self._fair_ids[trial]])
+                                       for trial in samples for cap in plan if cap in STAR_OF_FAIRNESS], handle)
+            yield star
+            self._collect(star)
+
+    def finish(self, ctx: RunContext) -> ScopeResult:
+        cfg, plan = self.config, self.config.capability_plan()
+        rows: list[dict[str, Any]] = []
+        terms: dict[tuple[str, str, int], tuple[np.ndarray, np.ndarray]] = {}
+        for trial, trial_samples in self._samples.items():
+            for cap in plan:
+                if cap in STAR_OF_FAIRNESS and "fairness" not in plan:
+                    continue  # defined only on the samples fairness qualifies (App. C)
+                if cap == "fairness" or cap in STAR_OF_FAIRNESS:
+                    cap_samples = [(i, e) for i, e in trial_samples if i in self._fair_ids[trial]]
+                else:
+                    cap_samples = trial_samples
+                rows.extend(self._scores(cap, trial, cap_samples, len(trial_samples), terms))
+        records = [{"reference": cfg.reference, **r} for _, r in sorted(self._records.items())]
+        return ScopeResult(cfg, rows, records, terms, run_id=ctx.run_id)
+
+    # -- scoring -----------------------------------------------------------------------
+    def _scores(self, cap_name: str, trial: int, samples: list[tuple[int, Example]], n_base: int,
+                terms: dict[tuple[str, str, int], tuple[np.ndarray, np.ndarray]]) -> list[dict]:
+        cfg = self.config
+        pert = [self._records[(cap_name, trial, i)] for i, _ in samples
+                if self._records[(cap_name, trial, i)]["status"] == "perturbed"]
+        x_all = [_as_input(ex) for _, ex in samples]
+        y = np.asarray([ex.label for _, ex in samples]) if all(ex.label is not None for _, ex in samples) else None
+        x_pert = [_from_json(r["original"]) for r in pert]
+        xp = [_from_json(r["perturbed"]) for r in pert]
+        probs: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        for name in dict.fromkeys([cfg.reference, *cfg.targets]):
+            m = self.model(name)
+            pa = np.asarray(m.predict_proba(x_all))
+            pp_x = np.asarray(m.predict_proba(x_pert)) if pert else np.zeros((0, pa.shape[1]))
+            pp_xp = np.asarray(m.predict_proba(xp)) if pert else np.zeros((0, pa.shape[1]))
+            probs[name] = (pa, pp_x, pp_xp)
+        out = []
+        r_all, r_x, r_xp = probs[cfg.reference]
+        inv = reference_invariant(r_x, r_xp) if pert else np.zeros(0, bool)
+        for target in cfg.targets:
+            t_all, t_x, t_xp = probs[target]
+            if t_all.shape[1] != r_all.shape[1]:
+                raise InputError(f"target {target!r} has {t_all.shape[1]} classes but the reference "
+                                 f"{cfg.reference!r} has {r_all.shape[1]}; SCoPE compares models of one task")
+            hard_terms = hard_scope_terms(t_x, t_xp)
+            soft_terms = soft_scope_terms(r_x, r_xp, t_x, t_xp, cfg.tolerance, cfg.cutoff) if pert else np.zeros(0)
+            inv_idx = np.flatnonzero(inv)
+            terms[(target, cap_name, trial)] = (hard_terms[inv], soft_terms[inv])
+
+            def cond_mean(t):
+                return lambda idx: float(np.mean(t[inv_idx[idx]])) if len(inv_idx) else math.nan
+
+            hard = float(hard_terms[inv].mean()) if inv.any() else math.nan
+            soft = float(soft_terms[inv].mean()) if inv.any() else math.nan
+            h_lo, h_hi = bootstrap_ci(cond_mean(hard_terms), len(inv_idx), n_boot=cfg.n_boot, seed=trial)
+            s_lo, s_hi = bootstrap_ci(cond_mean(soft_terms), len(inv_idx), n_boot=cfg.n_boot, seed=trial)
+            out.append({
+                "reference": cfg.reference, "target": target, "capability": cap_name, "trial": trial,
+                "n": len(samples), "n_base": n_base, "n_perturbed": len(pert), "n_ref_invariant": int(inv.sum()),
+                "gap_iid_acc": gap_iid_accuracy(y, r_all, t_all) if y is not None else math.nan,
+                "iid_agreement": iid_agreement(r_all, t_all),
+                "ood_agreement": ood_agreement(r_xp, t_xp) if pert else math.nan,
+                "hard_scope": hard, "soft_scope": soft,
+                "hard_scope_ci": [h_lo, h_hi], "soft_scope_ci": [s_lo, s_hi],
+                "ref_loss_mean": float(np.mean([r["ref_loss"] for r in pert])) if pert else math.nan,
+            })
+        return out
+
+
+class _nullstep:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+@dataclass(frozen=True)
+class RemoteReference:
+    """How a search cell on another process gets the reference: ``model`` itself when the study
+    was handed a ready (picklable) model, else ``load_classifier(name, train, seed, data)``."""
+
+    name: str
+    train: Dataset
+    seed: int
+    data: str
+    model: Classifier | None = None
+
+    def load(self) -> Classifier:
+        """The reference behind the same float32 cache layer as in the driver (so results are
+        bit-identical to a local run), loaded once per process."""
+        from ...models.cache import CachedClassifier
+        from ...models.presets import load_classifier
+
+        def make() -> Classifier:
+            inner = self.model if self.model is not None else load_classifier(
+                self.name, self.train, seed=self.seed, data_name=self.data)
+            return CachedClassifier(inner, max_entries=100_000)
+
+        key = ("scope-reference", self.name, self.model.fingerprint if self.model is not None else None,
+               inputs_hash(list(self.train.texts)), self.seed, self.data)
+        return once_per_process(key, make)
+
+
+def search_group(reference: Classifier | RemoteReference, cfg: ScopeOptions, group: tuple[str, int],
+                 chunk: list[tuple[int, tuple]]) -> list[dict[str, Any]]:
+    """The phase function of the searches: ``group`` is (capability, trial)."""
+    cap_name, trial = group
+    return search_chunk(reference, cfg, cap_name, trial, chunk)
+
+
+def search_chunk(reference: Classifier | RemoteReference, cfg: ScopeOptions, cap_name: str,
+                 trial: int, chunk: list[tuple[int, tuple]]) -> list[dict[str, Any]]:
+    """One search cell: x' = C(x; m1) (Eq. 1) for each ``(sample id, fields)`` of ``chunk``, all
+    searches in lock-step with one batched reference call per round. Each sample's random
+    choices come from ``default_rng([seed, trial, sample id])``, so a result does not depend on
+    how samples are chunked or where the cell runs. Returns JSON-able records (a text pair as
+    the JSON list of its two texts)."""
+    if isinstance(reference, RemoteReference):
+        reference = reference.load()
+    cap = get_capability(cap_name.rstrip("*"))
+    goal = InvarianceGoal(cfg.loss)
+    problems = [SearchProblem(fields=fields, transformation=cap.transformation, constraints=cap.constraints,
+                              goal=goal, rng=np.random.default_rng([cfg.seed, trial, i]),
+                              field_index=cfg.perturb_field, max_candidates=cfg.max_candidates)
+                for i, fields in chunk]
+    results = run_searches(problems, cfg.search_method(), reference, progress=False)
+    return [{"capability": cap_name, "trial": trial, "sample_id": i, "original": _to_json(r.original),
+             "perturbed": _to_json(r.perturbed), "changes": [list(c) for c in r.changes],
+             "ref_loss": None if math.isnan(r.loss) else r.loss,
+             "argmax_invariant": None if r.argmax_invariant is None else int(r.argmax_invariant),
+             "status": r.status, "queries": r.queries}
+            for (i, _), r in zip(chunk, results)]
