@@ -204,7 +204,7 @@ def test_unsupported_metrics_are_refused_before_any_request(tmp_path, local):
         spec = f"api:tiny@{server.url}"  # named by spec: refused without loading it
         with pytest.raises(CapabilityError, match="cannot compute 'long_range'"):
             SelfCheckStudy(SelfCheckConfig(models=[spec], metrics=["long_range"]), tmp_path / "b", corpus=_corpus())
-        from perturblab.studies.scope_lm import LMScopeConfig, LMScopeStudy
+        from perturblab.studies.scope.lm import LMScopeConfig, LMScopeStudy
 
         with pytest.raises(CapabilityError, match=r"(?s)LM SCoPE.*api:tiny cannot compute 'gap_iid_acc'.*"
                                                   r"metrics it supports: none.*ApiClassifier"):

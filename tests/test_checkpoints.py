@@ -22,7 +22,7 @@ from perturblab.models.checkpoints import list_checkpoints, percent_label, read_
 from perturblab.models.finetune import FinetuneConfig, finetune_classifier, read_finetune_meta  # noqa: E402
 from perturblab.models.hf import HFSequenceClassifier  # noqa: E402
 from perturblab.store import ResultStore  # noqa: E402
-from perturblab.studies.checkpoints import (Checkpoint, CheckpointConfig, CheckpointStudy,  # noqa: E402
+from perturblab.studies.scope.checkpoints import (Checkpoint, CheckpointConfig, CheckpointStudy,  # noqa: E402
                                             checkpoints_from_dirs)
 from perturblab.studies.scope import ScopeConfig, ScopeStudy, summarise  # noqa: E402
 
@@ -184,7 +184,9 @@ def study_config(**kw) -> CheckpointConfig:
 def study_run(run_dir, splits, tmp_path_factory):
     out = tmp_path_factory.mktemp("study")
     study = CheckpointStudy(study_config(), out, [run_dir], splits=splits, progress=False)
-    return study, study.run(), out
+    rows = study.run()
+    study.result.save(out)
+    return study, rows, out
 
 
 def test_study_rows_and_self_comparison(study_run):
@@ -281,12 +283,20 @@ def test_clear_input_errors(run_dir, splits, tmp_path):
     with pytest.raises(InputError, match="classes"):
         three = (splits[0], Dataset(splits[1].examples, ["a", "b", "c"], "three"))
         CheckpointStudy(study_config(), tmp_path / "c", [run_dir], splits=three).run()
-    # the same out dir with other weights under the same names is refused
-    ok = [Checkpoint("a", Fixed(["absent", "present"], "fp1")), Checkpoint("b", Fixed(["absent", "present"], "fp2"))]
-    CheckpointStudy(study_config(n=4, trials=1), tmp_path / "m", ok, splits=splits, progress=False).run()
-    other = [ok[0], Checkpoint("b", Fixed(["absent", "present"], "fp3"))]
-    with pytest.raises(InputError, match="other models"):
-        CheckpointStudy(study_config(n=4, trials=1), tmp_path / "m", other, splits=splits, progress=False).run()
+
+
+def test_other_weights_under_the_same_names_are_scored_afresh(run_dir, splits, tmp_path):
+    """The same out dir with other weights under the same names: nothing stale is served, the rows
+    equal those of a fresh directory."""
+    names = ["checkpoint-000", "checkpoint-050", "checkpoint-100"]
+    dirs = [Checkpoint(n, run_dir / n) for n in names]
+    cfg = study_config(n=6, trials=1)
+    first = CheckpointStudy(cfg, tmp_path / "m", dirs, splits=splits, progress=False).run()
+    swapped = [Checkpoint(n, run_dir / m) for n, m in zip(names, ["checkpoint-025", "checkpoint-050", "checkpoint-000"])]
+    again = CheckpointStudy(cfg, tmp_path / "m", swapped, splits=splits, progress=False).run()
+    fresh = CheckpointStudy(cfg, tmp_path / "fresh", swapped, splits=splits, progress=False).run()
+    assert json.dumps(again, sort_keys=True) == json.dumps(fresh, sort_keys=True)
+    assert json.dumps(again, sort_keys=True) != json.dumps(first, sort_keys=True)
 
 
 # ---------------------------------------------------------------- CLI

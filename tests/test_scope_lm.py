@@ -21,7 +21,7 @@ from perturblab.measures.scope_lm import (DEFAULT_LM_CUTOFF, check_shared_vocabu
                                           lm_scope_metrics, soft_scope_lm, soft_scope_lm_terms,
                                           token_accuracy, token_accuracy_counts)
 from tiny_lm import tiny_causal_model, train_tokenizer
-from perturblab.studies.scope_lm import (DB_NAME, LMScopeConfig, LMScopeStudy, NextTokenClassifier,
+from perturblab.studies.scope.lm import (LMScopeConfig, LMScopeStudy, NextTokenClassifier,
                                          scope_lm_table, summarise)
 
 torch = pytest.importorskip("torch")
@@ -105,6 +105,12 @@ def cfg(**kw):
                 max_words=2, chunk_size=3)
     base.update(kw)
     return LMScopeConfig(**base)
+
+
+def stored_searches(out) -> list[dict]:
+    """The search results the study stored in ``out`` (its content-keyed cells)."""
+    with sqlite3.connect(out / "results.sqlite") as db:
+        return [json.loads(r) for (r,) in db.execute("SELECT result FROM cells WHERE study='scope-lm.search'")]
 
 
 def jsonable(rows):
@@ -224,6 +230,7 @@ def test_model_against_itself_scores_one(tmp_path, ref):
         assert r["iid_agreement"] == pytest.approx(1.0) and r["ood_agreement"] == pytest.approx(1.0)
         assert r["iid_top1_agreement"] == 1.0 and r["ood_top1_agreement"] == 1.0
         assert r["gap_iid_acc"] == 0.0
+    assert [p.name for p in study.result.save(tmp_path)] == ["results.json"]
     saved = json.loads((tmp_path / "results.json").read_text())
     assert len(saved) == 4 and saved[0]["hard_scope_ci"][1] == 1.0
 
@@ -247,9 +254,8 @@ def test_noisy_copy_scores_below_one(tmp_path, ref, noisy):
     assert s[1]["soft_scope_se"] == pytest.approx(np.std(typo, ddof=1) / math.sqrt(2))
     table = scope_lm_table(rows)
     assert "noisy" in table and "soft" in table.splitlines()[0] and len(table.splitlines()) == 3
-    with sqlite3.connect(tmp_path / DB_NAME) as db:  # synonyms really were swapped in
-        changes = [json.loads(c) for (c,) in db.execute(
-            "SELECT changes FROM lm_searches WHERE capability='synonym' AND status='perturbed'")]
+    changes = [r["changes"] for r in stored_searches(tmp_path)  # synonyms really were swapped in
+               if r["capability"] == "synonym" and r["status"] == "perturbed"]
     assert changes and all(old.lower() != new.lower() for ch in changes for _, old, new in ch)
 
 
@@ -263,9 +269,8 @@ def test_search_minimises_the_reference_l1_change(tmp_path, ref, noisy):
     study = LMScopeStudy(c, tmp_path, models={"ref": ref, "noisy": noisy}, sentences=SENTS,
                          progress=False)
     study.run()
-    with sqlite3.connect(tmp_path / DB_NAME) as db:
-        stored = {r[0]: r[1:] for r in db.execute(
-            "SELECT sample_id, original, perturbed, ref_loss FROM lm_searches WHERE status='perturbed'")}
+    stored = {r["sample_id"]: (r["original"], r["perturbed"], r["ref_loss"]) for r in stored_searches(tmp_path)
+              if r["status"] == "perturbed"}
     assert len(stored) >= 4
     clf = NextTokenClassifier(ref)
     cap = get_capability("typo")
@@ -301,8 +306,7 @@ def test_resume_runs_no_new_searches_and_returns_identical_rows(tmp_path, ref, n
     # a crash part-way: the re-run finishes only what is missing and gets the same answers
     with pytest.raises(RuntimeError, match="simulated crash"):
         run(crash_after=m1["ref"].calls // 2, out=tmp_path / "b")
-    with sqlite3.connect(tmp_path / "b" / DB_NAME) as db:
-        partial = db.execute("SELECT COUNT(*) FROM lm_searches").fetchone()[0]
+    partial = len(stored_searches(tmp_path / "b"))
     assert 0 < partial < 12
     resumed, m3 = run(out=tmp_path / "b")
     assert 0 < m3["ref"].calls < m1["ref"].calls

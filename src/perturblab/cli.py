@@ -17,9 +17,21 @@ from typing import Any, Callable, Iterator, Sequence
 
 from .errors import PerturblabError
 
-from .functions import SEARCH_FIELDS  # noqa: F401 - --perturb-field -> ScopeOptions.perturb_field
 DEMO_DEFAULTS = dict(reference="minilm-l6", targets="minilm-l6-int8,minilm-l3,tfidf-lr",
                      capabilities="synonym,typo,fairness", n=60, trials=3)
+
+
+def count_or_all(s: str) -> int | None:
+    """``--n``: a positive number of examples, or ``all`` (None)."""
+    if s.strip().lower() == "all":
+        return None
+    try:
+        n = int(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number or 'all', got {s!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive number or 'all', got {n}")
+    return n
 
 
 def _csv_list(s: str) -> list[str]:
@@ -35,7 +47,8 @@ def _add_scope_args(p: argparse.ArgumentParser, demo: bool = False) -> None:
     p.add_argument("--capabilities", default=d["capabilities"] if demo else "synonym,typo",
                    help="comma-separated capabilities (see `perturblab capabilities`)")
     search_data_options(p)
-    p.add_argument("--n", type=int, default=d["n"] if demo else 500, help="base samples per trial")
+    p.add_argument("--n", type=count_or_all, default=d["n"] if demo else 500,
+                   help="base samples per trial (a number, or 'all': the whole test split)")
     p.add_argument("--trials", type=int, default=d["trials"], help="trials (independent draws of base samples)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--loss", choices=["l1", "kl"], default="l1", help="goal objective L (Eq. 1 / App. I)")
@@ -45,8 +58,11 @@ def _add_scope_args(p: argparse.ArgumentParser, demo: bool = False) -> None:
     p.add_argument("--patience", type=int, default=None,
                    help="stop a search after this many words in a row bring no improvement (faster)")
     p.add_argument("--max-candidates", type=int, default=None, help="cap on candidates per word")
-    p.add_argument("--tolerance", type=float, default=None, help="Soft-SCoPE decay: full weight up to this distance")
-    p.add_argument("--cutoff", type=float, default=None, help="Soft-SCoPE decay: zero weight from this distance")
+    p.add_argument("--tolerance", type=float, default=None,
+                   help="Soft-SCoPE decay: full weight up to this distance (default 0)")
+    p.add_argument("--cutoff", type=float, default=None,
+                   help="Soft-SCoPE decay: zero weight from this distance (default 2, the largest distance of two "
+                        "argmax-invariant changes in a binary task)")
     p.add_argument("--out", default="out/demo" if demo else None, required=not demo,
                    help="output directory (re-running with the same options resumes)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
@@ -135,12 +151,21 @@ def _add_scope_lm_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--capabilities", default="synonym,typo", help="comma-separated capabilities")
     p.add_argument("--corpus", default="oanc", help="corpus of base sentences (as for selfcheck)")
     search_trial_options(p, n=100, what="base sentences")
+    p.add_argument("--loss", choices=["l1", "kl"], default="l1", help="goal objective L (Eq. 1 / App. I)")
+    p.add_argument("--search", choices=["greedy", "beam"], default="greedy")
+    p.add_argument("--beam-width", type=int, default=3)
+    p.add_argument("--tolerance", type=float, default=None,
+                   help="Soft-SCoPE decay: full weight up to this distance (default 0)")
+    p.add_argument("--cutoff", type=float, default=None,
+                   help="Soft-SCoPE decay: zero weight from this distance (default 2, the largest L1 distance of two "
+                        "distributions)")
+    p.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples of the SCoPE intervals")
 
 
 def search_trial_options(p: argparse.ArgumentParser, *, n: int, what: str = "base samples") -> None:
     """``--n``, ``--trials``, ``--seed``, the search limits, ``--out`` and ``--quiet`` of the
     SCoPE-style commands (scope-lm, checkpoints)."""
-    p.add_argument("--n", type=int, default=n, help=f"{what} per trial")
+    p.add_argument("--n", type=count_or_all, default=n, help=f"{what} per trial (a number, or 'all')")
     p.add_argument("--trials", type=int, default=3)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--max-words", type=int, default=None, help="largest number of changed words")
@@ -150,9 +175,57 @@ def search_trial_options(p: argparse.ArgumentParser, *, n: int, what: str = "bas
     p.add_argument("--quiet", action="store_true", help="no progress bars")
 
 
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows an option's default after its help, unless the help names it already or there is
+    none to show (a required option, an unset value, a flag)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if (action.required or action.default is None or action.default is False
+                or action.default in ([], (), "", argparse.SUPPRESS)
+                or "%(default)" in text or "default" in text.lower()):
+            return text
+        return f"{text} (default: %(default)s)" if text else "default: %(default)s"
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with every default shown in ``--help`` and a "did you mean" for a mistyped
+    command, choice or option."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str):  # type: ignore[override]
+        import difflib
+        import re
+
+        m = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
+        if m:
+            choices = re.findall(r"'([^']*)'", m.group(2))
+            close = difflib.get_close_matches(m.group(1), choices, n=1)
+            if close:
+                message += f"; did you mean {close[0]!r}?"
+        super().error(message)
+
+    def _add_action(self, action: argparse.Action) -> argparse.Action:
+        if action.help is None and action.option_strings and not (
+                action.required or action.default is None or action.default is False
+                or action.default in ([], (), "", argparse.SUPPRESS)):
+            action.help = "default: %(default)s"  # an option without help still shows its default
+        return super()._add_action(action)
+
+    def options(self) -> list[str]:
+        """The long options of this parser."""
+        return [o for a in self._actions for o in a.option_strings if o.startswith("--")]
+
+
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="perturblab", description="Compare NLP models through text perturbations.")
-    ap.add_argument("-v", "--verbose", action="store_true")
+    from . import __version__
+
+    ap = Parser(prog="perturblab", description="Compare NLP models through text perturbations.")
+    ap.add_argument("-v", "--verbose", action="store_true", help="log what the study does")
+    ap.add_argument("--version", action="version", version=f"perturblab {__version__}")
     sub = ap.add_subparsers(dest="command", required=True)
     _add_scope_args(sub.add_parser("scope", help="shared-invariance study (SCoPE)"))
     _add_scope_args(sub.add_parser("demo", help="the SCoPE study on packaged models, small default size"), demo=True)
@@ -161,6 +234,24 @@ def build_parser() -> argparse.ArgumentParser:
     for module in _command_modules():
         module.add_parsers(sub)
     return ap
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The command line parsed; an unknown option names the closest option of its command."""
+    import difflib
+
+    ap = build_parser()
+    args, extra = ap.parse_known_args(argv)
+    if extra:
+        sub = next(a for a in ap._actions if isinstance(a, argparse._SubParsersAction)).choices[args.command]
+        hints = []
+        for x in extra:
+            if x.startswith("--"):
+                close = difflib.get_close_matches(x.split("=", 1)[0], sub.options(), n=1)
+                if close:
+                    hints.append(f"{x}: did you mean {close[0]}?")
+        sub.error(f"unrecognized arguments: {' '.join(extra)}" + (f" ({'; '.join(hints)})" if hints else ""))
+    return args
 
 
 # Modules that add commands: each has ``add_parsers(sub)`` and ``COMMANDS`` (name -> function).
@@ -209,7 +300,8 @@ def cmd_scope(args) -> int:
         paths = res.save(out)
     cfg = res.config
     print(res.table())
-    print(f"\nreference: {cfg.reference}; {cfg.trials} trial(s) of n={cfg.n}; {time.time() - t0:.0f} s")
+    n = max((r["n_base"] for r in res.rows), default=0)
+    print(f"\nreference: {cfg.reference}; {cfg.trials} trial(s) of n={n}; {time.time() - t0:.0f} s")
     print(f"outputs in {out.resolve()}: {', '.join(p.name for p in paths)}, results.sqlite")
     return 0
 
@@ -237,17 +329,23 @@ def cmd_selfcheck(args) -> int:
 
 
 def cmd_scope_lm(args) -> int:
-    from .studies.scope_lm import LMScopeConfig, LMScopeStudy, scope_lm_table
+    from .core.lock import output_lock
+    from .functions import scope_lm
 
-    cfg = LMScopeConfig(reference=args.reference, targets=_csv_list(args.targets),
-                        capabilities=_csv_list(args.capabilities), corpus=args.corpus, n=args.n,
-                        trials=args.trials, seed=args.seed, max_words=args.max_words, patience=args.patience,
-                        max_candidates=args.max_candidates)
+    out = Path(args.out)
     t0 = time.time()
-    rows = LMScopeStudy(cfg, args.out, progress=not args.quiet).run()
-    print(scope_lm_table(rows))
-    print(f"\nreference: {cfg.reference}; {cfg.trials} trial(s) of n={cfg.n}; {time.time() - t0:.0f} s; "
-          f"outputs in {Path(args.out).resolve()}: results.json, results.sqlite")
+    with output_lock(out, what="the scope-lm study"):
+        res = scope_lm(args.reference, args.targets, capabilities=args.capabilities, corpus=args.corpus, n=args.n,
+                       trials=args.trials, seed=args.seed, loss=args.loss, search=args.search,
+                       beam_width=args.beam_width, max_words=args.max_words, patience=args.patience,
+                       max_candidates=args.max_candidates, tolerance=args.tolerance, cutoff=args.cutoff,
+                       n_boot=args.n_boot, out=out, quiet=args.quiet)
+        res.save(out)
+    cfg = res.config
+    print(res.table())
+    n = max((r["n"] for r in res.rows), default=0)
+    print(f"\nreference: {cfg.reference}; {cfg.trials} trial(s) of n={n}; {time.time() - t0:.0f} s; "
+          f"outputs in {out.resolve()}: results.json, results.sqlite")
     return 0
 
 
@@ -264,7 +362,7 @@ def _quiet_libraries() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
     if getattr(args, "quiet", False):

@@ -8,10 +8,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from .cli import _csv_list as _list
-from .cli import SEARCH_FIELDS, search_data_options
-from .cli import search_trial_options
-from .errors import InputError
+from .cli import search_data_options, search_trial_options
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
@@ -38,44 +35,34 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     search_trial_options(p, n=200)
 
 
-def _fractions(s: str) -> list[float]:
-    try:
-        return [float(x) for x in _list(s)]
-    except ValueError:
-        raise InputError(f"--fractions takes comma-separated numbers in [0, 1], e.g. 0,0.5,1; got {s!r}") from None
-
-
 def cmd_checkpoints(args) -> int:
-    from .cli import _load_splits
-    from .models.finetune import FinetuneConfig
+    from .core.lock import output_lock
+    from .functions import checkpoints
     from .report.tables import fmt
-    from .studies.checkpoints import CheckpointConfig, CheckpointStudy, checkpoints_from_dirs, finetune_checkpoints
 
-    cfg = CheckpointConfig(capabilities=_list(args.capabilities), data=args.data, n=args.n, trials=args.trials,
-                           seed=args.seed, max_words=args.max_words, patience=args.patience,
-                           max_candidates=args.max_candidates, comparisons=tuple(_list(args.comparisons)),
-                           perturb_field=SEARCH_FIELDS[args.perturb_field])
+    out = Path(args.out)
     t0 = time.time()
-    splits = _load_splits(args, test_size=cfg.test_size)
-    if args.finetune:
-        train = splits[0] if args.n_train is None else splits[0].sample(args.n_train, seed=args.seed)
-        ft = FinetuneConfig(epochs=args.epochs, max_seconds=args.max_seconds, lr=args.lr)
-        checkpoints = finetune_checkpoints(args.finetune, train, seed=args.seed, fractions=_fractions(args.fractions),
-                                           config=ft, progress=not args.quiet)
-    else:
-        checkpoints = checkpoints_from_dirs(_list(args.checkpoints))
-    study = CheckpointStudy(cfg, args.out, checkpoints, splits=splits, progress=not args.quiet)
-    rows = study.run()
+    with output_lock(out, what="the checkpoints study"):
+        res = checkpoints(args.checkpoints, finetune=args.finetune, fractions=args.fractions, epochs=args.epochs,
+                          max_seconds=args.max_seconds, lr=args.lr, n_train=args.n_train,
+                          capabilities=args.capabilities, comparisons=args.comparisons, data=args.data,
+                          text_column=args.text_column, text_fields=args.text_fields, label_column=args.label_column,
+                          perturb_field=args.perturb_field, n=args.n, trials=args.trials, seed=args.seed,
+                          max_words=args.max_words, patience=args.patience, max_candidates=args.max_candidates,
+                          out=out, quiet=args.quiet)
+        paths = res.save(out)
     print(f"{'comparison':12s} {'capability':10s} {'checkpoint':28s} {'%':>6s} {'hard_scope':>14s} "
           f"{'soft_scope':>14s} {'ood_agreement':>14s}")
-    for r in rows:
+    for r in res.rows:
         pct = "" if r["percent"] is None else f"{r['percent']:.0f}"
         print(f"{r['comparison']:12s} {r['capability']:10s} {r['checkpoint'][-28:]:28s} {pct:>6s} "
               f"{fmt(r['hard_scope'], r['hard_scope_se']):>14s} {fmt(r['soft_scope'], r['soft_scope_se']):>14s} "
               f"{fmt(r['ood_agreement'], r['ood_agreement_se']):>14s}")
-    pngs = sorted(p.name for p in Path(args.out).glob("checkpoints_*.png"))
-    print(f"\n{len(study.checkpoints)} checkpoints; {cfg.trials} trial(s) of n={cfg.n}; {time.time() - t0:.0f} s")
-    print(f"outputs in {Path(args.out).resolve()}: results.json, trials.json, table.md, checkpoints.json, "
+    pngs = sorted(p.name for p in paths if p.suffix == ".png")
+    n = max((r["n_base"] for r in res.trials), default=0)
+    print(f"\n{len(res.manifest['checkpoints'])} checkpoints; {args.trials} trial(s) of n={n}; "
+          f"{time.time() - t0:.0f} s")
+    print(f"outputs in {out.resolve()}: results.json, trials.json, table.md, checkpoints.json, "
           f"results.sqlite, {', '.join(pngs)}")
     return 0
 

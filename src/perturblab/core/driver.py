@@ -60,11 +60,12 @@ def run_phase(phase: Phase, ctx: RunContext) -> Phase:
     """Compute the phase's missing tasks on the context's executor and fill ``phase.results``."""
     from tqdm.auto import tqdm
 
-    keys = [t.key for t in phase.tasks]
-    if len(set(keys)) != len(keys):
-        raise ValueError(f"phase {phase.name!r} has repeated task keys")
+    unique: dict[str, Any] = {}
+    for t in phase.tasks:  # one computation per key: the same content asked for twice is the same result
+        unique.setdefault(t.key, t)
+    keys = list(unique)
     stored = ctx.store.cell_keys(phase.name, keys)
-    todo = [t for t in phase.tasks if t.key not in stored]
+    todo = [t for t in unique.values() if t.key not in stored]
     groups: dict[Hashable, list] = {}
     for t in todo:
         groups.setdefault(t.group, []).append(t)

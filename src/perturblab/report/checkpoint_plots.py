@@ -5,7 +5,7 @@
 * :func:`soft_scope_panels` — Fig. 10: Soft-SCoPE (Eq. 3) per capability against the final
   checkpoint (left) and against the previous checkpoint m_{t-1} (right).
 
-Rows are those of :func:`perturblab.studies.checkpoints.CheckpointStudy.run` (``comparison``,
+Rows are those of :func:`perturblab.studies.scope.checkpoints.CheckpointStudy.run` (``comparison``,
 ``capability``, ``percent``/``position``, metric means and ``<metric>_se``); error bars are
 standard errors over trials.
 """

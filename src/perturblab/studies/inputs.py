@@ -10,6 +10,17 @@ from ..errors import InputError
 from ..models.base import TextInput
 
 
+def sample_size(n: int | None, available: int, what: str = "examples", option: str = "--n") -> int:
+    """The number of examples to draw: ``n``, or all ``available`` when ``n`` is None (``--n all``);
+    an ``n`` larger than what there is is an error naming the available count (never silently cut)."""
+    if n is None:
+        return available
+    if n > available:
+        raise InputError(f"{option} {n} asks for more {what} than the {available} there are; use {option} "
+                         f"{available} (or {option} all), or give more data")
+    return n
+
+
 def study_inputs(data: str, n: int, seed: int = 0) -> list[TextInput]:
     """``n`` inputs (seeded sample) of a data set (texts or pairs) or of a corpus (sentences).
 

@@ -22,7 +22,7 @@ class ScopeOptions(SearchOptions):
 
     capabilities: list[str] = field(default_factory=lambda: ["synonym", "typo"])
     data: str = "rotten_tomatoes"
-    n: int = 500
+    n: int | None = 500  # base samples per trial; None: the whole test split
     trials: int = 3
     seed: int = 0
     tolerance: float = DEFAULT_TOLERANCE
@@ -60,7 +60,7 @@ class ScopeConfig(ScopeOptions):
     def validate(self) -> None:
         if not self.targets:
             raise InputError("give at least one target model (--targets)")
-        if self.n < 1 or self.trials < 1:
+        if (self.n is not None and self.n < 1) or self.trials < 1:
             raise InputError(f"n and trials must be >= 1, got n={self.n}, trials={self.trials}")
         for c in self.capabilities:
             base = c.rstrip("*")

@@ -125,8 +125,10 @@ class ScopeStudy(Study):
         return self._models[name]
 
     def base_samples(self, trial: int) -> list[tuple[int, Example]]:
+        from ..inputs import sample_size
+
         _, test = self.splits()
-        n = min(self.config.n, len(test))
+        n = sample_size(self.config.n, len(test), "base samples (the test split's size)")
         rng = np.random.default_rng([self.config.seed, trial])
         idx = np.sort(rng.choice(len(test), size=n, replace=False)) if n < len(test) else np.arange(n)
         return [(int(i), test[int(i)]) for i in idx]

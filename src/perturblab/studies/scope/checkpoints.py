@@ -9,11 +9,12 @@ Soft-SCoPE Eq. 3) for two families of pairs:
   included (a model against itself scores Hard = Soft-SCoPE = 1): Fig. 9 and Fig. 10 (left);
 * ``vs_previous`` — reference m_{t-1}, target m_t for t >= 1: Fig. 10 (right).
 
-Searches depend only on the reference, so there is one :class:`~.scope.ScopeStudy` per
+Searches depend only on the reference, so there is one :class:`~.study.ScopeStudy` per
 reference (the final checkpoint's covers every target); all of them share one output directory
-and its results store, so a re-run resumes (finished searches come from the store, model
-outputs from ``cache.sqlite``). ``checkpoints.json`` records every checkpoint's fingerprint;
-reusing the directory for other weights under the same name is refused.
+(held by one lock for the whole run) and its results store, where every search is keyed on the
+reference's fingerprint and the sample's content: a re-run resumes, and other weights under the
+same names are searched and scored afresh. ``checkpoints.json`` records every checkpoint's
+fingerprint.
 
 :func:`finetune_checkpoints` makes such a sequence by fine-tuning a packaged encoder with
 intermediate checkpoints (cached under the data home); the paper instead uses pre-training
@@ -22,20 +23,23 @@ checkpoints with a trained linear probe.
 
 from __future__ import annotations
 
-import json
 import logging
-import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from ..data.examples import Dataset
-from ..errors import InputError
-from ..measures.scope import METRICS
-from ..models.base import Classifier
-from ..models.checkpoints import list_checkpoints, read_checkpoint_meta
-from ..models.finetune import FinetuneConfig
-from .scope import ScopeConfig, ScopeOptions, ScopeStudy, summarise
+from ...core.files import atomic_write_text, write_json
+from ...core.lock import output_lock
+from ...core.study import StudyResult
+from ...data.examples import Dataset
+from ...errors import InputError
+from ...measures.scope import METRICS
+from ...models.base import Classifier
+from ...models.checkpoints import list_checkpoints, read_checkpoint_meta
+from ...models.finetune import FinetuneConfig
+from .analysis import summarise
+from .config import ScopeConfig, ScopeOptions
+from .study import ScopeStudy
 
 log = logging.getLogger(__name__)
 COMPARISONS = ("vs_final", "vs_previous")
@@ -86,9 +90,9 @@ def finetune_checkpoints(base: str, train: Dataset, *, seed: int = 0,
     ``train`` with checkpoints at ``fractions`` of the steps (0 = initialised model, random head),
     cached under ``data_home()/finetuned`` like :func:`~perturblab.models.finetune.load_or_finetune`;
     returns them in training order."""
-    from ..models.checkpoints import check_fractions
-    from ..models.finetune import load_or_finetune
-    from .finetuning import finetune_source
+    from ...models.checkpoints import check_fractions
+    from ...models.finetune import load_or_finetune
+    from ..finetuning import finetune_source
 
     if len(check_fractions(fractions)) < 2:
         raise InputError(f"give at least two checkpoint fractions (e.g. 0,0.5,1), got {list(fractions)}")
@@ -146,6 +150,7 @@ class CheckpointStudy:
         self.config.scope_config(names[-1], names).validate()
         self.scope_rows: list[dict[str, Any]] = []
         self._models: dict[str, Classifier] | None = None
+        self.result: CheckpointResult | None = None
 
     # -- set-up ------------------------------------------------------------------------
     @property
@@ -158,7 +163,7 @@ class CheckpointStudy:
 
     def splits(self) -> tuple[Dataset, Dataset]:
         if self._splits is None:
-            from ..data.loaders import load_dataset, train_test_split
+            from ...data.loaders import load_dataset, train_test_split
 
             ds = load_dataset(self.config.data)
             self._splits = train_test_split(ds, test_size=self.config.test_size, seed=self.config.seed)
@@ -177,8 +182,8 @@ class CheckpointStudy:
     def models(self) -> dict[str, Classifier]:
         """The checkpoints' classifiers (loaded once), after checking they share one label set."""
         if self._models is None:
-            from ..models.cache import CachedClassifier
-            from ..models.hf import HFSequenceClassifier
+            from ...models.cache import CachedClassifier
+            from ...models.hf import HFSequenceClassifier
 
             models: dict[str, Classifier] = {}
             for c in self.checkpoints:
@@ -205,44 +210,35 @@ class CheckpointStudy:
             log.warning("checkpoint labels %s differ in name from the data's %s; matching them by index",
                         first, names)
 
-    def _check_manifest(self, models: Mapping[str, Classifier]) -> None:
-        """Refuse an output directory that scored other weights (or data) under the same names."""
-        from ..models.presets import data_fingerprint
+    def manifest(self, models: Mapping[str, Classifier]) -> dict[str, Any]:
+        """What ``checkpoints.json`` records: every checkpoint's position, percent, source and
+        fingerprint, and the test data's fingerprint."""
+        from ...models.presets import data_fingerprint
 
-        path = self.out / MANIFEST
-        old = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
-        fps = {n: m.fingerprint for n, m in models.items()}
-        data = {self.config.data: data_fingerprint(self.splits()[1])}
-        for kind, new in (("models", fps), ("data", data)):
-            clash = [n for n, fp in new.items() if old.get(kind, {}).get(n, fp) != fp]
-            if clash:
-                raise InputError(f"{self.out} holds results for other {kind} named {clash}; "
-                                 "choose another --out (or rename the checkpoints)")
-        merged = {"models": {**old.get("models", {}), **fps}, "data": {**old.get("data", {}), **data},
-                  "checkpoints": [{"name": c.name, "position": i, "percent": c.percent,
-                                   "source": str(c.model) if isinstance(c.model, (str, Path)) else None,
-                                   "fingerprint": fps[c.name]} for i, c in enumerate(self.checkpoints)]}
-        path.write_text(json.dumps(merged, indent=1), encoding="utf-8")
+        return {"models": {n: m.fingerprint for n, m in models.items()},
+                "data": {self.config.data: data_fingerprint(self.splits()[1])},
+                "checkpoints": [{"name": c.name, "position": i, "percent": c.percent,
+                                 "source": str(c.model) if isinstance(c.model, (str, Path)) else None,
+                                 "fingerprint": models[c.name].fingerprint} for i, c in enumerate(self.checkpoints)]}
 
     # -- running -----------------------------------------------------------------------
     def run(self) -> list[dict[str, Any]]:
-        """Run (or resume) every SCoPE study of the plan; write ``results.json``, ``trials.json``,
-        ``table.md`` and the figures; return the rows of ``results.json``."""
-        self.out.mkdir(parents=True, exist_ok=True)
-        models = self.models()
-        self._check_manifest(models)
-        splits = self.splits()
-        plan = self.plan()
-        self.scope_rows = []
-        for ref, pairs in plan.items():
-            targets = list(dict.fromkeys(t for t, _ in pairs))
-            cfg = self.config.scope_config(ref, targets)
-            study = ScopeStudy(cfg, self.out, models={n: models[n] for n in [ref, *targets]}, splits=splits,
-                               progress=self.progress)
-            log.info("SCoPE with reference %s: %d target(s)", ref, len(targets))
-            self.scope_rows.extend(study.run())
-        rows = self.rows(self.scope_rows, plan)
-        self.write(rows)
+        """Run (or resume) every SCoPE study of the plan under one lock of the output directory;
+        returns the rows of ``results.json`` (:attr:`result` is the whole :class:`CheckpointResult`)."""
+        with output_lock(self.out, what="the checkpoints study"):
+            models = self.models()
+            splits = self.splits()
+            plan = self.plan()
+            self.scope_rows = []
+            for ref, pairs in plan.items():
+                targets = list(dict.fromkeys(t for t, _ in pairs))
+                cfg = self.config.scope_config(ref, targets)
+                study = ScopeStudy(cfg, self.out, models={n: models[n] for n in [ref, *targets]}, splits=splits,
+                                   progress=self.progress)
+                log.info("SCoPE with reference %s: %d target(s)", ref, len(targets))
+                self.scope_rows.extend(study.run())
+            rows = self.rows(self.scope_rows, plan)
+        self.result = CheckpointResult(rows, self.scope_rows, self.manifest(models))
         return rows
 
     def rows(self, scope_rows: Sequence[dict[str, Any]], plan: Mapping[str, list[tuple[str, str]]]
@@ -269,32 +265,41 @@ class CheckpointStudy:
         caps = {c: i for i, c in enumerate(dict.fromkeys(r["capability"] for r in scope_rows))}
         return sorted(out, key=lambda r: (order[r["comparison"]], caps[r["capability"]], r["position"]))
 
-    def write(self, rows: Sequence[dict[str, Any]]) -> list[Path]:
-        """``results.json``, ``trials.json`` (per-trial SCoPE rows), ``table.md`` and the Fig. 9/10 PNGs."""
-        from ..report.checkpoint_plots import metrics_vs_final, soft_scope_panels
 
-        (self.out / "results.json").write_text(json.dumps([_clean(r) for r in rows], indent=1))
-        (self.out / "trials.json").write_text(json.dumps([_clean(r) for r in self.scope_rows], indent=1))
-        (self.out / "table.md").write_text(checkpoint_table(rows), encoding="utf-8")
-        pngs = metrics_vs_final(rows, self.out) if any(r["comparison"] == "vs_final" for r in rows) else []
-        pngs.append(soft_scope_panels(rows, self.out / "checkpoints_soft_scope.png"))
-        return pngs
+class CheckpointResult(StudyResult):
+    """The result of :func:`perturblab.checkpoints`: ``rows`` (one per checkpoint, comparison and
+    capability: the summary over trials), ``trials`` (the per-trial SCoPE rows), ``manifest``
+    (``checkpoints.json``); :meth:`save` writes the command's files."""
 
+    study = "checkpoints"
 
-def _clean(v: Any) -> Any:
-    """JSON-ready: NaN as null, recursively."""
-    if isinstance(v, float) and math.isnan(v):
-        return None
-    if isinstance(v, dict):
-        return {k: _clean(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [_clean(x) for x in v]
-    return v
+    def __init__(self, rows: Sequence[dict[str, Any]], trials: Sequence[dict[str, Any]],
+                 manifest: dict[str, Any]) -> None:
+        super().__init__(rows, rows)
+        self.trials, self.manifest = list(trials), manifest
+
+    def table(self) -> str:
+        """The Markdown tables of ``table.md``."""
+        return checkpoint_table(self.rows)
+
+    def save(self, out: str | Path) -> list[Path]:
+        """``results.json``, ``trials.json`` (per-trial SCoPE rows), ``table.md``, ``checkpoints.json``
+        and the Fig. 9/10 PNGs, each written atomically."""
+        from ...report.checkpoint_plots import metrics_vs_final, soft_scope_panels
+
+        out = Path(out)
+        paths = [write_json(out / "results.json", self.rows), write_json(out / "trials.json", self.trials),
+                 atomic_write_text(out / "table.md", checkpoint_table(self.rows)),
+                 write_json(out / MANIFEST, self.manifest)]
+        if any(r["comparison"] == "vs_final" for r in self.rows):
+            paths += metrics_vs_final(self.rows, out)
+        paths.append(soft_scope_panels(self.rows, out / "checkpoints_soft_scope.png"))
+        return paths
 
 
 def checkpoint_table(rows: Sequence[dict[str, Any]]) -> str:
     """A Markdown table per comparison: metric means ± s.e. over trials for every checkpoint and capability."""
-    from ..report.tables import fmt
+    from ...report.tables import fmt
 
     heads = {"vs_final": "Reference: the final checkpoint (Fig. 9, Fig. 10 left)",
              "vs_previous": "Reference: the previous checkpoint m_{t-1} (Fig. 10 right)"}

@@ -9,9 +9,11 @@ summarised as mean ± standard error over trials (bootstrap intervals for both S
 Vocabularies are large (49,152 tokens for SmolLM2), so full distributions are never stored:
 searches run ``chunk_size`` samples at a time with about ``max_batch`` candidates per engine
 round, and only per-sample scalars (top-1 ids, cosines, L1 distance of the changes, token
-counts) go into the study directory's ``results.sqlite`` (own tables, INSERT OR IGNORE on primary keys). Searches are keyed on
-the reference's fingerprint, the sentence pool and the search options, target rows on the
-target's fingerprint: a re-run skips finished samples, an added target re-uses the searches.
+counts) are stored, through :func:`perturblab.core.run_study`, under content keys: a search on
+the reference's fingerprint, the sentence, its position, the capability, trial and search
+options; a target's scalars on the search and both models' fingerprints; token counts on the
+model's fingerprint and the text. A re-run computes only what changed; an added target re-uses
+the searches.
 
 Every model must give full next-token distributions (the search on the reference, the agreements
 and both SCoPE metrics), next-token distributions at every position with its own token ids (the
@@ -23,47 +25,37 @@ classification study with :class:`~perturblab.models.api.ApiClassifier` (SCoPE S
 
 from __future__ import annotations
 
-import json
 import logging
 import math
-import sqlite3
-from contextlib import closing
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
-from tqdm.auto import tqdm
 
-from ..errors import InputError
-from ..measures.scope import DEFAULT_TOLERANCE, linear_decay
-from ..measures.scope_lm import (DEFAULT_LM_CUTOFF, LM_METRICS, check_shared_vocabulary, cosine_terms,
-                                 gap_iid_token_accuracy, hard_scope_lm_terms, lm_sample_terms,
-                                 soft_scope_lm_terms, token_accuracy, token_accuracy_counts, top1)
-from ..measures.stats import bootstrap_ci
-from ..models.base import check_inputs, fingerprint_of
-from ..models.lm import LanguageModel
-from ..models.lm_capabilities import capabilities_of, check_metric_capabilities
-from ..models.lm_presets import language_model_capabilities, load_language_model
-from ..perturb.capabilities import CAPABILITIES, get_capability
-from ..perturb.engine import run_searches
-from ..perturb.goals import InvarianceGoal
-from ..perturb.search import PERTURBED, SearchOptions, SearchProblem
-from ..report.tables import fmt
+from ...core.driver import run_study
+from ...core.files import write_json
+from ...core.keys import content_key, model_fingerprint
+from ...core.study import Phase, RunContext, Study, StudyResult, Task
+from ...errors import InputError
+from ...measures.scope import DEFAULT_TOLERANCE, linear_decay
+from ...measures.scope_lm import (DEFAULT_LM_CUTOFF, LM_METRICS, check_shared_vocabulary, cosine_terms,
+                                  gap_iid_token_accuracy, hard_scope_lm_terms, lm_sample_terms,
+                                  soft_scope_lm_terms, token_accuracy, token_accuracy_counts, top1)
+from ...measures.stats import bootstrap_ci
+from ...models.base import check_inputs, fingerprint_of
+from ...models.lm import LanguageModel
+from ...models.lm_capabilities import capabilities_of, check_metric_capabilities
+from ...models.lm_presets import language_model_capabilities, load_language_model
+from ...perturb.capabilities import CAPABILITIES, get_capability
+from ...perturb.engine import run_searches
+from ...perturb.goals import InvarianceGoal
+from ...perturb.search import PERTURBED, SearchOptions, SearchProblem
+from ...report.tables import fmt
 
 log = logging.getLogger(__name__)
-DB_NAME = "results.sqlite"  # the study directory's results store (own tables)
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS lm_searches (search_key TEXT, capability TEXT, trial INTEGER,
-  sample_id INTEGER, original TEXT, perturbed TEXT, changes TEXT, ref_loss REAL, status TEXT,
-  queries INTEGER, PRIMARY KEY (search_key, capability, trial, sample_id));
-CREATE TABLE IF NOT EXISTS lm_pairs (search_key TEXT, capability TEXT, trial INTEGER,
-  sample_id INTEGER, target_key TEXT, target TEXT, ref_top1_x INTEGER, ref_top1_xp INTEGER,
-  top1_x INTEGER, top1_xp INTEGER, cos_x REAL, cos_xp REAL, change_l1 REAL,
-  PRIMARY KEY (search_key, capability, trial, sample_id, target_key));
-CREATE TABLE IF NOT EXISTS lm_token_acc (model_key TEXT, text_key TEXT, model TEXT,
-  correct INTEGER, total INTEGER, PRIMARY KEY (model_key, text_key));
-"""
+SEARCHES, PAIRS, TOKEN_ACC = "scope-lm.search", "scope-lm.pair", "scope-lm.token-acc"
 _ON_XP = ("ref_top1_xp", "top1_xp", "cos_xp", "change_l1")  # NULL when no perturbation was found
 _DIST = frozenset({"next_token_logprobs", "encode"})  # encode: the shared-vocabulary check
 #: The model capabilities each reported quantity calls (every model; the reference's search too).
@@ -120,7 +112,7 @@ class LMScopeConfig(SearchOptions):
     targets: list[str]
     capabilities: list[str] = field(default_factory=lambda: ["synonym", "typo"])
     corpus: str = "oanc"
-    n: int = 100
+    n: int | None = 100  # base sentences per trial; None: the whole pool
     trials: int = 3
     seed: int = 0
     min_sentence_words: int = 5
@@ -135,7 +127,7 @@ class LMScopeConfig(SearchOptions):
         if not self.targets or not self.capabilities:
             raise InputError("give at least one target language model and one capability (synonym, typo)")
         for what in ("n", "trials", "chunk_size", "max_batch", "beam_width"):
-            if getattr(self, what) < 1:
+            if getattr(self, what) is not None and getattr(self, what) < 1:
                 raise InputError(f"{what} must be >= 1, got {getattr(self, what)}")
         for c in self.capabilities:
             CAPABILITIES.get(c)  # UnknownNameError listing the known ones
@@ -143,6 +135,13 @@ class LMScopeConfig(SearchOptions):
         linear_decay(np.zeros(1), self.tolerance, self.cutoff)  # checks 0 <= tolerance < cutoff
         self.search_method()
 
+    def search_options(self) -> dict[str, Any]:
+        """The options a search result depends on (part of its content key)."""
+        opts = {"loss": self.loss, "search": self.search, "max_words": self.max_words, "patience": self.patience,
+                "max_candidates": self.max_candidates, "seed": self.seed}
+        if self.search == "beam":
+            opts["beam_width"] = self.beam_width
+        return opts
 
 
 def _texts(texts: Sequence[str], what: str) -> list[str]:
@@ -155,18 +154,16 @@ def _texts(texts: Sequence[str], what: str) -> list[str]:
     return out
 
 
-def _clean(v: Any) -> Any:
-    """NaN -> None (JSON null), also inside lists."""
-    return [_clean(x) for x in v] if isinstance(v, list) else None if v != v else v
-
-
-class LMScopeStudy:
-    """Runs (or resumes) an :class:`LMScopeConfig` writing into ``out_dir``.
+class LMScopeStudy(Study):
+    """Runs (or resumes) an :class:`LMScopeConfig` into ``out_dir`` (:meth:`run` returns the
+    per-trial rows; :attr:`result` is then the whole :class:`LMScopeResult`).
 
     ``models`` maps names to ready language models (other names are loaded with
     :func:`perturblab.models.lm_presets.load_language_model`); ``sentences`` is the pool of
     base texts (otherwise ``config.corpus`` is loaded).
     """
+
+    name = "scope-lm"
 
     def __init__(self, config: LMScopeConfig, out_dir: str | Path,
                  models: Mapping[str, LanguageModel] | None = None,
@@ -177,11 +174,9 @@ class LMScopeStudy:
         self.check_capabilities()
         self._clfs: dict[str, NextTokenClassifier] = {}
         self._pool = None if sentences is None else _texts(sentences, "sentences")
-        self._pool_key, self.targets = "", list(dict.fromkeys(config.targets))
-        self.out.mkdir(parents=True, exist_ok=True)
-        self.db_path = self.out / DB_NAME
-        with closing(sqlite3.connect(self.db_path)) as db:
-            db.executescript(_SCHEMA)
+        self.targets = list(dict.fromkeys(config.targets))
+        self._ctx: RunContext | None = None
+        self.result: LMScopeResult | None = None
 
     def check_capabilities(self) -> None:
         """Raise one :class:`~perturblab.errors.CapabilityError` naming each model that cannot
@@ -197,7 +192,7 @@ class LMScopeStudy:
     def sentences(self) -> list[str]:
         """The pool of base sentences (loaded from ``config.corpus`` on first use)."""
         if self._pool is None:
-            from ..data.corpus import load_corpus  # only when no sentences were given
+            from ...data.corpus import load_corpus  # only when no sentences were given
             cfg = self.config
             corpus = load_corpus(cfg.corpus).filter(cfg.min_sentence_words, cfg.max_sentence_words)
             self._pool = _texts(corpus.sentences, "sentences")
@@ -205,7 +200,12 @@ class LMScopeStudy:
 
     def model(self, name: str) -> LanguageModel:
         if name not in self._models:
-            self._models[name] = load_language_model(name)  # UnknownNameError for unknown names
+            step = self._ctx.step(f"loading language model {name}") if self._ctx is not None else None
+            if step is None:
+                self._models[name] = load_language_model(name)  # UnknownNameError for unknown names
+            else:
+                with step:
+                    self._models[name] = load_language_model(name)
         return self._models[name]
 
     def classifier(self, name: str) -> NextTokenClassifier:
@@ -215,118 +215,94 @@ class LMScopeStudy:
 
     def base_samples(self, trial: int) -> list[tuple[int, str]]:
         """(index in the pool, text) of the ``n`` base sentences of ``trial``."""
+        from ..inputs import sample_size
+
         pool, rng = self.sentences(), np.random.default_rng([self.config.seed, trial])
-        idx = np.sort(rng.choice(len(pool), size=min(self.config.n, len(pool)), replace=False))
+        n = sample_size(self.config.n, len(pool), "base sentences (the corpus's sentences)")
+        idx = np.sort(rng.choice(len(pool), size=n, replace=False))
         return [(int(i), pool[int(i)]) for i in idx]
 
-    def search_key(self, capability: str) -> str:
-        """Identifies the searches: reference weights, sentence pool, search options."""
+    # -- the study protocol --------------------------------------------------------------
+    def prepare(self, ctx: RunContext) -> None:
+        self._ctx = ctx
         cfg = self.config
-        self._pool_key = self._pool_key or fingerprint_of(*self.sentences())
-        return fingerprint_of("lm-scope", self.classifier(cfg.reference).fingerprint, self._pool_key,
-                              capability, cfg.loss, cfg.search, cfg.beam_width, cfg.max_words,
-                              cfg.patience, cfg.max_candidates, cfg.seed)
+        self._trials = {t: self.base_samples(t) for t in range(cfg.trials)}
+        texts = sorted({t for s in self._trials.values() for _, t in s})
+        for target in (t for t in self.targets if t != cfg.reference):
+            check_shared_vocabulary(self.model(cfg.reference), self.model(target), texts, (cfg.reference, target))
 
-    def _query(self, sql: str, args: Sequence[Any]) -> list[sqlite3.Row]:
-        with closing(sqlite3.connect(self.db_path)) as db:
-            db.row_factory = sqlite3.Row
-            return db.execute(sql, tuple(args)).fetchall()
+    def identity(self) -> dict[str, Any]:
+        return {"options": asdict(self.config),
+                "models": {n: model_fingerprint(self.classifier(n)) for n in [self.config.reference, *self.targets]},
+                "samples": {str(t): content_key(s) for t, s in self._trials.items()}}
 
-    def _rows(self, table: str, cap: str, trial: int, **where: Any) -> list[sqlite3.Row]:
-        """This study's ``lm_searches`` / ``lm_pairs`` rows of one capability and trial."""
-        extra = "".join(f" AND {k}=?" for k in where)
-        return self._query(f"SELECT * FROM {table} WHERE search_key=? AND capability=? AND trial=?{extra}",
-                           (self.search_key(cap), cap, trial, *where.values()))
+    def run(self, executor: Any = None) -> list[dict[str, Any]]:
+        """Run (or resume) the study; returns one row per target × capability × trial (the
+        language models run in this process, one work cell after the other)."""
+        self.result = run_study(self, self.out, progress=self.progress)
+        return self.result.rows
 
-    def _insert(self, table: str, rows: list[dict[str, Any]]) -> None:
-        """One transaction: a chunk is stored whole or not at all."""
-        if rows:
-            cols = list(rows[0])
-            with closing(sqlite3.connect(self.db_path)) as db, db:
-                db.executemany(f"INSERT OR IGNORE INTO {table} ({', '.join(cols)}) VALUES "
-                               f"({', '.join('?' * len(cols))})", [tuple(r[c] for c in cols) for r in rows])
+    def _search_key(self, cap: str, trial: int, i: int, text: str) -> str:
+        return content_key(SEARCHES, self.classifier(self.config.reference).fingerprint, cap, trial, i, text,
+                           self.config.search_options())
 
-    def _search(self, cap_name: str, trial: int, samples: list[tuple[int, str]]) -> None:
-        """Eq. 1 for the samples without a stored search, ``chunk_size`` at a time."""
-        cfg, key = self.config, self.search_key(cap_name)
-        done = {r["sample_id"] for r in self._rows("lm_searches", cap_name, trial)}
-        todo = [(i, t) for i, t in samples if i not in done]
-        if not todo:
-            return
-        cap, goal, search = get_capability(cap_name), InvarianceGoal(cfg.loss), cfg.search_method()
-        bar = tqdm(total=len(samples), initial=len(samples) - len(todo), disable=not self.progress,
-                   desc=f"LM SCoPE {cap_name} trial {trial}", leave=False)
-        for start in range(0, len(todo), cfg.chunk_size):
-            chunk = todo[start:start + cfg.chunk_size]
-            problems = [SearchProblem(fields=(t,), transformation=cap.transformation,
-                                      constraints=cap.constraints, goal=goal,
-                                      rng=np.random.default_rng([cfg.seed, trial, i]),
-                                      max_candidates=cfg.max_candidates) for i, t in chunk]
-            results = run_searches(problems, search, self.classifier(cfg.reference),
-                                   max_batch=cfg.max_batch, progress=False)
-            self._insert("lm_searches", [
-                {"search_key": key, "capability": cap_name, "trial": trial, "sample_id": i,
-                 "original": t, "perturbed": r.perturbed if r.ok else None,
-                 "changes": json.dumps(r.changes), "ref_loss": r.loss if r.ok else None,
-                 "status": r.status, "queries": r.queries} for (i, t), r in zip(chunk, results)])
-            bar.update(len(chunk))
-        bar.close()
+    def phases(self, ctx: RunContext) -> Iterator[Phase]:
+        cfg, caps = self.config, list(dict.fromkeys(self.config.capabilities))
+        ref = self.classifier(cfg.reference)
+        search = Phase(SEARCHES, [Task(self._search_key(cap, trial, i, t), (i, t), group=(cap, trial))
+                                  for trial, samples in self._trials.items() for cap in caps for i, t in samples],
+                       partial(_search_chunk, ref, cfg), batch_size=cfg.chunk_size, label="LM SCoPE searches")
+        yield search
+        self._searches = {(r["capability"], r["trial"], r["sample_id"]): r for r in search.results.values()}
+        pair_tasks = []
+        for target in self.targets:
+            clf = self.classifier(target)
+            for trial, samples in self._trials.items():
+                for cap in caps:
+                    for i, t in samples:
+                        s = self._searches[(cap, trial, i)]
+                        pair_tasks.append(Task(self._pair_key(cap, trial, i, t, clf), (s["original"], s["perturbed"]),
+                                               group=(cap, trial, target)))
+        pairs = Phase(PAIRS, pair_tasks, partial(_pair_chunk, ref, {t: self.classifier(t) for t in self.targets}),
+                      batch_size=cfg.chunk_size, label="LM SCoPE scoring")
+        yield pairs
+        self._pairs = pairs
+        self._acc: dict[str, tuple[int, int]] = {}  # content key -> (correct, scored)
+        models = {n: self.model(n) for n in [cfg.reference, *self.targets]}
+        for trial, samples in self._trials.items():  # token counts, one trial's new texts at a time
+            tasks: dict[str, Task] = {}
+            for name in dict.fromkeys([cfg.reference, *self.targets]):
+                for _, t in samples:
+                    key = self._acc_key(name, t)
+                    tasks.setdefault(key, Task(key, t, group=name))
+            acc = Phase(TOKEN_ACC, list(tasks.values()), partial(_token_counts, models),
+                        batch_size=max(1, len(tasks)), label="LM SCoPE token accuracy")
+            yield acc
+            self._acc.update((k, tuple(v)) for k, v in acc.results.items())
 
-    def _score(self, cap_name: str, trial: int) -> None:
-        """Per-sample scalars of every target against the reference for finished searches that
-        lack them (a target added later scores only itself and the reference on x and x')."""
-        cfg, key, ref = self.config, self.search_key(cap_name), self.classifier(self.config.reference)
-        have = {(r["sample_id"], r["target_key"]) for r in self._rows("lm_pairs", cap_name, trial)}
-        clfs = {t: self.classifier(t) for t in self.targets}
-        todo = [r for r in self._rows("lm_searches", cap_name, trial)
-                if any((r["sample_id"], c.fingerprint) not in have for c in clfs.values())]
-        for s in range(0, len(todo), cfg.chunk_size):
-            part = todo[s:s + cfg.chunk_size]
-            xs, pert = [r["original"] for r in part], [k for k, r in enumerate(part) if r["perturbed"]]
-            xps = [part[k]["perturbed"] for k in pert]
-            r_x = ref.predict_proba(xs)
-            r_xp = ref.predict_proba(xps) if pert else r_x[:0]
-            rows = []
-            for target, clf in clfs.items():
-                if all((r["sample_id"], clf.fingerprint) in have for r in part):
-                    continue
-                same = clf.fingerprint == ref.fingerprint  # same outputs: reuse (exact self-comparison)
-                t_x = r_x if same else clf.predict_proba(xs)
-                t_xp = r_xp if same or not pert else clf.predict_proba(xps)
-                on_x = {"ref_top1_x": top1(r_x), "top1_x": top1(t_x), "cos_x": cosine_terms(r_x, t_x)}
-                on_xp, at = lm_sample_terms(r_x[pert], r_xp, t_x[pert], t_xp), {k: j for j, k in enumerate(pert)}
-                rows += [{"search_key": key, "capability": cap_name, "trial": trial,
-                          "sample_id": r["sample_id"], "target_key": clf.fingerprint, "target": target,
-                          **{c: v[k].item() for c, v in on_x.items()},
-                          **{c: on_xp[c][at[k]].item() if k in at else None for c in _ON_XP}}
-                         for k, r in enumerate(part)]
-            self._insert("lm_pairs", rows)
+    def _pair_key(self, cap: str, trial: int, i: int, text: str, clf: NextTokenClassifier) -> str:
+        return content_key(PAIRS, self._search_key(cap, trial, i, text), clf.fingerprint)
 
-    def _accuracy(self, name: str, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
-        """Teacher-forced (correct, scored) token counts of model ``name`` per text (stored)."""
-        mkey, tkeys = self.classifier(name).fingerprint, [fingerprint_of(t) for t in texts]
-        known = {r["text_key"]: (r["correct"], r["total"]) for r in self._query(
-            "SELECT text_key, correct, total FROM lm_token_acc WHERE model_key=?", (mkey,))}
-        missing = [k for k, tk in enumerate(tkeys) if tk not in known]
-        if missing:
-            c, n = token_accuracy_counts(self.model(name), [texts[k] for k in missing])
-            known.update({tkeys[k]: (int(c[j]), int(n[j])) for j, k in enumerate(missing)})
-            self._insert("lm_token_acc", [{"model_key": mkey, "text_key": tkeys[k], "model": name,
-                                           "correct": known[tkeys[k]][0], "total": known[tkeys[k]][1]}
-                                          for k in missing])
-        return np.asarray([known[t][0] for t in tkeys]), np.asarray([known[t][1] for t in tkeys])
+    def _acc_key(self, name: str, text: str) -> str:
+        return content_key(TOKEN_ACC, self.classifier(name).fingerprint, text)
+
+    def finish(self, ctx: RunContext) -> "LMScopeResult":
+        rows = [r for trial, samples in self._trials.items() for cap in dict.fromkeys(self.config.capabilities)
+                for r in self._metrics(cap, trial, samples)]
+        return LMScopeResult(self.config, rows, run_id=ctx.run_id)
 
     def _metrics(self, cap: str, trial: int, samples: list[tuple[int, str]]) -> list[dict[str, Any]]:
         """One row per target from the stored per-sample scalars (so a resumed run is identical)."""
         cfg, ids, texts = self.config, [i for i, _ in samples], [t for _, t in samples]
-        srows = {r["sample_id"]: r for r in self._rows("lm_searches", cap, trial)}
+        srows = {i: self._searches[(cap, trial, i)] for i in ids}
         pert = [i for i in ids if srows[i]["status"] == PERTURBED]
-        ref_c, ref_n = self._accuracy(cfg.reference, texts)
+        acc = (lambda name: tuple(np.asarray([self._acc[self._acc_key(name, t)][k] for t in texts]) for k in (0, 1)))
+        ref_c, ref_n = acc(cfg.reference)
         mean = (lambda v: float(np.mean(v)) if len(v) else math.nan)
         out = []
         for target in self.targets:
-            rows = {r["sample_id"]: r for r in self._rows("lm_pairs", cap, trial,
-                                                          target_key=self.classifier(target).fingerprint)}
+            clf = self.classifier(target)
+            rows = {i: self._pairs.results[self._pair_key(cap, trial, i, t, clf)] for i, t in samples}
             col = (lambda c, which=pert, t=np.float64: np.asarray([rows[i][c] for i in which], dtype=t))
             r_x, r_xp, t_x, t_xp = (col(c, t=np.int64) for c in ("ref_top1_x", "ref_top1_xp", "top1_x", "top1_xp"))
             inv = r_x == r_xp  # Eq. 2-3 condition: the reference keeps its top-1 token
@@ -334,7 +310,7 @@ class LMScopeStudy:
             soft = soft_scope_lm_terms(t_x, t_xp, col("change_l1"), cfg.tolerance, cfg.cutoff)[inv]
             ci = [bootstrap_ci(lambda idx, v=v: float(np.mean(v[idx])), len(v), n_boot=cfg.n_boot, seed=trial)
                   for v in (hard, soft)]
-            tgt_c, tgt_n = self._accuracy(target, texts)
+            tgt_c, tgt_n = acc(target)
             out.append({
                 "reference": cfg.reference, "target": target, "capability": cap, "trial": trial,
                 "n": len(samples), "n_perturbed": len(pert), "n_ref_invariant": int(inv.sum()),
@@ -348,29 +324,66 @@ class LMScopeStudy:
                 "change_l1_mean": mean(col("change_l1")[inv])})
         return out
 
-    def run(self) -> list[dict[str, Any]]:
-        """Run (or resume) the study; returns one row per target × capability × trial and
-        writes them to ``results.json``."""
-        cfg = self.config
-        trials = {t: self.base_samples(t) for t in range(cfg.trials)}
-        texts = sorted({t for s in trials.values() for _, t in s})
-        for target in (t for t in self.targets if t != cfg.reference):
-            check_shared_vocabulary(self.model(cfg.reference), self.model(target), texts, (cfg.reference, target))
-        rows: list[dict[str, Any]] = []
-        for trial, samples in trials.items():
-            for cap in dict.fromkeys(cfg.capabilities):
-                self._search(cap, trial, samples)
-                self._score(cap, trial)
-                rows.extend(self._metrics(cap, trial, samples))
-                log.info("LM SCoPE %s trial %d: %d samples done", cap, trial, len(samples))
-        (self.out / "results.json").write_text(
-            json.dumps([{k: _clean(v) for k, v in r.items()} for r in rows], indent=1))
-        return rows
+
+def _search_chunk(ref: NextTokenClassifier, cfg: LMScopeConfig, group: tuple[str, int],
+                  chunk: list[tuple[int, str]]) -> list[dict[str, Any]]:
+    """Eq. 1 for a chunk of (pool index, sentence) of one capability and trial."""
+    cap_name, trial = group
+    cap, goal = get_capability(cap_name), InvarianceGoal(cfg.loss)
+    problems = [SearchProblem(fields=(t,), transformation=cap.transformation, constraints=cap.constraints, goal=goal,
+                              rng=np.random.default_rng([cfg.seed, trial, i]), max_candidates=cfg.max_candidates)
+                for i, t in chunk]
+    results = run_searches(problems, cfg.search_method(), ref, max_batch=cfg.max_batch, progress=False)
+    return [{"capability": cap_name, "trial": trial, "sample_id": i, "original": t,
+             "perturbed": r.perturbed if r.ok else None, "changes": [list(c) for c in r.changes],
+             "ref_loss": r.loss if r.ok else None, "status": r.status, "queries": r.queries}
+            for (i, t), r in zip(chunk, results)]
+
+
+def _pair_chunk(ref: NextTokenClassifier, clfs: Mapping[str, NextTokenClassifier], group: tuple[str, int, str],
+                chunk: list[tuple[str, str | None]]) -> list[dict[str, Any]]:
+    """Per-sample scalars of one target against the reference on a chunk of (x, x' or None)."""
+    clf = clfs[group[2]]
+    xs, pert = [x for x, _ in chunk], [k for k, (_, xp) in enumerate(chunk) if xp]
+    xps = [chunk[k][1] for k in pert]
+    r_x = ref.predict_proba(xs)
+    r_xp = ref.predict_proba(xps) if pert else r_x[:0]
+    same = clf.fingerprint == ref.fingerprint  # same outputs: reuse (exact self-comparison)
+    t_x = r_x if same else clf.predict_proba(xs)
+    t_xp = r_xp if same or not pert else clf.predict_proba(xps)
+    on_x = {"ref_top1_x": top1(r_x), "top1_x": top1(t_x), "cos_x": cosine_terms(r_x, t_x)}
+    on_xp, at = lm_sample_terms(r_x[pert], r_xp, t_x[pert], t_xp), {k: j for j, k in enumerate(pert)}
+    return [{**{c: v[k].item() for c, v in on_x.items()},
+             **{c: on_xp[c][at[k]].item() if k in at else None for c in _ON_XP}} for k in range(len(chunk))]
+
+
+def _token_counts(models: Mapping[str, LanguageModel], name: str, texts: list[str]) -> list[list[int]]:
+    """Teacher-forced (correct, scored) token counts of model ``name`` per text."""
+    c, n = token_accuracy_counts(models[name], texts)
+    return [[int(a), int(b)] for a, b in zip(c, n)]
+
+
+class LMScopeResult(StudyResult):
+    """The result of :func:`perturblab.scope_lm`: per-trial ``rows``, ``summary`` (mean ± s.e.
+    over trials), :meth:`table` and :meth:`save` (``results.json``)."""
+
+    study = "scope-lm"
+
+    def __init__(self, config: LMScopeConfig, rows: Sequence[dict[str, Any]], run_id: str | None = None) -> None:
+        super().__init__(rows, summarise(rows), run_id=run_id)
+        self.config = config
+
+    def table(self) -> str:
+        return scope_lm_table(self.rows)
+
+    def save(self, out: str | Path) -> list[Path]:
+        """Write ``results.json`` (the per-trial rows) into ``out``."""
+        return [write_json(Path(out) / "results.json", self.rows)]
 
 
 def summarise(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """Mean ± standard error over trials for every (reference, target, capability)."""
-    from .scope import summarise as summarise_trials
+    from .analysis import summarise as summarise_trials
 
     return summarise_trials(rows, LM_METRICS, counts=("n_perturbed", "n_ref_invariant"))
 

@@ -1,0 +1,73 @@
+"""One command-line grammar: --version, defaults in --help, "did you mean", --n checked against
+the data."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import pytest
+
+from perturblab import __version__
+from perturblab.cli import build_parser, main
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["--version"])
+    assert e.value.code == 0 and capsys.readouterr().out.strip() == f"perturblab {__version__}"
+
+
+def test_help_shows_defaults(capsys):
+    with pytest.raises(SystemExit):
+        main(["scope", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for shown in ("base samples per trial (a number, or 'all': the whole test split) (default: 500)",
+                  "(default: 3)", "--seed SEED default: 0", "(default: rotten_tomatoes)"):
+        assert shown in text
+
+
+def test_every_option_with_a_default_shows_it():
+    """Across every command, an option with a value default says so in its help."""
+    sub = next(a for a in build_parser()._actions if a.dest == "command")
+    missing = []
+    for name, parser in sub.choices.items():
+        formatter = parser._get_formatter()
+        for a in parser._actions:
+            if (not a.option_strings or a.default is None or a.default is False or a.default in ([], (), "")
+                    or a.default == argparse.SUPPRESS or a.required):
+                continue
+            text = formatter._expand_help(a) if a.help else ""
+            if str(a.default) not in text and "default" not in text.lower():
+                missing.append(f"{name} {a.option_strings[-1]}")
+    assert not missing, missing
+
+
+def test_did_you_mean(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["scop"])
+    assert e.value.code == 2 and "did you mean 'scope'?" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as e:
+        main(["scope", "--reference", "a", "--targets", "b", "--out", "o", "--trails", "2"])
+    assert e.value.code == 2 and "--trails: did you mean --trials?" in capsys.readouterr().err
+
+
+def test_n_larger_than_the_data_is_an_error_and_all_takes_everything(tmp_path, capsys):
+    from test_cli import tiny_model_dir
+
+    model = tiny_model_dir(tmp_path / "m", 0)
+    rows = ["text,label"] + [f"the good film number {i} .,{i % 2}" for i in range(20)]
+    (tmp_path / "d.csv").write_text("\n".join(rows) + "\n")
+    argv = ["scope", "--reference", model, "--targets", model, "--capabilities", "typo", "--data",
+            str(tmp_path / "d.csv"), "--trials", "1", "--quiet"]
+    assert main([*argv, "--n", "6", "--out", str(tmp_path / "big")]) == 2
+    err = capsys.readouterr().err
+    assert "--n 6 asks for more base samples" in err and "than the 5 there are" in err and "--n all" in err
+    assert not (tmp_path / "big" / "results.json").exists()
+    assert main([*argv, "--n", "all", "--out", str(tmp_path / "all")]) == 0
+    out = capsys.readouterr().out
+    assert "1 trial(s) of n=5" in out
+    assert json.loads((tmp_path / "all" / "results.json").read_text())[0]["n"] == 5
+    with pytest.raises(SystemExit) as e:
+        main([*argv, "--n", "0", "--out", str(tmp_path / "zero")])
+    assert e.value.code == 2 and "expected a positive number or 'all'" in capsys.readouterr().err
