@@ -232,6 +232,35 @@ def test_cache_sqlite_persists_across_instances(tmp_path):
     assert changed.inputs_scored == 3  # another fingerprint never reads these rows
 
 
+def test_a_corrupt_cache_entry_or_file_is_recomputed_with_a_warning(tmp_path, caplog):
+    import sqlite3
+
+    db = tmp_path / "cache.sqlite"
+    texts = ["one", "two", "three"]
+    with CachedClassifier(CallableClassifier(_scorer, ["x", "y", "z"], "scorer"), path=db) as c:
+        want = c.predict_proba(texts)
+    con = sqlite3.connect(db)
+    with con:  # one entry truncated, one holding NaN
+        keys = [k for (k,) in con.execute("SELECT key FROM probs ORDER BY key")]
+        con.execute("UPDATE probs SET probs=? WHERE key=?", (b"\x00\x01", keys[0]))
+        con.execute("UPDATE probs SET probs=? WHERE key=?", (np.full(3, np.nan, np.float32).tobytes(), keys[1]))
+    con.close()
+    inner = CountingClassifier(CallableClassifier(_scorer, ["x", "y", "z"], "scorer"))
+    with caplog.at_level("WARNING"), CachedClassifier(inner, path=db) as c:
+        got = c.predict_proba(texts)
+    assert inner.inputs_scored == 2 and np.array_equal(got, want)  # the two bad entries scored again
+    assert "corrupt entry" in caplog.text
+    with CachedClassifier(CountingClassifier(CallableClassifier(_scorer, ["x", "y", "z"], "scorer")), path=db) as c:
+        c.predict_proba(texts)
+        assert c.disk_hits == 3  # and stored again, whole
+    db.write_bytes(b"garbage" * 500)  # a file that is no database at all
+    inner = CountingClassifier(CallableClassifier(_scorer, ["x", "y", "z"], "scorer"))
+    with caplog.at_level("WARNING"), CachedClassifier(inner, path=db) as c:
+        assert np.array_equal(c.predict_proba(texts), want) and inner.inputs_scored == 3
+    assert (tmp_path / "cache.sqlite.corrupt").read_bytes().startswith(b"garbage")
+    assert "moved it to cache.sqlite.corrupt" in caplog.text
+
+
 # ---------------------------------------------------------------- HFSequenceClassifier
 @pytest.fixture(scope="module")
 def seq_model(tok):

@@ -63,6 +63,24 @@ def test_resume_after_crash_recomputes_only_missing_chunks():
     assert clear_states_cache() == 1
 
 
+def test_a_corrupt_cached_chunk_is_recomputed_with_a_warning(caplog):
+    enc = LengthEncoder()
+    want = layer_states(enc, TEXTS, chunk_size=5, progress=False)
+    chunks = sorted(states_dir(enc, TEXTS, "mean").glob("rows*.npy"))
+    chunks[1].write_bytes(b"not an array")  # unreadable
+    np.save(chunks[2], np.zeros((2, 3, 3), np.float32))  # readable, but other rows than the chunk's
+    enc.seen = 0
+    with caplog.at_level("WARNING"):
+        got = layer_states(enc, TEXTS, chunk_size=5, progress=False)
+    assert enc.seen == 10  # the two bad chunks of five texts, nothing else
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+    assert caplog.text.count("discarding the unreadable cached hidden states") == 2
+    enc.seen = 0
+    layer_states(enc, TEXTS, chunk_size=5, progress=False)
+    assert enc.seen == 0  # rewritten whole
+
+
 def test_streaming_without_cache_and_errors():
     enc = LengthEncoder()
     rows = [r for r, _ in iter_layer_states(enc, TEXTS, chunk_size=10, cache=False, progress=False)]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import sqlite3
 import threading
 from collections import OrderedDict
@@ -24,6 +25,7 @@ from ..errors import InputError
 from .base import Classifier, TextInput, check_inputs
 
 _SQL_CHUNK = 500
+log = logging.getLogger(__name__)
 
 
 class CachedClassifier:
@@ -50,13 +52,30 @@ class CachedClassifier:
         if self.path is not None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             try:
-                self._db = sqlite3.connect(str(self.path), timeout=60, check_same_thread=False)
-                self._db.execute("CREATE TABLE IF NOT EXISTS probs "
-                                 "(key TEXT PRIMARY KEY, k INTEGER NOT NULL, probs BLOB NOT NULL)")
-                self._db.commit()
-            except sqlite3.DatabaseError as e:
-                raise InputError(f"cannot use {self.path} as a prediction cache ({e}); "
-                                 "pass another path or delete the file") from e
+                self._db = self._open(self.path)
+            except sqlite3.DatabaseError as e:  # derivable: set the unreadable file aside and start afresh
+                if "locked" in str(e) or "readonly" in str(e):
+                    raise InputError(f"cannot use {self.path} as a prediction cache ({e}); choose a writable "
+                                     "output directory") from None
+                aside = self.path.with_name(self.path.name + ".corrupt")
+                log.warning("the prediction cache %s is unreadable (%s); moved it to %s and starting an empty one",
+                            self.path, e, aside.name)
+                for suffix in ("", "-wal", "-shm"):
+                    src = Path(str(self.path) + suffix)
+                    if src.exists():
+                        src.replace(Path(str(aside) + suffix))
+                self._db = self._open(self.path)
+
+    @staticmethod
+    def _open(path: Path) -> sqlite3.Connection:
+        db = sqlite3.connect(str(path), timeout=60, check_same_thread=False)
+        try:
+            db.execute("CREATE TABLE IF NOT EXISTS probs (key TEXT PRIMARY KEY, k INTEGER NOT NULL, probs BLOB NOT NULL)")
+            db.commit()
+        except sqlite3.DatabaseError:
+            db.close()
+            raise
+        return db
 
     def __repr__(self) -> str:
         return f"CachedClassifier({self.inner!r}, hits={self.hits}, misses={self.misses})"
@@ -79,8 +98,11 @@ class CachedClassifier:
             rows = self._db.execute(f"SELECT key, k, probs FROM probs WHERE key IN ({','.join('?' * len(chunk))})",
                                     chunk).fetchall()
             for key, kk, blob in rows:
-                if kk == k and len(blob) == 4 * k:
-                    found[key] = np.frombuffer(blob, dtype=np.float32).copy()
+                p = np.frombuffer(blob, dtype=np.float32).copy() if kk == k and len(blob) == 4 * k else None
+                if p is None or not np.isfinite(p).all():  # derivable: drop it, the model scores it again
+                    log.warning("discarding a corrupt entry of the prediction cache %s; scoring it again", self.path)
+                    continue
+                found[key] = p
         return found
 
     def _remember(self, key: str, p: np.ndarray) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import shutil
 import threading
@@ -29,6 +30,8 @@ from ..paths import cache_dir
 from .base import POOLINGS, Encoder, Pooling, TextInput, check_inputs
 
 DEFAULT_CHUNK = 1000
+
+log = logging.getLogger(__name__)
 
 
 def inputs_hash(inputs: Sequence[TextInput]) -> str:
@@ -57,6 +60,20 @@ def _save(path: Path, arrays: list[np.ndarray]) -> None:
     os.replace(tmp, path)
 
 
+def _load_chunk(path: Path, rows: int) -> np.ndarray | None:
+    """A cached chunk of states, or None (with a warning, the file removed) when it cannot be read
+    or holds another number of rows: the cache is derivable, so the chunk is computed again."""
+    try:
+        stacked = np.load(path, allow_pickle=False)
+        if stacked.ndim != 3 or stacked.shape[1] != rows:
+            raise ValueError(f"shape {stacked.shape}, expected (layers, {rows}, d)")
+        return stacked
+    except (OSError, ValueError, EOFError) as e:
+        log.warning("discarding the unreadable cached hidden states %s (%s); computing them again", path, e)
+        path.unlink(missing_ok=True)
+        return None
+
+
 def iter_layer_states(encoder: Encoder, inputs: Sequence[TextInput], pooling: Pooling = "mean", *,
                       chunk_size: int = DEFAULT_CHUNK, cache: bool = True,
                       progress: bool = True) -> Iterator[tuple[slice, list[np.ndarray]]]:
@@ -74,9 +91,10 @@ def iter_layer_states(encoder: Encoder, inputs: Sequence[TextInput], pooling: Po
     for s, e in tqdm(parts, desc=f"hidden states {name}", disable=not progress or len(parts) < 2, leave=False):
         path = folder / f"rows{s}-{e}.npy" if folder is not None else None
         if path is not None and path.is_file():
-            stacked = np.load(path)
-            yield slice(s, e), list(stacked)
-            continue
+            stacked = _load_chunk(path, e - s)
+            if stacked is not None:
+                yield slice(s, e), list(stacked)
+                continue
         arrays = [np.asarray(a, dtype=np.float32) for a in encoder.hidden_states(inputs[s:e], pooling)]
         if path is not None:
             _save(path, arrays)
