@@ -37,7 +37,7 @@ from typing import Any
 from ..errors import InputError, UnknownNameError
 from .examples import Dataset
 from .files import Task
-from .loaders import load_hf
+from .hub import load_hf
 
 HF_NAME = "nyu-mll/glue"  # the hub id of the GLUE data set (formerly "glue")
 
@@ -124,7 +124,7 @@ def load_glue(task: str, split: str | None = None, *, limit: int | None = None,
     """The GLUE task ``task`` (a key of :data:`GLUE_TASKS`), split ``split`` (default ``train``).
 
     Columns, class names and task type come from the table; keyword arguments of
-    :func:`~perturblab.data.loaders.load_hf` in ``kw`` (``text_column``, ``drop_empty``,
+    :func:`~perturblab.data.hub.load_hf` in ``kw`` (``text_column``, ``drop_empty``,
     ``cache_dir``, ...) override or extend them; a ``text_column`` given without a
     ``text_b_column`` reads one text per example. ``limit`` keeps the first ``limit`` rows.
     ``uid`` is GLUE's ``idx``. The data set is named ``glue:<task>``.

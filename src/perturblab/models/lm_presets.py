@@ -38,6 +38,7 @@ from ..errors import AssetMissingError, InputError, UnknownNameError
 from ..paths import cache_dir
 from ..registry import Registry
 from .base import file_fingerprint, fingerprint_of
+from .sources import HUB_ID
 if TYPE_CHECKING:  # pragma: no cover
     from .api_lm import ApiLanguageModel
     from .lm import HFCausalLM
@@ -208,9 +209,8 @@ def _is_encoder_decoder(name: str, *, local_only: bool = False) -> bool:
             return False
         source = str(path)
     else:
-        from .presets import _HUB_ID
 
-        if path.suffix == ".gguf" or not _HUB_ID.match(name):
+        if path.suffix == ".gguf" or not HUB_ID.match(name):
             return False
         source = name
     from transformers import AutoConfig
@@ -281,14 +281,13 @@ def load_language_model(name: str, **kwargs: Any) -> HFCausalLM | HFSeq2SeqLM | 
     if name in LM_PRESETS:
         return LM_PRESETS.create(name).make(**kwargs)
     from .lm import HFCausalLM
-    from .presets import _HUB_ID
 
     path = Path(name).expanduser()
     if path.suffix == ".gguf":
         if not path.is_file():
             raise InputError(f"GGUF file {path} does not exist")
         return from_gguf(path, path.stem, **kwargs)
-    if path.is_dir() or _HUB_ID.match(name):
+    if path.is_dir() or HUB_ID.match(name):
         source = str(path) if path.is_dir() else name
         if _is_encoder_decoder(source):
             from .seq2seq import HFSeq2SeqLM

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Literal
@@ -32,13 +31,13 @@ from ..registry import Registry
 from .base import Classifier
 from .head import EncoderClassifier, train_encoder_head
 from .sklearn_backend import SklearnClassifier, train_tfidf_lr
+from .sources import local_or_hub
 
 if TYPE_CHECKING:  # pragma: no cover
     from .hf import HFEncoder
 
 HEAD_LAYER = -1
 HEAD_POOLING = "mean"
-_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
 
 @dataclass(frozen=True)
@@ -93,15 +92,6 @@ def data_fingerprint(data: Dataset) -> str:
     return h.hexdigest()[:16]
 
 
-def _external(name: str) -> str | None:
-    """``name`` as a local model directory or hub id, or None when it is neither."""
-    if Path(name).expanduser().is_dir():
-        return str(Path(name).expanduser())
-    if _HUB_ID.match(name):
-        return name
-    return None
-
-
 def _unknown(name: str) -> UnknownNameError:
     return UnknownNameError("model preset", name, PRESETS.names())
 
@@ -109,7 +99,7 @@ def _unknown(name: str) -> UnknownNameError:
 def external_source(name: str) -> str:
     """``name`` as a local model directory or hub id; :class:`UnknownNameError` (listing the
     presets) when it is neither."""
-    source = _external(name)
+    source = local_or_hub(name)
     if source is None:
         raise _unknown(name)
     return source
@@ -143,7 +133,7 @@ def load_encoder(name: str, *, fresh: bool = False) -> "HFEncoder":
 
         enc = HFEncoder.from_causal_lm(load_language_model(name))
     else:
-        source = _external(name)
+        source = local_or_hub(name)
         if source is None:
             from .lm_presets import LM_PRESETS
 

@@ -25,25 +25,18 @@ Register more with :func:`register_perturbation`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Sequence
 
 import numpy as np
 
 from ..errors import InputError
-from ..registry import Registry
+from . import noise, robustness  # noqa: F401 - the learnability and robustness papers' perturbations register
 from .constraints import (AlphabeticOnly, Constraint, MinWordLength, RepeatModification, StopwordConstraint,
                           eligible_indices)
 from .selfsup import Negate, SwapWords
 from .text import WordText
+from .perturbations import PERTURBATIONS, register_perturbation
 from .transformations import MiddleCharSwap, SynonymSwap, Transformation, WordSwap
-
-PERTURBATIONS: Registry[Transformation] = Registry("perturbation")
-
-
-def register_perturbation(name: str, *, overwrite: bool = False) -> Callable:
-    """Decorator registering a factory ``(**params) -> Transformation`` under ``name``."""
-    return PERTURBATIONS.register(name, overwrite=overwrite)
-
 
 def get_perturbation(name: str, **params) -> Transformation:
     """A fresh perturbation by name (keyword parameters go to its factory)."""
@@ -167,6 +160,3 @@ def perturb_inputs(perturbation: Transformation | str, inputs: Sequence, seed: i
     out_pairs = list(zip(a, b))
     return out_pairs, np.array([o != x for o, x in zip(out_pairs, items)], dtype=bool)
 
-
-# the learnability paper's noise and the robustness paper's perturbations register themselves
-from . import noise, robustness  # noqa: E402,F401

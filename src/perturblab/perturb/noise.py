@@ -31,7 +31,7 @@ from numbers import Real
 import numpy as np
 
 from ..errors import InputError
-from .catalogue import register_perturbation
+from .perturbations import register_perturbation
 from .transformations import Transformation
 
 __all__ = ["PUNCTUATION", "QWERTY_NEIGHBOURS", "ABBREVIATIONS", "HOMOGLYPHS", "LEET",

@@ -30,7 +30,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from ..errors import AssetMissingError, InputError
-from .catalogue import register_perturbation
+from .perturbations import register_perturbation
 from .text import WORD_RE, WordText
 from .transformations import Transformation
 

@@ -1,0 +1,18 @@
+"""Where a model named by a string comes from when it is no preset: a local directory or a hub id."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+#: ``owner/name`` of the Hugging Face hub
+HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+
+
+def local_or_hub(name: str) -> str | None:
+    """``name`` as a local model directory or hub id, or None when it is neither."""
+    if Path(name).expanduser().is_dir():
+        return str(Path(name).expanduser())
+    if HUB_ID.match(name):
+        return name
+    return None
