@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import sys
 import time
 from contextlib import contextmanager
@@ -352,21 +351,14 @@ def cmd_scope_lm(args) -> int:
 COMMANDS = {"scope": cmd_scope, "demo": cmd_scope, "selfcheck": cmd_selfcheck, "scope-lm": cmd_scope_lm}
 
 
-def _quiet_libraries() -> None:
-    """--quiet also silences the progress bars of Hugging Face libraries (e.g. "Loading weights")."""
-    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # read when transformers is imported
-    if "transformers" in sys.modules:  # already imported (e.g. main() called from Python)
-        from transformers.utils import logging as hf_logging
-
-        hf_logging.disable_progress_bar()
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
     if getattr(args, "quiet", False):
-        _quiet_libraries()
+        from .core.driver import quiet_libraries
+
+        quiet_libraries()
     try:
         return all_commands()[args.command](args)
     except PerturblabError as e:

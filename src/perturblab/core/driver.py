@@ -29,6 +29,17 @@ from .study import Phase, RunContext, Study, StudyResult
 STORE_NAME = "results.sqlite"
 
 
+def quiet_libraries() -> None:
+    """No progress bars of Hugging Face libraries either (e.g. "Loading weights")."""
+    import os
+
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # read when transformers is imported
+    if "transformers" in sys.modules:  # already imported
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+
+
 def run_study(study: Study, out: str | Path, *, executor: Any = None, progress: bool = True,
               lock: bool = True) -> StudyResult:
     """Run (or resume) ``study`` into ``out``; returns its result (nothing is written but the
@@ -41,6 +52,8 @@ def run_study(study: Study, out: str | Path, *, executor: Any = None, progress: 
 
     out = Path(out)
     ex = executor if executor is not None else LocalExecutor(1)
+    if not progress:
+        quiet_libraries()
     with output_lock(out, what=f"the {study.name} study") if lock else nullcontext(out):
         with ResultStore(out / STORE_NAME) as store:
             ctx = RunContext(out, store, ex, progress)
