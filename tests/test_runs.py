@@ -7,6 +7,7 @@ from __future__ import annotations
 import fcntl
 import json
 
+import numpy as np
 import pytest
 from conftest import CompletionsServer
 
@@ -179,3 +180,28 @@ def test_reproduction_configs_are_valid(name):
     cfg = load_config(path)
     assert cfg.studies and all(s.kind in {"scope", "learnability", "selfcheck", "robustness", "grounding", "generation",
                                           "finetuning", "layer-probes"} for s in cfg.studies)
+
+
+def test_a_config_study_calls_the_study_function_and_writes_what_the_command_writes(tmp_path, capsys):
+    """The runner calls pl.scope with the entry's options (not the command): same files, same bytes."""
+    from test_cli import WORDS as CLI_WORDS
+    from test_cli import tiny_model_dir
+
+    from perturblab.cli import main
+
+    a, b = tiny_model_dir(tmp_path / "a", 0), tiny_model_dir(tmp_path / "b", 1)
+    rng = np.random.default_rng(1)
+    lines = ["review,stars"] + [f"the {' '.join(rng.choice(CLI_WORDS[:15], size=6))} .,{i % 2}" for i in range(48)]
+    (tmp_path / "d.csv").write_text("\n".join(lines) + "\n")
+    config = tmp_path / "c.yaml"
+    config.write_text(f"models:\n  ref: {a}\n  tgt: {b}\ndata:\n  d: {{path: d.csv, text_column: review, "
+                      "label_column: stars}\nstudies:\n  - {name: inv, kind: scope, reference: ref, targets: [tgt], "
+                      "capabilities: [typo], data: d, n: 6, trials: 2}\nreport: false\n")
+    assert main(["run", str(config), "--out", str(tmp_path / "run"), "--quiet"]) == 0
+    assert main(["scope", "--reference", a, "--targets", b, "--capabilities", "typo", "--data", str(tmp_path / "d.csv"),
+                 "--text-fields", "review", "--label-column", "stars", "--n", "6", "--trials", "2",
+                 "--out", str(tmp_path / "cli"), "--quiet"]) == 0
+    for name in ("results.json", "summary.json", "perturbed_examples.csv", "correlations.json"):
+        assert (tmp_path / "run" / "inv" / name).read_bytes() == (tmp_path / "cli" / name).read_bytes(), name
+    assert json.loads((tmp_path / "run" / "run.json").read_text())["studies"]["inv"]["state"] == "done"
+    assert "inv (scope):" in capsys.readouterr().out

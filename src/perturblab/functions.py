@@ -12,7 +12,7 @@ from __future__ import annotations
 import tempfile
 from contextlib import ExitStack
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from .errors import InputError
 
@@ -21,6 +21,22 @@ if TYPE_CHECKING:  # pragma: no cover
     from .studies.scope import ScopeResult
     from .studies.scope.checkpoints import CheckpointResult
     from .studies.scope.lm import LMScopeResult
+
+#: the Python function of each study command: (module, function name)
+STUDY_FUNCTIONS: dict[str, tuple[str, str]] = {
+    "scope": ("perturblab.functions", "scope"),
+    "scope-lm": ("perturblab.functions", "scope_lm"),
+    "checkpoints": ("perturblab.functions", "checkpoints"),
+}
+
+
+def study_function(kind: str) -> Callable[..., Any] | None:
+    """The Python function of the study command ``kind`` (None for a command without one)."""
+    import importlib
+
+    where = STUDY_FUNCTIONS.get(kind)
+    return None if where is None else getattr(importlib.import_module(where[0]), where[1])
+
 
 #: ``perturb_field`` of the search studies -> the index of the text of a pair they change (None: both)
 SEARCH_FIELDS: dict[str, int | None] = {"a": 0, "b": 1, "both": None}

@@ -145,7 +145,7 @@ def _run_study(s: StudySpec, out: Path, ex: Any, progress: bool, state: dict, co
     _write_json(out / RUN_FILE, state)
     t0 = time.time()
     try:
-        commands[s.kind](_namespace(s, sdir, ex, progress))
+        _call_study(s, sdir, ex, progress, commands)
     except KeyboardInterrupt:
         entry.update(state="interrupted", seconds=entry.get("seconds", 0) + time.time() - t0)
         _write_json(out / RUN_FILE, state)
@@ -161,6 +161,30 @@ def _run_study(s: StudySpec, out: Path, ex: Any, progress: bool, state: dict, co
     entry.pop("pid", None)
     _write_json(out / RUN_FILE, state)
     return True
+
+
+def _call_study(s: StudySpec, sdir: Path, ex: Any, progress: bool, commands: dict) -> None:
+    """Run one study of the config: its Python function with the entry's options (the command's
+    long options), then the result's files and console table; a command without a function yet
+    goes through its command-line entry."""
+    import inspect
+
+    from ..core.lock import output_lock
+    from ..functions import study_function
+
+    fn = study_function(s.kind)
+    if fn is None:
+        commands[s.kind](_namespace(s, sdir, ex, progress))
+        return
+    kwargs = dict(s.options)
+    if "executor" in inspect.signature(fn).parameters:
+        kwargs["executor"] = ex
+    with output_lock(sdir, what=f"study {s.name}"):
+        res = fn(**kwargs, out=sdir, quiet=not progress)
+        res.save(sdir)
+    table = getattr(res, "table", None)
+    if callable(table):
+        print(f"{s.name} ({s.kind}):\n{table()}\n")
 
 
 def _report(out: Path) -> None:
