@@ -51,21 +51,45 @@ def _names(value: str | Sequence[Any] | Any) -> list[Any]:
     return [value]
 
 
-def _model_table(models: Sequence[Any], role: str) -> tuple[list[str], dict[str, Any]]:
-    """Names for ``models`` (specs stay as they are; an object is named by its ``name`` attribute
-    or ``<role><i>``) and the ready objects by name."""
-    names, given = [], {}
+def _model_table(models: Sequence[Any], role: str) -> tuple[list[str], dict[str, Any], dict[str, str]]:
+    """Display names for ``models`` (a spec's ``NAME=``, else its source; an object's ``name``
+    attribute, else ``<role><i>``), the ready objects by name and the specs by name."""
+    from .models.resolve import ModelSpec
+
+    names, given, specs = [], {}, {}
     for i, m in enumerate(models):
         if isinstance(m, str):
-            names.append(m)
+            ms = ModelSpec.parse(m)
+            if specs.get(ms.name, m) != m or ms.name in given:
+                raise InputError(f"two different {role}s are named {ms.name!r}; give one another name (NAME=SOURCE)")
+            names.append(ms.name)
+            specs[ms.name] = m
             continue
         if not hasattr(m, "fingerprint"):
             raise InputError(f"{role} {i} is a {type(m).__name__}; give a model spec (a preset name, a directory "
                              "or a hub id) or a model object with a fingerprint (perturblab.models)")
         name = str(getattr(m, "name", "") or f"{role}{i}")
+        if given.get(name, m) is not m or name in specs:
+            raise InputError(f"two different {role}s are named {name!r}; give one another name attribute")
         names.append(name)
         given[name] = m
-    return names, given
+    return names, given, specs
+
+
+def _models_of(reference: Any, targets: Any) -> tuple[str, list[str], dict[str, Any], dict[str, str]]:
+    """The reference's and targets' display names, ready objects and specs; one name may not
+    stand for two different models."""
+    ref_names, given, specs = _model_table(_names(reference)[:1] if isinstance(reference, str) else [reference],
+                                           "reference")
+    tgt_names, given_t, specs_t = _model_table(_names(targets), "target")
+    seen: dict[str, Any] = {}
+    for table in (given, specs, given_t, specs_t):
+        for name, model in table.items():
+            if name in seen and seen[name] is not model and seen[name] != model:
+                raise InputError(f"two different models are named {name!r}; give one of them another name "
+                                 "(NAME=SOURCE for a spec, the name attribute of an object)")
+            seen[name] = model
+    return ref_names[0], tgt_names, {**given, **given_t}, {**specs, **specs_t}
 
 
 def _splits(data: "str | Dataset | tuple[Dataset, Dataset]", *, text_column: str | None,
@@ -149,13 +173,10 @@ def scope(reference: Any, targets: Any, *, capabilities: str | Sequence[str] = (
 
     if perturb_field not in SEARCH_FIELDS:
         raise InputError(f"perturb_field must be one of {', '.join(SEARCH_FIELDS)}, got {perturb_field!r}")
-    ref_names, given = _model_table(_names(reference)[:1] if isinstance(reference, str) else [reference],
-                                    "reference")
-    tgt_names, given_t = _model_table(_names(targets), "target")
-    given.update(given_t)
+    ref_name, tgt_names, given, specs = _models_of(reference, targets)
     given.update(models or {})
     data_name = data if isinstance(data, str) else getattr(data, "name", None) or "data"
-    cfg = ScopeConfig(reference=ref_names[0], targets=tgt_names, capabilities=_names(capabilities),
+    cfg = ScopeConfig(reference=ref_name, targets=tgt_names, capabilities=_names(capabilities),
                       data=str(data_name), n=n, trials=trials, seed=seed, loss=loss, search=search,
                       beam_width=beam_width, max_words=max_words, patience=patience, max_candidates=max_candidates,
                       tolerance=DEFAULT_TOLERANCE if tolerance is None else tolerance,
@@ -167,7 +188,7 @@ def scope(reference: Any, targets: Any, *, capabilities: str | Sequence[str] = (
     with ExitStack() as stack:
         where = Path(out) if out is not None else Path(stack.enter_context(tempfile.TemporaryDirectory()))
         ex = _executor(stack, executor, address, num_cpus)
-        study = ScopeStudy(cfg, where, models=given, splits=splits, progress=not quiet)
+        study = ScopeStudy(cfg, where, models=given, splits=splits, progress=not quiet, specs=specs)
         study.run(executor=ex)
         assert study.result is not None
         return study.result
@@ -211,11 +232,8 @@ def scope_lm(reference: Any, targets: Any, *, capabilities: str | Sequence[str] 
     from .measures.scope_lm import DEFAULT_LM_CUTOFF
     from .studies.scope.lm import LMScopeConfig, LMScopeStudy
 
-    ref_names, given = _model_table(_names(reference)[:1] if isinstance(reference, str) else [reference],
-                                    "reference")
-    tgt_names, given_t = _model_table(_names(targets), "target")
-    given.update(given_t)
-    cfg = LMScopeConfig(reference=ref_names[0], targets=tgt_names, capabilities=_names(capabilities), corpus=corpus,
+    ref_name, tgt_names, given, specs = _models_of(reference, targets)
+    cfg = LMScopeConfig(reference=ref_name, targets=tgt_names, capabilities=_names(capabilities), corpus=corpus,
                         n=n, trials=trials, seed=seed, loss=loss, search=search, beam_width=beam_width,
                         max_words=max_words, patience=patience, max_candidates=max_candidates,
                         tolerance=DEFAULT_TOLERANCE if tolerance is None else tolerance,
@@ -223,7 +241,7 @@ def scope_lm(reference: Any, targets: Any, *, capabilities: str | Sequence[str] 
                         chunk_size=chunk_size, max_batch=max_batch)
     with ExitStack() as stack:
         where = Path(out) if out is not None else Path(stack.enter_context(tempfile.TemporaryDirectory()))
-        study = LMScopeStudy(cfg, where, models=given, sentences=sentences, progress=not quiet)
+        study = LMScopeStudy(cfg, where, models=given, sentences=sentences, progress=not quiet, specs=specs)
         study.run()
         assert study.result is not None
         return study.result

@@ -47,7 +47,8 @@ from ...measures.stats import bootstrap_ci
 from ...models.base import check_inputs, fingerprint_of
 from ...models.lm import LanguageModel
 from ...models.lm_capabilities import capabilities_of, check_metric_capabilities
-from ...models.lm_presets import language_model_capabilities, load_language_model
+from ...models.lm_presets import language_model_capabilities
+from ...models.resolve import ModelSpec, load_model
 from ...perturb.capabilities import CAPABILITIES, get_capability
 from ...perturb.engine import run_searches
 from ...perturb.goals import InvarianceGoal
@@ -167,10 +168,12 @@ class LMScopeStudy(Study):
 
     def __init__(self, config: LMScopeConfig, out_dir: str | Path,
                  models: Mapping[str, LanguageModel] | None = None,
-                 sentences: Sequence[str] | None = None, progress: bool = True) -> None:
+                 sentences: Sequence[str] | None = None, progress: bool = True,
+                 specs: Mapping[str, str] | None = None) -> None:
         config.validate()
         self.config, self.out, self.progress = config, Path(out_dir), progress
         self._models: dict[str, LanguageModel] = dict(models or {})
+        self._specs = dict(specs or {})
         self.check_capabilities()
         self._clfs: dict[str, NextTokenClassifier] = {}
         self._pool = None if sentences is None else _texts(sentences, "sentences")
@@ -182,8 +185,8 @@ class LMScopeStudy(Study):
         """Raise one :class:`~perturblab.errors.CapabilityError` naming each model that cannot
         compute the study's metrics (:data:`METRIC_NEEDS`); loads no model, sends no request."""
         names = dict.fromkeys([self.config.reference, *self.config.targets])
-        caps = {n: capabilities_of(self._models[n]) if n in self._models else language_model_capabilities(n)
-                for n in names}
+        caps = {n: capabilities_of(self._models[n]) if n in self._models
+                else language_model_capabilities(ModelSpec.parse(self._specs.get(n, n)).source) for n in names}
         check_metric_capabilities(caps, METRIC_NEEDS, list(LM_METRICS), study="LM SCoPE (App. G)", hint=(
             "LM SCoPE compares next-token distributions over one shared vocabulary: use local models that "
             "share a tokenizer. To compare with a model behind an API, run the classification SCoPE study "
@@ -201,11 +204,12 @@ class LMScopeStudy(Study):
     def model(self, name: str) -> LanguageModel:
         if name not in self._models:
             step = self._ctx.step(f"loading language model {name}") if self._ctx is not None else None
+            spec = self._specs.get(name, name)
             if step is None:
-                self._models[name] = load_language_model(name)  # UnknownNameError for unknown names
+                self._models[name] = load_model(spec, "language_model")  # UnknownNameError for unknown names
             else:
                 with step:
-                    self._models[name] = load_language_model(name)
+                    self._models[name] = load_model(spec, "language_model")
         return self._models[name]
 
     def classifier(self, name: str) -> NextTokenClassifier:

@@ -77,9 +77,10 @@ def _to_json(x):
 class ScopeStudy(Study):
     """A :class:`ScopeConfig` against models and data, run into ``out_dir``.
 
-    ``models`` maps names to ready classifiers (otherwise names are loaded as presets and
-    trained on the training split); ``splits`` gives (train, test) directly. :meth:`run` returns
-    the per-trial rows; :attr:`result` is then the whole :class:`ScopeResult`.
+    ``models`` maps names to ready classifiers; other names are loaded by
+    :func:`~perturblab.models.resolve.load_model` from ``specs[name]`` (default: the name itself
+    as a spec), heads trained on the training split. ``splits`` gives (train, test) directly.
+    :meth:`run` returns the per-trial rows; :attr:`result` is then the whole :class:`ScopeResult`.
     """
 
     name = "scope"
@@ -87,12 +88,13 @@ class ScopeStudy(Study):
     def __init__(self, config: ScopeConfig, out_dir: str | Path,
                  models: Mapping[str, Classifier] | None = None,
                  splits: tuple[Dataset, Dataset] | None = None, progress: bool = True,
-                 chunk_size: int = 64):
+                 chunk_size: int = 64, specs: Mapping[str, str] | None = None):
         config.validate()
         self.config, self.out = config, Path(out_dir)
         self.progress, self.chunk_size = progress, chunk_size
         self._models = dict(models or {})
         self._given = dict(self._models)  # ready models handed in (not loaded by name)
+        self._specs = dict(specs or {})
         self._splits = splits
         self._ctx: RunContext | None = None
         self._records: dict[tuple[str, int, int], dict[str, Any]] = {}
@@ -115,12 +117,15 @@ class ScopeStudy(Study):
             raise InputError(f"model {name!r} is a regressor. " + CLASSIFIERS_ONLY)
         if name not in self._models:
             from ...models.cache import CachedClassifier
-            from ...models.presets import load_classifier
+            from ...models.resolve import load_model
 
             train, _ = self.splits()
             step = self._ctx.step(f"loading model {name}") if self._ctx is not None else _nullstep()
             with step:
-                clf = load_classifier(name, train, seed=self.config.seed, data_name=self.config.data)
+                clf = load_model(self._specs.get(name, name), "classifier", train=train, seed=self.config.seed,
+                                 data_name=self.config.data)
+            if is_regressor(clf):
+                raise InputError(f"model {name!r} is a regressor. " + CLASSIFIERS_ONLY)
             self._models[name] = CachedClassifier(clf, path=self.out / "cache.sqlite")
         return self._models[name]
 
@@ -171,7 +176,8 @@ class ScopeStudy(Study):
         if executor.name == "local":
             return model
         train, _ = self.splits()
-        return RemoteReference(ref, train, self.config.seed, self.config.data, self._given.get(ref))
+        return RemoteReference(self._specs.get(ref, ref), train, self.config.seed, self.config.data,
+                               self._given.get(ref))
 
     def _search_phase(self, jobs: list[tuple[str, int, list[tuple[int, Example]]]], handle: Any) -> Phase:
         cfg = self.config
@@ -286,7 +292,8 @@ class _nullstep:
 @dataclass(frozen=True)
 class RemoteReference:
     """How a search cell on another process gets the reference: ``model`` itself when the study
-    was handed a ready (picklable) model, else ``load_classifier(name, train, seed, data)``."""
+    was handed a ready (picklable) model, else ``load_model(name, train=train, seed=seed)`` (``name``
+    is the reference's spec)."""
 
     name: str
     train: Dataset
@@ -298,11 +305,11 @@ class RemoteReference:
         """The reference behind the same float32 cache layer as in the driver (so results are
         bit-identical to a local run), loaded once per process."""
         from ...models.cache import CachedClassifier
-        from ...models.presets import load_classifier
+        from ...models.resolve import load_model
 
         def make() -> Classifier:
-            inner = self.model if self.model is not None else load_classifier(
-                self.name, self.train, seed=self.seed, data_name=self.data)
+            inner = self.model if self.model is not None else load_model(
+                self.name, "classifier", train=self.train, seed=self.seed, data_name=self.data)
             return CachedClassifier(inner, max_entries=100_000)
 
         key = ("scope-reference", self.name, self.model.fingerprint if self.model is not None else None,
