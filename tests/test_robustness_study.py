@@ -157,8 +157,11 @@ def test_cli_end_to_end_with_a_trained_preset_and_a_label_map(tmp_path, monkeypa
     for r in rows:
         assert r["relative_robustness"] == pytest.approx(1 - (r["clean"] - r["perturbed"]) / r["clean"])
     assert "Relative robustness, accuracy (Table 3)" in capsys.readouterr().out
-    with pytest.raises(SystemExit, match="label-map"):
-        main(["robustness", "--models", "tfidf-lr", "--data", str(data), "--out", str(out), "--label-map", "oops"])
+    before = (out / "results.json").read_bytes()
+    assert main(["robustness", "--models", "tfidf-lr", "--data", str(data), "--out", str(out), "--label-map",
+                 "oops"]) == 2  # one error line, exit 2, nothing rewritten
+    assert "--label-map 'oops': expected [MODEL:]model_label=data_label" in capsys.readouterr().err
+    assert (out / "results.json").read_bytes() == before
 
 
 def test_hf_checkpoint_by_path_with_its_own_label_names(tmp_path):

@@ -21,14 +21,10 @@ def _floats(s: str) -> list[float]:
 
 
 def resolve_perturbations(spec: str) -> list[str]:
-    """``all`` = the learnability paper's eight, ``robustness`` = the robustness paper's eight,
-    ``every`` = every registered perturbation; otherwise a comma list of names."""
-    from .perturb.catalogue import PERTURBATIONS
-    from .studies.layer_probes import DEFAULT_PERTURBATIONS as ROBUSTNESS_EIGHT
-    from .studies.learnability_study import NOISE
+    """:func:`perturblab.functions.perturbation_names` (kept for the learnability and generation commands)."""
+    from .functions import perturbation_names
 
-    named = {"all": list(NOISE), "robustness": list(ROBUSTNESS_EIGHT), "every": PERTURBATIONS.names()}
-    return named.get(spec.strip().lower(), _list(spec))
+    return perturbation_names(spec)
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
@@ -52,19 +48,6 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     _executor_options(p)
     add_robustness_parser(sub)
     add_generation_parser(sub)
-
-
-def _label_maps(values: list[str] | None) -> dict[str, dict[str, str]]:
-    """``[MODEL:]model_label=data_label,...`` (repeatable) -> {model or "*": {model label: data label}}."""
-    maps: dict[str, dict[str, str]] = {}
-    for v in values or []:
-        spec, _, mapping = v.rpartition(":")
-        pairs = [x.split("=", 1) for x in _list(mapping)]
-        if not pairs or any(len(p) != 2 or not p[0].strip() or not p[1].strip() for p in pairs):
-            raise SystemExit(f"--label-map {v!r}: expected [MODEL:]model_label=data_label,... "
-                             "(e.g. NEGATIVE=neg,POSITIVE=pos)")
-        maps[spec.strip() or "*"] = {a.strip(): b.strip() for a, b in pairs}
-    return maps
 
 
 def add_robustness_parser(sub: argparse._SubParsersAction) -> None:
@@ -94,18 +77,20 @@ def add_robustness_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_robustness(args) -> int:
-    from .studies.robustness_study import RobustnessConfig, run_robustness
+    from .core.lock import output_lock
+    from .functions import robustness
 
-    cfg = RobustnessConfig(models=_list(args.models), perturbations=resolve_perturbations(args.perturbations),
-                           data=args.data, metrics=_list(args.metrics) if args.metrics else None, seeds=args.seeds,
-                           n_train=args.n_train, n_test=args.n_test, perturb_field=args.perturb_field,
-                           label_maps=_label_maps(args.label_map), text_fields=args.text_fields,
-                           label_column=args.label_column, task=args.task)
-    with study_executor(args) as ex:
-        run_robustness(cfg, args.out, progress=not args.quiet, executor=ex)
     out = Path(args.out)
-    print((out / "table.md").read_text())
-    print(f"outputs in {out.resolve()}: results.json, summary.json, table.md, robustness_heatmap_*.png")
+    with output_lock(out, what="the robustness study"):
+        res = robustness(args.models, perturbations=args.perturbations, data=args.data, text_fields=args.text_fields,
+                         label_column=args.label_column, task=args.task, metrics=args.metrics, seeds=args.seeds,
+                         n_train=args.n_train, n_test=args.n_test, perturb_field=args.perturb_field,
+                         label_map=args.label_map, out=out, quiet=args.quiet,
+                         executor=getattr(args, "executor_obj", None) or args.executor, address=args.address,
+                         num_cpus=args.num_cpus)
+        paths = res.save(out)
+    print(res.table())
+    print(f"outputs in {out.resolve()}: {', '.join(p.name for p in paths)}, results.sqlite")
     return 0
 
 

@@ -20,6 +20,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .data.examples import Dataset
     from .studies.scope import ScopeResult
     from .studies.scope.checkpoints import CheckpointResult
+    from .studies.robustness_study import RobustnessResult
     from .studies.scope.lm import LMScopeResult
 
 #: the Python function of each study command: (module, function name)
@@ -27,6 +28,7 @@ STUDY_FUNCTIONS: dict[str, tuple[str, str]] = {
     "scope": ("perturblab.functions", "scope"),
     "scope-lm": ("perturblab.functions", "scope_lm"),
     "checkpoints": ("perturblab.functions", "checkpoints"),
+    "robustness": ("perturblab.functions", "robustness"),
 }
 
 
@@ -323,3 +325,89 @@ def checkpoints(checkpoints: Any = None, *, finetune: str | None = None, fractio
         study.run()
         assert study.result is not None
         return study.result
+
+
+def perturbation_names(spec: str | Sequence[str]) -> list[str]:
+    """``all`` = the learnability paper's eight, ``robustness`` = the robustness paper's eight,
+    ``every`` = every registered perturbation; otherwise a comma list (or a list) of names."""
+    from .perturb.catalogue import PERTURBATIONS
+    from .studies.layer_probes import DEFAULT_PERTURBATIONS as ROBUSTNESS_EIGHT
+    from .studies.learnability_study import NOISE
+
+    if not isinstance(spec, str):
+        return list(spec)
+    named = {"all": list(NOISE), "robustness": list(ROBUSTNESS_EIGHT), "every": PERTURBATIONS.names()}
+    return named.get(spec.strip().lower(), _names(spec))
+
+
+def label_maps(values: Sequence[str] | Mapping[str, Mapping[str, str]] | None) -> dict[str, dict[str, str]]:
+    """``[MODEL:]model_label=data_label,...`` entries -> {model or "*": {model label: data label}}
+    (a mapping is taken as it is)."""
+    if isinstance(values, Mapping):
+        return {k: dict(v) for k, v in values.items()}
+    maps: dict[str, dict[str, str]] = {}
+    for v in values or []:
+        spec, _, mapping = v.rpartition(":")
+        pairs = [x.split("=", 1) for x in _names(mapping)]
+        if not pairs or any(len(p) != 2 or not p[0].strip() or not p[1].strip() for p in pairs):
+            raise InputError(f"--label-map {v!r}: expected [MODEL:]model_label=data_label,... "
+                             "(e.g. NEGATIVE=neg,POSITIVE=pos)")
+        maps[spec.strip() or "*"] = {a.strip(): b.strip() for a, b in pairs}
+    return maps
+
+
+def robustness(models: Any, *, perturbations: str | Sequence[str] = "robustness",
+               data: str = "rotten_tomatoes", text_fields: str | Sequence[str] = (), label_column: str | None = None,
+               task: str | None = None, metrics: str | Sequence[str] | None = None, seeds: int = 3,
+               n_train: int = 2000, n_test: int = 1000, perturb_field: str = "both",
+               label_map: Sequence[str] | Mapping[str, Mapping[str, str]] | None = None, n_boot: int = 1000,
+               train_seed: int = 0, out: str | Path | None = None, quiet: bool = False, executor: Any = "local",
+               address: str | None = None, num_cpus: int | None = None) -> "RobustnessResult":
+    """Relative robustness of classifiers or regressors to perturbations (robustness paper,
+    Tables 1 and 3; the ``robustness`` command).
+
+    ``models`` are specs (presets, trainable zoo models, model directories, hub ids, ``NAME=SOURCE``;
+    one comma-separated string or a list) or model objects; ``perturbations`` a list or
+    ``robustness`` / ``all`` / ``every``. ``out`` keeps the results store (``None``: a temporary
+    directory); ``.save(dir)`` writes what the command writes.
+
+    Example (a classifier that only reads the first word, against dropping the first word)::
+
+        >>> import numpy as np, perturblab as pl
+        >>> from perturblab.models import CallableClassifier
+        >>> def first_word(texts):
+        ...     p = np.array([0.9 if t.split()[0] == "good" else 0.1 for t in texts])
+        ...     return np.stack([1 - p, p], axis=1)
+        >>> clf = CallableClassifier(first_word, ["neg", "pos"], name="first")
+        >>> rows = ["text,label"] + [f"{w} film number {i},{'pos' if w == 'good' else 'neg'}"
+        ...                          for i, w in enumerate(["good", "bad"] * 20)]
+        >>> import tempfile, pathlib
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "d.csv"
+        >>> _ = path.write_text("\\n".join(rows) + "\\n")
+        >>> res = pl.robustness([clf], perturbations="drop_first", data=str(path), n_train=8, n_test=8,
+        ...                     metrics="accuracy", quiet=True, n_boot=50)
+        >>> (res.rows[0]["clean"], res.rows[0]["perturbed"], res.rows[0]["relative_robustness"])
+        (1.0, 0.5, 0.5)
+    """
+    from .studies.robustness_study import RobustnessConfig, RobustnessStudy
+
+    specs, given = [], {}
+    for m in _names(models):
+        if isinstance(m, str):
+            specs.append(m)
+        else:
+            name = str(getattr(m, "name", "") or f"model{len(specs)}")
+            specs.append(name)
+            given[name] = m
+    cfg = RobustnessConfig(models=specs, perturbations=perturbation_names(perturbations), data=data,
+                           metrics=_names(metrics) if metrics else None, seeds=seeds, n_train=n_train, n_test=n_test,
+                           perturb_field=perturb_field, label_maps=label_maps(label_map),
+                           text_fields=_names(text_fields) if text_fields else (), label_column=label_column, task=task,
+                           n_boot=n_boot, train_seed=train_seed)
+    from .core.driver import run_study
+
+    with ExitStack() as stack:
+        where = Path(out) if out is not None else Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        ex = _executor(stack, executor, address, num_cpus)
+        study = RobustnessStudy(cfg, classifiers=given)
+        return run_study(study, where, executor=ex, progress=not quiet)

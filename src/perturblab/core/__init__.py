@@ -10,7 +10,7 @@
 from .._lazy import lazy_exports
 
 _EXPORTS = {
-    "Study": "study", "Phase": "study", "Task": "study", "StudyResult": "study", "RunContext": "study",
+    "Study": "study", "Phase": "study", "Task": "study", "Lazy": "study", "StudyResult": "study", "RunContext": "study",
     "run_study": "driver", "content_key": "keys", "examples_fingerprint": "keys", "model_fingerprint": "keys",
     "output_lock": "lock", "LockedError": "lock", "atomic_write_text": "files", "atomic_write_bytes": "files",
     "write_json": "files", "json_safe": "files",

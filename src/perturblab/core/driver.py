@@ -24,7 +24,7 @@ from typing import Any, Hashable
 from ..executor import Cell, LocalExecutor
 from .keys import content_key
 from .lock import output_lock
-from .study import Phase, RunContext, Study, StudyResult
+from .study import Lazy, Phase, RunContext, Study, StudyResult
 
 STORE_NAME = "results.sqlite"
 
@@ -89,7 +89,8 @@ def run_phase(phase: Phase, ctx: RunContext) -> Phase:
             chunk = tasks[start:start + size]
             ck = f"{phase.name}|{group}|{chunk[0].key}"
             cell_keys[ck] = [t.key for t in chunk]
-            cells.append(Cell(ck, partial(phase.compute, group, [t.payload for t in chunk]),
+            payloads = [t.payload.make() if isinstance(t.payload, Lazy) else t.payload for t in chunk]
+            cells.append(Cell(ck, partial(phase.compute, group, payloads),
                               num_cpus=phase.num_cpus, num_gpus=phase.num_gpus))
     if cells:
         bar = tqdm(total=len(todo), disable=not ctx.progress, desc=phase.label or phase.name, leave=False,

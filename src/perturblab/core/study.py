@@ -30,11 +30,20 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..store import ResultStore
 
 
+@dataclass(frozen=True)
+class Lazy:
+    """A payload made only when its task must be computed (e.g. a perturbed test set, which a
+    resumed run whose results are stored never needs)."""
+
+    make: Callable[[], Any]
+
+
 @dataclass
 class Task:
     """One unit of stored work: ``key`` (a content key, :func:`~.keys.content_key`) names its
-    result; ``payload`` is what the phase's ``compute`` receives; tasks of one ``group`` are
-    batched together (never with another group's)."""
+    result; ``payload`` is what the phase's ``compute`` receives (a :class:`Lazy` one is made
+    only when the task runs); tasks of one ``group`` are batched together (never with another
+    group's)."""
 
     key: str
     payload: Any
@@ -86,15 +95,15 @@ class RunContext:
 
 
 class StudyResult:
-    """What a study returns: ``rows`` (one dict per result row), ``summary`` and the files
-    :meth:`save` writes. Subclasses add the study's own fields and files."""
+    """What a study returns: ``rows`` (one dict per result row), ``summary`` (rows, or a dict of
+    tables) and the files :meth:`save` writes. Subclasses add the study's own fields and files."""
 
     study: ClassVar[str] = ""
 
-    def __init__(self, rows: Sequence[dict[str, Any]], summary: Sequence[dict[str, Any]] = (),
+    def __init__(self, rows: Sequence[dict[str, Any]], summary: Sequence[dict[str, Any]] | dict[str, Any] = (),
                  run_id: str | None = None) -> None:
         self.rows = list(rows)
-        self.summary = list(summary)
+        self.summary: Any = dict(summary) if isinstance(summary, dict) else list(summary)
         self.run_id = run_id
 
     def __repr__(self) -> str:

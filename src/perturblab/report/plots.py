@@ -100,6 +100,14 @@ def sample_complexity_figure(curves: dict[str, list[dict[str, float]]], title: s
 def value_heatmap(values: np.ndarray, rows: Sequence[str], cols: Sequence[str], path: str | Path, *,
                   title: str, cmap: str = "viridis", fmt: str = "{:.2f}", center: float | None = None,
                   colorbar: bool = True) -> Path:
+    """:func:`heatmap_figure` written to ``path``."""
+    return save_figure(heatmap_figure(values, rows, cols, title=title, cmap=cmap, fmt=fmt, center=center,
+                                      colorbar=colorbar), path)
+
+
+def heatmap_figure(values: np.ndarray, rows: Sequence[str], cols: Sequence[str], *, title: str,
+                   cmap: str = "viridis", fmt: str = "{:.2f}", center: float | None = None,
+                   colorbar: bool = True) -> Any:
     """A rows × cols heatmap with each value written in its cell (NaN cells left blank).
 
     ``center`` makes the colour scale symmetric around that value (e.g. 1 for relative robustness).
@@ -123,4 +131,4 @@ def value_heatmap(values: np.ndarray, rows: Sequence[str], cols: Sequence[str], 
     ax.set_title(title, fontsize=9)
     if colorbar:
         fig.colorbar(im, ax=ax, shrink=0.8)
-    return save_figure(fig, path)
+    return fig

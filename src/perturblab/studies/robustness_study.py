@@ -25,9 +25,11 @@ Spearman) with regressors (:func:`resolve_model`: encoder presets with a ridge h
 ``tfidf-ridge``, one-output HF heads, ``hf-finetune`` fine-tuned by mean squared error;
 :mod:`perturblab.models.regression`).
 
-Resumable: each model's predictions on each (perturbation, draw) are stored in
-``results.sqlite`` (table ``cells``) under the model's fingerprint and the test set's hash, so a
-re-run predicts nothing twice and metrics can be changed without re-running models.
+Resumable (through :func:`perturblab.core.run_study`): each model's predictions on each
+(perturbation, draw) are stored in ``results.sqlite`` under the content they depend on (the
+model's fingerprint, the test examples, the field perturbed, the draw and the label alignment),
+so a re-run predicts nothing twice, an edited test set or a retrained model is predicted again,
+and metrics can be changed without re-running models.
 
 Outputs: ``results.json`` rows ``model, perturbation, metric, seed, clean, perturbed,
 relative_robustness, change_rate, n``; ``summary.json``; ``table.md`` (Table 1 and Table 3
@@ -37,28 +39,30 @@ underlined); ``robustness_heatmap_<metric>.png``.
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field, replace
 from functools import partial
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
-from tqdm.auto import tqdm
 
+from ..core.driver import run_study
+from ..core.files import atomic_write_text, save_figure, write_json
+from ..core.keys import content_key, examples_fingerprint, model_fingerprint
+from ..core.lock import output_lock
+from ..core.study import Lazy, Phase, RunContext, Study, StudyResult, Task
 from ..errors import InputError
-from ..executor import Cell, Executor, LocalExecutor, once_per_process
+from ..executor import Executor, once_per_process
 from ..measures.learnability import relative_robustness, relative_robustness_many
 from ..measures.stats import percentile_interval
 from ..measures.task_metrics import TASK_METRICS, bootstrap_confusions, bootstrap_indices, get_task_metric
-from ..models.base import Classifier, Regressor, fingerprint_of, is_regressor
+from ..models.base import Classifier, Regressor, is_regressor
 from ..models.head import dataset_inputs
 from ..models.labels import align_labels, aligned_predictions
 from ..models.states import inputs_hash
 from ..perturb.catalogue import FIELDS, get_perturbation, perturb_inputs
-from ..store import ResultStore
 from .layer_probes import DEFAULT_PERTURBATIONS as ROBUSTNESS_EIGHT
-from .robustness_summary import relative_robustness_heatmaps, robustness_markdown, summarise
+from .robustness_summary import relative_robustness_figures, robustness_markdown, summarise
 
 STUDY = "robustness"
 
@@ -173,6 +177,132 @@ def _task_metrics(config: RobustnessConfig, regression: bool) -> list[str]:
     return [get_task_metric(m).name for m in metrics]
 
 
+class RobustnessStudy(Study):
+    """The study of :func:`run_robustness` on the study core: one phase of prediction tasks, each
+    a model's predictions on the clean test set or one (perturbation, draw) of it, keyed on the
+    model's fingerprint, the test examples, the field perturbed, the draw and the label alignment."""
+
+    name = STUDY
+
+    def __init__(self, config: RobustnessConfig, *, classifiers: Mapping[str, Classifier] | None = None) -> None:
+        _check(config)
+        self.config, self._ready = config, dict(classifiers or {})
+        self.result: RobustnessResult | None = None
+
+    def prepare(self, ctx: RunContext) -> None:
+        from .inputs import labelled_split
+
+        config = self.config
+        train, test = labelled_split(config.data, config.n_train, config.n_test, seed=0,
+                                     text_fields=config.text_fields, label_column=config.label_column,
+                                     task=config.task, regression=True)
+        regression = not test.label_names
+        self.config = config = replace(config, metrics=_task_metrics(config, regression))
+        if config.perturb_field != "both" and not test.is_pair:
+            raise InputError(f"perturb_field={config.perturb_field!r} picks a text of a pair, but {test.name!r} has "
+                             "one text field; name two columns (text_fields / --text-fields A,B) or use 'both'")
+        self.train, self.test = train, test
+        self.inputs, self.y = dataset_inputs(test), np.asarray(test.labels)
+        self.loaded: list[tuple[str, Any, Any, list | None]] = []  # (name, model, handle, columns)
+        remote = ctx.executor.name != "local"
+        for entry in config.models:
+            spec, source = split_alias(entry)
+            ready = self._ready.get(spec)
+            if ready is None:
+                with ctx.step(f"loading model {spec}"):
+                    clf = resolve_model(source, train, config.train_seed)
+            else:
+                clf = ready
+            columns = _output_columns(clf, test, config, spec)
+            # a local cell uses the loaded model; a remote one resolves it from its source
+            handle = (source, train, config.train_seed) if remote and ready is None else clf
+            self.loaded.append((spec, clf, handle, columns))
+
+    def identity(self) -> dict[str, Any]:
+        return {"options": _jsonable(asdict(self.config)),
+                "models": {spec: model_fingerprint(clf) for spec, clf, _, _ in self.loaded},
+                "train": examples_fingerprint(self.train), "test": examples_fingerprint(self.test)}
+
+    def _key(self, clf: Any, columns: list | None, setting: str) -> str:
+        return content_key(STUDY, model_fingerprint(clf), self._test_key, self.config.perturb_field, setting, columns)
+
+    def phases(self, ctx: RunContext) -> Iterator[Phase]:
+        self._test_key = content_key(inputs_hash(self.inputs), self.y.tolist())
+        perturbed: dict[tuple[str, int], tuple[list, float]] = {}
+
+        def inputs_of(pert: str | None, seed: int) -> tuple[list, float | None]:
+            """The test inputs with one draw of ``pert`` and the share it changed; each draw is made
+            once (only when some model's predictions on it are not stored) and shared by the models."""
+            if pert is None:
+                return self.inputs, None
+            if (pert, seed) not in perturbed:
+                xs, changed = perturb_inputs(pert, self.inputs, seed=seed, field=self.config.perturb_field)
+                perturbed[(pert, seed)] = (xs, float(np.mean(changed)))
+            return perturbed[(pert, seed)]
+
+        settings = [("clean", None, 0)] + [(f"{p}|{s}", p, s) for p, s in perturbation_draws(self.config)]
+        tasks = []
+        for spec, clf, handle, columns in self.loaded:
+            for setting, pert, seed in settings:
+                tasks.append(Task(self._key(clf, columns, setting),
+                                  Lazy(partial(_cell_payload, handle, columns, inputs_of, pert, seed))))
+        self._phase = Phase(f"{STUDY}.predict", tasks, _predict_cells, label="predictions")
+        yield self._phase
+
+    def finish(self, ctx: RunContext) -> "RobustnessResult":
+        config, results = self.config, self._phase.results
+
+        def stored(clf: Any, columns: list | None) -> Callable[[str], dict[str, Any]]:
+            return lambda setting: results[self._key(clf, columns, setting)]
+
+        rows = [row for spec, clf, _, columns in self.loaded
+                for row in _model_rows(stored(clf, columns), config, spec, self.y)]
+        intervals = {k: v for spec, clf, _, columns in self.loaded
+                     for k, v in _intervals(stored(clf, columns), config, spec, self.y).items()}
+        summary = summarise(rows, intervals)
+        summary["config"] = _jsonable(asdict(config))
+        summary["config"]["label_maps"] = {k: dict(v) for k, v in config.label_maps.items()}
+        return RobustnessResult(rows, summary, run_id=ctx.run_id)
+
+
+def _jsonable(options: dict[str, Any]) -> dict[str, Any]:
+    return {k: (list(v) if isinstance(v, (list, tuple)) else v) for k, v in options.items()}
+
+
+def _cell_payload(handle: Any, columns: list | None, inputs_of: Callable, pert: str | None,
+                  seed: int) -> tuple[Any, list | None, list, float | None]:
+    xs, rate = inputs_of(pert, seed)
+    return handle, columns, xs, rate
+
+
+def _predict_cells(group: Any, payloads: list[tuple[Any, list | None, list, float | None]]) -> list[dict[str, Any]]:
+    """The phase function: :func:`_predict_cell` of each payload."""
+    return [_predict_cell(*p) for p in payloads]
+
+
+class RobustnessResult(StudyResult):
+    """The result of :func:`perturblab.robustness`: ``rows`` (model × perturbation × metric × draw:
+    clean and perturbed scores, relative robustness, share of inputs changed, n) and ``summary``
+    (means, standard deviations over draws, bootstrap intervals, the tables; a dict)."""
+
+    study = STUDY
+
+    def table(self) -> str:
+        """The Markdown tables of ``table.md`` (Tables 1 and 3 style)."""
+        return robustness_markdown(self.summary)
+
+    def figures(self) -> dict[str, Any]:
+        """``robustness_heatmap_<metric>.png`` -> matplotlib figure (what :meth:`save` writes)."""
+        return relative_robustness_figures(self.summary, "robustness_heatmap")
+
+    def save(self, out: str | Path) -> list[Path]:
+        """``results.json``, ``summary.json``, ``table.md`` and one heatmap per metric."""
+        out = Path(out)
+        paths = [write_json(out / "results.json", self.rows), write_json(out / "summary.json", self.summary),
+                 atomic_write_text(out / "table.md", robustness_markdown(self.summary))]
+        return paths + [save_figure(fig, out / name) for name, fig in self.figures().items()]
+
+
 def run_robustness(config: RobustnessConfig, out_dir: str | Path, *,
                    classifiers: Mapping[str, Classifier] | None = None, progress: bool = True,
                    executor: Executor | None = None) -> list[dict[str, Any]]:
@@ -183,65 +313,11 @@ def run_robustness(config: RobustnessConfig, out_dir: str | Path, *,
     cell, run by ``executor`` (default: in this thread); a Ray worker resolves the model
     itself (once per worker process) unless it is a ready model.
     """
-    from .inputs import labelled_split
-
-    _check(config)
-    executor = executor or LocalExecutor()
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    train, test = labelled_split(config.data, config.n_train, config.n_test, seed=0, text_fields=config.text_fields,
-                                 label_column=config.label_column, task=config.task, regression=True)
-    regression = not test.label_names
-    config = replace(config, metrics=_task_metrics(config, regression))
-    if config.perturb_field != "both" and not test.is_pair:
-        raise InputError(f"perturb_field={config.perturb_field!r} picks a text of a pair, but {test.name!r} has one "
-                         "text field; name two columns (text_fields / --text-fields A,B) or use 'both'")
-    inputs, y = dataset_inputs(test), np.asarray(test.labels)
-    data_key = fingerprint_of(inputs_hash(inputs), y.tolist(), config.perturb_field)
-    loaded: list[tuple[str, Classifier]] = []
-    perturbed: dict[tuple[str, int], tuple[list, float]] = {}
-
-    def inputs_of(pert: str | None, seed: int) -> tuple[list, float | None]:
-        """The test inputs with one draw of ``pert`` and the share it changed; each draw is made
-        once (only when some model's predictions on it are not stored) and shared by the models."""
-        if pert is None:
-            return inputs, None
-        if (pert, seed) not in perturbed:
-            xs, changed = perturb_inputs(pert, inputs, seed=seed, field=config.perturb_field)
-            perturbed[(pert, seed)] = (xs, float(np.mean(changed)))
-        return perturbed[(pert, seed)]
-
-    with ResultStore(out / "results.sqlite") as store:
-        cells = []
-        for entry in tqdm(list(config.models), desc="models", disable=not progress):
-            spec, source = split_alias(entry)
-            ready = (classifiers or {}).get(spec)
-            clf = ready or resolve_model(source, train, config.train_seed)
-            columns = _output_columns(clf, test, config, spec)
-            loaded.append((spec, clf))
-            # a local cell uses the loaded model; a remote one resolves it from its source
-            handle = clf if ready is not None or executor.name == "local" else (source, train, config.train_seed)
-            settings = [("clean", None, 0)] + [(f"{p}|{s}", p, s) for p, s in perturbation_draws(config)]
-            for setting, pert, seed in settings:
-                key = f"{clf.fingerprint}|{data_key}|{setting}"
-                if store.cell(STUDY, key) is None and key not in {c.key for c in cells}:
-                    xs, rate = inputs_of(pert, seed)
-                    cells.append(Cell(key, partial(_predict_cell, handle, columns, xs, rate)))
-        bar = tqdm(total=len(cells), desc="predictions", disable=not progress or not cells)
-        for cell, result in executor.run(cells):
-            store.add_cell(STUDY, cell.key, result)
-            bar.update(1)
-        bar.close()
-        rows = [row for spec, clf in loaded for row in _model_rows(store, config, spec, clf, data_key, y)]
-        intervals = {k: v for spec, clf in loaded for k, v in _intervals(store, config, spec, clf, data_key, y).items()}
-    summary = summarise(rows, intervals)
-    summary["config"] = {k: (list(v) if isinstance(v, (list, tuple)) else v) for k, v in asdict(config).items()}
-    summary["config"]["label_maps"] = {k: dict(v) for k, v in config.label_maps.items()}
-    (out / "results.json").write_text(json.dumps(rows, indent=1))
-    (out / "summary.json").write_text(json.dumps(summary, indent=1))
-    (out / "table.md").write_text(robustness_markdown(summary))
-    relative_robustness_heatmaps(summary, out, "robustness_heatmap")
-    return rows
+    study = RobustnessStudy(config, classifiers=classifiers)
+    with output_lock(out_dir, what="the robustness study"):
+        study.result = run_study(study, out_dir, executor=executor, progress=progress)
+        study.result.save(out_dir)
+    return study.result.rows
 
 
 def _output_columns(model: Classifier | Regressor, test: Any, config: RobustnessConfig, spec: str) -> list | None:
@@ -272,12 +348,9 @@ def _predict_cell(model: Classifier | Regressor | tuple[str, Any, int], columns:
     return {"pred": aligned_predictions(model.predict_proba(xs), columns).tolist(), "change_rate": change_rate}
 
 
-def _model_rows(store: ResultStore, config: RobustnessConfig, spec: str, clf: Classifier, data_key: str,
+def _model_rows(stored: Callable[[str], dict[str, Any]], config: RobustnessConfig, spec: str,
                 y: np.ndarray) -> list[dict[str, Any]]:
-    """``results.json`` rows of one model, from its stored predictions."""
-    def stored(setting: str) -> dict[str, Any]:
-        return store.cell(STUDY, f"{clf.fingerprint}|{data_key}|{setting}")
-
+    """``results.json`` rows of one model, from its stored predictions (``stored(setting)``)."""
     clean = np.asarray(stored("clean")["pred"])
     scores_clean = {m: get_task_metric(m)(y, clean) for m in config.metrics}
     rows = []
@@ -294,14 +367,14 @@ def _model_rows(store: ResultStore, config: RobustnessConfig, spec: str, clf: Cl
     return rows
 
 
-def _intervals(store: ResultStore, config: RobustnessConfig, spec: str, clf: Classifier, data_key: str,
+def _intervals(stored: Callable[[str], dict[str, Any]], config: RobustnessConfig, spec: str,
                y: np.ndarray) -> dict[tuple[str, str, str], list[float]]:
     """Paired-bootstrap 95 % interval of each (model, perturbation, metric)'s mean relative
     robustness: the test examples are resampled ``config.n_boot`` times, and every replicate
     scores the clean and all perturbed predictions on the same resample (label metrics through
     confusion matrices, correlations on all resamples at once)."""
     def pred(setting: str) -> np.ndarray:
-        return np.asarray(store.cell(STUDY, f"{clf.fingerprint}|{data_key}|{setting}")["pred"])
+        return np.asarray(stored(setting)["pred"])
 
     metrics = [m for m in (get_task_metric(k) for k in config.metrics or ())
                if m.from_confusion is not None or m.resampled is not None]

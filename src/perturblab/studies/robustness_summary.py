@@ -86,15 +86,21 @@ def robustness_markdown(summary: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def relative_robustness_heatmaps(summary: dict[str, Any], out: Path, prefix: str) -> list[Path]:
-    """``<prefix>_<metric>.png`` per metric of a :func:`summarise` result: perturbations × models,
-    centred on 1 (unaffected)."""
-    from ..report.plots import value_heatmap
+def relative_robustness_figures(summary: dict[str, Any], prefix: str) -> dict[str, Any]:
+    """``<prefix>_<metric>.png`` -> figure per metric of a :func:`summarise` result: perturbations ×
+    models, centred on 1 (unaffected)."""
+    from ..report.plots import heatmap_figure
 
     models = list(dict.fromkeys(c["model"] for c in summary["clean"]))
     perts = list(dict.fromkeys(c["perturbation"] for c in summary["cells"]))
-    return [value_heatmap(np.array([[_cell(summary, m, p, metric)["mean"] for m in models] for p in perts]),
-                          perts, models, out / f"{prefix}_{metric}.png",
-                          title=f"relative robustness 1 − (m_c − m_p)/m_c, {metric}", cmap="RdYlGn", fmt="{:.2f}",
-                          center=1.0)
-            for metric in dict.fromkeys(c["metric"] for c in summary["clean"])]
+    return {f"{prefix}_{metric}.png": heatmap_figure(
+                np.array([[_cell(summary, m, p, metric)["mean"] for m in models] for p in perts]), perts, models,
+                title=f"relative robustness 1 − (m_c − m_p)/m_c, {metric}", cmap="RdYlGn", fmt="{:.2f}", center=1.0)
+            for metric in dict.fromkeys(c["metric"] for c in summary["clean"])}
+
+
+def relative_robustness_heatmaps(summary: dict[str, Any], out: Path, prefix: str) -> list[Path]:
+    """:func:`relative_robustness_figures` written into ``out``."""
+    from ..report.plots import save_figure
+
+    return [save_figure(fig, out / name) for name, fig in relative_robustness_figures(summary, prefix).items()]
