@@ -70,7 +70,7 @@ def test_ray_runs_a_learnability_grid_byte_identical_to_local(tmp_path, marker_c
     run_learnability(cfg, tmp_path / "ray", progress=False, executor=ray_executor)
     assert _files(tmp_path / "local", names) == _files(tmp_path / "ray", names)
     with ResultStore(tmp_path / "ray" / "results.sqlite") as s:
-        rows = s._con.execute("SELECT model, perturbation, setting, seed FROM trainings").fetchall()
+        rows = s._con.execute("SELECT key FROM cells WHERE study='learnability.train'").fetchall()
     # 2 seeds x 2 perturbations x (3 p + robustness): each stored once
     assert len(rows) == len(set(rows)) == 2 * 2 * 4
 

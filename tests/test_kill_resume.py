@@ -85,7 +85,7 @@ def kill_after(cmd, env, db, table: str, rows: int, extra_delay: float, timeout:
     return running
 
 
-@pytest.mark.parametrize("study,table", [("learnability", "trainings"), ("robustness", "cells"), ("run", "cells"),
+@pytest.mark.parametrize("study,table", [("learnability", "cells"), ("robustness", "cells"), ("run", "cells"),
                                          ("scope", "cells")])
 def test_sigkill_then_resume_equals_uninterrupted_run(tmp_path, marker_csv, study, table):
     env = {**os.environ, "PERTURBLAB_HOME": str(tmp_path / "home"), "HF_HUB_OFFLINE": "1"}

@@ -10,9 +10,8 @@ import argparse
 import logging
 import sys
 import time
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Sequence
 
 from .errors import PerturblabError
 
@@ -101,24 +100,6 @@ def executor_options(p: argparse.ArgumentParser, *, default: str | None = "local
     p.add_argument("--address", default=None, help="Ray cluster address ('auto', 'ray://host:10001'); default: "
                    "start a local Ray instance")
     p.add_argument("--num-cpus", type=int, default=None, help="CPUs of a local Ray instance")
-
-
-@contextmanager
-def study_executor(args, workers: int = 1) -> Iterator[Any]:
-    """The executor of ``perturblab run`` (left open for its next study), or one made from the
-    command's own options and shut down afterwards."""
-    given = getattr(args, "executor_obj", None)
-    if given is not None:
-        yield given
-        return
-    from .executor import make_executor
-
-    ex = make_executor(args.executor, workers=workers, address=args.address, num_cpus=args.num_cpus)
-    try:
-        yield ex
-    finally:
-        if hasattr(ex, "shutdown"):
-            ex.shutdown()
 
 
 def _add_selfcheck_args(p: argparse.ArgumentParser) -> None:

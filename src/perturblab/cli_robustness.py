@@ -10,7 +10,6 @@ from typing import Callable
 from .cli import _csv_list as _list
 from .cli import data_options as _data_options
 from .cli import executor_options as _executor_options
-from .cli import study_executor
 
 
 def _floats(s: str) -> list[float]:
@@ -95,22 +94,18 @@ def cmd_robustness(args) -> int:
 
 
 def cmd_learnability(args) -> int:
-    from .measures.learnability import LEARNABILITY_GRID
-    from .studies.learnability_study import LearnabilityConfig, run_learnability
+    from .core.lock import output_lock
+    from .functions import learnability
 
-    cfg = LearnabilityConfig(models=_list(args.models), perturbations=resolve_perturbations(args.perturbations),
-                             data=args.data, n_train=args.n_train, n_test=args.n_test, seeds=args.seeds,
-                             ps=args.ps or LEARNABILITY_GRID, text_fields=args.text_fields,
-                             label_column=args.label_column, perturb_field=args.perturb_field)
-    with study_executor(args, workers=args.workers) as ex:
-        if ex.name == "local":
-            from .executor import LocalExecutor
-
-            ex = LocalExecutor(args.workers)  # the study's own --workers sets the local threads
-        run_learnability(cfg, args.out, progress=not args.quiet, workers=args.workers, executor=ex)
-    import json
-
-    summary = json.loads((Path(args.out) / "summary.json").read_text())
+    out = Path(args.out)
+    with output_lock(out, what="the learnability study"):
+        res = learnability(args.models, perturbations=args.perturbations, data=args.data, text_fields=args.text_fields,
+                           label_column=args.label_column, perturb_field=args.perturb_field, seeds=args.seeds,
+                           n_train=args.n_train, n_test=args.n_test, ps=args.ps, workers=args.workers, out=out,
+                           quiet=args.quiet, executor=getattr(args, "executor_obj", None) or args.executor,
+                           address=args.address, num_cpus=args.num_cpus)
+        paths = res.save(out)
+    summary = res.summary
     print(f"{'model':14s} {'perturbation':24s} {'avg_learn':>10s} {'robustness':>11s} {'post_aug_Δ':>11s}")
     for t in summary["table"]:
         print(f"{t['model']:14s} {t['perturbation']:24s} {t['avg_learnability']:10.3f} {t['robustness']:11.3f} "
@@ -118,8 +113,7 @@ def cmd_learnability(args) -> int:
     for c in summary["spearman"]:
         rho = "n/a" if c["spearman"] is None else f"{c['spearman']:.3f} (p={c['p_value']:.2g})"
         print(f"Spearman {c['x']} vs {c['y']}: {rho} over {c['n_pairs']} pairs")
-    print(f"outputs in {Path(args.out).resolve()}: results.json, summary.json, table.md, curves_*.png, correlations.png, "
-          "robustness_heatmap.png")
+    print(f"outputs in {out.resolve()}: {', '.join(p.name for p in paths)}, results.sqlite")
     return 0
 
 

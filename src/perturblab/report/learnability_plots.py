@@ -8,14 +8,19 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .plots import _plt, safe_name, save_figure, value_heatmap
+from .plots import _plt, heatmap_figure, safe_name, save_figure
 
 
 def learnability_figures(rows: Sequence[dict[str, Any]], summary: dict[str, Any], out_dir: str | Path) -> list[Path]:
     """Write ``curves_<model>.png``, ``correlations.png`` and ``robustness_heatmap.png``."""
+    return [save_figure(fig, Path(out_dir) / name) for name, fig in learnability_figure_set(rows, summary).items()]
+
+
+def learnability_figure_set(rows: Sequence[dict[str, Any]], summary: dict[str, Any]) -> dict[str, Any]:
+    """File name -> figure: ``curves_<model>.png`` (Fig. 3), ``correlations.png`` (Fig. 4) and
+    ``robustness_heatmap.png``."""
     plt = _plt()
-    out = Path(out_dir)
-    paths = []
+    figs: dict[str, Any] = {}
     models = list(dict.fromkeys(r["model"] for r in rows))
     perts = list(dict.fromkeys(r["perturbation"] for r in rows))
     for model in models:
@@ -31,7 +36,7 @@ def learnability_figures(rows: Sequence[dict[str, Any]], summary: dict[str, Any]
         ax.set_title(f"{model}: learnability@p", fontsize=9)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
-        paths.append(save_figure(fig, out / f"curves_{safe_name(model)}.png"))
+        figs[f"curves_{safe_name(model)}.png"] = fig
     table = summary["table"]
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
     for ax, (y, label) in zip(axes, (("robustness", "robustness (Eq. 1)"), ("post_aug_delta", "post-augmentation Δ (Eq. 2)"))):
@@ -51,9 +56,9 @@ def learnability_figures(rows: Sequence[dict[str, Any]], summary: dict[str, Any]
         ax.set_ylabel(label)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
-    paths.append(save_figure(fig, out / "correlations.png"))
+    figs["correlations.png"] = fig
     mat = np.array([[next((t["robustness"] for t in table if (t["model"], t["perturbation"]) == (m, p)), np.nan)
                       for m in models] for p in perts])
-    paths.append(value_heatmap(100 * mat, perts, models, out / "robustness_heatmap.png", cmap="Reds_r", fmt="{:.1f}",
-                               title="robustness: accuracy change on perturbed test (points)"))
-    return paths
+    figs["robustness_heatmap.png"] = heatmap_figure(100 * mat, perts, models, cmap="Reds_r", fmt="{:.1f}",
+                                                    title="robustness: accuracy change on perturbed test (points)")
+    return figs

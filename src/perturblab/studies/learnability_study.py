@@ -7,8 +7,10 @@ Data: a stratified train/test split of a labelled set (seed 0), each part subsam
 balanced classes (Sec. 4.2) to ``n_train`` / ``n_test``; text pairs (``text_fields``, e.g. QQP's
 two questions) are perturbed in ``perturb_field`` (``a``, ``b`` or ``both``, the default); the seeds vary training, pseudo labels
 and perturbation draws, never the data. Every trained model's result is stored in
-``results.sqlite`` (``trainings``) under (model, data, perturbation, setting, seed), setting
-``clean``, ``augmented`` or ``p=<p>``: a resumed run trains nothing twice.
+``results.sqlite`` (through :func:`perturblab.core.run_study`) under the content it depends on:
+the trainer's code, the train and test examples, the field perturbed, the perturbation, the
+setting (``robustness`` or ``p=<p>``) and the seed. A resumed run trains nothing twice; edited
+data or a changed trainer trains again.
 
 ``results.json`` rows: ``model, perturbation, metric, p, seed, value`` with metrics
 ``learnability`` and ``learnability_prob`` (per p), ``avg_learnability``, ``robustness``,
@@ -19,26 +21,27 @@ them as the paper's Tables 2 and 3.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
-from tqdm.auto import tqdm
 
+from ..core.driver import run_study
+from ..core.files import atomic_write_text, write_json
+from ..core.keys import content_key, examples_fingerprint
+from ..core.lock import output_lock
+from ..core.study import Phase, RunContext, Study, StudyResult, Task
 from ..errors import InputError
-from ..executor import Cell, Executor, LocalExecutor
+from ..executor import Executor, LocalExecutor
 from ..measures.learnability import LEARNABILITY_GRID, log_auc, post_augmentation_delta, robustness
 from ..measures.grounding import rank_correlations
 from ..measures.stats import spearman
 from ..models.base import TextInput
 from ..models.head import dataset_inputs
 from ..perturb.catalogue import FIELDS, get_perturbation, perturb_inputs
-from ..store import ResultStore
 from .learnability import Fit, LearnabilityPoint, learnability_curve
 
 log = logging.getLogger(__name__)
@@ -81,10 +84,129 @@ def _accuracy(model: Any, texts: Sequence[TextInput], y: np.ndarray) -> float:
     return float((np.asarray(model.predict_proba(list(texts))).argmax(axis=1) == y).mean())
 
 
+def trainer_fingerprint(fit: Fit) -> str:
+    """What a trainer's results depend on: its module, name, code, defaults and the values it
+    closes over (a changed trainer under the same model name trains again)."""
+    from ..models.base import fingerprint_of
+    from ..models.callable_backend import _code_hash
+
+    return fingerprint_of("trainer", getattr(fit, "__module__", ""), getattr(fit, "__qualname__", type(fit).__name__),
+                          _code_hash(fit))
+
+
+class LearnabilityStudy(Study):
+    """The study of :func:`run_learnability` on the study core: one phase whose tasks are the
+    trained models' results (per model × perturbation × seed: the clean/perturbed/augmented
+    accuracies, and each p of the learnability curve), keyed on the trainer, the train and test
+    examples, the field perturbed, the perturbation, the setting and the seed. Tasks of one
+    (model, seed) robustness cell or one (model, perturbation, seed) curve are computed together,
+    so the clean model is trained once for all its missing perturbations."""
+
+    name = "learnability"
+
+    def __init__(self, config: LearnabilityConfig, *, trainers: dict[str, Fit] | None = None) -> None:
+        for name in config.perturbations:
+            get_perturbation(name)
+        if config.perturb_field not in FIELDS:
+            raise InputError(f"perturb_field must be one of {', '.join(FIELDS)}, got {config.perturb_field!r}")
+        if config.seeds < 1:
+            raise InputError(f"seeds must be >= 1 (models trained per model and perturbation), got {config.seeds}")
+        self.config = config
+        self.fits = {m: _trainer(m, trainers) for m in config.models}
+        self.result: LearnabilityResult | None = None
+
+    def prepare(self, ctx: RunContext) -> None:
+        self.train, self.test = _split(self.config)
+        self.x_train, self.x_test = dataset_inputs(self.train), dataset_inputs(self.test)
+
+    def identity(self) -> dict[str, Any]:
+        return {"options": {k: (list(v) if isinstance(v, (list, tuple)) else v) for k, v in asdict(self.config).items()},
+                "trainers": {m: trainer_fingerprint(f) for m, f in self.fits.items()},
+                "train": examples_fingerprint(self.train), "test": examples_fingerprint(self.test)}
+
+    def _key(self, model: str, pert: str, setting: str, seed: int) -> str:
+        return content_key("learnability", self._trainer_fps[model], self._data, self.config.perturb_field, pert,
+                           setting, seed)
+
+    def phases(self, ctx: RunContext) -> Iterator[Phase]:
+        cfg = self.config
+        self._trainer_fps = {m: trainer_fingerprint(f) for m, f in self.fits.items()}
+        self._data = content_key(examples_fingerprint(self.train), examples_fingerprint(self.test))
+        tasks = []
+        for model, seed in self.grid():
+            tasks += [Task(self._key(model, p, "robustness", seed), p, group=("robustness", model, seed))
+                      for p in cfg.perturbations]
+            for pert in cfg.perturbations:
+                tasks += [Task(self._key(model, pert, f"p={p}", seed), p, group=("curve", model, pert, seed))
+                          for p in cfg.ps]
+        size = max(len(cfg.perturbations), len(cfg.ps), 1)
+        self._phase = Phase("learnability.train", tasks,
+                            partial(_learnability_cell, self.fits, self.x_train, self.train.labels, self.x_test,
+                                    self.test.labels, cfg.perturb_field),
+                            batch_size=size, label="model x seed x perturbation")
+        yield self._phase
+
+    def grid(self) -> list[tuple[str, int]]:
+        return [(m, s) for m in self.config.models for s in range(self.config.seeds)]
+
+    def finish(self, ctx: RunContext) -> "LearnabilityResult":
+        cfg, results = self.config, self._phase.results
+
+        def stored(model: str, pert: str, setting: str, seed: int) -> dict[str, Any]:
+            return results[self._key(model, pert, setting, seed)]
+
+        rows: list[dict[str, Any]] = []
+        for model, seed in self.grid():
+            rows += _robustness_rows(stored, model, cfg, seed)
+            for pert in cfg.perturbations:
+                rows += _learnability_rows(stored, model, pert, cfg, seed)
+        return LearnabilityResult(rows, summarise(rows), run_id=ctx.run_id)
+
+
+def _learnability_cell(fits: dict[str, Fit], x_train: list[TextInput], ytr: np.ndarray, x_test: list[TextInput],
+                       yte: np.ndarray, field: str, group: tuple, payloads: list) -> list[dict[str, Any]]:
+    """The phase function: a (model, seed) robustness cell over the perturbations in ``payloads``,
+    or a (model, perturbation, seed) learnability curve over the ps in ``payloads``."""
+    if group[0] == "robustness":
+        _, model, seed = group
+        return [res for *_, res in _robustness_results(fits[model], model, x_train, ytr, x_test, yte, payloads, seed,
+                                                        field)]
+    _, model, pert, seed = group
+    by_p = {setting: res for _, _, setting, _, res in _curve_results(fits[model], model, x_train, x_test, pert,
+                                                                       payloads, seed, field)}
+    return [by_p[f"p={float(p)}"] for p in payloads]
+
+
+class LearnabilityResult(StudyResult):
+    """The result of :func:`perturblab.learnability`: ``rows`` (``model, perturbation, metric, p,
+    seed, value``) and ``summary`` (Table 2 means and s.d. over seeds, Table 3 Spearman tests)."""
+
+    study = "learnability"
+
+    def table(self) -> str:
+        """The Markdown of ``table.md``."""
+        return learnability_markdown(self.summary)
+
+    def figures(self) -> dict[str, Any]:
+        """``curves_<model>.png``, ``correlations.png``, ``robustness_heatmap.png`` -> figure."""
+        from ..report.learnability_plots import learnability_figure_set
+
+        return learnability_figure_set(self.rows, self.summary)
+
+    def save(self, out: str | Path) -> list[Path]:
+        """``results.json``, ``summary.json``, ``table.md`` and the figures, each atomically."""
+        from ..report.plots import save_figure
+
+        out = Path(out)
+        paths = [write_json(out / "results.json", self.rows), write_json(out / "summary.json", self.summary),
+                 atomic_write_text(out / "table.md", learnability_markdown(self.summary))]
+        return paths + [save_figure(fig, out / name) for name, fig in self.figures().items()]
+
+
 def run_learnability(config: LearnabilityConfig, out_dir: str | Path, *, trainers: dict[str, Fit] | None = None,
                      progress: bool = True, workers: int = 1, executor: Executor | None = None) -> list[dict[str, Any]]:
-    """Run (or resume) the study; ``trainers`` maps model names to ``fit`` functions (default:
-    the trainable zoo, :mod:`perturblab.models.zoo`).
+    """Run (or resume) the study and write its outputs; ``trainers`` maps model names to ``fit``
+    functions (default: the trainable zoo, :mod:`perturblab.models.zoo`).
 
     The work is one cell per model × seed (the clean and augmented models of Eq. 1–2) and one per
     model × perturbation × seed (the learnability curve), run by ``executor`` (default: a
@@ -95,52 +217,11 @@ def run_learnability(config: LearnabilityConfig, out_dir: str | Path, *, trainer
     """
     if not isinstance(workers, int) or workers < 1:
         raise InputError(f"workers must be a positive integer, got {workers!r}")
-    executor = executor or LocalExecutor(workers)
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    for name in config.perturbations:
-        get_perturbation(name)
-    if config.perturb_field not in FIELDS:
-        raise InputError(f"perturb_field must be one of {', '.join(FIELDS)}, got {config.perturb_field!r}")
-    fits = {m: _trainer(m, trainers) for m in config.models}
-    train, test = _split(config)
-    x_train, x_test = dataset_inputs(train), dataset_inputs(test)
-    key = hashlib.sha256(json.dumps([x_train, x_test, train.labels.tolist(), test.labels.tolist()])
-                         .encode()).hexdigest()[:16]
-    data = f"{config.data}:{key}"
-    ytr, yte = train.labels, test.labels
-    grid = [(m, s) for m in config.models for s in range(config.seeds)]
-    with ResultStore(out / "results.sqlite") as store:
-        cells = []
-        for model, seed in grid:
-            missing = [p for p in config.perturbations if store.training(model, data, p, "robustness", seed) is None]
-            if missing:
-                cells.append(Cell(f"robustness|{model}|{seed}", partial(
-                    _robustness_results, fits[model], model, x_train, ytr, x_test, yte, missing, seed,
-                    config.perturb_field)))
-            for pert in config.perturbations:
-                ps = [p for p in config.ps if store.training(model, data, pert, f"p={p}", seed) is None]
-                if ps:
-                    cells.append(Cell(f"curve|{model}|{pert}|{seed}", partial(
-                        _curve_results, fits[model], model, x_train, x_test, pert, ps, seed, config.perturb_field)))
-        bar = tqdm(total=len(cells), desc="model x seed x perturbation", disable=not progress)
-        for _, results in executor.run(cells):
-            store.add_trainings((model, data, pert, setting, seed, res) for model, pert, setting, seed, res in results)
-            bar.update(1)
-        bar.close()
-        rows: list[dict[str, Any]] = []
-        for model, seed in grid:
-            rows += _robustness_rows(store, model, data, config, seed)
-            for pert in config.perturbations:
-                rows += _learnability_rows(store, model, data, pert, config, seed)
-    (out / "results.json").write_text(json.dumps(rows, indent=1))
-    summary = summarise(rows)
-    (out / "summary.json").write_text(json.dumps(summary, indent=1))
-    (out / "table.md").write_text(learnability_markdown(summary))
-    from ..report.learnability_plots import learnability_figures
-
-    learnability_figures(rows, summary, out)
-    return rows
+    study = LearnabilityStudy(config, trainers=trainers)
+    with output_lock(out_dir, what="the learnability study"):
+        study.result = run_study(study, out_dir, executor=executor or LocalExecutor(workers), progress=progress)
+        study.result.save(out_dir)
+    return study.result.rows
 
 
 def _trainer(name: str, trainers: dict[str, Fit] | None) -> Fit:
@@ -175,10 +256,11 @@ def _curve_results(fit: Fit, model: str, train: list[TextInput], test: list[Text
             for q in learnability_curve(fit, train, test, pert, ps=ps, seed=seed, field=field)]
 
 
-def _robustness_rows(store: ResultStore, model: str, data: str, config: LearnabilityConfig, seed: int) -> list[dict]:
+def _robustness_rows(stored: Callable[..., dict[str, Any]], model: str, config: LearnabilityConfig,
+                     seed: int) -> list[dict]:
     rows = []
     for pert in config.perturbations:
-        res = dict(store.training(model, data, pert, "robustness", seed))
+        res = dict(stored(model, pert, "robustness", seed))
         res["robustness"] = robustness(res["acc_perturbed"], res["acc_clean"])
         res["post_aug_delta"] = post_augmentation_delta(res["acc_augmented"], res["acc_perturbed"])
         rows += [{"model": model, "perturbation": pert, "metric": m, "p": None, "seed": seed, "value": v}
@@ -186,9 +268,9 @@ def _robustness_rows(store: ResultStore, model: str, data: str, config: Learnabi
     return rows
 
 
-def _learnability_rows(store: ResultStore, model: str, data: str, pert: str, config: LearnabilityConfig,
+def _learnability_rows(stored: Callable[..., dict[str, Any]], model: str, pert: str, config: LearnabilityConfig,
                        seed: int) -> list[dict]:
-    points = [LearnabilityPoint(**store.training(model, data, pert, f"p={p}", seed)) for p in config.ps]
+    points = [LearnabilityPoint(**stored(model, pert, f"p={p}", seed)) for p in config.ps]
     rows = [{"model": model, "perturbation": pert, "metric": m, "p": q.p, "seed": seed, "value": v}
             for q in points for m, v in (("learnability", q.learnability), ("learnability_prob", q.learnability_prob))]
     rows.append({"model": model, "perturbation": pert, "metric": "avg_learnability", "p": None, "seed": seed,
