@@ -179,8 +179,8 @@ def run_fast(cfg, lm, corpus, benign, out_dir):
         wall = time.perf_counter() - t0
     finally:
         sc.Scorer = original
-    rows = {(m, s): {r["example_id"]: r for r in study.store.examples(cfg.run_id, model=MODEL, metric=m, setting=s)}
-            for m, s, _ in study.units()}
+    rows = {(m, s): {r["example_id"]: r for r in study.result.examples
+                     if (r["model"], r["metric"], r["setting"]) == (MODEL, m, s)} for m, s, _ in study.units()}
     study.close()
     return study, wall, times, rows
 

@@ -178,7 +178,7 @@ def test_selfcheck_negation_scores_like_the_local_model(tmp_path, local):
         for name, lm in (("local", local), ("api", api)):
             study = SelfCheckStudy(SelfCheckConfig(models=[name], **cfg), tmp_path / name, models={name: lm},
                                    corpus=corpus, benign=BENIGN, progress=False)
-            runs[name] = (study.run(), study.store.examples(study.cfg.run_id))
+            runs[name] = (study.run(), study.result.examples)
             study.close()
     (rows_l, ex_l), (rows_a, ex_a) = runs["local"], runs["api"]
     assert len(rows_l) == len(rows_a) == 4 and ex_l and len(ex_l) == len(ex_a)  # 3 scores of "not", 1 benign

@@ -13,7 +13,7 @@ from perturblab import functions
 from perturblab.cli import build_parser
 
 #: commands whose study runs through the study core, by function name
-CORE_COMMANDS = {"scope": "scope", "scope-lm": "scope_lm", "checkpoints": "checkpoints", "robustness": "robustness", "learnability": "learnability"}
+CORE_COMMANDS = {"scope": "scope", "scope-lm": "scope_lm", "checkpoints": "checkpoints", "robustness": "robustness", "learnability": "learnability", "selfcheck": "selfcheck", "similarity": "similarity"}
 
 
 def long_options(command: str) -> set[str]:

@@ -287,24 +287,19 @@ def cmd_scope(args) -> int:
 
 
 def cmd_selfcheck(args) -> int:
-    from .studies.selfcheck import SelfCheckConfig, SelfCheckStudy
-    from .studies.selfcheck_summary import selfcheck_table
+    from .core.lock import output_lock
+    from .functions import selfcheck
 
-    benign = None if args.benign_corpus.strip().lower() in ("", "none") else args.benign_corpus
-    cfg = SelfCheckConfig(models=_csv_list(args.models), corpus=args.corpus, n=args.n, seed=args.seed,
-                          metrics=_csv_list(args.metrics), benign_corpus=benign,
-                          ablations=not args.no_ablations, max_new_tokens=args.max_new_tokens,
-                          text_column=args.text_column)
+    out = Path(args.out)
     t0 = time.time()
-    study = SelfCheckStudy(cfg, args.out, progress=not args.quiet)
-    try:
-        rows = study.run()
-    finally:
-        study.close()
-    print(selfcheck_table(rows))
-    files = [p.name for p in sorted(Path(args.out).iterdir()) if p.suffix in (".json", ".csv", ".png", ".sqlite")]
-    print(f"\ncorpus: {args.corpus}; n={cfg.n}; {time.time() - t0:.0f} s")
-    print(f"outputs in {Path(args.out).resolve()}: {', '.join(files)}")
+    with output_lock(out, what="the selfcheck study"):
+        res = selfcheck(args.models, corpus=args.corpus, benign_corpus=args.benign_corpus,
+                        text_column=args.text_column, n=args.n, seed=args.seed, metrics=args.metrics,
+                        no_ablations=args.no_ablations, max_new_tokens=args.max_new_tokens, out=out, quiet=args.quiet)
+        paths = res.save(out)
+    print(res.table())
+    print(f"\ncorpus: {args.corpus}; n={res.config.n}; {time.time() - t0:.0f} s")
+    print(f"outputs in {out.resolve()}: {', '.join(p.name for p in paths)}, results.sqlite")
     return 0
 
 

@@ -52,6 +52,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                         "r2cca, pwcca_distance (pwcca), procrustes_distance (procrustes)")
     p.add_argument("--n", type=int, default=2000, help="inputs (CCA measures need more inputs than dimensions)")
     p.add_argument("--pooling-b", choices=POOLINGS, default=None, help="pooling of model B (default: --pooling)")
+    p.add_argument("--text-column", default=None, help="text column of a data file (default: 'text')")
+    p.add_argument("--text-fields", type=_list, default=[], metavar="A[,B]",
+                   help="text column(s) of a data file: one, or two for a text pair (replaces --text-column)")
     _common(p)
 
     p = sub.add_parser("finetuning", help="pretrained vs fine-tuned encoder per layer: CKA, STIR both ways, probes")
@@ -104,15 +107,17 @@ def _finetune_config(args):
 
 
 def cmd_similarity(args) -> int:
-    from .studies.similarity import SimilarityConfig, compare_models
+    from .core.lock import output_lock
+    from .functions import similarity
 
-    cfg = SimilarityConfig(a=args.a, b=args.b, data=args.data, n=args.n, seed=args.seed, measures=_list(args.measures),
-                           pooling=args.pooling, pooling_b=args.pooling_b)
-    rows = compare_models(cfg, args.out, progress=not args.quiet)
-    for m in dict.fromkeys(r["measure"] for r in rows):
-        diag = [r for r in rows if r["measure"] == m and r["layer_a"] == r["layer_b"]]
-        print(f"{m:22s} same-index layers: " + " ".join(f"{r['layer_a']}:{r['value']:.3f}" for r in diag))
-    print(f"outputs in {Path(args.out).resolve()}: results.json, heatmap_<measure>.png, results.sqlite")
+    out = Path(args.out)
+    with output_lock(out, what="the similarity study"):
+        res = similarity(args.a, args.b, data=args.data, text_column=args.text_column, text_fields=args.text_fields,
+                         n=args.n, seed=args.seed, measures=args.measures, pooling=args.pooling,
+                         pooling_b=args.pooling_b, out=out, quiet=args.quiet)
+        paths = res.save(out)
+    print(res.table())
+    print(f"outputs in {out.resolve()}: {', '.join(p.name for p in paths)}, results.sqlite")
     return 0
 
 

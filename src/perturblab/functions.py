@@ -22,6 +22,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from .studies.scope.checkpoints import CheckpointResult
     from .studies.learnability_study import LearnabilityResult
     from .studies.robustness_study import RobustnessResult
+    from .studies.selfcheck_summary import SelfCheckResult
+    from .studies.similarity import SimilarityResult
     from .studies.scope.lm import LMScopeResult
 
 #: the Python function of each study command: (module, function name)
@@ -31,6 +33,8 @@ STUDY_FUNCTIONS: dict[str, tuple[str, str]] = {
     "checkpoints": ("perturblab.functions", "checkpoints"),
     "robustness": ("perturblab.functions", "robustness"),
     "learnability": ("perturblab.functions", "learnability"),
+    "selfcheck": ("perturblab.functions", "selfcheck"),
+    "similarity": ("perturblab.functions", "similarity"),
 }
 
 
@@ -467,3 +471,114 @@ def learnability(models: Any = ("tfidf-lr", "textrnn"), *, perturbations: str | 
         ex = LocalExecutor(workers) if executor == "local" else _executor(stack, executor, address, num_cpus)
         study = LearnabilityStudy(cfg, trainers=dict(trainers or {}))
         return run_study(study, where, executor=ex, progress=not quiet)
+
+
+def selfcheck(models: Any, *, corpus: "str | Any" = "conll2010", benign_corpus: "str | Any | None" = "oanc",
+              text_column: str = "text", n: int = 1000, seed: int = 0, metrics: str | Sequence[str] | None = None,
+              no_ablations: bool = False, max_new_tokens: int = 32, out: str | Path | None = None,
+              quiet: bool = False) -> "SelfCheckResult":
+    """Self-supervised sensitivity scores of language models on any text (*Bring your own data!*;
+    the ``selfcheck`` command): negation, toxicity, long-range context, word order, tokenization
+    and entropy, with the ablations unless ``no_ablations``.
+
+    ``models`` are language-model specs or :class:`~perturblab.models.lm.LanguageModel` objects;
+    ``corpus`` and ``benign_corpus`` corpus names, files or :class:`~perturblab.data.corpus.Corpus`
+    objects (``benign_corpus=None`` or ``"none"`` leaves out the normalised negation score).
+    ``out`` keeps the results store (``None``: a temporary directory).
+
+    Example (the entropy of a tiny random language model on a few sentences)::
+
+        >>> import perturblab as pl, transformers
+        >>> from tokenizers import Tokenizer, models, pre_tokenizers
+        >>> from perturblab.data.corpus import Corpus
+        >>> from perturblab.models.lm import HFCausalLM
+        >>> texts = ["the cat sat on the warm mat today .", "a dog ran in the big green park .",
+        ...          "she read the old book by the window .", "we walked along the quiet river bank ."]
+        >>> vocab = {w: i for i, w in enumerate(["<unk>", *sorted({w for t in texts for w in t.split()})])}
+        >>> words = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+        >>> words.pre_tokenizer = pre_tokenizers.Whitespace()
+        >>> tok = transformers.PreTrainedTokenizerFast(tokenizer_object=words, unk_token="<unk>", pad_token="<unk>")
+        >>> config = transformers.LlamaConfig(vocab_size=len(vocab), hidden_size=16, intermediate_size=32,
+        ...                                   num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=2)
+        >>> lm = HFCausalLM(transformers.LlamaForCausalLM(config), tok, name="tiny")
+        >>> res = pl.selfcheck([lm], corpus=Corpus(texts, [0, 0, 1, 1], name="tiny"), benign_corpus=None,
+        ...                    metrics="entropy", n=4, quiet=True)
+        >>> [(r["metric"], r["n"]) for r in res.rows]
+        [('next_token_entropy', 4), ('token_entropy', 4)]
+    """
+    from .data.corpus import Corpus
+    from .studies.selfcheck import METRICS, SelfCheckConfig, SelfCheckStudy
+
+    given: dict[str, Any] = {}
+    names = []
+    for m in _names(models):
+        if isinstance(m, str):
+            names.append(m)
+        else:
+            name = str(getattr(m, "name", "") or f"model{len(names)}")
+            names.append(name)
+            given[name] = m
+    benign = benign_corpus
+    if isinstance(benign, str) and benign.strip().lower() in ("", "none"):
+        benign = None
+    cfg = SelfCheckConfig(models=names, corpus=corpus if isinstance(corpus, str) else getattr(corpus, "name", "corpus"),
+                          n=n, seed=seed, metrics=_names(metrics) if metrics else list(METRICS),
+                          benign_corpus=benign if isinstance(benign, str) or benign is None
+                          else getattr(benign, "name", "benign"),
+                          ablations=not no_ablations, max_new_tokens=max_new_tokens, text_column=text_column)
+    from .core.driver import run_study
+
+    with ExitStack() as stack:
+        where = Path(out) if out is not None else Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        study = SelfCheckStudy(cfg, where, models=given, corpus=corpus if isinstance(corpus, Corpus) else None,
+                               benign=benign if isinstance(benign, Corpus) else None, progress=not quiet)
+        return run_study(study, where, progress=not quiet)
+
+
+def similarity(a: Any, b: Any, *, data: str = "rotten_tomatoes", text_column: str | None = None,
+               text_fields: str | Sequence[str] = (), n: int = 2000, seed: int = 0,
+               measures: str | Sequence[str] = "cka,pwcca,procrustes", pooling: str = "mean",
+               pooling_b: str | None = None, chunk_size: int = 1000, out: str | Path | None = None,
+               quiet: bool = False) -> "SimilarityResult":
+    """Layer × layer representation similarity of two models on the same inputs (the
+    ``similarity`` command): CKA, CCA, PWCCA, Procrustes … for every pair of layers.
+
+    ``a`` and ``b`` are encoder specs (encoder or language-model presets, ``.gguf`` files,
+    directories, hub ids) or :class:`~perturblab.models.base.Encoder` objects; ``data`` a data set,
+    file or corpus (``text_column`` / ``text_fields`` name a file's text column(s)).
+
+    Example (a tiny encoder against itself: linear CKA 1 on the same layer)::
+
+        >>> import numpy as np, perturblab as pl
+        >>> class Words:  # an encoder of its own: two layers from word counts
+        ...     fingerprint, num_layers, name = "doctest-words-v3", 1, "words"
+        ...     def hidden_states(self, inputs, pooling="mean"):
+        ...         x = np.array([[t.count(w) for w in ("a", "e", "o", " ")] for t in inputs], float)
+        ...         return [x, np.sqrt(x) + x ** 2]
+        >>> texts = [f"text number {i} says {'a' * (i % 5)} and {'o' * (i % 3)}" for i in range(40)]
+        >>> import tempfile, pathlib
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "t.txt"
+        >>> _ = path.write_text("\\n\\n".join(texts))
+        >>> res = pl.similarity(Words(), Words(), data=str(path), n=30, measures="cka", quiet=True)
+        >>> [round(r["value"], 6) for r in res.rows if r["layer_a"] == r["layer_b"]]
+        [1.0, 1.0]
+    """
+    from .studies.similarity import SimilarityConfig, SimilarityStudy
+
+    fields = _names(text_fields) if text_fields else ([text_column] if text_column else [])
+    if text_column and text_fields:
+        raise InputError("--text-fields replaces --text-column; give one of them")
+    encoders, names = {}, []
+    for role, m in (("a", a), ("b", b)):
+        name = m if isinstance(m, str) else str(getattr(m, "name", "") or role)
+        if not isinstance(m, str):
+            name = name if name not in names else f"{name}-{role}"
+            encoders[name] = m
+        names.append(name)
+    cfg = SimilarityConfig(a=names[0], b=names[1], data=data, n=n, seed=seed, measures=_names(measures),
+                           pooling=pooling, pooling_b=pooling_b, chunk_size=chunk_size, text_fields=fields)
+    from .core.driver import run_study
+
+    with ExitStack() as stack:
+        where = Path(out) if out is not None else Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        return run_study(SimilarityStudy(cfg, encoders=encoders, progress=not quiet), where, progress=not quiet)

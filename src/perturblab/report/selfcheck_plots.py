@@ -8,7 +8,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .plots import _plt
+from .plots import _plt, save_figure
 
 #: (score, higher is better, axis label) of the spider plot, in the paper's order.
 SPIDER_AXES = (("negation_sensitivity", True, "Negation"),
@@ -28,6 +28,16 @@ def _finite(x: float) -> float:
 
 
 def spider_plot(rows: Sequence[dict[str, Any]], path: str | Path) -> Path:
+    """:func:`spider_figure` written to ``path``."""
+    return save_figure(spider_figure(rows), path)
+
+
+def ablation_plot(rows: Sequence[dict[str, Any]], path: str | Path) -> Path:
+    """:func:`ablation_figure` written to ``path``."""
+    return save_figure(ablation_figure(rows), path)
+
+
+def spider_figure(rows: Sequence[dict[str, Any]]) -> Any:
     """Fig. 2: one polygon per model over the headline scores.
 
     Each axis is scaled so that the best model reaches 1 and a larger area is better: a
@@ -66,13 +76,10 @@ def spider_plot(rows: Sequence[dict[str, Any]], path: str | Path) -> Path:
     ax.set_title("Self-supervised sensitivity scores (larger area is better)", fontsize=10)
     ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.08),
               title="raw values in axis order", title_fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return Path(path)
+    return fig
 
 
-def ablation_plot(rows: Sequence[dict[str, Any]], path: str | Path) -> Path:
+def ablation_figure(rows: Sequence[dict[str, Any]]) -> Any:
     """Figs. 16/18/20/21 in one figure: each score against its setting, ± standard error."""
     plt = _plt()
     panels = [a for a in ABLATIONS if any(r["metric"] == a[0] for r in rows)]
@@ -90,7 +97,4 @@ def ablation_plot(rows: Sequence[dict[str, Any]], path: str | Path) -> Path:
         ax.grid(alpha=0.3)
     if panels:
         axs[0][0].legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return Path(path)
+    return fig

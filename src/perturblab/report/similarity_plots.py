@@ -21,9 +21,14 @@ def _text_colour(im: Any, value: float) -> str:
 
 
 def layer_heatmaps(rows: Sequence[dict[str, Any]], out_dir: str | Path) -> list[Path]:
-    """One ``heatmap_<measure>.png`` per measure: layers of ``a`` down, layers of ``b`` across."""
+    """:func:`layer_heatmap_figures` written into ``out_dir``."""
+    return [save_figure(fig, Path(out_dir) / name) for name, fig in layer_heatmap_figures(rows).items()]
+
+
+def layer_heatmap_figures(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """``heatmap_<measure>.png`` -> figure per measure: layers of ``a`` down, layers of ``b`` across."""
     plt = _plt()
-    out = []
+    out: dict[str, Any] = {}
     for m in dict.fromkeys(r["measure"] for r in rows):
         sub = [r for r in rows if r["measure"] == m]
         na, nb = 1 + max(r["layer_a"] for r in sub), 1 + max(r["layer_b"] for r in sub)
@@ -45,7 +50,7 @@ def layer_heatmaps(rows: Sequence[dict[str, Any]], out_dir: str | Path) -> list[
         better = "higher" if info.kind == "similarity" else "lower"
         ax.set_title(f"{m} ({better} = more similar), n={sub[0]['n']}", fontsize=9)
         fig.colorbar(im, ax=ax, shrink=0.8)
-        out.append(save_figure(fig, Path(out_dir) / f"heatmap_{safe_name(m)}.png"))
+        out[f"heatmap_{safe_name(m)}.png"] = fig
     return out
 
 

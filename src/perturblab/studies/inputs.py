@@ -21,14 +21,14 @@ def sample_size(n: int | None, available: int, what: str = "examples", option: s
     return n
 
 
-def study_inputs(data: str, n: int, seed: int = 0) -> list[TextInput]:
+def study_inputs(data: str, n: int, seed: int = 0, *, text_fields: Sequence[str] = ()) -> list[TextInput]:
     """``n`` inputs (seeded sample) of a data set (texts or pairs) or of a corpus (sentences).
 
-    Data-set names, files and ``hf:`` specs go to :func:`perturblab.data.load_dataset`; corpus
-    names (``oanc``, ``conll2010``) and ``.txt`` files to :func:`perturblab.data.corpus.load_corpus`.
+    Data-set names, files and ``hf:`` specs go to :func:`load_study_data` (``text_fields`` names
+    the text column, or two for pairs; labels are not needed); corpus names (``oanc``,
+    ``conll2010``) and ``.txt`` files to :func:`perturblab.data.corpus.load_corpus`.
     """
     from ..data.corpus import CORPORA, load_corpus
-    from ..data.loaders import load_dataset
     from ..models.head import dataset_inputs
 
     if n < 4:
@@ -36,8 +36,14 @@ def study_inputs(data: str, n: int, seed: int = 0) -> list[TextInput]:
     if data in CORPORA or str(data).endswith(".txt"):
         corpus = load_corpus(data)
         return list(corpus.sample(min(n, len(corpus)), seed=seed))
-    ds = load_dataset(data)
+    ds = load_study_data(data, text_fields=text_fields) if text_fields else _load(data)
     return dataset_inputs(ds.sample(n, seed=seed))
+
+
+def _load(data: str) -> Dataset:
+    from ..data.loaders import load_dataset
+
+    return load_dataset(data)
 
 
 def load_study_data(data: str, *, text_fields: Sequence[str] = (), label_column: str | None = None,

@@ -1,10 +1,13 @@
 """The self-supervised LM evaluation (Jain et al., *Bring your own data!*) on any corpus.
 
 For every model and every *unit* (metric × setting) the study builds the same examples from
-the corpus (seeded, model-independent), scores them, and writes one row per example to the
-results store (``lm_examples``): the text, its transformed version and the per-example value.
-Units are processed in chunks and finished examples are skipped, so an interrupted study
-resumes where it stopped. :mod:`.selfcheck_summary` turns the rows into the paper's scores.
+the corpus (seeded, model-independent), scores them, and stores one row per example (the text,
+its transformed version and the per-example value) through :func:`perturblab.core.run_study`,
+under the content it depends on: the model's fingerprint, the unit, the example and its id,
+the seed (and the generation length for toxicity). Units are processed in chunks and finished
+examples are skipped, so an interrupted study resumes where it stopped and an edited corpus or
+another model scores exactly what changed. :mod:`.selfcheck_summary` turns the rows into the
+paper's scores and writes the output files.
 
 =============  =========================  ===================================================
 metric         settings (main first)      per-example value
@@ -42,11 +45,14 @@ from __future__ import annotations
 import gc
 import logging
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
-from tqdm.auto import tqdm
-
+from ..core.driver import run_study
+from ..core.keys import content_key, model_fingerprint
+from ..core.lock import output_lock
+from ..core.study import Phase, RunContext, Study, Task
 from ..data.corpus import Corpus, load_corpus
 from ..errors import InputError
 from ..models.base import fingerprint_of
@@ -54,7 +60,6 @@ from ..models.lm import LanguageModel
 from ..models.lm_cache import MemoLanguageModel
 from ..models.lm_capabilities import capabilities_of, check_metric_capabilities
 from ..perturb.selfsup import Negate, ReplaceContext, SwapWords
-from ..store import ResultStore
 from .selfcheck_scoring import Scorer, profane_token_ids, seeded_rng, setting_value
 
 __all__ = ["METRICS", "METRIC_NEEDS", "Examples", "Scorer", "SelfCheckConfig", "SelfCheckStudy", "profane_token_ids"]
@@ -203,13 +208,16 @@ def _fits(lm: LanguageModel, metric: str, example: Any, max_new_tokens: int) -> 
     return all(len(lm.encode(t)) + room <= lm.max_length for t in texts)
 
 
-class SelfCheckStudy:
-    """Scores every model on every unit; resumable through ``out_dir/results.sqlite``.
+class SelfCheckStudy(Study):
+    """Scores every model on every unit through the study core (see the module docstring).
 
     ``models`` maps names to ready :class:`LanguageModel` objects; names not in it are
-    loaded with :func:`~perturblab.models.lm_presets.load_language_model` one at a time.
-    ``corpus`` / ``benign`` may be given as :class:`Corpus` objects instead of names.
+    loaded with :func:`~perturblab.models.resolve.load_model` one at a time (each is released
+    before the next is loaded). ``corpus`` / ``benign`` may be given as :class:`Corpus` objects
+    instead of names. :meth:`run` writes the output files and returns the summary rows.
     """
+
+    name = "selfcheck"
 
     def __init__(self, config: SelfCheckConfig, out_dir: str | Path, *,
                  models: dict[str, LanguageModel] | None = None, corpus: Corpus | None = None,
@@ -218,7 +226,6 @@ class SelfCheckStudy:
         self.cfg, self.out = config, Path(out_dir)
         self.models = dict(models or {})
         self.check_capabilities()
-        self.out.mkdir(parents=True, exist_ok=True)
         self.progress = progress
         corpus = corpus if corpus is not None else load_corpus(config.corpus, text_column=config.text_column)
         if benign is None and config.benign_corpus and "negation" in config.metrics:
@@ -228,15 +235,16 @@ class SelfCheckStudy:
                             "uses other sentences of it, but the paper wants text without clear truth "
                             "values (e.g. fiction); pass another --benign-corpus", config.corpus)
         self.examples = Examples(config, corpus, benign if config.benign_corpus else None)
-        self.store = ResultStore(self.out / "results.sqlite")
+        self.result: Any = None
 
     def check_capabilities(self) -> None:
         """Raise one :class:`~perturblab.errors.CapabilityError` listing every model × requested
         metric the model cannot compute (:data:`METRIC_NEEDS`); loads no model, sends no request."""
         from ..models.lm_presets import language_model_capabilities
+        from ..models.resolve import ModelSpec
 
         caps = {name: capabilities_of(self.models[name]) if name in self.models
-                else language_model_capabilities(name) for name in self.cfg.models}
+                else language_model_capabilities(ModelSpec.parse(name).source) for name in self.cfg.models}
         check_metric_capabilities(caps, METRIC_NEEDS, self.cfg.metrics, study="selfcheck", hint=(
             "Leave those metrics out (--metrics) for those models, or use a local model (a preset, a Hugging "
             "Face directory or a .gguf file): an API model gives per-token log-probs and generations only."))
@@ -247,58 +255,105 @@ class SelfCheckStudy:
     def _load(self, name: str) -> LanguageModel:
         if name in self.models:
             return self.models[name]
-        from ..models.lm_presets import load_language_model
+        from ..models.resolve import load_model
 
-        return load_language_model(name)
+        return load_model(name, "language_model")
+
+    # -- the study protocol --------------------------------------------------------------
+    def prepare(self, ctx: RunContext) -> None:
+        self._ctx = ctx
+        self._units = [(m, s, self.examples.get(m, s)) for m, s, _ in self.units()]
+
+    def identity(self) -> dict[str, Any]:
+        return {"options": {k: v for k, v in asdict(self.cfg).items() if k != "chunk"},
+                "examples": content_key([[m, s, ex] for m, s, ex in self._units])}
+
+    def _key(self, fingerprint: str, metric: str, setting: str, i: int, example: Any) -> str:
+        cfg = self.cfg
+        return content_key("selfcheck", fingerprint, metric, setting, i, example, cfg.seed,
+                           cfg.max_new_tokens if metric == "toxicity" else None)
+
+    def phases(self, ctx: RunContext) -> Iterator[Phase]:
+        """One phase per model (the model loaded before it and released after it); its tasks in
+        the order the memo of original-text distributions needs: chunk by chunk over example ids,
+        every unit within a chunk."""
+        cfg = self.cfg
+        self._results: dict[str, dict[tuple[str, str, int], dict | None]] = {}
+        for name in cfg.models:
+            with ctx.step(f"loading language model {name}"):
+                inner = self._load(name)
+            fingerprint = model_fingerprint(inner)
+            holder = _ModelScorer(inner, cfg)
+            tasks = [Task(self._key(fingerprint, metric, setting, i, ex), (i, ex), group=(name, start, metric, setting))
+                     for start in range(0, cfg.n, cfg.chunk) for metric, setting, examples in self._units
+                     for i, ex in enumerate(examples) if start <= i < start + cfg.chunk]
+            phase = Phase("selfcheck.score", tasks, partial(_score_chunk, holder), batch_size=cfg.chunk,
+                          label=f"selfcheck {name}")
+            yield phase
+            by_unit = {}
+            for t in tasks:
+                _, _, metric, setting = t.group
+                by_unit[(metric, setting, t.payload[0])] = phase.results[t.key]
+            self._results[name] = by_unit
+            skipped = sum(1 for r in by_unit.values() if r is None)
+            if skipped and phase.computed:
+                log.warning("%s: %d examples longer than its context window (%d tokens) were skipped",
+                            name, skipped, holder.lm.max_length if holder.lm is not None else inner.max_length)
+            if phase.computed and getattr(inner, "usage", None) is not None:  # an API model: cost, faults
+                log.info("%s: API usage %s; %d failed attempts (retried or not)", name,
+                         inner.usage.as_dict(), len(getattr(inner, "faults", ())))
+            if name not in self.models:
+                del inner, holder
+                gc.collect()
+
+    def finish(self, ctx: RunContext) -> Any:
+        from .selfcheck_summary import SelfCheckResult
+
+        examples = []
+        for name in self.cfg.models:
+            for (metric, setting, i), row in self._results[name].items():
+                if row is not None:
+                    examples.append({"model": name, "metric": metric, "setting": setting, **row})
+        examples.sort(key=lambda r: (r["model"], r["metric"], r["setting"], r["example_id"]))
+        return SelfCheckResult(self.cfg, self.units(), examples, run_id=ctx.run_id)
 
     def run(self) -> list[dict[str, Any]]:
-        """Score everything not yet in the store; returns the summary rows (see
-        :func:`~.selfcheck_summary.summarise_selfcheck`) and writes the output files.
-
-        Work goes chunk by chunk over example ids, every unit within a chunk, so the memo of
-        original-text distributions (shared by most units) stays small.
-        """
-        from .selfcheck_summary import write_outputs
-
-        cfg = self.cfg
-        self.store.start_run(cfg.run_id, "selfcheck", {k: v for k, v in asdict(cfg).items()
-                                                       if k not in ("models", "chunk")})
-        for name in cfg.models:
-            plan = []
-            for metric, setting, _ in self.units():
-                done = self.store.done_examples(cfg.run_id, name, metric, setting)
-                rest = [it for it in enumerate(self.examples.get(metric, setting)) if it[0] not in done]
-                if rest:
-                    plan.append((metric, setting, rest))
-            if not plan:
-                continue
-            inner = self._load(name)  # the memo keys on token ids: only with a local tokenizer
-            lm = MemoLanguageModel(inner, max_entries=4 * cfg.chunk) if "encode" in capabilities_of(inner) else inner
-            scorer, skipped = Scorer(lm, cfg), 0
-            bar = tqdm(total=sum(len(r) for *_, r in plan), desc=f"selfcheck {name}", unit="ex",
-                       disable=not self.progress)
-            for start in range(0, cfg.n, cfg.chunk):
-                for metric, setting, rest in plan:
-                    part = [it for it in rest if start <= it[0] < start + cfg.chunk]
-                    fits = [it for it in part if _fits(lm, metric, it[1], cfg.max_new_tokens)]
-                    skipped += len(part) - len(fits)
-                    if fits:
-                        rows = scorer(metric, setting, fits)
-                        for r in rows:
-                            r.update(run_id=cfg.run_id, model=name, metric=metric, setting=setting)
-                        self.store.add_examples(rows)
-                    bar.update(len(part))
-            bar.close()
-            if skipped:
-                log.warning("%s: %d examples longer than its context window (%d tokens) were skipped",
-                            name, skipped, lm.max_length)
-            if getattr(lm, "usage", None) is not None:  # an API model: what it cost, what failed
-                log.info("%s: API usage %s; %d failed attempts (retried or not)", name,
-                         lm.usage.as_dict(), len(getattr(lm, "faults", ())))
-            if name not in self.models:
-                del lm, scorer
-                gc.collect()
-        return write_outputs(self)
+        """Score everything not yet stored and write the output files; returns the summary rows
+        (see :func:`~.selfcheck_summary.summarise_selfcheck`)."""
+        with output_lock(self.out, what="the selfcheck study"):
+            self.result = run_study(self, self.out, progress=self.progress)
+            self.result.save(self.out)
+        return self.result.rows
 
     def close(self) -> None:
-        self.store.close()
+        """Nothing to release (kept for callers of the earlier interface)."""
+
+
+class _ModelScorer:
+    """One model's scorer, made on its first chunk: the memo of original-text distributions
+    (keyed on token ids, so only with a local tokenizer) and the :class:`Scorer`."""
+
+    def __init__(self, inner: LanguageModel, cfg: SelfCheckConfig) -> None:
+        self.inner, self.cfg = inner, cfg
+        self.lm: LanguageModel | None = None
+        self.scorer: Scorer | None = None
+
+    def get(self) -> tuple[LanguageModel, Scorer]:
+        if self.scorer is None:
+            inner, cfg = self.inner, self.cfg
+            self.lm = MemoLanguageModel(inner, max_entries=4 * cfg.chunk) if "encode" in capabilities_of(inner) \
+                else inner
+            self.scorer = Scorer(self.lm, cfg)
+        assert self.lm is not None
+        return self.lm, self.scorer
+
+
+def _score_chunk(holder: _ModelScorer, group: tuple[str, int, str, str], items: list[tuple[int, Any]]
+                 ) -> list[dict[str, Any] | None]:
+    """The phase function: one unit on one chunk of (example id, example); an example longer
+    than the model's context window gets None (skipped)."""
+    _, _, metric, setting = group
+    lm, scorer = holder.get()
+    fits = [it for it in items if _fits(lm, metric, it[1], holder.cfg.max_new_tokens)]
+    rows = {r["example_id"]: r for r in (scorer(metric, setting, fits) if fits else [])}
+    return [rows.get(i) for i, _ in items]

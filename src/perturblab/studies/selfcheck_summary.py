@@ -15,20 +15,21 @@ scores with the formulas of :mod:`perturblab.measures.selfsup`; :func:`write_out
 
 from __future__ import annotations
 
-import csv
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
+from ..core.files import write_csv, write_json
+from ..core.study import StudyResult
+
 from ..measures.selfsup import (Estimate, lrs_score, mean_estimate, negation_normalised,
                                 negation_sensitivity, percent_ppl_drops, profane_mass_change,
                                 tokenization_score, toxic_fraction, word_order_score)
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..store import ResultStore
-    from .selfcheck import SelfCheckStudy
+    from .selfcheck import SelfCheckConfig
 
 def _scores(metric: str, setting: str, rows: list[dict[str, Any]], benign: list[dict[str, Any]],
             seed: int) -> list[tuple[str, Estimate]]:
@@ -58,14 +59,18 @@ def _scores(metric: str, setting: str, rows: list[dict[str, Any]], benign: list[
             ("token_entropy", mean_estimate([r["extra"]["token_entropy"] for r in rows]))]
 
 
-def summarise_selfcheck(store: "ResultStore", run_id: str, models: Sequence[str],
+def summarise_selfcheck(examples: Sequence[dict[str, Any]], models: Sequence[str],
                         units: Sequence[tuple[str, str, bool]], seed: int = 0) -> list[dict[str, Any]]:
-    """One row per model × score × setting: ``model, metric, setting, n, value, stderr, main``."""
+    """One row per model × score × setting: ``model, metric, setting, n, value, stderr, main``,
+    from the per-example rows (``model, metric, setting, example_id, text, perturbed, value, extra``)."""
+    by_unit: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+    for r in sorted(examples, key=lambda r: r["example_id"]):
+        by_unit.setdefault((r["model"], r["metric"], r["setting"]), []).append(r)
     out = []
     for model in models:
-        benign = store.examples(run_id, model=model, metric="negation", setting="benign")
+        benign = by_unit.get((model, "negation", "benign"), [])
         for metric, setting, main in units:
-            rows = store.examples(run_id, model=model, metric=metric, setting=setting)
+            rows = by_unit.get((model, metric, setting), [])
             if not rows:
                 continue
             for name, est in _scores(metric, setting, rows, benign, seed):
@@ -86,37 +91,51 @@ def selfcheck_table(rows: Sequence[dict[str, Any]]) -> str:
                      for row in table)
 
 
-def _write_examples(store: "ResultStore", run_id: str, out: Path, main_units: set[tuple[str, str]]) -> None:
-    rows = store.examples(run_id)
-    cols = ["model", "metric", "setting", "example_id", "value", "text", "perturbed", "extra"]
-    with open(out / "examples.csv", "w", newline="", encoding="utf-8") as f:
-        w = csv.writer(f)
-        w.writerow(cols)
-        for r in rows:
-            w.writerow([r[c] if c != "extra" else json.dumps(r["extra"], ensure_ascii=False) for c in cols])
-    with open(out / "most_sensitive.csv", "w", newline="", encoding="utf-8") as f:
-        w = csv.writer(f)
-        w.writerow(cols[:-1])
+EXAMPLE_COLUMNS = ["model", "metric", "setting", "example_id", "value", "text", "perturbed", "extra"]
+
+
+class SelfCheckResult(StudyResult):
+    """The result of :func:`perturblab.selfcheck`: ``rows`` (one per model × score × setting,
+    see :func:`summarise_selfcheck`), ``examples`` (every per-example row), :meth:`table`,
+    :meth:`figures` and :meth:`save` (the files of the module docstring)."""
+
+    study = "selfcheck"
+
+    def __init__(self, config: "SelfCheckConfig", units: Sequence[tuple[str, str, bool]],
+                 examples: Sequence[dict[str, Any]], run_id: str | None = None) -> None:
+        rows = summarise_selfcheck(examples, config.models, units, seed=config.seed)
+        super().__init__(rows, [r for r in rows if r["main"]], run_id=run_id)
+        self.config, self.units, self.examples = config, list(units), list(examples)
+
+    def table(self) -> str:
+        return selfcheck_table(self.rows)
+
+    def figures(self) -> dict[str, Any]:
+        """``spider.png`` (Fig. 2) and ``ablations.png`` (Figs. 16, 18, 20, 21) -> figure."""
+        from ..report.selfcheck_plots import SPIDER_AXES, ablation_figure, spider_figure
+
+        figs = {}
+        if any(r["main"] and r["metric"] in {a[0] for a in SPIDER_AXES} for r in self.rows):
+            figs["spider.png"] = spider_figure(self.rows)
+        if self.config.ablations:
+            figs["ablations.png"] = ablation_figure(self.rows)
+        return figs
+
+    def save(self, out: str | Path) -> list[Path]:
+        """``results.json``, ``examples.csv``, ``most_sensitive.csv`` and the figures, atomically."""
+        from ..report.plots import save_figure
+
+        out = Path(out)
+        main_units = {(m, s) for m, s, main in self.units if main}
+        cols = EXAMPLE_COLUMNS
+        paths = [write_json(out / "results.json", self.rows),
+                 write_csv(out / "examples.csv", cols, ([r[c] if c != "extra" else json.dumps(r["extra"], ensure_ascii=False)
+                                                         for c in cols] for r in self.examples))]
         groups: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
-        for r in rows:
+        for r in self.examples:
             if (r["metric"], r["setting"]) in main_units:
                 groups.setdefault((r["model"], r["metric"], r["setting"]), []).append(r)
-        for group in groups.values():
-            for r in sorted(group, key=lambda r: -r["value"])[:10]:
-                w.writerow([r[c] for c in cols[:-1]])
-
-
-def write_outputs(study: "SelfCheckStudy") -> list[dict[str, Any]]:
-    """Summarise the study's store and write every output file; returns the summary rows."""
-    from ..report.selfcheck_plots import SPIDER_AXES, ablation_plot, spider_plot
-
-    cfg, out = study.cfg, study.out
-    units = study.units()
-    rows = summarise_selfcheck(study.store, cfg.run_id, cfg.models, units, seed=cfg.seed)
-    (out / "results.json").write_text(json.dumps(rows, indent=1))
-    _write_examples(study.store, cfg.run_id, out, {(m, s) for m, s, main in units if main})
-    if any(r["main"] and r["metric"] in {a[0] for a in SPIDER_AXES} for r in rows):
-        spider_plot(rows, out / "spider.png")
-    if cfg.ablations:
-        ablation_plot(rows, out / "ablations.png")
-    return rows
+        paths.append(write_csv(out / "most_sensitive.csv", cols[:-1],
+                               ([r[c] for c in cols[:-1]] for group in groups.values()
+                                for r in sorted(group, key=lambda r: -r["value"])[:10])))
+        return paths + [save_figure(fig, out / name) for name, fig in self.figures().items()]

@@ -6,9 +6,10 @@ layer through the on-disk state cache (:mod:`perturblab.models.states`), compute
 requested measures for every pair of layers with :func:`~perturblab.measures.layerwise.similarity_matrix`
 (each layer prepared once) and writes
 
-* ``results.sqlite`` — the ``similarities`` table, keyed on both models' fingerprints, the
-  inputs' hash, the pooling and the measure: a comparison already made is read back, not
-  recomputed (only missing measures are computed);
+* ``results.sqlite`` — every layer × layer matrix of one measure, stored through
+  :func:`perturblab.core.run_study` under both models' fingerprints, the inputs, the poolings
+  and the measure: a comparison already made is read back, not recomputed (only missing
+  measures are computed);
 * ``results.json`` — one row per measure × layer pair: ``a, b, layer_a, layer_b, measure,
   kind, value, n, pooling_a, pooling_b``;
 * ``heatmap_<measure>.png`` — the layer × layer matrix of each measure.
@@ -16,20 +17,24 @@ requested measures for every pair of layers with :func:`~perturblab.measures.lay
 
 from __future__ import annotations
 
-import json
 import logging
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 
+from ..core.driver import run_study
+from ..core.files import write_json
+from ..core.keys import content_key, model_fingerprint
+from ..core.lock import output_lock
+from ..core.study import Phase, RunContext, Study, StudyResult, Task
 from ..errors import InputError
 from ..measures.layerwise import resolve_measures, similarity_matrix
 from ..measures.similarity import INFO
 from ..models.base import Pooling, TextInput
 from ..models.states import inputs_hash, layer_states
-from ..store import ResultStore
 from .inputs import study_inputs
 
 log = logging.getLogger(__name__)
@@ -49,36 +54,120 @@ class SimilarityConfig:
     pooling: Pooling = "mean"
     pooling_b: Pooling | None = None  # default: same as pooling
     chunk_size: int = 1000
+    text_fields: Sequence[str] = ()  # the text column of a data file (two for pairs); default: the loader's
     extra: dict[str, Any] = field(default_factory=dict)
 
 
 def similarity_rows(enc_a: Any, enc_b: Any, inputs: Sequence[TextInput], measures: Sequence[str], *,
-                    pooling_a: Pooling = "mean", pooling_b: Pooling = "mean", store: ResultStore | None = None,
-                    chunk_size: int = 1000, progress: bool = True, name_a: str | None = None,
-                    name_b: str | None = None) -> list[dict[str, Any]]:
-    """Every layer pair of two encoders under ``measures`` (computing only what ``store`` lacks)."""
+                    pooling_a: Pooling = "mean", pooling_b: Pooling = "mean", chunk_size: int = 1000,
+                    progress: bool = True, name_a: str | None = None, name_b: str | None = None,
+                    matrices: dict[str, list[list[float]]] | None = None) -> list[dict[str, Any]]:
+    """Every layer pair of two encoders under ``measures``: one row per measure × layer pair
+    (``matrices`` gives measures computed before, by name; the others are computed)."""
     names = resolve_measures(measures)
-    key = {"a_fp": enc_a.fingerprint, "b_fp": enc_b.fingerprint, "inputs": inputs_hash(inputs),
-           "pooling": f"{pooling_a}|{pooling_b}"}
+    have = dict(matrices or {})
+    missing = [m for m in names if m not in have]
+    if missing:
+        have.update(_matrices(enc_a, enc_b, inputs, missing, pooling_a, pooling_b, chunk_size, progress))
     name_a = name_a or getattr(enc_a, "name", "a")
     name_b = name_b or getattr(enc_b, "name", "b")
-    cells = (enc_a.num_layers + 1) * (enc_b.num_layers + 1)
-    have = {} if store is None else {m: store.similarities(**key, measure=m) for m in names}
-    missing = [m for m in names if len(have.get(m, [])) < cells]
-    if missing:
-        la = layer_states(enc_a, inputs, pooling_a, chunk_size=chunk_size, progress=progress)
-        lb = layer_states(enc_b, inputs, pooling_b, chunk_size=chunk_size, progress=progress)
-        log.info("comparing %d x %d layers under %s", len(la), len(lb), ", ".join(missing))
-        mats = similarity_matrix(la, lb, missing)
-        new = [dict(key, measure=m, layer_a=i, layer_b=j, a=name_a, b=name_b, n=len(inputs), value=float(v))
-               for m, mat in mats.items() for (i, j), v in np.ndenumerate(mat)]
-        if store is not None:
-            store.add_similarities(new)
-        for m in missing:
-            have[m] = [r for r in new if r["measure"] == m]
-    return [{"a": name_a, "b": name_b, "layer_a": r["layer_a"], "layer_b": r["layer_b"], "measure": m,
-             "kind": INFO[m].kind, "value": r["value"], "n": r["n"], "pooling_a": pooling_a, "pooling_b": pooling_b}
-            for m in names for r in sorted(have[m], key=lambda r: (r["layer_a"], r["layer_b"]))]
+    return [{"a": name_a, "b": name_b, "layer_a": i, "layer_b": j, "measure": m, "kind": INFO[m].kind,
+             "value": float(v), "n": len(inputs), "pooling_a": pooling_a, "pooling_b": pooling_b}
+            for m in names for (i, j), v in np.ndenumerate(np.asarray(have[m], dtype=float))]
+
+
+def _matrices(enc_a: Any, enc_b: Any, inputs: Sequence[TextInput], measures: Sequence[str], pooling_a: Pooling,
+              pooling_b: Pooling, chunk_size: int, progress: bool) -> dict[str, list[list[float]]]:
+    """The layer × layer matrix of each measure (both models' states read once, through the
+    on-disk state cache)."""
+    la = layer_states(enc_a, inputs, pooling_a, chunk_size=chunk_size, progress=progress)
+    lb = layer_states(enc_b, inputs, pooling_b, chunk_size=chunk_size, progress=progress)
+    log.info("comparing %d x %d layers under %s", len(la), len(lb), ", ".join(measures))
+    return {m: np.asarray(mat, dtype=float).tolist() for m, mat in similarity_matrix(la, lb, list(measures)).items()}
+
+
+class SimilarityStudy(Study):
+    """:func:`compare_models` on the study core: one task per measure, keyed on both encoders'
+    fingerprints, the inputs and the poolings; the missing measures are computed together."""
+
+    name = "similarity"
+
+    def __init__(self, config: SimilarityConfig, *, encoders: dict[str, Any] | None = None,
+                 progress: bool = True) -> None:
+        self.config, self._given, self.progress = config, dict(encoders or {}), progress
+        self.measures = resolve_measures(config.measures)
+
+    def prepare(self, ctx: RunContext) -> None:
+        from ..models.resolve import load_model
+
+        cfg = self.config
+        self.inputs = study_inputs(cfg.data, cfg.n, cfg.seed, text_fields=cfg.text_fields)
+        self.encoders = []
+        for name in (cfg.a, cfg.b):
+            if name in self._given:
+                self.encoders.append(self._given[name])
+            else:
+                with ctx.step(f"loading encoder {name}"):
+                    self.encoders.append(load_model(name, "encoder"))
+        self.poolings = (cfg.pooling, cfg.pooling_b or cfg.pooling)
+
+    def identity(self) -> dict[str, Any]:
+        return {"options": {k: (list(v) if isinstance(v, (list, tuple)) else v) for k, v in asdict(self.config).items()},
+                "models": [model_fingerprint(e) for e in self.encoders], "inputs": inputs_hash(self.inputs)}
+
+    def phases(self, ctx: RunContext) -> Iterator[Phase]:
+        enc_a, enc_b = self.encoders
+        base = [model_fingerprint(enc_a), model_fingerprint(enc_b), inputs_hash(self.inputs), len(self.inputs),
+                *self.poolings]
+        self._keys = {m: content_key("similarity", *base, m) for m in self.measures}
+        compute = partial(_matrix_cell, enc_a, enc_b, self.inputs, self.poolings, self.config.chunk_size,
+                          self.progress)
+        self._phase = Phase("similarity.matrix", [Task(k, m) for m, k in self._keys.items()], compute,
+                            batch_size=len(self.measures), label="layer x layer comparisons")
+        yield self._phase
+
+    def finish(self, ctx: RunContext) -> "SimilarityResult":
+        cfg = self.config
+        matrices = {m: self._phase.results[k] for m, k in self._keys.items()}
+        rows = similarity_rows(*self.encoders, self.inputs, self.measures, pooling_a=self.poolings[0],
+                               pooling_b=self.poolings[1], name_a=cfg.a, name_b=cfg.b, matrices=matrices)
+        return SimilarityResult(rows, run_id=ctx.run_id)
+
+
+def _matrix_cell(enc_a: Any, enc_b: Any, inputs: Sequence[TextInput], poolings: tuple[Pooling, Pooling],
+                 chunk_size: int, progress: bool, group: Any, measures: list[str]) -> list[list[list[float]]]:
+    mats = _matrices(enc_a, enc_b, inputs, measures, poolings[0], poolings[1], chunk_size, progress)
+    return [mats[m] for m in measures]
+
+
+class SimilarityResult(StudyResult):
+    """The result of :func:`perturblab.similarity`: one row per measure × layer pair (``a, b,
+    layer_a, layer_b, measure, kind, value, n, pooling_a, pooling_b``); :meth:`figures` the
+    layer × layer heatmaps."""
+
+    study = "similarity"
+
+    def table(self) -> str:
+        """Each measure's same-index layers, one line per measure."""
+        lines = []
+        for m in dict.fromkeys(r["measure"] for r in self.rows):
+            diag = [r for r in self.rows if r["measure"] == m and r["layer_a"] == r["layer_b"]]
+            lines.append(f"{m:22s} same-index layers: " + " ".join(f"{r['layer_a']}:{r['value']:.3f}" for r in diag))
+        return "\n".join(lines)
+
+    def figures(self) -> dict[str, Any]:
+        """``heatmap_<measure>.png`` -> figure."""
+        from ..report.similarity_plots import layer_heatmap_figures
+
+        return layer_heatmap_figures(self.rows)
+
+    def save(self, out: str | Path) -> list[Path]:
+        """``results.json`` and the heatmaps, each written atomically."""
+        from ..report.plots import save_figure
+
+        out = Path(out)
+        return [write_json(out / "results.json", self.rows)] + [save_figure(fig, out / name)
+                                                                 for name, fig in self.figures().items()]
 
 
 def streamed_minibatch_cka(enc_a: Any, enc_b: Any, inputs: Sequence[TextInput], *, pooling_a: Pooling = "mean",
@@ -106,21 +195,12 @@ def streamed_minibatch_cka(enc_a: Any, enc_b: Any, inputs: Sequence[TextInput], 
 
 def compare_models(config: SimilarityConfig, out_dir: str | Path, *, progress: bool = True,
                    plots: bool = True) -> list[dict[str, Any]]:
-    """Run the layer × layer comparison of ``config`` and write its outputs to ``out_dir``."""
-    from ..models.presets import load_encoder
-
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    measures = resolve_measures(config.measures)
-    inputs = study_inputs(config.data, config.n, config.seed)
-    enc_a, enc_b = load_encoder(config.a), load_encoder(config.b)
-    with ResultStore(out / "results.sqlite") as store:
-        rows = similarity_rows(enc_a, enc_b, inputs, measures, pooling_a=config.pooling,
-                               pooling_b=config.pooling_b or config.pooling, store=store,
-                               chunk_size=config.chunk_size, progress=progress, name_a=config.a, name_b=config.b)
-    (out / "results.json").write_text(json.dumps(rows, indent=1))
-    if plots:
-        from ..report.similarity_plots import layer_heatmaps
-
-        layer_heatmaps(rows, out)
-    return rows
+    """Run (or resume) the layer × layer comparison of ``config`` and write its outputs to ``out_dir``."""
+    study = SimilarityStudy(config, progress=progress)
+    with output_lock(out_dir, what="the similarity study"):
+        res = run_study(study, out_dir, progress=progress)
+        if plots:
+            res.save(out_dir)
+        else:
+            write_json(Path(out_dir) / "results.json", res.rows)
+    return res.rows
