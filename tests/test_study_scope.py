@@ -284,3 +284,32 @@ def test_store_holds_the_rows_of_each_run(tmp_path):
         assert store.schema_version == 2
         assert json.dumps(store.rows(st.result.run_id), sort_keys=True) == json.dumps(
             [{k: (None if isinstance(v, float) and v != v else v) for k, v in r.items()} for r in rows], sort_keys=True)
+
+
+def test_outputs_get_the_usual_file_mode_and_another_thread_is_refused(tmp_path):
+    import os
+    import threading
+
+    from perturblab.core.files import write_json
+    from perturblab.core.lock import LockedError, output_lock
+
+    old = os.umask(0o022)
+    try:
+        path = write_json(tmp_path / "r.json", {"x": float("nan")})
+    finally:
+        os.umask(old)
+    assert path.stat().st_mode & 0o777 == 0o644 and json.loads(path.read_text()) == {"x": None}
+    errors = []
+    with output_lock(tmp_path):
+        def other():
+            try:
+                with output_lock(tmp_path):
+                    errors.append(None)
+            except LockedError as e:
+                errors.append(e)
+        t = threading.Thread(target=other)
+        t.start()
+        t.join()
+    assert isinstance(errors[0], LockedError) and "another thread" in str(errors[0])
+    with output_lock(tmp_path):  # free again afterwards
+        pass

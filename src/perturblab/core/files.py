@@ -35,6 +35,12 @@ def json_safe(value: Any) -> Any:
     return value
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
     """Write ``data`` to ``path`` atomically (see the module docstring); returns the path."""
     path = Path(path)
@@ -47,6 +53,7 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
         raise InputError(f"cannot write {path}: {e.strerror or e}; choose a writable output directory "
                          "(--out)") from None
     try:
+        os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes owner-only files; outputs get the usual mode
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()

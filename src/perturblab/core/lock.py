@@ -3,7 +3,8 @@
 :func:`output_lock` takes an exclusive ``flock`` on a lock file in the directory (released by the
 operating system when the process dies, so a killed run never leaves a stale lock). A second
 process asking for the same directory is refused at once with an error naming the holder's pid.
-The same process may take the lock again (a study that runs other studies into its directory).
+The same thread may take the lock again (a study that runs other studies into its directory);
+another thread of the same process is refused like another process.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Iterator
 from ..errors import InputError
 
 LOCK_NAME = ".perturblab.lock"
-_held: dict[str, int] = {}
+_held: dict[str, list[int]] = {}  # lock path -> [owning thread id, depth]
 _held_lock = threading.Lock()
 
 
@@ -40,18 +41,20 @@ def output_lock(out: str | Path, *, name: str = LOCK_NAME, what: str = "a study"
     except OSError as e:
         raise InputError(f"cannot create the output directory {out}: {e.strerror or e}; choose another --out") from None
     path = str((out / name).resolve())
+    me = threading.get_ident()
     with _held_lock:
-        if path in _held:
-            _held[path] += 1
-            reentered = True
-        else:
-            reentered = False
-    if reentered:
+        entry = _held.get(path)
+        if entry is not None and entry[0] != me:
+            raise LockedError(f"another thread of this process is writing {what} in {out}; wait for it to finish, "
+                              "or choose another --out")
+        if entry is not None:
+            entry[1] += 1
+    if entry is not None:
         try:
             yield out
         finally:
             with _held_lock:
-                _held[path] -= 1
+                entry[1] -= 1
         return
     try:
         f = open(path, "a+")
@@ -71,7 +74,7 @@ def output_lock(out: str | Path, *, name: str = LOCK_NAME, what: str = "a study"
         f.write(str(os.getpid()))
         f.flush()
         with _held_lock:
-            _held[path] = 1
+            _held[path] = [me, 1]
         try:
             yield out
         finally:

@@ -66,6 +66,18 @@ class CachedClassifier:
                         src.replace(Path(str(aside) + suffix))
                 self._db = self._open(self.path)
 
+    def _set_aside(self, error: Exception) -> None:
+        """Move a damaged cache file aside (with a warning) and go on with a fresh one."""
+        assert self.path is not None and self._db is not None
+        log.warning("the prediction cache %s is damaged (%s); moved it to %s.corrupt and starting an empty one",
+                    self.path, error, self.path.name)
+        self._db.close()
+        for suffix in ("", "-wal", "-shm"):
+            src = Path(str(self.path) + suffix)
+            if src.exists():
+                src.replace(Path(str(self.path) + ".corrupt" + suffix))
+        self._db = self._open(self.path)
+
     @staticmethod
     def _open(path: Path) -> sqlite3.Connection:
         db = sqlite3.connect(str(path), timeout=60, check_same_thread=False)
@@ -95,8 +107,12 @@ class CachedClassifier:
         k = len(self.labels)
         for start in range(0, len(keys), _SQL_CHUNK):
             chunk = keys[start:start + _SQL_CHUNK]
-            rows = self._db.execute(f"SELECT key, k, probs FROM probs WHERE key IN ({','.join('?' * len(chunk))})",
-                                    chunk).fetchall()
+            try:
+                rows = self._db.execute(f"SELECT key, k, probs FROM probs WHERE key IN ({','.join('?' * len(chunk))})",
+                                        chunk).fetchall()
+            except sqlite3.DatabaseError as e:  # damaged pages: derivable, so start a fresh file
+                self._set_aside(e)
+                return found
             for key, kk, blob in rows:
                 p = np.frombuffer(blob, dtype=np.float32).copy() if kk == k and len(blob) == 4 * k else None
                 if p is None or not np.isfinite(p).all():  # derivable: drop it, the model scores it again
@@ -137,9 +153,12 @@ class CachedClassifier:
                 new = dict(zip(todo, p))
                 found.update(new)
                 if self._db is not None:
-                    self._db.executemany("INSERT OR REPLACE INTO probs (key, k, probs) VALUES (?, ?, ?)",
-                                         [(key, k, row.tobytes()) for key, row in new.items()])
-                    self._db.commit()
+                    try:
+                        self._db.executemany("INSERT OR REPLACE INTO probs (key, k, probs) VALUES (?, ?, ?)",
+                                             [(key, k, row.tobytes()) for key, row in new.items()])
+                        self._db.commit()
+                    except sqlite3.DatabaseError as e:
+                        self._set_aside(e)
             self.misses += len(todo)
             self.hits += len(inputs) - len(todo)
             out = np.stack([found[key] for key in keys]) if keys else np.zeros((0, k), np.float32)
