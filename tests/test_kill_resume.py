@@ -42,6 +42,15 @@ def command(study: str, data, out, resume: bool = False) -> list[str]:
         return [sys.executable, "-m", "perturblab.cli", "scope", "--reference", "tfidf-lr", "--targets", "tfidf-lr",
                 "--capabilities", "typo", "--data", str(data), "--n", "40", "--trials", "4",
                 "--out", str(out), "--quiet"]
+    if study == "layer-probes":  # a tiny BERT directory: one cell per perturbation and one clean
+        import tiny_bert
+
+        model = out.parent / "bert"
+        if not model.is_dir():
+            tiny_bert.save_bert(model, 0)
+        return [sys.executable, "-m", "perturblab.cli", "layer-probes", "--model", str(model), "--data", str(data),
+                "--perturbations", "change_char,swap_words,drop_first,drop_last,random_typo", "--n-train", "200",
+                "--n-eval", "100", "--out", str(out), "--quiet"]
     common = ["--data", str(data), "--seeds", "2", "--out", str(out), "--quiet"]
     if study == "learnability":
         return [sys.executable, "-m", "perturblab.cli", "learnability", "--models", "tfidf-lr,textrnn",
@@ -86,7 +95,7 @@ def kill_after(cmd, env, db, table: str, rows: int, extra_delay: float, timeout:
 
 
 @pytest.mark.parametrize("study,table", [("learnability", "cells"), ("robustness", "cells"), ("run", "cells"),
-                                         ("scope", "cells")])
+                                         ("scope", "cells"), ("layer-probes", "cells")])
 def test_sigkill_then_resume_equals_uninterrupted_run(tmp_path, marker_csv, study, table):
     env = {**os.environ, "PERTURBLAB_HOME": str(tmp_path / "home"), "HF_HUB_OFFLINE": "1"}
     data = marker_csv(tmp_path / "toy.csv", 640, n_words=8)

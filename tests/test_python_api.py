@@ -13,7 +13,8 @@ from perturblab import functions
 from perturblab.cli import build_parser
 
 #: commands whose study runs through the study core, by function name
-CORE_COMMANDS = {"scope": "scope", "scope-lm": "scope_lm", "checkpoints": "checkpoints", "robustness": "robustness", "learnability": "learnability", "selfcheck": "selfcheck", "similarity": "similarity"}
+CORE_COMMANDS = {"scope": "scope", "scope-lm": "scope_lm", "checkpoints": "checkpoints", "robustness": "robustness", "learnability": "learnability", "selfcheck": "selfcheck", "similarity": "similarity",
+                 "finetuning": "finetuning", "layer-probes": "layer_probes"}
 
 
 def long_options(command: str) -> set[str]:

@@ -94,11 +94,12 @@ def test_similarity_cli_rows_values_and_reuse(data_file, tmp_path, monkeypatch):
 
 
 def test_layer_probes_drops_and_ranks(data_file, tmp_path):
-    from perturblab.studies.layer_probes import LayerProbeConfig, run_layer_probes, top_layers
+    from perturblab.studies.layer_probes import layer_probes, top_layers
 
-    cfg = LayerProbeConfig(model="tiny-b", data=data_file, perturbations=["random_typo", "swap_words"],
-                           n_train=150, n_eval=60, top=2)
-    rows = run_layer_probes(cfg, tmp_path / "probes", progress=False)
+    res = layer_probes("tiny-b", data=data_file, perturbations=["random_typo", "swap_words"], n_train=150, n_eval=60,
+                       top=2, quiet=True)
+    res.save(tmp_path / "probes")
+    rows = res.rows
     get = lambda p, m: [r["value"] for r in rows if r["perturbation"] == p and r["metric"] == m]  # noqa: E731
     clean = np.array(get("clean", "clean_acc"))
     assert len(clean) == 4 and clean.max() > 0.6
@@ -112,11 +113,12 @@ def test_layer_probes_drops_and_ranks(data_file, tmp_path):
 
 
 def test_finetuning_study_rows(data_file, tmp_path, monkeypatch):
-    from perturblab.studies.finetuning import FinetuningConfig, run_finetuning_study
+    from perturblab.studies.finetuning import finetuning
 
-    cfg = FinetuningConfig(base="tiny-a", data=data_file, n_train=150, n_eval=60, k=5, text_stir=True,
-                           capability="typo", finetune=FinetuneConfig(max_steps=4, lr=1e-3, batch_size=16))
-    rows = run_finetuning_study(cfg, tmp_path / "ft", progress=False)
+    res = finetuning("tiny-a", data=data_file, n_train=150, n_eval=60, k=5, text_stir=True, capability="typo",
+                     epochs=1, lr=1e-3, out=tmp_path / "ft", quiet=True)
+    res.save(tmp_path / "ft")
+    rows = res.rows
     by = {(r["measure"], r["layer"]): r["value"] for r in rows}
     for m in ("cka", "stir_ft|pre", "stir_pre|ft", "stir_pre|pre", "stir_text_ft|pre", "stir_text_pre|pre", "probe_acc_pre",
               "probe_acc_ft"):
@@ -124,7 +126,7 @@ def test_finetuning_study_rows(data_file, tmp_path, monkeypatch):
     assert 0 < by[("text_counterparts", None)] <= 60 and 0 <= by[("classifier_acc_ft", None)] <= 1
     assert all(0 < by[("cka", i)] <= 1 for i in range(3))
     meta = json.loads((tmp_path / "ft" / "finetune.json").read_text())["finetune"]
-    assert meta["steps"] == 4
+    assert meta["steps"] == 5 == res.finetune["steps"]  # one epoch of 150 examples in batches of 32
     assert (tmp_path / "ft" / "finetuning.png").is_file()
     # the same comparison from an existing fine-tuned copy: nothing is trained, same values
     import perturblab.models.finetune as ft

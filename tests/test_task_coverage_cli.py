@@ -243,19 +243,19 @@ class HypothesisBag:
 
 
 def test_layer_probes_on_pairs_perturb_only_the_named_field(tmp_path, monkeypatch):
-    from perturblab.studies.layer_probes import LayerProbeConfig, layer_probe_rows
+    from perturblab.studies.layer_probes import layer_probes
 
     monkeypatch.setenv("PERTURBLAB_HOME", str(tmp_path / "home"))
     data = str(pair_csv(tmp_path / "pairs.csv"))
     common = dict(data=data, perturbations=["change_char"], n_train=60, n_eval=30, text_fields=("premise", "hypothesis"),
                   label_column="gold")
     enc = HypothesisBag()
-    rows = layer_probe_rows(enc, LayerProbeConfig(perturb_field="a", **common), progress=False)
+    rows = layer_probes(enc, perturb_field="a", quiet=True, **common).rows
     drops = [r["value"] for r in rows if r["metric"] == "drop"]
     rate = next(r["value"] for r in rows if r["metric"] == "change_rate")
     assert rate == 1.0 and drops == [0.0, 0.0]  # the premise changed, and the encoder never reads it
     enc = HypothesisBag()
-    layer_probe_rows(enc, LayerProbeConfig(perturb_field="b", **common), progress=False)
+    layer_probes(enc, perturb_field="b", quiet=True, **common)
     premises = {row[0] for row in csv.reader(open(data))}
     assert all(isinstance(x, tuple) and x[0] in premises for x in enc.seen)
     assert any(x[1] not in {row[1] for row in csv.reader(open(data))} for x in enc.seen)

@@ -122,35 +122,36 @@ def cmd_similarity(args) -> int:
 
 
 def cmd_finetuning(args) -> int:
-    from .studies.finetuning import FinetuningConfig, run_finetuning_study
+    from .core.lock import output_lock
+    from .studies.finetuning import finetuning
 
-    cfg = FinetuningConfig(base=args.base, data=args.data, n_train=args.n_train, n_eval=args.n_eval, seed=args.seed,
-                           pooling=args.pooling, k=args.k, text_stir=args.text_stir, finetuned=args.finetuned, probe_c=args.probe_c,
-                           finetune=_finetune_config(args), text_fields=args.text_fields, label_column=args.label_column)
-    rows = run_finetuning_study(cfg, args.out, progress=not args.quiet)
-    measures = list(dict.fromkeys(r["measure"] for r in rows if r["layer"] is not None))
-    print("layer  " + "  ".join(f"{m:>16s}" for m in measures))
-    for layer in sorted({r["layer"] for r in rows if r["layer"] is not None}):
-        vals = {r["measure"]: r["value"] for r in rows if r["layer"] == layer}
-        print(f"{layer:5d}  " + "  ".join(f"{vals.get(m, float('nan')):16.3f}" for m in measures))
-    for r in rows:
-        if r["layer"] is None:
-            print(f"{r['measure']}: {r['value']:.3f}")
-    print(f"outputs in {Path(args.out).resolve()}: results.json, finetuning.png, probes.png, finetune.json")
+    out = Path(args.out)
+    with output_lock(out, what="the finetuning study"):
+        res = finetuning(args.base, finetuned=args.finetuned, data=args.data, n_train=args.n_train,
+                         n_eval=args.n_eval, k=args.k, text_stir=args.text_stir, probe_c=args.probe_c,
+                         epochs=args.epochs, max_seconds=args.max_seconds, lr=args.lr, seed=args.seed,
+                         pooling=args.pooling, text_fields=args.text_fields, label_column=args.label_column,
+                         out=out, quiet=args.quiet)
+        res.save(out)
+    print(res.table())
+    print(f"outputs in {out.resolve()}: results.json, finetuning.png, probes.png, finetune.json")
     return 0
 
 
 def cmd_layer_probes(args) -> int:
-    from .studies.layer_probes import LayerProbeConfig, run_layer_probes, top_layers
+    from .core.lock import output_lock
+    from .studies.layer_probes import layer_probes
 
-    cfg = LayerProbeConfig(model=args.model, data=args.data, perturbations=_list(args.perturbations),
-                           n_train=args.n_train, n_eval=args.n_eval, seed=args.seed, pooling=args.pooling, top=args.top,
-                           probe_c=args.probe_c, text_fields=args.text_fields, label_column=args.label_column,
-                           perturb_field=args.perturb_field)
-    rows = run_layer_probes(cfg, args.out, progress=not args.quiet)
-    for p, layers in top_layers(rows, args.top).items():
+    out = Path(args.out)
+    with output_lock(out, what="the layer-probes study"):
+        res = layer_probes(args.model, perturbations=args.perturbations, data=args.data, n_train=args.n_train,
+                           n_eval=args.n_eval, top=args.top, perturb_field=args.perturb_field, probe_c=args.probe_c,
+                           seed=args.seed, pooling=args.pooling, text_fields=args.text_fields,
+                           label_column=args.label_column, out=out, quiet=args.quiet)
+        res.save(out)
+    for p, layers in res.top_layers.items():
         print(f"{p:16s} most affected layers: {layers}")
-    print(f"outputs in {Path(args.out).resolve()}: results.json, top_layers.csv, probe_drops.png")
+    print(f"outputs in {out.resolve()}: results.json, top_layers.csv, probe_drops.png")
     return 0
 
 

@@ -35,6 +35,8 @@ STUDY_FUNCTIONS: dict[str, tuple[str, str]] = {
     "learnability": ("perturblab.functions", "learnability"),
     "selfcheck": ("perturblab.functions", "selfcheck"),
     "similarity": ("perturblab.functions", "similarity"),
+    "finetuning": ("perturblab.studies.finetuning", "finetuning"),
+    "layer-probes": ("perturblab.studies.layer_probes", "layer_probes"),
 }
 
 

@@ -54,10 +54,11 @@ def layer_heatmap_figures(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def layer_curves(series: dict[str, Sequence[float]], path: str | Path, *, title: str,
-                 errors: dict[str, Sequence[float]] | None = None, ylabel: str = "similarity") -> Path:
+def layer_curves_figure(series: dict[str, Sequence[float]], *, title: str,
+                        errors: dict[str, Sequence[float]] | None = None, ylabel: str = "similarity") -> Any:
     """Lines over layers (0 = embeddings), one per series (dashed when its name says "ceiling"),
-    optional ± error bands."""
+    optional ± error bands; returns the matplotlib figure (save it with
+    :func:`~perturblab.report.plots.save_figure`)."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=(6, 3.6))
     for name, values in series.items():
@@ -71,13 +72,12 @@ def layer_curves(series: dict[str, Sequence[float]], path: str | Path, *, title:
     ax.set_title(title, fontsize=9)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
-    return save_figure(fig, path, 120)
+    return fig
 
 
-def probe_drop_heatmap(drops: np.ndarray, perturbations: Sequence[str], path: str | Path, *,
-                       title: str, top: int = 3) -> Path:
+def probe_drop_figure(drops: np.ndarray, perturbations: Sequence[str], *, title: str, top: int = 3) -> Any:
     """Accuracy drop (clean − perturbed) per perturbation × layer; the ``top`` most affected
-    layers of each perturbation are boxed (robustness paper Figs. 3–5)."""
+    layers of each perturbation are boxed (robustness paper Figs. 3–5); returns the figure."""
     plt = _plt()
     drops = np.asarray(drops, dtype=float)
     fig, ax = plt.subplots(figsize=(1.5 + 0.55 * drops.shape[1], 1.0 + 0.45 * drops.shape[0]))
@@ -94,4 +94,4 @@ def probe_drop_heatmap(drops: np.ndarray, perturbations: Sequence[str], path: st
     ax.set_xlabel("layer (0 = embeddings)")
     ax.set_title(title, fontsize=9)
     fig.colorbar(im, ax=ax, shrink=0.8, label="accuracy drop (points)")
-    return save_figure(fig, path, 120)
+    return fig

@@ -72,20 +72,23 @@ def load_study_data(data: str, *, text_fields: Sequence[str] = (), label_column:
     return load_dataset(data, **kw)
 
 
-def labelled_split(data: str, n_train: int, n_eval: int, seed: int = 0, *, text_fields: Sequence[str] = (),
+def labelled_split(data: "str | Dataset", n_train: int, n_eval: int, seed: int = 0, *, text_fields: Sequence[str] = (),
                    label_column: str | None = None, task: str | None = None,
                    regression: bool = False) -> tuple[Dataset, Dataset]:
     """A stratified train/eval split of a labelled data set (25 % held out, as the design notes'
     3k/1k split of Rotten Tomatoes), each part then sampled down to ``n_train`` / ``n_eval``
     (seeded; all when fewer). The data options go to :func:`load_study_data`; a regression data
-    set (numeric targets, plain seeded split) is accepted only with ``regression=True``."""
+    set (numeric targets, plain seeded split) is accepted only with ``regression=True``. ``data``
+    may also be a :class:`~perturblab.data.Dataset` (split the same way; the column options unused)."""
     from ..data.loaders import train_test_split
 
     if n_train < 4 or n_eval < 4:
         raise InputError(f"n_train and n_eval must be at least 4, got {n_train} and {n_eval}")
-    ds = load_study_data(data, text_fields=text_fields, label_column=label_column, task=task)
+    ds = data if isinstance(data, Dataset) else load_study_data(data, text_fields=text_fields,
+                                                                label_column=label_column, task=task)
     if not ds.label_names and not regression:
-        raise InputError(f"data set {data!r} has no class labels; the probes and fine-tuning need a "
+        name = ds.name if isinstance(data, Dataset) else data
+        raise InputError(f"data set {name!r} has no class labels; the probes and fine-tuning need a "
                          "classification data set (e.g. rotten_tomatoes)")
     train, test = train_test_split(ds, test_size=0.25, seed=seed)
     return train.sample(n_train, seed=seed), test.sample(n_eval, seed=seed)

@@ -22,6 +22,7 @@ from typing import Sequence
 
 import numpy as np
 
+from ..core.files import atomic_write_text
 from ..errors import InputError
 from ..measures.stir import StirResult, _half_draws
 from ..measures.similarity import linear_cka
@@ -91,10 +92,8 @@ def text_counterparts(m1: Encoder, texts: Sequence[str], *, capability: str = "s
     out = Counterparts(list(texts), [r.perturbed if r.ok else None for r in results],
                        [float(r.loss) if r.ok else float("nan") for r in results])
     if path is not None:
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps({"key": key, "originals": out.originals, "perturbed": out.perturbed,
-                                   "distances": out.distances}))
-        tmp.replace(path)
+        atomic_write_text(path, json.dumps({"key": key, "originals": out.originals, "perturbed": out.perturbed,
+                                            "distances": out.distances}))
     return out
 
 

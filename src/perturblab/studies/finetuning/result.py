@@ -1,0 +1,90 @@
+"""What the fine-tuning study returns and the files it writes."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Sequence
+
+from ...core.files import write_json
+from ...core.study import StudyResult
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .config import FinetuningConfig
+
+#: the files :meth:`FinetuningResult.save` writes
+FILES = ("results.json", "finetuning.png", "probes.png", "finetune.json")
+#: measure -> its label in ``finetuning.png``
+SHOWN = {"cka": "CKA(pre, ft)", "stir_ft|pre": "STIR(ft|pre)", "stir_pre|ft": "STIR(pre|ft)",
+         "stir_pre|pre": "STIR(pre|pre) ceiling", "stir_text_ft|pre": "text STIR(ft|pre)",
+         "stir_text_pre|pre": "text STIR(pre|pre) ceiling"}
+
+
+def per_layer(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One dict per layer (``layer`` and each measure's value), then one with ``layer`` None for
+    the measures without a layer (when there are any)."""
+    layers: dict[Any, dict[str, Any]] = {}
+    for r in rows:
+        layers.setdefault(r["layer"], {"layer": r["layer"]})[r["measure"]] = r["value"]
+    return [layers[k] for k in sorted(k for k in layers if k is not None)] + (
+        [layers[None]] if None in layers else [])
+
+
+class FinetuningResult(StudyResult):
+    """The result of :func:`perturblab.studies.finetuning.finetuning`.
+
+    * ``rows`` — ``a, b, layer, measure, value, std`` (see :mod:`.study` for the measures);
+    * ``summary`` — one dict per layer with every measure's value (and one with ``layer`` None for
+      ``classifier_acc_ft`` / ``text_counterparts``);
+    * ``finetune`` — the fine-tune's provenance (steps, stop reason, losses; or "given");
+    * :meth:`figures` — ``finetuning.png`` (Fig. 1 style) and ``probes.png``; :meth:`save` writes
+      what the ``finetuning`` command writes.
+    """
+
+    study = "finetuning"
+
+    def __init__(self, config: "FinetuningConfig", rows: Sequence[dict[str, Any]], finetune: dict[str, Any], *,
+                 ft_name: str, n_eval: int, run_id: str | None = None) -> None:
+        super().__init__(rows, per_layer(rows), run_id=run_id)
+        self.config, self.finetune, self.ft_name, self.n_eval = config, dict(finetune), ft_name, n_eval
+
+    def series(self, measure: str) -> list[float]:
+        """The per-layer values of ``measure`` (empty when it was not computed)."""
+        return [r["value"] for r in self.rows if r["measure"] == measure]
+
+    def table(self) -> str:
+        """The console table: one line per layer, then the measures without a layer."""
+        measures = list(dict.fromkeys(r["measure"] for r in self.rows if r["layer"] is not None))
+        lines = ["layer  " + "  ".join(f"{m:>16s}" for m in measures)]
+        for s in self.summary:
+            if s["layer"] is not None:
+                lines.append(f"{s['layer']:5d}  " + "  ".join(f"{s.get(m, float('nan')):16.3f}" for m in measures))
+        lines += [f"{r['measure']}: {r['value']:.3f}" for r in self.rows if r["layer"] is None]
+        return "\n".join(lines)
+
+    def figures(self) -> dict[str, Any]:
+        """File name -> matplotlib figure: ``finetuning.png`` (CKA and STIR per layer) and
+        ``probes.png`` (probe accuracy per layer of both models)."""
+        from ...report.similarity_plots import layer_curves_figure
+
+        cfg, meta = self.config, self.finetune
+        curves = {label: self.series(m) for m, label in SHOWN.items() if self.series(m)}
+        errs = {SHOWN[m]: [r["std"] for r in self.rows if r["measure"] == m] for m in SHOWN
+                if m.startswith("stir") and self.series(m)}
+        title = (f"{cfg.base} vs {self.ft_name} on {cfg.data} ({meta.get('steps')} steps, "
+                 f"{meta.get('stop_reason')}); n={self.n_eval}")
+        return {"finetuning.png": layer_curves_figure(curves, title=title, errors=errs, ylabel="CKA / STIR"),
+                "probes.png": layer_curves_figure(
+                    {"pretrained": self.series("probe_acc_pre"), "fine-tuned": self.series("probe_acc_ft")},
+                    title=f"per-layer probe accuracy on {cfg.data}", ylabel="probe accuracy")}
+
+    def save(self, out: str | Path) -> list[Path]:
+        """Write ``results.json``, ``finetune.json`` (the study's options and the fine-tune's
+        provenance) and the figures into ``out`` (each atomically); returns their paths."""
+        from ...report.plots import save_figure
+
+        out = Path(out)
+        paths = [write_json(out / "results.json", self.rows),
+                 write_json(out / "finetune.json", {"study": asdict(self.config), "finetune": self.finetune})]
+        paths += [save_figure(fig, out / name) for name, fig in self.figures().items()]
+        return paths

@@ -1,0 +1,181 @@
+"""The layer-probe study on the study core.
+
+A logistic-regression probe is trained on each layer's pooled states of the clean training set
+(once per run, and only when a cell needs it); it is evaluated on the clean evaluation set and on
+the same set after each perturbation. Each of these evaluations is one stored cell: which
+evaluation examples every layer's probe gets right (a string of ``0``/``1``, one per example) and,
+for a perturbation, the share of evaluation inputs it changed. The cell's content key holds
+everything that result depends on: the encoder's fingerprint, the training and evaluation
+examples as used, the pooling, the probe's settings and seed, and the perturbation with its
+parameters and the field of a pair it changes. The accuracies, drops, paired standard errors and
+ranks are derived from the cells when the study finishes.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Hashable, Iterator
+
+import numpy as np
+
+from ...core.keys import content_key, examples_fingerprint, model_fingerprint
+from ...core.study import Phase, RunContext, Study, Task
+from ...data.examples import Dataset
+from ...errors import InputError
+from ...measures.probe import Probe, fit_probe
+from ...models.head import dataset_inputs
+from ...models.states import layer_states
+from ...perturb.catalogue import get_perturbation, perturb_inputs
+from ..inputs import labelled_split
+from .config import LayerProbeConfig
+from .result import LayerProbeResult
+
+CELLS = "layer_probes.correct"
+CLEAN = "clean"
+
+
+def encode_correct(ok: np.ndarray) -> str:
+    """A boolean vector as a string of ``0``/``1``."""
+    return "".join("1" if v else "0" for v in np.asarray(ok, dtype=bool))
+
+
+def decode_correct(s: str) -> np.ndarray:
+    """The boolean vector of :func:`encode_correct`."""
+    return np.frombuffer(s.encode("ascii"), dtype=np.uint8) == ord("1")
+
+
+class LayerProbeStudy(Study):
+    """A :class:`LayerProbeConfig` against one encoder (``encoder``: a ready object, else
+    ``config.model`` is loaded as a preset, directory or hub id) on ``splits`` (train, eval) or
+    the config's data."""
+
+    name = "layer-probes"
+
+    def __init__(self, config: LayerProbeConfig, *, encoder: Any = None,
+                 splits: tuple[Dataset, Dataset] | None = None, progress: bool = True) -> None:
+        config.validate()
+        self.config, self.progress = config, progress
+        self._encoder, self._splits = encoder, splits
+        self._probes: list[Probe] | None = None
+        self._probes_lock = threading.Lock()
+        self._phase: Phase | None = None
+
+    # -- set-up ------------------------------------------------------------------------
+    def splits(self) -> tuple[Dataset, Dataset]:
+        """(train, eval) as used: loaded, split and sampled once."""
+        if self._splits is None:
+            cfg = self.config
+            self._splits = labelled_split(cfg.data, cfg.n_train, cfg.n_eval, cfg.seed, text_fields=cfg.text_fields,
+                                          label_column=cfg.label_column)
+        return self._splits
+
+    def encoder(self) -> Any:
+        """The encoder whose layers are probed."""
+        if self._encoder is None:
+            from ...models.presets import load_encoder
+
+            self._encoder = load_encoder(self.config.model)
+        return self._encoder
+
+    def prepare(self, ctx: RunContext) -> None:
+        with ctx.step("loading the data"):
+            self.splits()
+        with ctx.step(f"loading encoder {self.config.model}"):
+            self.encoder()
+
+    def _base_key(self) -> list[Any]:
+        cfg = self.config
+        train, test = self.splits()
+        return [model_fingerprint(self.encoder()), examples_fingerprint(train), examples_fingerprint(test),
+                cfg.pooling, cfg.probe_c, cfg.seed]
+
+    def identity(self) -> dict[str, Any]:
+        from dataclasses import asdict
+
+        opts = {k: v for k, v in asdict(self.config).items() if k not in ("model", "data")}
+        train, test = self.splits()
+        return {"options": opts, "encoder": model_fingerprint(self.encoder()),
+                "train": examples_fingerprint(train), "test": examples_fingerprint(test)}
+
+    def task_key(self, perturbation: str) -> str:
+        """The content key of the clean evaluation (``"clean"``) or of one perturbation's."""
+        cfg = self.config
+        if perturbation == CLEAN:
+            return content_key(CELLS, CLEAN, *self._base_key())
+        return content_key(CELLS, *self._base_key(), perturbation, sorted(cfg.params(perturbation).items()),
+                           cfg.perturb_field)
+
+    # -- the work cells ------------------------------------------------------------------
+    def _states(self, inputs: list[Any]) -> list[np.ndarray]:
+        return layer_states(self.encoder(), inputs, pooling=self.config.pooling, progress=self.progress)
+
+    def probes(self) -> list[Probe]:
+        """One probe per layer, fitted on the clean training states (once per study object)."""
+        with self._probes_lock:
+            if self._probes is None:
+                train, _ = self.splits()
+                cfg = self.config
+                self._probes = [fit_probe(h, train.labels, seed=cfg.seed, C=cfg.probe_c)
+                                for h in self._states(dataset_inputs(train))]
+            return self._probes
+
+    def evaluate(self, perturbation: str) -> dict[str, Any]:
+        """One cell: which evaluation examples each layer's probe gets right on the clean or the
+        perturbed inputs (and the share of inputs the perturbation changed)."""
+        cfg = self.config
+        _, test = self.splits()
+        x = dataset_inputs(test)
+        change_rate = None
+        if perturbation != CLEAN:
+            t = get_perturbation(perturbation, **cfg.params(perturbation))
+            x, changed = perturb_inputs(t, x, seed=cfg.seed, field=cfg.perturb_field)
+            change_rate = float(np.mean(changed))
+        states = self._states(x)
+        y = test.labels
+        correct = [encode_correct(p.predict(h) == y) for p, h in zip(self.probes(), states)]
+        return {"correct": correct, "change_rate": change_rate}
+
+    def _compute(self, group: Hashable, payloads: list[str]) -> list[dict[str, Any]]:
+        return [self.evaluate(p) for p in payloads]
+
+    # -- the study protocol --------------------------------------------------------------
+    def phases(self, ctx: RunContext) -> Iterator[Phase]:
+        names = [CLEAN, *self.config.perturbations]
+        tasks = [Task(self.task_key(n), n, group=n) for n in names]
+        self._phase = Phase(CELLS, tasks, self._compute, label="probes per perturbation")
+        yield self._phase
+
+    def finish(self, ctx: RunContext) -> LayerProbeResult:
+        assert self._phase is not None
+        cells = {t.payload: self._phase.results[t.key] for t in self._phase.tasks}
+        return LayerProbeResult(self.config, probe_rows(self.config, cells), run_id=ctx.run_id)
+
+
+def probe_rows(config: LayerProbeConfig, cells: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows ``model, perturbation, layer, metric, value`` from the stored cells: clean accuracy
+    per layer, then per perturbation its change rate and per layer the perturbed accuracy, the
+    drop, its paired standard error over the evaluation examples and the layer's rank (1 = the
+    largest drop)."""
+    clean_ok = [decode_correct(s) for s in cells[CLEAN]["correct"]]
+    if not clean_ok or not len(clean_ok[0]):
+        raise InputError("the evaluation split is empty; give more data or a larger --n-eval")
+    n = len(clean_ok[0])
+    clean = [float(c.mean()) for c in clean_ok]
+    name_of = config.model
+    rows: list[dict[str, Any]] = [{"model": name_of, "perturbation": "clean", "layer": i, "metric": "clean_acc",
+                                   "value": a} for i, a in enumerate(clean)]
+    for pname in config.perturbations:
+        ok = [decode_correct(s) for s in cells[pname]["correct"]]
+        acc = np.array([o.mean() for o in ok])
+        drop = np.asarray(clean) - acc
+        # paired standard error of the drop over the evaluation examples
+        drop_se = np.array([np.std(c.astype(float) - o, ddof=1) / np.sqrt(n) for c, o in zip(clean_ok, ok)])
+        rank = np.empty(len(drop), dtype=int)
+        rank[np.argsort(-drop, kind="stable")] = np.arange(1, len(drop) + 1)
+        rows.append({"model": name_of, "perturbation": pname, "layer": None, "metric": "change_rate",
+                     "value": float(cells[pname]["change_rate"])})
+        for i in range(len(drop)):
+            rows += [{"model": name_of, "perturbation": pname, "layer": i, "metric": m, "value": float(v)}
+                     for m, v in (("perturbed_acc", acc[i]), ("drop", drop[i]), ("drop_se", drop_se[i]),
+                                  ("rank", rank[i]))]
+    return rows
