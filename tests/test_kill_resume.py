@@ -51,6 +51,18 @@ def command(study: str, data, out, resume: bool = False) -> list[str]:
         return [sys.executable, "-m", "perturblab.cli", "layer-probes", "--model", str(model), "--data", str(data),
                 "--perturbations", "change_char,swap_words,drop_first,drop_last,random_typo", "--n-train", "200",
                 "--n-eval", "100", "--out", str(out), "--quiet"]
+    if study == "grounding":  # three tiny BERT directories: a cell per probe, per distance, and the warm-up
+        import tiny_bert
+
+        dirs = []
+        for i in range(3):
+            model = out.parent / f"bert{i}"
+            if not model.is_dir():
+                tiny_bert.save_bert(model, i)
+            dirs.append(str(model))
+        return [sys.executable, "-m", "perturblab.cli", "grounding", "--variants", ",".join(dirs), "--data", str(data),
+                "--n-train", "200", "--n-eval", "100", "--measures", "cka,procrustes", "--pc-layers", "1,2",
+                "--n-boot", "200", "--out", str(out), "--quiet"]
     common = ["--data", str(data), "--seeds", "2", "--out", str(out), "--quiet"]
     if study == "learnability":
         return [sys.executable, "-m", "perturblab.cli", "learnability", "--models", "tfidf-lr,textrnn",
@@ -95,7 +107,8 @@ def kill_after(cmd, env, db, table: str, rows: int, extra_delay: float, timeout:
 
 
 @pytest.mark.parametrize("study,table", [("learnability", "cells"), ("robustness", "cells"), ("run", "cells"),
-                                         ("scope", "cells"), ("layer-probes", "cells")])
+                                         ("scope", "cells"), ("layer-probes", "cells"),
+                                         ("grounding", "cells")])
 def test_sigkill_then_resume_equals_uninterrupted_run(tmp_path, marker_csv, study, table):
     env = {**os.environ, "PERTURBLAB_HOME": str(tmp_path / "home"), "HF_HUB_OFFLINE": "1"}
     data = marker_csv(tmp_path / "toy.csv", 640, n_words=8)

@@ -20,6 +20,13 @@ def _int_list(s: str) -> list[int]:
         raise argparse.ArgumentTypeError(f"expected comma-separated layer numbers, e.g. 4,5,6; got {s!r}") from None
 
 
+def _float_list(s: str) -> list[float]:
+    try:
+        return [float(x) for x in _list(s)]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, e.g. 0,0.5,0.9; got {s!r}") from None
+
+
 def _common(p: argparse.ArgumentParser, *, data: str = "rotten_tomatoes") -> None:
     p.add_argument("--data", default=data,
                    help="data set (rotten_tomatoes, tweets, a CSV/JSONL/Parquet file, hf:NAME[:SPLIT]) or corpus "
@@ -85,6 +92,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     _common(p)
     data_options(p, task=False)
 
+    from .studies.grounding.config import PC_FRACTIONS
+
     p = sub.add_parser("grounding", help="rank correlation of similarity measures with probe accuracy (Table 1)")
     p.add_argument("--variants", default="minilm-l6,minilm-l6-int8,minilm-l3,ft:0,ft:1",
                    help="comma list of encoders; ft:<seed> = --base fine-tuned with that seed")
@@ -93,17 +102,17 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--n-train", type=int, default=2000)
     p.add_argument("--n-eval", type=int, default=1000)
     p.add_argument("--pc-layers", type=_int_list, default=[4, 5, 6], help="layers for the PC-deletion benchmark")
+    p.add_argument("--pc-fractions", type=_float_list, default=list(PC_FRACTIONS),
+                   help="fractions of the principal components deleted (smallest first) in the PC-deletion benchmark")
+    p.add_argument("--include-embeddings", action="store_true",
+                   help="count the embedding layer as a member of the layer-depth set (the paper leaves it out)")
+    p.add_argument("--warmup", type=_list, default=None, metavar="A,B",
+                   help="the pair of equally deep variants of the warm-up tests (default: the first two ft:<seed>)")
     p.add_argument("--n-boot", type=int, default=2000, help="bootstrap resamples for the 95%% intervals")
     _probe_arg(p)
     _finetune_args(p, epochs=1, seconds=300.0)
     _common(p)
     data_options(p, task=False)
-
-
-def _finetune_config(args):
-    from .models.finetune import FinetuneConfig
-
-    return FinetuneConfig(epochs=args.epochs, max_seconds=args.max_seconds, lr=args.lr)
 
 
 def cmd_similarity(args) -> int:
@@ -156,15 +165,20 @@ def cmd_layer_probes(args) -> int:
 
 
 def cmd_grounding(args) -> int:
-    from .studies.grounding import GroundingConfig, run_grounding
+    from .core.lock import output_lock
+    from .studies.grounding import grounding
 
-    cfg = GroundingConfig(data=args.data, variants=_list(args.variants), base=args.base, n_train=args.n_train,
-                          n_eval=args.n_eval, seed=args.seed, pooling=args.pooling, measures=_list(args.measures),
-                          pc_layers=args.pc_layers, n_boot=args.n_boot, probe_c=args.probe_c,
-                          finetune=_finetune_config(args), text_fields=args.text_fields, label_column=args.label_column)
-    run_grounding(cfg, args.out, progress=not args.quiet)
-    print((Path(args.out) / "table.md").read_text())
-    print(f"outputs in {Path(args.out).resolve()}: results.json, table.md, members.csv, warmup_*.png")
+    out = Path(args.out)
+    with output_lock(out, what="the grounding study"):
+        res = grounding(args.variants, base=args.base, measures=args.measures, data=args.data, n_train=args.n_train,
+                        n_eval=args.n_eval, pc_layers=args.pc_layers, pc_fractions=args.pc_fractions,
+                        include_embeddings=args.include_embeddings, warmup=args.warmup, n_boot=args.n_boot,
+                        probe_c=args.probe_c, epochs=args.epochs, max_seconds=args.max_seconds, lr=args.lr,
+                        seed=args.seed, pooling=args.pooling, text_fields=args.text_fields,
+                        label_column=args.label_column, out=out, quiet=args.quiet)
+        paths = res.save(out)
+    print(res.table())
+    print(f"outputs in {out.resolve()}: {', '.join(p.name for p in paths)}, results.sqlite")
     return 0
 
 

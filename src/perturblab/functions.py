@@ -37,6 +37,7 @@ STUDY_FUNCTIONS: dict[str, tuple[str, str]] = {
     "similarity": ("perturblab.functions", "similarity"),
     "finetuning": ("perturblab.studies.finetuning", "finetuning"),
     "layer-probes": ("perturblab.studies.layer_probes", "layer_probes"),
+    "grounding": ("perturblab.studies.grounding", "grounding"),
 }
 
 

@@ -1,17 +1,20 @@
-"""Figures of the grounding warm-up tests (Ding et al. 2021, Figs. 1–2)."""
+"""Figures of the grounding warm-up tests (Ding et al. 2021, Figs. 1–2); each function returns
+the matplotlib figure (saved at :data:`DPI` by :meth:`GroundingStudyResult.save`)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
-from .plots import _plt, save_figure
+from ...report.plots import _plt
+
+#: resolution of the grounding figures
+DPI = 110
 
 
-def specificity_figure(dist_same: dict[str, np.ndarray], dist_other: dict[str, np.ndarray], path: str | Path, *,
-                       names: Sequence[str], layer: int | None = None) -> Path:
+def specificity_figure(dist_same: dict[str, np.ndarray], dist_other: dict[str, np.ndarray], *,
+                       names: Sequence[str], layer: int | None = None) -> Any:
     """Fig. 1: per measure, the distances between the layers of model A and of A vs B (top), and
     for one layer of A (default: the middle one) its distance to every layer of A and of B,
     with the distance to the same layer of B dashed (bottom)."""
@@ -41,12 +44,12 @@ def specificity_figure(dist_same: dict[str, np.ndarray], dist_other: dict[str, n
         ax.set_ylabel(f"distance from {a} layer {i + 1}")
         ax.legend(fontsize=7)
         ax.grid(alpha=0.3)
-    return save_figure(fig, path, 110)
+    return fig
 
 
 def pc_deletion_figure(ks: Sequence[int], accuracy: Sequence[float],
-                       per_measure: dict[str, tuple[Sequence[float], float, int | None]], dim: int,
-                       path: str | Path, *, title: str) -> Path:
+                       per_measure: dict[str, tuple[Sequence[float], float, int | None]], dim: int, *,
+                       title: str) -> Any:
     """Fig. 2 (and 3b): distance to the full representation as the smallest principal components
     are deleted (solid), the seed baseline (dotted) and the first point above it (star); probe
     accuracy on the right axis."""
@@ -67,4 +70,4 @@ def pc_deletion_figure(ks: Sequence[int], accuracy: Sequence[float],
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=7, loc="upper left")
     ax.grid(alpha=0.3)
-    return save_figure(fig, path, 110)
+    return fig

@@ -1,0 +1,107 @@
+"""The public function of the grounding study, named like its command (``grounding``)."""
+
+from __future__ import annotations
+
+import tempfile
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any, Sequence
+
+from ...core.driver import run_study
+from ...core.lock import output_lock
+from ...data.examples import Dataset
+from ...errors import InputError
+from ...models.finetune import FinetuneConfig
+from ..layer_probes.function import as_list, data_splits
+from .config import MEASURES, VARIANTS, GroundingConfig
+from .result import GroundingStudyResult
+from .study import GroundingStudy
+
+
+def _variants(variants: str | Sequence[Any]) -> tuple[list[str], dict[str, Any]]:
+    """Variant names, and the ready encoder objects among them by name."""
+    if isinstance(variants, str):
+        return as_list(variants), {}
+    names, given = [], {}
+    for i, v in enumerate(variants):
+        if isinstance(v, str):
+            names.append(v)
+            continue
+        if not isinstance(getattr(v, "fingerprint", None), str):
+            raise InputError(f"variant {i} is a {type(v).__name__} without a fingerprint; give an encoder spec "
+                             "(preset, directory, hub id), ft:<seed>, or an encoder object with a `fingerprint`")
+        name = str(getattr(v, "name", "") or f"variant{i}")
+        if name in names:
+            raise InputError(f"two variants are named {name!r}; give each encoder object its own `name`")
+        names.append(name)
+        given[name] = v
+    return names, given
+
+
+def grounding(variants: str | Sequence[Any] = VARIANTS, *, base: str = "minilm-l6",
+              measures: str | Sequence[str] = MEASURES,
+              data: "str | Dataset | tuple[Dataset, Dataset]" = "rotten_tomatoes", n_train: int = 2000,
+              n_eval: int = 1000, pc_layers: Sequence[int] = (4, 5, 6), n_boot: int = 2000, probe_c: float = 0.01,
+              epochs: int = 1, max_seconds: float | None = 300.0, lr: float = 5e-5, seed: int = 0,
+              pooling: str = "mean", text_fields: str | Sequence[str] = (), label_column: str | None = None,
+              pc_fractions: Sequence[float] | None = None, include_embeddings: bool = False,
+              warmup: Sequence[str] | None = None, out: str | Path | None = None,
+              quiet: bool = False) -> GroundingStudyResult:
+    """Which similarity measures track functionality (the ``grounding`` command; Ding et al. 2021,
+    Table 1 and the warm-up tests of Figs. 1–2).
+
+    ``variants`` are encoder specs, ``ft:<seed>`` (``base`` fine-tuned on the training split with
+    that seed: ``epochs``, ``max_seconds`` of CPU time, learning rate ``lr``; saved under
+    ``data_home()/finetuned`` and reused) or encoder objects (``hidden_states``, ``fingerprint``,
+    ``name``). ``data`` is a data spec, a :class:`~perturblab.data.Dataset` (split 3:1 and sampled
+    to ``n_train`` / ``n_eval``) or a ready ``(train, eval)`` pair. ``out`` keeps the results
+    store, so calling again recomputes only what changed (``None``: a temporary directory);
+    nothing but the store is written until you call ``.save(dir)``.
+
+    Example (three encoders of two "layers" counting words, on data of your own)::
+
+        >>> import numpy as np
+        >>> from perturblab import grounding
+        >>> from perturblab.data import Dataset, Example
+        >>> class Counts:
+        ...     num_layers = 2
+        ...     def __init__(self, name, noise):
+        ...         self.name, self.noise, self.fingerprint = name, noise, f"doctest-grounding-{name}"
+        ...     def hidden_states(self, texts, pooling="mean"):
+        ...         rng = np.random.default_rng(len(self.name))
+        ...         h = np.array([[t.split().count(w) for w in ("good", "bad", "a", "film")] for t in texts], float)
+        ...         h = h + self.noise * rng.normal(size=h.shape)
+        ...         return [h.astype(np.float32), (h @ rng.normal(size=(4, 4))).astype(np.float32), (2 * h).astype(np.float32)]
+        >>> texts = ["a good film", "a bad film", "good acting", "bad plot", "a good story", "dull and bad"]
+        >>> data = Dataset([Example(t, int("good" in t)) for t in texts * 10], ["negative", "positive"])
+        >>> res = grounding([Counts("clean", 0.0), Counts("noisy", 0.5), Counts("noisier", 2.0)], data=data,
+        ...                 n_train=40, n_eval=20, measures="cka,procrustes", pc_layers=[2], n_boot=50, quiet=True)
+        >>> sorted({(r["benchmark"], r["measure"]) for r in res.summary})
+        [('layer_depth', 'linear_cka'), ('layer_depth', 'procrustes_distance'), ('pc_deletion', 'linear_cka'), ('pc_deletion', 'procrustes_distance')]
+        >>> [r["n"] for r in res.summary if r["benchmark"] == "layer_depth"]
+        [5, 5]
+    """
+    names, given = _variants(variants)
+    data_name, splits = data_splits(data, n_train, n_eval, seed)
+    kw: dict[str, Any] = {} if pc_fractions is None else {"pc_fractions": tuple(float(f) for f in pc_fractions)}
+    cfg = GroundingConfig(data=data_name, variants=names, base=base, n_train=n_train, n_eval=n_eval, seed=seed,
+                          pooling=pooling, measures=as_list(measures), include_embeddings=include_embeddings,
+                          pc_layers=[int(x) for x in (as_list(pc_layers) if isinstance(pc_layers, str) else pc_layers)],
+                          warmup=None if warmup is None else as_list(warmup), n_boot=n_boot, probe_c=probe_c,
+                          finetune=FinetuneConfig(epochs=epochs, max_seconds=max_seconds, lr=lr),
+                          text_fields=as_list(text_fields), label_column=label_column, **kw)
+    study = GroundingStudy(cfg, encoders=given, splits=splits, progress=not quiet)
+    with ExitStack() as stack:
+        where = Path(out) if out is not None else Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        result = run_study(study, where, progress=not quiet)
+    assert isinstance(result, GroundingStudyResult)
+    return result
+
+
+def run_grounding(config: GroundingConfig, out_dir: str | Path, *, progress: bool = True) -> list[dict[str, Any]]:
+    """Run (or resume) ``config`` into ``out_dir``, write its outputs there and return the rows."""
+    study = GroundingStudy(config, progress=progress)
+    with output_lock(out_dir, what="the grounding study"):
+        result = run_study(study, out_dir, progress=progress)
+        result.save(out_dir)
+    return result.rows
