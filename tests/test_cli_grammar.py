@@ -71,3 +71,51 @@ def test_n_larger_than_the_data_is_an_error_and_all_takes_everything(tmp_path, c
     with pytest.raises(SystemExit) as e:
         main([*argv, "--n", "0", "--out", str(tmp_path / "zero")])
     assert e.value.code == 2 and "expected a positive number or 'all'" in capsys.readouterr().err
+
+
+REPETITIONS = {"scope": "trials", "scope-lm": "trials", "checkpoints": "trials", "learnability": "trials",
+               "robustness": "trials", "generation": "trials"}
+
+
+def test_one_name_for_repetitions_and_evaluation_sizes_with_the_old_names_kept():
+    """Repetitions are --trials and a held-out split's size --n-eval on every command; the old
+    names (--seeds, --n-test) parse to the same option."""
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    for name, parser in sub.choices.items():
+        opts = {o for a in parser._actions for o in a.option_strings}
+        assert "--n-test" not in opts or "--n-eval" in opts, name
+        assert "--seeds" not in opts or "--trials" in opts, name
+        if name in REPETITIONS:
+            assert "--trials" in opts, name
+    common = ["--models", "tfidf-lr", "--out", "o"]
+    for cmd in ("robustness", "learnability"):
+        old = parser_of(cmd).parse_args([*common, "--seeds", "2", "--n-test", "30"])
+        new = parser_of(cmd).parse_args([*common, "--trials", "2", "--n-eval", "30"])
+        assert (old.trials, old.n_eval) == (new.trials, new.n_eval) == (2, 30)
+
+
+def parser_of(command: str) -> argparse.ArgumentParser:
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return sub.choices[command]
+
+
+def test_old_option_names_work_in_configs_and_in_python(tmp_path):
+    import perturblab as pl
+    from perturblab.errors import InputError
+    from perturblab.runs.config import ConfigError, load_config
+
+    entry = "studies:\n  - kind: robustness\n    models: [tfidf-lr]\n    {}\n"
+    old = load_config(_write(tmp_path / "old.yaml", entry.format("seeds: 2\n    n_test: 30")))
+    new = load_config(_write(tmp_path / "new.yaml", entry.format("trials: 2\n    n_eval: 30")))
+    assert old.studies[0].options == new.studies[0].options
+    assert old.studies[0].options["trials"] == 2 and old.studies[0].options["n_eval"] == 30
+    with pytest.raises(ConfigError, match="name the same option"):
+        load_config(_write(tmp_path / "both.yaml", entry.format("seeds: 2\n    trials: 3")))
+    with pytest.raises(InputError, match="disagree"):
+        pl.robustness("tfidf-lr", trials=2, seeds=3)
+
+
+def _write(path, text):
+    path.write_text(text)
+    return path

@@ -80,7 +80,7 @@ def test_config_maps_onto_the_commands_options(tmp_path, marker_csv):
     rob, learn = cfg.studies
     assert (rob.name, rob.kind, learn.name) == ("rob", "robustness", "02-learnability")
     assert rob.options["models"] == "ref=tfidf-lr"  # a named model keeps its name in the tables
-    assert rob.options["perturbations"] == "drop_first,change_char" and rob.options["n_test"] == 60
+    assert rob.options["perturbations"] == "drop_first,change_char" and rob.options["n_eval"] == 60
     assert rob.options["data"] == str(tmp_path / "toy.csv")  # relative to the config's folder
     assert rob.options["metrics"] is None  # the command's default: the task's own metrics
     assert learn.options["ps"] == [0.1, 1.0] and cfg.out == tmp_path / "o"
@@ -98,7 +98,7 @@ def test_run_skip_refuse_status_and_resume(tmp_path, marker_csv, capsys):
     for f in ("results.json", "summary.json", "table.md"):
         assert (out / "rob" / f).read_bytes() == (tmp_path / "direct" / f).read_bytes()
     manifest = json.loads((out / "rob" / "study.json").read_text())
-    assert manifest["kind"] == "robustness" and manifest["options"]["seeds"] == 2
+    assert manifest["kind"] == "robustness" and manifest["options"]["trials"] == 2
     assert [r["state"] for r in status(out)] == ["done", "done"]
     assert (out / "report.html").is_file() and (out / "run.yaml").read_text() == path.read_text()
     mtime = (out / "rob" / "results.json").stat().st_mtime_ns
@@ -111,7 +111,7 @@ def test_run_skip_refuse_status_and_resume(tmp_path, marker_csv, capsys):
     assert (out / "rob" / "results.json").stat().st_mtime_ns == mtime
     # a study that changed is refused, not mixed
     path.write_text(ROBUSTNESS.format(out="o").replace("seeds: 2", "seeds: 3"))
-    with pytest.raises(InputError, match="'rob' .* ran with other options \\(changed: seeds\\)"):
+    with pytest.raises(InputError, match="'rob' .* ran with other options \\(changed: trials\\)"):
         run(load_config(path), progress=False)
     # an interrupted study (state running, process gone) shows as interrupted and resumes
     state = json.loads((out / "run.json").read_text())

@@ -36,9 +36,11 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     _data_options(p, task=False)
     p.add_argument("--perturb-field", choices=["a", "b", "both"], default="both",
                    help="for text-pair data: perturb the first text, the second or both (default)")
-    p.add_argument("--seeds", type=int, default=3)
+    p.add_argument("--trials", "--seeds", dest="trials", type=int, default=3,
+                   help="repetitions: training seeds of each model and perturbation (--seeds is the old name)")
     p.add_argument("--n-train", type=int, default=2000, help="balanced training subsample")
-    p.add_argument("--n-test", type=int, default=500, help="balanced test subsample")
+    p.add_argument("--n-eval", "--n-test", dest="n_eval", type=int, default=500,
+                   help="balanced evaluation subsample (--n-test is the old name)")
     p.add_argument("--ps", type=_floats, default=None, help="perturbation probabilities (default: the paper's grid)")
     p.add_argument("--workers", type=int, default=2, help="models trained at once in threads (default 2; each "
                    "gets its share of torch's threads; 1 = one at a time)")
@@ -62,9 +64,11 @@ def add_robustness_parser(sub: argparse._SubParsersAction) -> None:
     _data_options(p)
     p.add_argument("--metrics", default=None, help="comma list of accuracy, mcc, f1 (classification; default "
                    "accuracy,mcc) or pearson, spearman (regression; default both)")
-    p.add_argument("--seeds", type=int, default=3, help="draws of each perturbation")
+    p.add_argument("--trials", "--seeds", dest="trials", type=int, default=3,
+                   help="repetitions: draws of each random perturbation (--seeds is the old name)")
     p.add_argument("--n-train", type=int, default=2000, help="training split for presets and trainable models")
-    p.add_argument("--n-test", type=int, default=1000, help="test examples")
+    p.add_argument("--n-eval", "--n-test", dest="n_eval", type=int, default=1000,
+                   help="evaluation examples (--n-test is the old name)")
     p.add_argument("--perturb-field", choices=["a", "b", "both"], default="both",
                    help="for text-pair data: perturb the first text, the second or both (default)")
     p.add_argument("--label-map", action="append", metavar="[MODEL:]LABEL=DATA_LABEL,...",
@@ -82,8 +86,8 @@ def cmd_robustness(args) -> int:
     out = Path(args.out)
     with output_lock(out, what="the robustness study"):
         res = robustness(args.models, perturbations=args.perturbations, data=args.data, text_fields=args.text_fields,
-                         label_column=args.label_column, task=args.task, metrics=args.metrics, seeds=args.seeds,
-                         n_train=args.n_train, n_test=args.n_test, perturb_field=args.perturb_field,
+                         label_column=args.label_column, task=args.task, metrics=args.metrics, trials=args.trials,
+                         n_train=args.n_train, n_eval=args.n_eval, perturb_field=args.perturb_field,
                          label_map=args.label_map, out=out, quiet=args.quiet,
                          executor=getattr(args, "executor_obj", None) or args.executor, address=args.address,
                          num_cpus=args.num_cpus)
@@ -100,8 +104,8 @@ def cmd_learnability(args) -> int:
     out = Path(args.out)
     with output_lock(out, what="the learnability study"):
         res = learnability(args.models, perturbations=args.perturbations, data=args.data, text_fields=args.text_fields,
-                           label_column=args.label_column, perturb_field=args.perturb_field, seeds=args.seeds,
-                           n_train=args.n_train, n_test=args.n_test, ps=args.ps, workers=args.workers, out=out,
+                           label_column=args.label_column, perturb_field=args.perturb_field, trials=args.trials,
+                           n_train=args.n_train, n_eval=args.n_eval, ps=args.ps, workers=args.workers, out=out,
                            quiet=args.quiet, executor=getattr(args, "executor_obj", None) or args.executor,
                            address=args.address, num_cpus=args.num_cpus)
         paths = res.save(out)
@@ -131,7 +135,8 @@ def add_generation_parser(sub: argparse._SubParsersAction) -> None:
                    "default), 'all' (the learnability paper's eight), 'every', or a comma list")
     p.add_argument("--metrics", default="rouge1,rouge2,rougeL", help="comma list of rouge1, rouge2, rougeL")
     p.add_argument("--n", type=int, default=100, help="examples (a seeded sample of the data)")
-    p.add_argument("--seeds", type=int, default=3, help="draws of each random perturbation")
+    p.add_argument("--trials", "--seeds", dest="trials", type=int, default=3,
+                   help="repetitions: draws of each random perturbation (--seeds is the old name)")
     p.add_argument("--max-new-tokens", type=int, default=40, help="generation length (greedy)")
     p.add_argument("--prompt", default=DEFAULT_PROMPT, help="prompt template with {source}")
     p.add_argument("--out", required=True, help="output directory (re-running resumes; nothing is generated twice)")
@@ -142,7 +147,7 @@ def cmd_generation(args) -> int:
     from .studies.generation_robustness import GenerationConfig, run_generation_robustness
 
     cfg = GenerationConfig(models=_list(args.models), data=args.data, perturbations=resolve_perturbations(args.perturbations),
-                           seeds=args.seeds, n=args.n, metrics=_list(args.metrics), prompt=args.prompt,
+                           seeds=args.trials, n=args.n, metrics=_list(args.metrics), prompt=args.prompt,
                            max_new_tokens=args.max_new_tokens, source_column=args.source_column,
                            reference_column=args.reference_column)
     run_generation_robustness(cfg, args.out, progress=not args.quiet)

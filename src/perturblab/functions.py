@@ -53,6 +53,16 @@ def study_function(kind: str) -> Callable[..., Any] | None:
 SEARCH_FIELDS: dict[str, int | None] = {"a": 0, "b": 1, "both": None}
 
 
+def renamed(value: Any, old_value: Any, default: Any, name: str, old: str) -> Any:
+    """An option given by its name or by its old name (``old_value`` not None); both, with other
+    values, is an error."""
+    if old_value is None:
+        return value
+    if value != default and value != old_value:
+        raise InputError(f"{name}={value!r} and its old name {old}={old_value!r} disagree; give {name} only")
+    return old_value
+
+
 def _names(value: str | Sequence[Any] | Any) -> list[Any]:
     """A comma-separated string or a list of specs / model objects, as a list."""
     if isinstance(value, str):
@@ -367,18 +377,21 @@ def label_maps(values: Sequence[str] | Mapping[str, Mapping[str, str]] | None) -
 
 def robustness(models: Any, *, perturbations: str | Sequence[str] = "robustness",
                data: str = "rotten_tomatoes", text_fields: str | Sequence[str] = (), label_column: str | None = None,
-               task: str | None = None, metrics: str | Sequence[str] | None = None, seeds: int = 3,
-               n_train: int = 2000, n_test: int = 1000, perturb_field: str = "both",
+               task: str | None = None, metrics: str | Sequence[str] | None = None, trials: int = 3,
+               n_train: int = 2000, n_eval: int = 1000, perturb_field: str = "both",
                label_map: Sequence[str] | Mapping[str, Mapping[str, str]] | None = None, n_boot: int = 1000,
                train_seed: int = 0, out: str | Path | None = None, quiet: bool = False, executor: Any = "local",
-               address: str | None = None, num_cpus: int | None = None) -> "RobustnessResult":
+               address: str | None = None, num_cpus: int | None = None, seeds: int | None = None,
+               n_test: int | None = None) -> "RobustnessResult":
     """Relative robustness of classifiers or regressors to perturbations (robustness paper,
     Tables 1 and 3; the ``robustness`` command).
 
     ``models`` are specs (presets, trainable zoo models, model directories, hub ids, ``NAME=SOURCE``;
     one comma-separated string or a list) or model objects; ``perturbations`` a list or
-    ``robustness`` / ``all`` / ``every``. ``out`` keeps the results store (``None``: a temporary
-    directory); ``.save(dir)`` writes what the command writes.
+    ``robustness`` / ``all`` / ``every``; ``trials`` draws of each random perturbation;
+    ``n_eval`` evaluation examples. ``out`` keeps the results store (``None``: a
+    temporary directory); ``.save(dir)`` writes what the command writes. ``seeds`` and ``n_test``
+    are the old names of ``trials`` and ``n_eval``.
 
     Example (a classifier that only reads the first word, against dropping the first word)::
 
@@ -393,13 +406,15 @@ def robustness(models: Any, *, perturbations: str | Sequence[str] = "robustness"
         >>> import tempfile, pathlib
         >>> path = pathlib.Path(tempfile.mkdtemp()) / "d.csv"
         >>> _ = path.write_text("\\n".join(rows) + "\\n")
-        >>> res = pl.robustness([clf], perturbations="drop_first", data=str(path), n_train=8, n_test=8,
+        >>> res = pl.robustness([clf], perturbations="drop_first", data=str(path), n_train=8, n_eval=8,
         ...                     metrics="accuracy", quiet=True, n_boot=50)
         >>> (res.rows[0]["clean"], res.rows[0]["perturbed"], res.rows[0]["relative_robustness"])
         (1.0, 0.5, 0.5)
     """
     from .studies.robustness_study import RobustnessConfig, RobustnessStudy
 
+    trials = renamed(trials, seeds, 3, "trials", "seeds")
+    n_eval = renamed(n_eval, n_test, 1000, "n_eval", "n_test")
     specs, given = [], {}
     for m in _names(models):
         if isinstance(m, str):
@@ -409,7 +424,7 @@ def robustness(models: Any, *, perturbations: str | Sequence[str] = "robustness"
             specs.append(name)
             given[name] = m
     cfg = RobustnessConfig(models=specs, perturbations=perturbation_names(perturbations), data=data,
-                           metrics=_names(metrics) if metrics else None, seeds=seeds, n_train=n_train, n_test=n_test,
+                           metrics=_names(metrics) if metrics else None, seeds=trials, n_train=n_train, n_test=n_eval,
                            perturb_field=perturb_field, label_maps=label_maps(label_map),
                            text_fields=_names(text_fields) if text_fields else (), label_column=label_column, task=task,
                            n_boot=n_boot, train_seed=train_seed)
@@ -424,18 +439,21 @@ def robustness(models: Any, *, perturbations: str | Sequence[str] = "robustness"
 
 def learnability(models: Any = ("tfidf-lr", "textrnn"), *, perturbations: str | Sequence[str] = "all",
                  data: str = "rotten_tomatoes", text_fields: str | Sequence[str] = (), label_column: str | None = None,
-                 perturb_field: str = "both", seeds: int = 3, n_train: int = 2000, n_test: int = 500,
-                 ps: Sequence[float] | None = None, workers: int = 2, trainers: Mapping[str, Any] | None = None,
-                 out: str | Path | None = None, quiet: bool = False, executor: Any = "local",
-                 address: str | None = None, num_cpus: int | None = None) -> "LearnabilityResult":
+                 perturb_field: str = "both", trials: int = 3, n_train: int = 2000,
+                 n_eval: int = 500, ps: Sequence[float] | None = None, workers: int = 2,
+                 trainers: Mapping[str, Any] | None = None, out: str | Path | None = None, quiet: bool = False,
+                 executor: Any = "local", address: str | None = None, num_cpus: int | None = None,
+                 seeds: int | None = None, n_test: int | None = None) -> "LearnabilityResult":
     """Perturbation learnability, robustness and post-augmentation gain (learnability paper,
     Tables 2-3; the ``learnability`` command).
 
     ``models`` are trainable model names (``tfidf-lr``, ``textrnn``, ``minilm-probe``,
     ``hf-finetune``), or names given a ``fit(texts, labels, seed)`` function in ``trainers``;
     ``perturbations`` a list or ``all`` (the paper's eight) / ``robustness`` / ``every``; ``ps`` the
-    perturbation probabilities (default: the paper's grid). ``workers`` models train at once in
-    threads. ``out`` keeps the results store (``None``: a temporary directory).
+    perturbation probabilities (default: the paper's grid); ``trials`` training seeds;
+    ``n_eval`` evaluation examples. ``workers`` models train at once in threads.
+    ``out`` keeps the results store (``None``: a temporary directory). ``seeds`` and ``n_test``
+    are the old names of ``trials`` and ``n_eval``.
 
     Example (a trainer of your own: a bag-of-words logistic regression)::
 
@@ -453,7 +471,7 @@ def learnability(models: Any = ("tfidf-lr", "textrnn"), *, perturbations: str | 
         >>> path = pathlib.Path(tempfile.mkdtemp()) / "d.csv"
         >>> _ = path.write_text("\\n".join(lines) + "\\n")
         >>> res = pl.learnability(["bow"], trainers={"bow": fit}, perturbations="leet_letters", data=str(path),
-        ...                       seeds=1, n_train=40, n_test=20, ps=[0.1, 1.0], workers=1, quiet=True)
+        ...                       trials=1, n_train=40, n_eval=20, ps=[0.1, 1.0], workers=1, quiet=True)
         >>> sorted({r["metric"] for r in res.rows})[:3]
         ['acc_augmented', 'acc_clean', 'acc_perturbed']
     """
@@ -462,8 +480,10 @@ def learnability(models: Any = ("tfidf-lr", "textrnn"), *, perturbations: str | 
 
     if not isinstance(workers, int) or workers < 1:
         raise InputError(f"workers must be a positive integer, got {workers!r}")
+    trials = renamed(trials, seeds, 3, "trials", "seeds")
+    n_eval = renamed(n_eval, n_test, 500, "n_eval", "n_test")
     cfg = LearnabilityConfig(models=_names(models), perturbations=perturbation_names(perturbations), data=data,
-                             n_train=n_train, n_test=n_test, seeds=seeds, ps=list(ps) if ps else LEARNABILITY_GRID,
+                             n_train=n_train, n_test=n_eval, seeds=trials, ps=list(ps) if ps else LEARNABILITY_GRID,
                              text_fields=_names(text_fields) if text_fields else (), label_column=label_column,
                              perturb_field=perturb_field)
     from .core.driver import run_study

@@ -170,15 +170,21 @@ def _study(entry: Any, i: int, parsers: dict, where: _Where, models: dict, data:
     if not _NAME.match(name):
         raise where.error(keys + ("name",), f"{name!r}: use letters, digits, '.', '_' or '-' (it names a folder)")
     actions = {a.dest: a for a in parsers[kind]._actions if a.option_strings and a.dest not in RUNNER_KEYS | {"help"}}
+    # every long option name of an action (an old name kept as an alias too) -> its destination
+    names = {o[2:].replace("-", "_"): a.dest for a in actions.values() for o in a.option_strings if o.startswith("--")}
     options = {dest: a.default for dest, a in actions.items()}
+    given: dict[str, str] = {}
     for key, value in entry.items():
         if key in ("kind", "name"):
             continue
-        dest = str(key).replace("-", "_")
+        dest = names.get(str(key).replace("-", "_"), str(key).replace("-", "_"))
+        if dest in given:
+            raise where.error(keys + (key,), f"{key!r} and {given[dest]!r} name the same option; keep one")
+        given[dest] = str(key)
         if dest not in actions:
             hint = " (set by the runner)" if dest in RUNNER_KEYS else ""
             raise where.error(keys + (key,), f"not an option of {kind}{hint}; "
-                              + _suggest(dest, [d.replace("_", "-") for d in actions]))
+                              + _suggest(dest, sorted(n.replace("_", "-") for n in names)))
         kk = keys + (key,)
         if (kind, dest) in MODEL_OPTIONS:
             value = _models_in(value, kind, dest, models, where, kk)

@@ -61,6 +61,10 @@ def _locked(out: Path) -> Iterator[None]:
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
+#: options renamed since a manifest may have been written: old destination -> new
+RENAMED = {"seeds": "trials", "n_test": "n_eval"}
+
+
 def _check_unchanged(cfg: RunConfig) -> None:
     for s in cfg.studies:
         manifest = cfg.out / s.name / MANIFEST
@@ -68,7 +72,7 @@ def _check_unchanged(cfg: RunConfig) -> None:
             continue
         old = json.loads(manifest.read_text())
         new, defaults = _jsonable(s.options), _jsonable(s.defaults)
-        before = old.get("options", {})
+        before = {RENAMED.get(k, k): v for k, v in old.get("options", {}).items()}
         # an option the command gained since the study ran counts as unchanged while it keeps its default
         diff = sorted(k for k in set(before) | set(new) if before.get(k) != new.get(k)
                       and not (k not in before and k in defaults and new.get(k) == defaults[k]))
