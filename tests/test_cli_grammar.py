@@ -119,3 +119,14 @@ def test_old_option_names_work_in_configs_and_in_python(tmp_path):
 def _write(path, text):
     path.write_text(text)
     return path
+
+
+def test_every_result_names_the_n_it_was_computed_on():
+    from perturblab.core.study import StudyResult
+
+    assert StudyResult([{"n": 40}, {"n": 40}]).sizes() == "computed on n = 40"
+    assert StudyResult([{"n": 38}, {"n": 40}]).sizes() == "computed on n = 38 to 40"
+    res = StudyResult([{"value": 1.0}])
+    assert res.sizes() == ""
+    res.split_sizes = {"train": 30, "eval": 12}
+    assert res.sizes() == "computed on n_train = 30, n_eval = 12"

@@ -79,6 +79,7 @@ def test_values_equal_an_independent_computation(tmp_path):
     rows = {(r["benchmark"], r["measure"]): r for r in res.summary}
     assert rows[("layer_depth", "linear_cka")]["n"] == 5
     assert {r["benchmark"] for r in res.rows} >= {"warmup_specificity", "warmup_detection"}
+    assert res.sizes() == "computed on n_train = 100, n_eval = 60"
 
 
 def test_a_rerun_computes_only_what_changed(tmp_path, work):

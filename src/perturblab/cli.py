@@ -80,6 +80,14 @@ def search_data_options(p: argparse.ArgumentParser) -> None:
                         "of both")
 
 
+def show_table(result: Any) -> None:
+    """Print a study result's console table and the number of examples it was computed on."""
+    print(result.table())
+    sizes = result.sizes()
+    if sizes:
+        print(sizes)
+
+
 def data_options(p: argparse.ArgumentParser, *, task: bool = True) -> None:
     """``--text-fields``, ``--label-column`` (and ``--task``): which columns of a data file the
     study reads (:func:`perturblab.studies.inputs.load_study_data`)."""
@@ -279,7 +287,7 @@ def cmd_scope(args) -> int:
                     num_cpus=args.num_cpus)
         paths = res.save(out)
     cfg = res.config
-    print(res.table())
+    show_table(res)
     n = max((r["n_base"] for r in res.rows), default=0)
     print(f"\nreference: {cfg.reference}; {cfg.trials} trial(s) of n={n}; {time.time() - t0:.0f} s")
     print(f"outputs in {out.resolve()}: {', '.join(p.name for p in paths)}, results.sqlite")
@@ -297,7 +305,7 @@ def cmd_selfcheck(args) -> int:
                         text_column=args.text_column, n=args.n, seed=args.seed, metrics=args.metrics,
                         no_ablations=args.no_ablations, max_new_tokens=args.max_new_tokens, out=out, quiet=args.quiet)
         paths = res.save(out)
-    print(res.table())
+    show_table(res)
     print(f"\ncorpus: {args.corpus}; n={res.config.n}; {time.time() - t0:.0f} s")
     print(f"outputs in {out.resolve()}: {', '.join(p.name for p in paths)}, results.sqlite")
     return 0
@@ -317,7 +325,7 @@ def cmd_scope_lm(args) -> int:
                        n_boot=args.n_boot, out=out, quiet=args.quiet)
         res.save(out)
     cfg = res.config
-    print(res.table())
+    show_table(res)
     n = max((r["n"] for r in res.rows), default=0)
     print(f"\nreference: {cfg.reference}; {cfg.trials} trial(s) of n={n}; {time.time() - t0:.0f} s; "
           f"outputs in {out.resolve()}: results.json, results.sqlite")

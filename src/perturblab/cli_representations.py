@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Callable
 
 from .cli import _csv_list as _list
-from .cli import data_options
+from .cli import data_options, show_table
 
 POOLINGS = ["mean", "cls", "last"]
 
@@ -125,7 +125,7 @@ def cmd_similarity(args) -> int:
                          n=args.n, seed=args.seed, measures=args.measures, pooling=args.pooling,
                          pooling_b=args.pooling_b, out=out, quiet=args.quiet)
         paths = res.save(out)
-    print(res.table())
+    show_table(res)
     print(f"outputs in {out.resolve()}: {', '.join(p.name for p in paths)}, results.sqlite")
     return 0
 
@@ -142,7 +142,7 @@ def cmd_finetuning(args) -> int:
                          pooling=args.pooling, text_fields=args.text_fields, label_column=args.label_column,
                          out=out, quiet=args.quiet)
         res.save(out)
-    print(res.table())
+    show_table(res)
     print(f"outputs in {out.resolve()}: results.json, finetuning.png, probes.png, finetune.json")
     return 0
 
@@ -160,6 +160,7 @@ def cmd_layer_probes(args) -> int:
         res.save(out)
     for p, layers in res.top_layers.items():
         print(f"{p:16s} most affected layers: {layers}")
+    print(res.sizes())
     print(f"outputs in {out.resolve()}: results.json, top_layers.csv, probe_drops.png")
     return 0
 
@@ -177,7 +178,7 @@ def cmd_grounding(args) -> int:
                         seed=args.seed, pooling=args.pooling, text_fields=args.text_fields,
                         label_column=args.label_column, out=out, quiet=args.quiet)
         paths = res.save(out)
-    print(res.table())
+    show_table(res)
     print(f"outputs in {out.resolve()}: {', '.join(p.name for p in paths)}, results.sqlite")
     return 0
 

@@ -10,6 +10,7 @@ from typing import Callable
 from .cli import _csv_list as _list
 from .cli import data_options as _data_options
 from .cli import executor_options as _executor_options
+from .cli import show_table
 
 
 def _floats(s: str) -> list[float]:
@@ -92,7 +93,7 @@ def cmd_robustness(args) -> int:
                          executor=getattr(args, "executor_obj", None) or args.executor, address=args.address,
                          num_cpus=args.num_cpus)
         paths = res.save(out)
-    print(res.table())
+    show_table(res)
     print(f"outputs in {out.resolve()}: {', '.join(p.name for p in paths)}, results.sqlite")
     return 0
 
@@ -117,6 +118,7 @@ def cmd_learnability(args) -> int:
     for c in summary["spearman"]:
         rho = "n/a" if c["spearman"] is None else f"{c['spearman']:.3f} (p={c['p_value']:.2g})"
         print(f"Spearman {c['x']} vs {c['y']}: {rho} over {c['n_pairs']} pairs")
+    print(res.sizes())
     print(f"outputs in {out.resolve()}: {', '.join(p.name for p in paths)}, results.sqlite")
     return 0
 

@@ -109,6 +109,19 @@ class StudyResult:
     def __repr__(self) -> str:
         return f"{type(self).__name__}({len(self.rows)} rows, run {self.run_id})"
 
+    #: the numbers of examples the study used, by split (set by studies whose rows carry no ``n``)
+    split_sizes: dict[str, int] | None = None
+
+    def sizes(self) -> str:
+        """One line naming the number of examples the numbers were computed on: the splits'
+        sizes, else the rows' ``n`` (``n = 500``, or a range when rows differ)."""
+        if self.split_sizes:
+            return "computed on " + ", ".join(f"n_{k} = {v}" for k, v in self.split_sizes.items())
+        ns = sorted({int(r["n"]) for r in self.rows if isinstance(r.get("n"), (int, float))})
+        if not ns:
+            return ""
+        return f"computed on n = {ns[0]}" if len(ns) == 1 else f"computed on n = {ns[0]} to {ns[-1]}"
+
     def to_pandas(self) -> "pd.DataFrame":
         """The rows as a pandas DataFrame (list and dict values kept as Python objects)."""
         import pandas as pd

@@ -188,7 +188,8 @@ def _call_study(s: StudySpec, sdir: Path, ex: Any, progress: bool, commands: dic
         res.save(sdir)
     table = getattr(res, "table", None)
     if callable(table):
-        print(f"{s.name} ({s.kind}):\n{table()}\n")
+        sizes = res.sizes() if callable(getattr(res, "sizes", None)) else ""
+        print(f"{s.name} ({s.kind}):\n{table()}\n{sizes + chr(10) if sizes else ''}")
 
 
 def _report(out: Path) -> None:

@@ -160,7 +160,9 @@ class LearnabilityStudy(Study):
             rows += _robustness_rows(stored, model, cfg, seed)
             for pert in cfg.perturbations:
                 rows += _learnability_rows(stored, model, pert, cfg, seed)
-        return LearnabilityResult(rows, summarise(rows), run_id=ctx.run_id)
+        result = LearnabilityResult(rows, summarise(rows), run_id=ctx.run_id)
+        result.split_sizes = {"train": len(self.train), "eval": len(self.test)}
+        return result
 
 
 def _learnability_cell(fits: dict[str, Fit], x_train: list[TextInput], ytr: np.ndarray, x_test: list[TextInput],

@@ -237,8 +237,10 @@ class FinetuningStudy(Study):
         cells = {t.payload: self._phase.results[t.key] for t in self._phase.tasks}
         a, b = self.model("pre").name, self.model("ft").name
         rows = finetuning_rows(a, b, cells)
-        return FinetuningResult(self.config, rows, self.meta, ft_name=b, n_eval=len(self.splits()[1]),
-                                run_id=ctx.run_id)
+        train, test = self.splits()
+        result = FinetuningResult(self.config, rows, self.meta, ft_name=b, n_eval=len(test), run_id=ctx.run_id)
+        result.split_sizes = {"train": len(train), "eval": len(test)}
+        return result
 
 
 def finetuning_rows(a: str, b: str, cells: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:

@@ -263,7 +263,9 @@ class GroundingStudy(Study):
         figures: dict[str, Any] = {}
         if self._pair is not None and self._warm is not None:
             results += self._warmup_rows(figures)
-        return GroundingStudyResult(results, members=members, config=cfg, figure_data=figures, run_id=ctx.run_id)
+        result = GroundingStudyResult(results, members=members, config=cfg, figure_data=figures, run_id=ctx.run_id)
+        result.split_sizes = {"train": len(self.train), "eval": len(self.test)}
+        return result
 
     def _benchmark(self, benchmark: str, subset: str,
                    ms: Sequence[Member]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

@@ -148,7 +148,10 @@ class LayerProbeStudy(Study):
     def finish(self, ctx: RunContext) -> LayerProbeResult:
         assert self._phase is not None
         cells = {t.payload: self._phase.results[t.key] for t in self._phase.tasks}
-        return LayerProbeResult(self.config, probe_rows(self.config, cells), run_id=ctx.run_id)
+        result = LayerProbeResult(self.config, probe_rows(self.config, cells), run_id=ctx.run_id)
+        train, test = self.splits()
+        result.split_sizes = {"train": len(train), "eval": len(test)}
+        return result
 
 
 def probe_rows(config: LayerProbeConfig, cells: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
