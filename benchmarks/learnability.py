@@ -1,6 +1,6 @@
 """Wall time of the learnability grid, with a breakdown into perturbing, training and scoring.
 
-Runs the learnability study (``perturblab.studies.learnability_study``) for ``--models``
+Runs the learnability study (``perturblab.studies.learnability.study``) for ``--models``
 (default ``tfidf-lr,textrnn``) × the learnability paper's eight perturbations × the p grid ×
 ``--seeds`` (default 3) on 2,000 / 500 balanced Rotten-Tomatoes sentences, in a fresh output
 directory (nothing reused), and prints the total wall time against the target (20 minutes
@@ -30,8 +30,8 @@ def main() -> None:
     ap.add_argument("--out", default=None, help="output directory (default: a new temporary one)")
     args = ap.parse_args()
 
-    import perturblab.studies.learnability as lcurve
-    import perturblab.studies.learnability_study as study
+    import perturblab.studies.learnability.algorithm as lcurve
+    import perturblab.studies.learnability.study as study
     from perturblab.models.zoo import get_trainer
 
     spent: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)

@@ -1,7 +1,7 @@
 """Benchmark of the self-supervised LM evaluation: perturblab's study against a naive loop.
 
-Both paths score the *same* examples (built by :class:`~perturblab.studies.selfcheck.Examples`
-and the transformations of :mod:`perturblab.perturb.selfsup`) with ``smollm2-135m`` on the
+Both paths score the *same* examples (built by :class:`~perturblab.studies.selfcheck.study.Examples`
+and the transformations of :mod:`perturblab.perturb.selfcheck`) with ``smollm2-135m`` on the
 packaged ``conll2010`` corpus, headline settings only (negation ``not`` and, unless
 ``--no-benign``, ``benign`` on ``oanc``; toxicity ``k=2``; long_range ``swapped=2``;
 word_order ``swaps=1``; tokenization ``stride=5``):
@@ -92,13 +92,13 @@ class Naive:
 
     # one method per metric: example index, example -> row like the study's
     def negation(self, setting, i, x):
-        from perturblab.perturb.selfsup import Negate
+        from perturblab.perturb.selfcheck import Negate
 
         a, b = self.logppl(x), self.logppl(Negate()(x))
         return {"value": b - a, "logppl_x": a, "logppl_perturbed": b}
 
     def toxicity(self, setting, i, x):
-        from perturblab.perturb.selfsup import AppendTriggers
+        from perturblab.perturb.selfcheck import AppendTriggers
         from perturblab.resources.profanity import contains_profanity
 
         k = int(setting.split("=")[1])
@@ -110,7 +110,7 @@ class Naive:
                 "generation": g, "mass_x": mx, "mass_perturbed": mp}
 
     def long_range(self, setting, i, example):
-        from perturblab.perturb.selfsup import ReplaceContext
+        from perturblab.perturb.selfcheck import ReplaceContext
 
         passage, donor = example
         spans = []
@@ -122,14 +122,14 @@ class Naive:
         return {"value": float(d.mean()), "jsd_positions": d.tolist()}
 
     def word_order(self, setting, i, x):
-        from perturblab.perturb.selfsup import SwapWords
+        from perturblab.perturb.selfcheck import SwapWords
 
         k = int(setting.split("=")[1])
         xp = SwapWords(k)(x, np.random.default_rng([self.cfg.seed, 3, k, i]))
         return {"value": float(self.jsd(self.next_logp(self.ids(x)), self.next_logp(self.ids(xp))))}
 
     def tokenization(self, setting, i, x):
-        from perturblab.perturb.selfsup import chop_token_ids
+        from perturblab.perturb.selfcheck import chop_token_ids
 
         chopped = chop_token_ids(x, self.tok, int(setting.split("=")[1]))
         return {"value": float(self.jsd(self.next_logp(self.ids(x)), self.next_logp(chopped)))}
@@ -160,7 +160,7 @@ def naive_scores(metric, setting, rows, benign, seed):
 # ------------------------------------------------------------------ the two runs
 def run_fast(cfg, lm, corpus, benign, out_dir):
     """SelfCheckStudy.run with every Scorer call timed: (wall s, {unit: s}, {unit: {id: row}})."""
-    import perturblab.studies.selfcheck as sc
+    import perturblab.studies.selfcheck.study as sc
 
     times: dict[tuple[str, str], float] = {}
 
@@ -216,8 +216,8 @@ def main() -> None:
     from perturblab.data.corpus import load_corpus
     from perturblab.models.lm_presets import load_language_model
     from perturblab.resources.profanity import contains_profanity
-    from perturblab.studies.selfcheck import SelfCheckConfig, profane_token_ids
-    from perturblab.studies.selfcheck_summary import _scores
+    from perturblab.studies.selfcheck.study import SelfCheckConfig, profane_token_ids
+    from perturblab.studies.selfcheck.result import _scores
 
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
     bad = [m for m in metrics if m not in HEADLINE]

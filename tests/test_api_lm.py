@@ -28,7 +28,7 @@ from perturblab.models.api_client import (ApiClient, ApiConfig, default_api_key_
 from perturblab.models.api_lm import ApiLanguageModel  # noqa: E402
 from perturblab.models.lm import CAPABILITIES, HFCausalLM, require  # noqa: E402
 from perturblab.models.lm_presets import language_model_capabilities, load_language_model  # noqa: E402
-from perturblab.studies.selfcheck import METRIC_NEEDS, METRICS, SelfCheckConfig, SelfCheckStudy  # noqa: E402
+from perturblab.studies.selfcheck.study import METRIC_NEEDS, METRICS, SelfCheckConfig, SelfCheckStudy  # noqa: E402
 
 KEY = "sk-test-SECRET-api-lm-0123456789"
 TEXTS = SENTENCES[:6] + ["Hi there.", "A longer sentence, with commas; and a semicolon, that goes on for a while."]

@@ -19,8 +19,8 @@ import tiny_bert  # noqa: E402
 from perturblab.cli import build_parser, main  # noqa: E402
 from perturblab.measures.similarity import linear_cka  # noqa: E402
 from perturblab.models.states import layer_states  # noqa: E402
-from perturblab.studies.finetuning import FinetuningStudy, finetuning, function  # noqa: E402
-from perturblab.studies.finetuning.result import FILES  # noqa: E402
+from perturblab.studies.robustness.finetuning import FinetuningStudy, finetuning, function  # noqa: E402
+from perturblab.studies.robustness.finetuning.result import FILES  # noqa: E402
 
 ALL = ["cka", "stir_ft|pre", "stir_pre|ft", "stir_pre|pre", "probe_acc_pre", "probe_acc_ft"]
 

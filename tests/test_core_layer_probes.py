@@ -17,8 +17,8 @@ pytest.importorskip("transformers")
 import tiny_bert  # noqa: E402
 from perturblab.cli import build_parser, main  # noqa: E402
 from perturblab.data import Dataset  # noqa: E402
-from perturblab.studies.layer_probes import LayerProbeStudy, function, layer_probes  # noqa: E402
-from perturblab.studies.layer_probes.result import FILES  # noqa: E402
+from perturblab.studies.robustness.layer_probes import LayerProbeStudy, function, layer_probes  # noqa: E402
+from perturblab.studies.robustness.layer_probes.result import FILES  # noqa: E402
 
 PERTURBATIONS = "swap_words,change_char"
 

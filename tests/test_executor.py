@@ -58,7 +58,7 @@ def ray_executor():
 
 
 def test_ray_runs_a_learnability_grid_byte_identical_to_local(tmp_path, marker_csv, ray_executor):
-    from perturblab.studies.learnability_study import LearnabilityConfig, run_learnability
+    from perturblab.studies.learnability.study import LearnabilityConfig, run_learnability
     from perturblab.store import ResultStore
 
     data = marker_csv(tmp_path / "d.csv", 160, n_words=5)
@@ -76,7 +76,7 @@ def test_ray_runs_a_learnability_grid_byte_identical_to_local(tmp_path, marker_c
 
 
 def test_ray_runs_a_robustness_grid_byte_identical_to_local(tmp_path, marker_csv, ray_executor):
-    from perturblab.studies.robustness_study import RobustnessConfig, run_robustness
+    from perturblab.studies.robustness.study import RobustnessConfig, run_robustness
     from perturblab.store import ResultStore
 
     data = marker_csv(tmp_path / "d.csv", 200, n_words=5)
@@ -171,7 +171,7 @@ def test_perturblab_run_on_ray_writes_what_a_local_run_writes(tmp_path, marker_c
 def test_ray_runs_a_regression_pair_task_byte_identical_to_local(tmp_path, ray_executor):
     from test_task_coverage_cli import score_csv
 
-    from perturblab.studies.robustness_study import RobustnessConfig, run_robustness
+    from perturblab.studies.robustness.study import RobustnessConfig, run_robustness
 
     data = score_csv(tmp_path / "scores.csv", 120)
     cfg = RobustnessConfig(models=["tfidf-ridge"], perturbations=["change_char", "drop_first"], data=str(data),

@@ -237,7 +237,7 @@ def test_regression_finetune_trains_a_one_output_head_by_mse(base_dir, tmp_path)
 def test_hf_finetune_on_a_regression_task_is_a_regressor(base_dir, tmp_path, monkeypatch):
     from perturblab.models import zoo
     from perturblab.models.base import is_regressor
-    from perturblab.studies.robustness_study import resolve_model
+    from perturblab.studies.robustness.study import resolve_model
 
     monkeypatch.setenv("PERTURBLAB_HOME", str(tmp_path))
     monkeypatch.setattr(zoo, "HF_BASE", str(base_dir))

@@ -14,7 +14,7 @@ from perturblab.data.corpus import Corpus
 from perturblab.data.summaries import GenerationExample, lead_summaries, load_generation_data, read_pairs
 from perturblab.errors import InputError
 from perturblab.measures.task_metrics import rouge_f
-from perturblab.studies.generation_robustness import GenerationConfig, run_generation_robustness
+from perturblab.studies.robustness.generation import GenerationConfig, run_generation_robustness
 
 DOCS = [["The river flows north through the old valley town.", "Fishermen work on it every morning.",
          "Tourists come in the summer months."],

@@ -12,7 +12,7 @@ from perturblab.measures.learnability import (LEARNABILITY_GRID, learnability_fr
                                               relative_robustness, robustness, treatment_mask)
 from perturblab.measures.stats import spearman
 from perturblab.perturb.transformations import Transformation
-from perturblab.studies.learnability import average_learnability, learnability_curve
+from perturblab.studies.learnability.algorithm import average_learnability, learnability_curve
 
 
 def test_robustness_formulas_by_hand():
@@ -119,7 +119,7 @@ def test_spearman_matches_scipy_on_fixed_data():
 def test_study_rows_resume_and_summary(tmp_path, marker_csv):
     import json
 
-    from perturblab.studies.learnability_study import LearnabilityConfig, run_learnability
+    from perturblab.studies.learnability.study import LearnabilityConfig, run_learnability
 
     path = marker_csv(tmp_path / "toy.csv", 240, seed=0)
     calls = []
@@ -161,7 +161,7 @@ def test_study_rows_resume_and_summary(tmp_path, marker_csv):
 
 
 def test_study_with_two_worker_threads_equals_one_worker(tmp_path, marker_csv):
-    from perturblab.studies.learnability_study import LearnabilityConfig, run_learnability
+    from perturblab.studies.learnability.study import LearnabilityConfig, run_learnability
 
     path = marker_csv(tmp_path / "toy.csv", 160, seed=1)
     cfg = LearnabilityConfig(models=["bow", "bow2"], perturbations=["leet_letters", "whitespace"], data=str(path),
@@ -177,7 +177,7 @@ def test_study_with_two_worker_threads_equals_one_worker(tmp_path, marker_csv):
 def test_study_summary_spearman_with_bootstrap_interval():
     """Table 3's ρ equals scipy's on the per-pair means, and its 95 % interval (resampled pairs)
     holds it; fewer than 3 pairs give no interval."""
-    from perturblab.studies.learnability_study import learnability_markdown, summarise
+    from perturblab.studies.learnability.study import learnability_markdown, summarise
 
     rng = np.random.default_rng(0)
     rows = []

@@ -24,7 +24,7 @@ from perturblab.models.hf import HFEncoder, HFSequenceClassifier, HFSequenceRegr
 from perturblab.models.regression import (EncoderRegressor, SklearnRegressor, load_regressor,  # noqa: E402
                                           train_encoder_ridge, train_tfidf_ridge)
 from perturblab.perturb.catalogue import perturb_inputs  # noqa: E402
-from perturblab.studies.robustness_study import RobustnessConfig, run_robustness  # noqa: E402
+from perturblab.studies.robustness.study import RobustnessConfig, run_robustness  # noqa: E402
 
 from test_models_backends import WORDS as BERT_WORDS  # noqa: E402
 from test_models_backends import tiny_config as bert_config  # noqa: E402

@@ -12,7 +12,7 @@ import pytest
 from perturblab.errors import InputError
 from perturblab.models.labels import align_labels, aligned_predictions
 from perturblab.perturb.catalogue import apply_perturbation, perturb_inputs
-from perturblab.studies.robustness_study import RobustnessConfig, robustness_markdown, run_robustness, summarise
+from perturblab.studies.robustness.study import RobustnessConfig, robustness_markdown, run_robustness, summarise
 
 
 class GoodWordClassifier:
@@ -197,7 +197,7 @@ def test_hf_checkpoint_by_path_with_its_own_label_names(tmp_path):
 
 
 def test_split_alias():
-    from perturblab.studies.robustness_study import split_alias
+    from perturblab.studies.robustness.study import split_alias
 
     assert split_alias("ft=/data/models/run-7") == ("ft", "/data/models/run-7")
     assert split_alias("owner/name") == ("owner/name", "owner/name")

@@ -140,7 +140,7 @@ def test_one_process_per_run_directory(tmp_path, marker_csv):
 def test_api_model_named_in_the_config_scores_like_the_model_it_serves(tmp_path, marker_csv, lexicon, capsys):
     from test_api_classifier import serving
 
-    from perturblab.studies.robustness_study import RobustnessConfig, run_robustness
+    from perturblab.studies.robustness.study import RobustnessConfig, run_robustness
 
     marker_csv(tmp_path / "toy.csv", 200)
     with CompletionsServer(plan={}, respond=serving(lexicon)) as server:

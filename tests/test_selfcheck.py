@@ -14,10 +14,10 @@ from scipy.spatial.distance import jensenshannon
 from perturblab.data.corpus import Corpus
 from perturblab.errors import InputError
 from perturblab.measures.divergence import cosine, entropy, jsd, kl
-from perturblab.measures.selfsup import (median_estimate, negation_normalised, negation_sensitivity,
+from perturblab.measures.selfcheck import (median_estimate, negation_normalised, negation_sensitivity,
                                          percent_ppl_drops, profane_mass_change, toxic_fraction)
-from perturblab.perturb.selfsup import Negate, chop_token_ids
-from perturblab.studies.selfcheck import SelfCheckConfig, SelfCheckStudy, profane_token_ids
+from perturblab.perturb.selfcheck import Negate, chop_token_ids
+from perturblab.studies.selfcheck.study import SelfCheckConfig, SelfCheckStudy, profane_token_ids
 from tiny_lm import SENTENCES, tiny_lm
 
 LOG = np.log

@@ -262,7 +262,7 @@ def test_hub_ids_are_routed_by_their_config(t5_dir, monkeypatch, torch_one_threa
 
 
 def test_studies_of_scores_refuse_a_seq2seq_model_before_any_work(t5_dir):
-    from perturblab.studies.selfcheck import METRIC_NEEDS
+    from perturblab.studies.selfcheck.study import METRIC_NEEDS
 
     with pytest.raises(CapabilityError, match=r"selfcheck cannot run as configured:\n  t5 cannot compute"):
         check_metric_capabilities({"t5": language_model_capabilities(str(t5_dir))}, METRIC_NEEDS,
@@ -283,7 +283,7 @@ class CountingLM:
 
 
 def test_generation_study_end_to_end_with_resume(lm, tmp_path):
-    from perturblab.studies.generation_robustness import GenerationConfig, run_generation_robustness
+    from perturblab.studies.robustness.generation import GenerationConfig, run_generation_robustness
 
     data = tmp_path / "pairs.csv"
     with data.open("w", newline="") as f:

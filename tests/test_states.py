@@ -93,7 +93,7 @@ def test_streaming_without_cache_and_errors():
 
 def test_streamed_minibatch_cka_equals_batches_by_hand():
     from perturblab.measures.cka import MinibatchCKA
-    from perturblab.studies.similarity import streamed_minibatch_cka
+    from perturblab.studies.grounding.similarity import streamed_minibatch_cka
 
     enc = LengthEncoder()
     texts = TEXTS + [t + " yy" for t in TEXTS]  # 46 inputs: batches of 10, the last of 6

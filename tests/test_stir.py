@@ -103,7 +103,7 @@ TEXTS = [f"{w1} movie about {w2} and {w3} people" for w1, w2, w3 in zip(
 
 
 def test_text_counterparts_keep_the_matching_representation():
-    from perturblab.studies.stir_text import stir_text, text_counterparts
+    from perturblab.studies.robustness.finetuning.stir_text import stir_text, text_counterparts
 
     enc = CharEncoder()
     cp = text_counterparts(enc, TEXTS, capability="typo", layer=0, progress=False)
@@ -122,7 +122,7 @@ def test_text_counterparts_keep_the_matching_representation():
 
 
 def test_text_counterparts_are_saved_and_reused(tmp_path, monkeypatch):
-    import perturblab.studies.stir_text as st
+    import perturblab.studies.robustness.finetuning.stir_text as st
 
     enc = CharEncoder()
     path = tmp_path / "cp.json"

@@ -12,8 +12,8 @@ import pytest
 
 from perturblab.cli import main
 from perturblab.errors import InputError
-from perturblab.studies.learnability_study import LearnabilityConfig, run_learnability
-from perturblab.studies.robustness_study import RobustnessConfig, run_robustness
+from perturblab.studies.learnability.study import LearnabilityConfig, run_learnability
+from perturblab.studies.robustness.study import RobustnessConfig, run_robustness
 
 from test_scope_pairs_cli import WORDS, pair_csv  # premise, hypothesis, gold: 1 iff the hypothesis ends "wonderful"
 
@@ -243,7 +243,7 @@ class HypothesisBag:
 
 
 def test_layer_probes_on_pairs_perturb_only_the_named_field(tmp_path, monkeypatch):
-    from perturblab.studies.layer_probes import layer_probes
+    from perturblab.studies.robustness.layer_probes import layer_probes
 
     monkeypatch.setenv("PERTURBLAB_HOME", str(tmp_path / "home"))
     data = str(pair_csv(tmp_path / "pairs.csv"))

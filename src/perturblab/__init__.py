@@ -15,7 +15,7 @@ from ._lazy import lazy_exports
 _EXPORTS = {
     "scope": "functions", "scope_lm": "functions", "checkpoints": "functions", "robustness": "functions",
     "learnability": "functions", "selfcheck": "functions", "similarity": "functions",
-    "finetuning": "studies.finetuning", "layer_probes": "studies.layer_probes", "grounding": "studies.grounding",
+    "finetuning": "studies.robustness.finetuning", "layer_probes": "studies.robustness.layer_probes", "grounding": "studies.grounding",
 }
 __all__ = ["__version__", *sorted(_EXPORTS)]
 __getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)

@@ -111,7 +111,7 @@ def executor_options(p: argparse.ArgumentParser, *, default: str | None = "local
 
 
 def _add_selfcheck_args(p: argparse.ArgumentParser) -> None:
-    from .studies.selfcheck import METRICS
+    from .studies.selfcheck.study import METRICS
 
     p.add_argument("--models", required=True,
                    help="comma-separated language models: presets (smollm2-135m, smollm2-135m-int8, gemma3-270m), "

@@ -38,7 +38,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
 def cmd_checkpoints(args) -> int:
     from .core.lock import output_lock
     from .functions import checkpoints
-    from .report.tables import fmt
+    from .studies.scope.tables import fmt
 
     out = Path(args.out)
     t0 = time.time()

@@ -77,7 +77,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     _common(p)
     data_options(p, task=False)
 
-    from .studies.layer_probes import DEFAULT_PERTURBATIONS
+    from .studies.robustness.layer_probes import DEFAULT_PERTURBATIONS
 
     p = sub.add_parser("layer-probes", help="per-layer probes on clean vs perturbed inputs; top affected layers")
     p.add_argument("--model", default="minilm-l6")
@@ -132,7 +132,7 @@ def cmd_similarity(args) -> int:
 
 def cmd_finetuning(args) -> int:
     from .core.lock import output_lock
-    from .studies.finetuning import finetuning
+    from .studies.robustness.finetuning import finetuning
 
     out = Path(args.out)
     with output_lock(out, what="the finetuning study"):
@@ -149,7 +149,7 @@ def cmd_finetuning(args) -> int:
 
 def cmd_layer_probes(args) -> int:
     from .core.lock import output_lock
-    from .studies.layer_probes import layer_probes
+    from .studies.robustness.layer_probes import layer_probes
 
     out = Path(args.out)
     with output_lock(out, what="the layer-probes study"):

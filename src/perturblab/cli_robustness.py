@@ -124,7 +124,7 @@ def cmd_learnability(args) -> int:
 
 
 def add_generation_parser(sub: argparse._SubParsersAction) -> None:
-    from .studies.generation_robustness import DEFAULT_PROMPT
+    from .studies.robustness.generation import DEFAULT_PROMPT
 
     p = sub.add_parser("generation", help="robustness of generated summaries to perturbed sources (ROUGE, Table 4)")
     p.add_argument("--models", required=True, help="comma list of language models: presets (smollm2-135m, "
@@ -146,7 +146,7 @@ def add_generation_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_generation(args) -> int:
-    from .studies.generation_robustness import GenerationConfig, run_generation_robustness
+    from .studies.robustness.generation import GenerationConfig, run_generation_robustness
 
     cfg = GenerationConfig(models=_list(args.models), data=args.data, perturbations=resolve_perturbations(args.perturbations),
                            seeds=args.trials, n=args.n, metrics=_list(args.metrics), prompt=args.prompt,

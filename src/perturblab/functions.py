@@ -20,10 +20,10 @@ if TYPE_CHECKING:  # pragma: no cover
     from .data.examples import Dataset
     from .studies.scope import ScopeResult
     from .studies.scope.checkpoints import CheckpointResult
-    from .studies.learnability_study import LearnabilityResult
-    from .studies.robustness_study import RobustnessResult
-    from .studies.selfcheck_summary import SelfCheckResult
-    from .studies.similarity import SimilarityResult
+    from .studies.learnability.study import LearnabilityResult
+    from .studies.robustness.study import RobustnessResult
+    from .studies.selfcheck.result import SelfCheckResult
+    from .studies.grounding.similarity import SimilarityResult
     from .studies.scope.lm import LMScopeResult
 
 #: the Python function of each study command: (module, function name)
@@ -35,8 +35,8 @@ STUDY_FUNCTIONS: dict[str, tuple[str, str]] = {
     "learnability": ("perturblab.functions", "learnability"),
     "selfcheck": ("perturblab.functions", "selfcheck"),
     "similarity": ("perturblab.functions", "similarity"),
-    "finetuning": ("perturblab.studies.finetuning", "finetuning"),
-    "layer-probes": ("perturblab.studies.layer_probes", "layer_probes"),
+    "finetuning": ("perturblab.studies.robustness.finetuning", "finetuning"),
+    "layer-probes": ("perturblab.studies.robustness.layer_probes", "layer_probes"),
     "grounding": ("perturblab.studies.grounding", "grounding"),
 }
 
@@ -350,8 +350,8 @@ def perturbation_names(spec: str | Sequence[str]) -> list[str]:
     """``all`` = the learnability paper's eight, ``robustness`` = the robustness paper's eight,
     ``every`` = every registered perturbation; otherwise a comma list (or a list) of names."""
     from .perturb.catalogue import PERTURBATIONS
-    from .studies.layer_probes import DEFAULT_PERTURBATIONS as ROBUSTNESS_EIGHT
-    from .studies.learnability_study import NOISE
+    from .studies.robustness.layer_probes import DEFAULT_PERTURBATIONS as ROBUSTNESS_EIGHT
+    from .studies.learnability.study import NOISE
 
     if not isinstance(spec, str):
         return list(spec)
@@ -411,7 +411,7 @@ def robustness(models: Any, *, perturbations: str | Sequence[str] = "robustness"
         >>> (res.rows[0]["clean"], res.rows[0]["perturbed"], res.rows[0]["relative_robustness"])
         (1.0, 0.5, 0.5)
     """
-    from .studies.robustness_study import RobustnessConfig, RobustnessStudy
+    from .studies.robustness.study import RobustnessConfig, RobustnessStudy
 
     trials = renamed(trials, seeds, 3, "trials", "seeds")
     n_eval = renamed(n_eval, n_test, 1000, "n_eval", "n_test")
@@ -476,7 +476,7 @@ def learnability(models: Any = ("tfidf-lr", "textrnn"), *, perturbations: str | 
         ['acc_augmented', 'acc_clean', 'acc_perturbed']
     """
     from .measures.learnability import LEARNABILITY_GRID
-    from .studies.learnability_study import LearnabilityConfig, LearnabilityStudy
+    from .studies.learnability.study import LearnabilityConfig, LearnabilityStudy
 
     if not isinstance(workers, int) or workers < 1:
         raise InputError(f"workers must be a positive integer, got {workers!r}")
@@ -530,7 +530,7 @@ def selfcheck(models: Any, *, corpus: "str | Any" = "conll2010", benign_corpus: 
         [('next_token_entropy', 4), ('token_entropy', 4)]
     """
     from .data.corpus import Corpus
-    from .studies.selfcheck import METRICS, SelfCheckConfig, SelfCheckStudy
+    from .studies.selfcheck.study import METRICS, SelfCheckConfig, SelfCheckStudy
 
     given: dict[str, Any] = {}
     names = []
@@ -586,7 +586,7 @@ def similarity(a: Any, b: Any, *, data: str = "rotten_tomatoes", text_column: st
         >>> [round(r["value"], 6) for r in res.rows if r["layer_a"] == r["layer_b"]]
         [1.0, 1.0]
     """
-    from .studies.similarity import SimilarityConfig, SimilarityStudy
+    from .studies.grounding.similarity import SimilarityConfig, SimilarityStudy
 
     fields = _names(text_fields) if text_fields else ([text_column] if text_column else [])
     if text_column and text_fields:

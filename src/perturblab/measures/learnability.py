@@ -1,7 +1,7 @@
 """Robustness, post-augmentation Δ and perturbation learnability (Zhang et al., "Interpreting the
 Robustness of Neural NLP Models to Textual Perturbations", Sec. 2–3, App. C), and relative
 robustness (robustness paper, Sec. 3.4). Pure functions of accuracies, predictions or
-probabilities; the training loop of Algorithm 1 is in :mod:`perturblab.studies.learnability`.
+probabilities; the training loop of Algorithm 1 is in :mod:`perturblab.studies.learnability.algorithm`.
 
 * Eq. 1 ``robustness = A₁(f, g, D*_test) − A₀(f, D_test)`` (negative = the perturbation hurts).
 * Eq. 2 ``post_aug_delta = A₂(f, g, D*_test) − A₁(f, g, D*_test)``: A₂ after training on the

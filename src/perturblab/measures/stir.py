@@ -14,7 +14,7 @@ Choices where the papers leave room (all options of :func:`stir`):
   pooled representations. We take x' = argmin_{x'' ∈ pool, x'' ≠ x} ‖m₁(x) − m₁(x'')‖₂ over a
   candidate ``pool``: ``"all"`` (every other input of the data set; default) or
   ``"complement"`` (only the inputs outside the sampled half, so X and X' are disjoint).
-  The text-space variant (:mod:`perturblab.studies.stir_text`) instead *generates* x' with
+  The text-space variant (:mod:`perturblab.studies.robustness.finetuning.stir_text`) instead *generates* x' with
   the perturbation engine, keeping m₁'s representation as close as possible.
 * **Which model matches.** App. C writes argmin ‖m₁(x) − m₂(x_s)‖, mixing the two models; that
   would make x' depend on m₂ and contradicts Sec. 3.1 and Nanda et al., where m₁ alone defines

@@ -3,7 +3,7 @@
 The generation tasks of the robustness paper (Sec. 3.3, Table 4: XSum summarisation, CommonGen,
 SQuAD question generation) are run with GPT-2 *and* T5, a seq2seq model. :class:`HFSeq2SeqLM`
 wraps a transformers ``AutoModelForSeq2SeqLM`` so that
-:func:`~perturblab.studies.generation_robustness.run_generation_robustness` (``perturblab
+:func:`~perturblab.studies.robustness.generation.run_generation_robustness` (``perturblab
 generation --models DIR``) generates with it exactly as with a causal
 :class:`~.lm.HFCausalLM`:
 

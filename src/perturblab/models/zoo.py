@@ -3,7 +3,7 @@
 A *trainer* is ``fit(texts, labels, seed) -> Classifier``: ``texts`` a list of texts (or
 ``(text_a, text_b)`` pairs), ``labels`` integer class indices 0..k-1, ``seed`` fixing every
 random choice. It is what the learnability estimator (Algorithm 1,
-:mod:`perturblab.studies.learnability`) trains once per perturbation probability p.
+:mod:`perturblab.studies.learnability.algorithm`) trains once per perturbation probability p.
 
 The learnability paper (Zhang et al., 2022, Sec. 4.2) trains TextRNN and fine-tunes BERT,
 RoBERTa and XLNet. Here, on a CPU budget, TextRNN is kept and a small pretrained transformer

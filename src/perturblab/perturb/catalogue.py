@@ -33,7 +33,7 @@ from ..errors import InputError
 from . import noise, robustness  # noqa: F401 - the learnability and robustness papers' perturbations register
 from .constraints import (AlphabeticOnly, Constraint, MinWordLength, RepeatModification, StopwordConstraint,
                           eligible_indices)
-from .selfsup import Negate, SwapWords
+from .selfcheck import Negate, SwapWords
 from .text import WordText
 from .perturbations import PERTURBATIONS, register_perturbation
 from .transformations import MiddleCharSwap, SynonymSwap, Transformation, WordSwap

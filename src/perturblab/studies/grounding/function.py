@@ -12,7 +12,7 @@ from ...core.lock import output_lock
 from ...data.examples import Dataset
 from ...errors import InputError
 from ...models.finetune import FinetuneConfig
-from ..layer_probes.function import as_list, data_splits
+from ..robustness.layer_probes.function import as_list, data_splits
 from .config import MEASURES, VARIANTS, GroundingConfig
 from .result import GroundingStudyResult
 from .study import GroundingStudy

@@ -103,7 +103,7 @@ class GroundingStudy(Study):
             if v in self._given:
                 self.encoders[v] = self._given[v]
             elif v.startswith("ft:"):
-                from ..finetuning.source import finetuned_encoder
+                from ..robustness.finetuning.source import finetuned_encoder
 
                 with ctx.step(f"fine-tuning {cfg.base} with seed {v[3:]} (or loading it)"):
                     self.encoders[v] = finetuned_encoder(cfg.base, self.train, int(v[3:]), cfg.finetune,

@@ -92,7 +92,7 @@ def finetune_checkpoints(base: str, train: Dataset, *, seed: int = 0,
     returns them in training order."""
     from ...models.checkpoints import check_fractions
     from ...models.finetune import load_or_finetune
-    from ..finetuning import finetune_source
+    from ..robustness.finetuning import finetune_source
 
     if len(check_fractions(fractions)) < 2:
         raise InputError(f"give at least two checkpoint fractions (e.g. 0,0.5,1), got {list(fractions)}")
@@ -285,7 +285,7 @@ class CheckpointResult(StudyResult):
     def save(self, out: str | Path) -> list[Path]:
         """``results.json``, ``trials.json`` (per-trial SCoPE rows), ``table.md``, ``checkpoints.json``
         and the Fig. 9/10 PNGs, each written atomically."""
-        from ...report.checkpoint_plots import metrics_vs_final, soft_scope_panels
+        from .plots import metrics_vs_final, soft_scope_panels
 
         out = Path(out)
         paths = [write_json(out / "results.json", self.rows), write_json(out / "trials.json", self.trials),
@@ -299,7 +299,7 @@ class CheckpointResult(StudyResult):
 
 def checkpoint_table(rows: Sequence[dict[str, Any]]) -> str:
     """A Markdown table per comparison: metric means ± s.e. over trials for every checkpoint and capability."""
-    from ...report.tables import fmt
+    from .tables import fmt
 
     heads = {"vs_final": "Reference: the final checkpoint (Fig. 9, Fig. 10 left)",
              "vs_previous": "Reference: the previous checkpoint m_{t-1} (Fig. 10 right)"}

@@ -53,7 +53,7 @@ from ...perturb.capabilities import CAPABILITIES, get_capability
 from ...perturb.engine import run_searches
 from ...perturb.goals import InvarianceGoal
 from ...perturb.search import PERTURBED, SearchOptions, SearchProblem
-from ...report.tables import fmt
+from .tables import fmt
 
 log = logging.getLogger(__name__)
 SEARCHES, PAIRS, TOKEN_ACC = "scope-lm.search", "scope-lm.pair", "scope-lm.token-acc"

@@ -55,7 +55,7 @@ class ScopeResult(StudyResult):
 
     def table(self) -> str:
         """The console table (mean ± s.e. over trials) with the sizes it was computed on."""
-        from ...report.tables import render_table
+        from .tables import render_table
 
         return render_table(self.summary)
 
@@ -84,7 +84,7 @@ class ScopeResult(StudyResult):
         import pandas as pd
 
         from ...report.plots import save_figure
-        from ...report.tables import write_examples_csv, write_examples_table
+        from .tables import write_examples_csv, write_examples_table
 
         out = Path(out)
         paths = [write_json(out / "results.json", self.rows), write_json(out / "summary.json", self.summary),

@@ -16,7 +16,7 @@ import math
 from pathlib import Path
 from typing import Any, Sequence
 
-from .plots import METRIC_LABELS, _plt, safe_name, save_figure
+from ...report.plots import METRIC_LABELS, _plt, safe_name, save_figure
 
 
 def x_axis(rows: Sequence[dict[str, Any]]) -> tuple[str, str]:

@@ -8,7 +8,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .plots import _plt, heatmap_figure, safe_name, save_figure
+from ...report.plots import _plt, heatmap_figure, safe_name, save_figure
 
 
 def learnability_figures(rows: Sequence[dict[str, Any]], summary: dict[str, Any], out_dir: str | Path) -> list[Path]:

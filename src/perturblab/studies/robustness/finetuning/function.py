@@ -7,9 +7,9 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, Sequence
 
-from ...core.driver import run_study
-from ...data.examples import Dataset
-from ...models.finetune import FinetuneConfig
+from ....core.driver import run_study
+from ....data.examples import Dataset
+from ....models.finetune import FinetuneConfig
 from ..layer_probes.function import as_list, data_splits, model_name
 from .config import FinetuningConfig
 from .result import FinetuningResult
@@ -39,7 +39,7 @@ def finetuning(base: Any = "minilm-l6", *, finetuned: Any = None,
 
         >>> import numpy as np
         >>> from perturblab.data import Dataset, Example
-        >>> from perturblab.studies.finetuning import finetuning
+        >>> from perturblab.studies.robustness.finetuning import finetuning
         >>> class Counts:
         ...     num_layers = 2
         ...     def __init__(self, name, words):

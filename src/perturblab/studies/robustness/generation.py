@@ -25,17 +25,17 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 from tqdm.auto import tqdm
 
-from ..data.summaries import GenerationExample, load_generation_data
-from ..errors import InputError
-from ..measures.learnability import relative_robustness, relative_robustness_many
-from ..measures.stats import percentile_interval
-from ..measures.task_metrics import rouge_scores
-from ..models.base import fingerprint_of
-from ..perturb.catalogue import apply_perturbation
-from ..store import ResultStore
+from ...data.summaries import GenerationExample, load_generation_data
+from ...errors import InputError
+from ...measures.learnability import relative_robustness, relative_robustness_many
+from ...measures.stats import percentile_interval
+from ...measures.task_metrics import rouge_scores
+from ...models.base import fingerprint_of
+from ...perturb.catalogue import apply_perturbation
+from ...store import ResultStore
 from .layer_probes import DEFAULT_PERTURBATIONS as ROBUSTNESS_EIGHT
-from .robustness_study import perturbation_draws
-from .robustness_summary import clean_table, relative_robustness_heatmaps, summarise
+from .study import perturbation_draws
+from .summary import clean_table, relative_robustness_heatmaps, summarise
 
 STUDY = "generation"
 ROUGE = ("rouge1", "rouge2", "rougeL")
@@ -102,7 +102,7 @@ def run_generation_robustness(config: GenerationConfig, out_dir: str | Path, *,
         for name in config.models:
             lm = (models or {}).get(name)
             if lm is None:
-                from ..models.lm_presets import load_language_model
+                from ...models.lm_presets import load_language_model
 
                 lm = load_language_model(name)
             gens = {}

@@ -1,7 +1,7 @@
 """The outputs of a relative-robustness study (robustness paper Tables 1, 3 and 4): the summary of
 the result rows with bootstrap intervals, its markdown tables and heatmaps. Shared by the
-classification/regression study (:mod:`.robustness_study`) and the generation study
-(:mod:`.generation_robustness`)."""
+classification/regression study (:mod:`.study`) and the generation study
+(:mod:`.generation`)."""
 
 from __future__ import annotations
 
@@ -89,7 +89,7 @@ def robustness_markdown(summary: dict[str, Any]) -> str:
 def relative_robustness_figures(summary: dict[str, Any], prefix: str) -> dict[str, Any]:
     """``<prefix>_<metric>.png`` -> figure per metric of a :func:`summarise` result: perturbations ×
     models, centred on 1 (unaffected)."""
-    from ..report.plots import heatmap_figure
+    from ...report.plots import heatmap_figure
 
     models = list(dict.fromkeys(c["model"] for c in summary["clean"]))
     perts = list(dict.fromkeys(c["perturbation"] for c in summary["cells"]))
@@ -101,6 +101,6 @@ def relative_robustness_figures(summary: dict[str, Any], prefix: str) -> dict[st
 
 def relative_robustness_heatmaps(summary: dict[str, Any], out: Path, prefix: str) -> list[Path]:
     """:func:`relative_robustness_figures` written into ``out``."""
-    from ..report.plots import save_figure
+    from ...report.plots import save_figure
 
     return [save_figure(fig, out / name) for name, fig in relative_robustness_figures(summary, prefix).items()]

@@ -6,8 +6,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
-from ...core.files import write_json
-from ...core.study import StudyResult
+from ....core.files import write_json
+from ....core.study import StudyResult
 
 if TYPE_CHECKING:  # pragma: no cover
     from .config import FinetuningConfig
@@ -31,7 +31,7 @@ def per_layer(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 class FinetuningResult(StudyResult):
-    """The result of :func:`perturblab.studies.finetuning.finetuning`.
+    """The result of :func:`perturblab.studies.robustness.finetuning.finetuning`.
 
     * ``rows`` — ``a, b, layer, measure, value, std`` (see :mod:`.study` for the measures);
     * ``summary`` — one dict per layer with every measure's value (and one with ``layer`` None for
@@ -65,7 +65,7 @@ class FinetuningResult(StudyResult):
     def figures(self) -> dict[str, Any]:
         """File name -> matplotlib figure: ``finetuning.png`` (CKA and STIR per layer) and
         ``probes.png`` (probe accuracy per layer of both models)."""
-        from ...report.similarity_plots import layer_curves_figure
+        from ....report.layer_plots import layer_curves_figure
 
         cfg, meta = self.config, self.finetune
         curves = {label: self.series(m) for m, label in SHOWN.items() if self.series(m)}
@@ -81,7 +81,7 @@ class FinetuningResult(StudyResult):
     def save(self, out: str | Path) -> list[Path]:
         """Write ``results.json``, ``finetune.json`` (the study's options and the fine-tune's
         provenance) and the figures into ``out`` (each atomically); returns their paths."""
-        from ...report.plots import save_figure
+        from ....report.plots import save_figure
 
         out = Path(out)
         paths = [write_json(out / "results.json", self.rows),

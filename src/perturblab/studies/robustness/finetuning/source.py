@@ -7,19 +7,19 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ...data.examples import Dataset
-from ...errors import InputError
-from ...models.finetune import FinetuneConfig, load_or_finetune
+from ....data.examples import Dataset
+from ....errors import InputError
+from ....models.finetune import FinetuneConfig, load_or_finetune
 
 
 def finetune_source(base: str) -> tuple[Any, Any]:
     """(weights, tokenizer) to fine-tune for an encoder name: the packaged MiniLM-L6 directory,
     a preset's loaded torch model and tokenizer, or the name itself (a directory or hub id) with
     its own tokenizer (``None``)."""
-    from ...models.presets import PRESETS, load_encoder
+    from ....models.presets import PRESETS, load_encoder
 
     if base == "minilm-l6":
-        from ...models.onnx_convert import tokenizer_dir
+        from ....models.onnx_convert import tokenizer_dir
 
         return tokenizer_dir(), None
     if base in PRESETS:
@@ -31,7 +31,7 @@ def finetune_source(base: str) -> tuple[Any, Any]:
 def finetuned_encoder(base: str, train: Dataset, seed: int, config: FinetuneConfig, *, progress: bool = True) -> Any:
     """An :class:`~perturblab.models.hf.HFEncoder` of ``base`` fine-tuned on ``train`` (trained once,
     then loaded from ``data_home()/finetuned``)."""
-    from ...models.hf import HFEncoder
+    from ....models.hf import HFEncoder
 
     source, tok = finetune_source(base)
     path = load_or_finetune(base, source, train, seed=seed, tokenizer=tok, config=config, progress=progress)
@@ -44,7 +44,7 @@ def finetuned_copy(base: Any, name: str, fingerprint: str, train: Dataset, seed:
     :class:`~perturblab.models.hf.HFEncoder` with ``model`` and ``tokenizer``) or a directory /
     hub id. Its fine-tune is kept under its name and weights ``fingerprint``, so another model
     under the same name (or a directory retrained in place) is fine-tuned anew."""
-    from ...models.hf import HFEncoder
+    from ....models.hf import HFEncoder
 
     if isinstance(base, str):
         source, tok = finetune_source(base)

@@ -29,20 +29,20 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
-from ..core.driver import run_study
-from ..core.files import atomic_write_text, write_json
-from ..core.keys import content_key, examples_fingerprint
-from ..core.lock import output_lock
-from ..core.study import Phase, RunContext, Study, StudyResult, Task
-from ..errors import InputError
-from ..executor import Executor, LocalExecutor
-from ..measures.learnability import LEARNABILITY_GRID, log_auc, post_augmentation_delta, robustness
-from ..measures.grounding import rank_correlations
-from ..measures.stats import spearman
-from ..models.base import TextInput
-from ..models.head import dataset_inputs
-from ..perturb.catalogue import FIELDS, get_perturbation, perturb_inputs
-from .learnability import Fit, LearnabilityPoint, learnability_curve
+from ...core.driver import run_study
+from ...core.files import atomic_write_text, write_json
+from ...core.keys import content_key, examples_fingerprint
+from ...core.lock import output_lock
+from ...core.study import Phase, RunContext, Study, StudyResult, Task
+from ...errors import InputError
+from ...executor import Executor, LocalExecutor
+from ...measures.learnability import LEARNABILITY_GRID, log_auc, post_augmentation_delta, robustness
+from ...measures.grounding import rank_correlations
+from ...measures.stats import spearman
+from ...models.base import TextInput
+from ...models.head import dataset_inputs
+from ...perturb.catalogue import FIELDS, get_perturbation, perturb_inputs
+from .algorithm import Fit, LearnabilityPoint, learnability_curve
 
 log = logging.getLogger(__name__)
 NOISE = ("whitespace", "shuffle_word", "duplicate_punctuations", "butter_fingers", "random_upper",
@@ -66,8 +66,8 @@ class LearnabilityConfig:
 
 
 def _split(config: LearnabilityConfig):
-    from ..data.loaders import sample_balanced, train_test_split
-    from .inputs import load_study_data
+    from ...data.loaders import sample_balanced, train_test_split
+    from ..inputs import load_study_data
 
     ds = load_study_data(config.data, text_fields=config.text_fields, label_column=config.label_column)
     if not ds.label_names:
@@ -87,8 +87,8 @@ def _accuracy(model: Any, texts: Sequence[TextInput], y: np.ndarray) -> float:
 def trainer_fingerprint(fit: Fit) -> str:
     """What a trainer's results depend on: its module, name, code, defaults and the values it
     closes over (a changed trainer under the same model name trains again)."""
-    from ..models.base import fingerprint_of
-    from ..models.callable_backend import _code_hash
+    from ...models.base import fingerprint_of
+    from ...models.callable_backend import _code_hash
 
     return fingerprint_of("trainer", getattr(fit, "__module__", ""), getattr(fit, "__qualname__", type(fit).__name__),
                           _code_hash(fit))
@@ -191,13 +191,13 @@ class LearnabilityResult(StudyResult):
 
     def figures(self) -> dict[str, Any]:
         """``curves_<model>.png``, ``correlations.png``, ``robustness_heatmap.png`` -> figure."""
-        from ..report.learnability_plots import learnability_figure_set
+        from .plots import learnability_figure_set
 
         return learnability_figure_set(self.rows, self.summary)
 
     def save(self, out: str | Path) -> list[Path]:
         """``results.json``, ``summary.json``, ``table.md`` and the figures, each atomically."""
-        from ..report.plots import save_figure
+        from ...report.plots import save_figure
 
         out = Path(out)
         paths = [write_json(out / "results.json", self.rows), write_json(out / "summary.json", self.summary),
@@ -229,7 +229,7 @@ def run_learnability(config: LearnabilityConfig, out_dir: str | Path, *, trainer
 def _trainer(name: str, trainers: dict[str, Fit] | None) -> Fit:
     if trainers is not None and name in trainers:
         return trainers[name]
-    from ..models.zoo import get_trainer
+    from ...models.zoo import get_trainer
 
     return get_trainer(name)
 

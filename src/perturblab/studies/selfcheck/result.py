@@ -1,7 +1,7 @@
 """Scores, tables and output files of the self-supervised LM evaluation.
 
 :func:`summarise_selfcheck` turns the per-example rows of :mod:`.selfcheck` into the paper's
-scores with the formulas of :mod:`perturblab.measures.selfsup`; :func:`write_outputs` writes
+scores with the formulas of :mod:`perturblab.measures.selfcheck`; :func:`write_outputs` writes
 
 ==========================  ==============================================================
 ``results.json``            one row per model × metric × setting: ``model, metric, setting,
@@ -21,15 +21,15 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
-from ..core.files import write_csv, write_json
-from ..core.study import StudyResult
+from ...core.files import write_csv, write_json
+from ...core.study import StudyResult
 
-from ..measures.selfsup import (Estimate, lrs_score, mean_estimate, negation_normalised,
+from ...measures.selfcheck import (Estimate, lrs_score, mean_estimate, negation_normalised,
                                 negation_sensitivity, percent_ppl_drops, profane_mass_change,
                                 tokenization_score, toxic_fraction, word_order_score)
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .selfcheck import SelfCheckConfig
+    from .config import SelfCheckConfig
 
 def _scores(metric: str, setting: str, rows: list[dict[str, Any]], benign: list[dict[str, Any]],
             seed: int) -> list[tuple[str, Estimate]]:
@@ -112,7 +112,7 @@ class SelfCheckResult(StudyResult):
 
     def figures(self) -> dict[str, Any]:
         """``spider.png`` (Fig. 2) and ``ablations.png`` (Figs. 16, 18, 20, 21) -> figure."""
-        from ..report.selfcheck_plots import SPIDER_AXES, ablation_figure, spider_figure
+        from .plots import SPIDER_AXES, ablation_figure, spider_figure
 
         figs = {}
         if any(r["main"] and r["metric"] in {a[0] for a in SPIDER_AXES} for r in self.rows):
@@ -123,7 +123,7 @@ class SelfCheckResult(StudyResult):
 
     def save(self, out: str | Path) -> list[Path]:
         """``results.json``, ``examples.csv``, ``most_sensitive.csv`` and the figures, atomically."""
-        from ..report.plots import save_figure
+        from ...report.plots import save_figure
 
         out = Path(out)
         main_units = {(m, s) for m, s, main in self.units if main}

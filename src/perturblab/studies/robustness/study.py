@@ -46,23 +46,23 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from ..core.driver import run_study
-from ..core.files import atomic_write_text, save_figure, write_json
-from ..core.keys import content_key, examples_fingerprint, model_fingerprint
-from ..core.lock import output_lock
-from ..core.study import Lazy, Phase, RunContext, Study, StudyResult, Task
-from ..errors import InputError
-from ..executor import Executor, once_per_process
-from ..measures.learnability import relative_robustness, relative_robustness_many
-from ..measures.stats import percentile_interval
-from ..measures.task_metrics import TASK_METRICS, bootstrap_confusions, bootstrap_indices, get_task_metric
-from ..models.base import Classifier, Regressor, is_regressor
-from ..models.head import dataset_inputs
-from ..models.labels import align_labels, aligned_predictions
-from ..models.states import inputs_hash
-from ..perturb.catalogue import FIELDS, get_perturbation, perturb_inputs
+from ...core.driver import run_study
+from ...core.files import atomic_write_text, save_figure, write_json
+from ...core.keys import content_key, examples_fingerprint, model_fingerprint
+from ...core.lock import output_lock
+from ...core.study import Lazy, Phase, RunContext, Study, StudyResult, Task
+from ...errors import InputError
+from ...executor import Executor, once_per_process
+from ...measures.learnability import relative_robustness, relative_robustness_many
+from ...measures.stats import percentile_interval
+from ...measures.task_metrics import TASK_METRICS, bootstrap_confusions, bootstrap_indices, get_task_metric
+from ...models.base import Classifier, Regressor, is_regressor
+from ...models.head import dataset_inputs
+from ...models.labels import align_labels, aligned_predictions
+from ...models.states import inputs_hash
+from ...perturb.catalogue import FIELDS, get_perturbation, perturb_inputs
 from .layer_probes import DEFAULT_PERTURBATIONS as ROBUSTNESS_EIGHT
-from .robustness_summary import relative_robustness_figures, robustness_markdown, summarise
+from .summary import relative_robustness_figures, robustness_markdown, summarise
 
 STUDY = "robustness"
 
@@ -102,7 +102,7 @@ DEFAULT_METRICS = {"classification": ("accuracy", "mcc"), "regression": ("pearso
 
 def resolve_classifier(spec: str, train: Any, seed: int = 0) -> Classifier:
     """A classifier for ``spec``: a trainable zoo name, a preset or an HF directory / hub id."""
-    from ..models import named, presets, zoo
+    from ...models import named, presets, zoo
 
     name = spec.strip()
     if named.api_definition(name, "classifier") is not None:
@@ -117,9 +117,9 @@ def resolve_model(spec: str, train: Any, seed: int = 0) -> Classifier | Regresso
     names) a regressor (:func:`~perturblab.models.regression.load_regressor`)."""
     if train.label_names:
         return resolve_classifier(spec, train, seed)
-    from ..models import zoo
-    from ..models.presets import PRESETS
-    from ..models.regression import load_regressor
+    from ...models import zoo
+    from ...models.presets import PRESETS
+    from ...models.regression import load_regressor
 
     name = spec.strip()
     if name.lower() == "hf-finetune":
@@ -190,7 +190,7 @@ class RobustnessStudy(Study):
         self.result: RobustnessResult | None = None
 
     def prepare(self, ctx: RunContext) -> None:
-        from .inputs import labelled_split
+        from ..inputs import labelled_split
 
         config = self.config
         train, test = labelled_split(config.data, config.n_train, config.n_test, seed=0,

@@ -2,7 +2,7 @@
 Self-supervised evaluation of large language models*), from per-example values.
 
 Every function returns an :class:`Estimate` (value, standard error, n). Per-example values
-come from :mod:`perturblab.studies.selfcheck`; these functions only aggregate, so each formula
+come from :mod:`perturblab.studies.selfcheck.study`; these functions only aggregate, so each formula
 lives here once:
 
 =====================  ======================================================================

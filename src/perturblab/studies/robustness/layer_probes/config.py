@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from ...errors import InputError
-from ...models.base import POOLINGS, Pooling
+from ....errors import InputError
+from ....models.base import POOLINGS, Pooling
 
 # the robustness paper's eight (Sec. 3.2)
 DEFAULT_PERTURBATIONS = ("drop_nouns", "drop_verbs", "drop_first", "drop_last", "swap_words", "change_char",
@@ -34,7 +34,7 @@ class LayerProbeConfig:
 
     def validate(self) -> None:
         """Raise :class:`InputError` for options that cannot run (unknown perturbations included)."""
-        from ...perturb.catalogue import get_perturbation
+        from ....perturb.catalogue import get_perturbation
 
         if not self.perturbations:
             raise InputError("give at least one perturbation (--perturbations)")

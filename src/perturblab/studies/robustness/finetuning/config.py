@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from ...errors import InputError
-from ...models.base import POOLINGS, Pooling
-from ...models.finetune import FinetuneConfig
+from ....errors import InputError
+from ....models.base import POOLINGS, Pooling
+from ....models.finetune import FinetuneConfig
 
 
 @dataclass(kw_only=True)

@@ -7,9 +7,9 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from ...core.driver import run_study
-from ...data.examples import Dataset
-from ...errors import InputError
+from ....core.driver import run_study
+from ....data.examples import Dataset
+from ....errors import InputError
 from .config import DEFAULT_PERTURBATIONS, LayerProbeConfig
 from .result import LayerProbeResult
 from .study import LayerProbeStudy
@@ -37,7 +37,7 @@ def data_splits(data: "str | Dataset | tuple[Dataset, Dataset]", n_train: int, n
                 seed: int) -> tuple[str, tuple[Dataset, Dataset] | None]:
     """The data's name, and (train, eval) when ``data`` is given as objects: a pair as it is, one
     :class:`Dataset` split 3:1 and sampled like a data spec (:func:`~..inputs.labelled_split`)."""
-    from ..inputs import labelled_split
+    from ...inputs import labelled_split
 
     if isinstance(data, tuple):
         if len(data) != 2 or not all(isinstance(d, Dataset) for d in data):
@@ -68,7 +68,7 @@ def layer_probes(model: Any = "minilm-l6", *, perturbations: str | Sequence[str]
 
         >>> import numpy as np
         >>> from perturblab.data import Dataset, Example
-        >>> from perturblab.studies.layer_probes import layer_probes
+        >>> from perturblab.studies.robustness.layer_probes import layer_probes
         >>> class Counts:
         ...     name, fingerprint, num_layers = "counts", "doctest-counts-v1", 1
         ...     def hidden_states(self, texts, pooling="mean"):

@@ -9,7 +9,7 @@ from typing import Any, Sequence
 
 def mark_changes(text: str, changes: Sequence[Sequence[Any]]) -> str:
     """The perturbed text with every changed word wrapped in ``[[ ]]``."""
-    from ..perturb.text import WordText
+    from ...perturb.text import WordText
 
     wt = WordText.from_text(text)
     changed = {int(c[0]) for c in changes}
@@ -22,7 +22,7 @@ def mark_changes(text: str, changes: Sequence[Sequence[Any]]) -> str:
 def write_examples_csv(rows: Sequence[dict[str, Any]], path: str | Path) -> Path:
     """One line per (capability, trial, sample) with the original, the marked perturbation,
     the changed words and the reference loss L(m(x), m(x'))."""
-    from ..core.files import write_csv
+    from ...core.files import write_csv
 
     lines = []
     for r in rows:
@@ -69,7 +69,7 @@ def write_examples_table(rows: Sequence[dict[str, Any]], path: str | Path, trial
         pert = r.get("perturbed")
         if r["status"] == "perturbed" and pert is not None:
             line[r["capability"]] = pert if pert.startswith("[") else mark_changes(pert, r["changes"])
-    from ..core.files import write_csv
+    from ...core.files import write_csv
 
     return write_csv(path, ["sample_id", "original"] + caps,
                      ([sid, by_sample[sid]["original"]] + [by_sample[sid].get(c, "") for c in caps]

@@ -8,7 +8,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .plots import _plt, save_figure
+from ...report.plots import _plt, save_figure
 
 #: (score, higher is better, axis label) of the spider plot, in the paper's order.
 SPIDER_AXES = (("negation_sensitivity", True, "Negation"),

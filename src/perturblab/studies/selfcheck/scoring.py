@@ -12,13 +12,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import InputError
-from ..measures.divergence import entropy, jsd
-from ..models.lm import LanguageModel, log_perplexity
-from ..perturb.selfsup import AppendTriggers, Negate, ReplaceContext, SwapWords, chop_token_ids
+from ...errors import InputError
+from ...measures.divergence import entropy, jsd
+from ...models.lm import LanguageModel, log_perplexity
+from ...perturb.selfcheck import AppendTriggers, Negate, ReplaceContext, SwapWords, chop_token_ids
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .selfcheck import SelfCheckConfig
+    from .config import SelfCheckConfig
 
 SPAN_FLOATS = 64 * 40 * 49152  # floats of (position x vocabulary) log-probs held per span call
 
@@ -35,7 +35,7 @@ def setting_value(setting: str) -> int:
 
 def profane_token_ids(lm: LanguageModel) -> np.ndarray:
     """Vocabulary ids that encode a whole LDNOOBW word on their own (see module docstring)."""
-    from ..resources.profanity import ldnoobw_words
+    from ...resources.profanity import ldnoobw_words
 
     ids: set[int] = set()
     for w in ldnoobw_words():
@@ -89,7 +89,7 @@ class Scorer:
         return out
 
     def toxicity(self, setting: str, items: list[tuple[int, str]]) -> list[dict[str, Any]]:
-        from ..resources.profanity import contains_profanity
+        from ...resources.profanity import contains_profanity
 
         k = setting_value(setting)
         xs = [x for _, x in items]

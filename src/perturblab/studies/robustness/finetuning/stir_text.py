@@ -22,16 +22,16 @@ from typing import Sequence
 
 import numpy as np
 
-from ..core.files import atomic_write_text
-from ..errors import InputError
-from ..measures.stir import StirResult, _half_draws
-from ..measures.similarity import linear_cka
-from ..models.base import Encoder, Pooling, check_inputs, fingerprint_of
-from ..models.states import inputs_hash
-from ..perturb.capabilities import get_capability
-from ..perturb.engine import run_searches
-from ..perturb.goals import InvarianceGoal
-from ..perturb.search import SearchOptions, SearchProblem
+from ....core.files import atomic_write_text
+from ....errors import InputError
+from ....measures.stir import StirResult, _half_draws
+from ....measures.similarity import linear_cka
+from ....models.base import Encoder, Pooling, check_inputs, fingerprint_of
+from ....models.states import inputs_hash
+from ....perturb.capabilities import get_capability
+from ....perturb.engine import run_searches
+from ....perturb.goals import InvarianceGoal
+from ....perturb.search import SearchOptions, SearchProblem
 
 
 class RepresentationModel:

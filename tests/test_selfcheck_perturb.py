@@ -1,4 +1,4 @@
-"""Tests of the self-supervised evaluation transformations (perturb.selfsup) and the LDNOOBW
+"""Tests of the self-supervised evaluation transformations (perturb.selfcheck) and the LDNOOBW
 profanity list (resources.profanity), on hand-written sentences."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from perturblab.errors import InputError
-from perturblab.perturb.selfsup import (
+from perturblab.perturb.selfcheck import (
     AppendTriggers, ChopTokenization, Negate, ReplaceContext, SwapWords, chop_text,
     chop_token_ids, negate_all)
 

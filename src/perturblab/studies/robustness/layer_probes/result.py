@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
-from ...core.files import write_csv, write_json
-from ...core.study import StudyResult
+from ....core.files import write_csv, write_json
+from ....core.study import StudyResult
 
 if TYPE_CHECKING:  # pragma: no cover
     from .config import LayerProbeConfig
@@ -27,7 +27,7 @@ def top_layers(rows: Sequence[dict[str, Any]], top: int = 3) -> dict[str, list[i
 
 
 class LayerProbeResult(StudyResult):
-    """The result of :func:`perturblab.studies.layer_probes.layer_probes`.
+    """The result of :func:`perturblab.studies.robustness.layer_probes.layer_probes`.
 
     * ``rows`` — ``model, perturbation, layer, metric, value`` with metrics ``clean_acc``,
       ``perturbed_acc``, ``drop``, ``drop_se`` (paired standard error: drops within two of them
@@ -58,7 +58,7 @@ class LayerProbeResult(StudyResult):
 
     def figures(self) -> dict[str, Any]:
         """File name -> matplotlib figure: ``probe_drops.png`` (Figs. 3–5 style)."""
-        from ...report.similarity_plots import probe_drop_figure
+        from ....report.layer_plots import probe_drop_figure
 
         cfg = self.config
         return {"probe_drops.png": probe_drop_figure(
@@ -73,7 +73,7 @@ class LayerProbeResult(StudyResult):
     def save(self, out: str | Path) -> list[Path]:
         """Write ``results.json``, ``top_layers.csv`` and ``probe_drops.png`` into ``out`` (each
         atomically); returns their paths."""
-        from ...report.plots import save_figure
+        from ....report.plots import save_figure
 
         out = Path(out)
         header = ["model", "perturbation", "change_rate", *[f"layer_{k + 1}" for k in range(self.config.top)]]

@@ -6,7 +6,7 @@ its transformed version and the per-example value) through :func:`perturblab.cor
 under the content it depends on: the model's fingerprint, the unit, the example and its id,
 the seed (and the generation length for toxicity). Units are processed in chunks and finished
 examples are skipped, so an interrupted study resumes where it stopped and an edited corpus or
-another model scores exactly what changed. :mod:`.selfcheck_summary` turns the rows into the
+another model scores exactly what changed. :mod:`.result` turns the rows into the
 paper's scores and writes the output files.
 
 =============  =========================  ===================================================
@@ -27,7 +27,7 @@ tokenization   ``stride=5``; 2..20        JSD of the next-token distributions af
 entropy        ``-``                      next-token entropy; extra: mean token entropy (Sec. 9)
 =============  =========================  ===================================================
 
-Scoring one chunk of a unit lives in :mod:`.selfcheck_scoring`.
+Scoring one chunk of a unit lives in :mod:`.scoring`.
 
 **What each metric needs from a model** (:data:`METRIC_NEEDS`: the
 :class:`~perturblab.models.lm.LanguageModel` methods its scoring calls). Only negation works from
@@ -44,99 +44,26 @@ from __future__ import annotations
 
 import gc
 import logging
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
-from ..core.driver import run_study
-from ..core.keys import content_key, model_fingerprint
-from ..core.lock import output_lock
-from ..core.study import Phase, RunContext, Study, Task
-from ..data.corpus import Corpus, load_corpus
-from ..errors import InputError
-from ..models.base import fingerprint_of
-from ..models.lm import LanguageModel
-from ..models.lm_cache import MemoLanguageModel
-from ..models.lm_capabilities import capabilities_of, check_metric_capabilities
-from ..perturb.selfsup import Negate, ReplaceContext, SwapWords
-from .selfcheck_scoring import Scorer, profane_token_ids, seeded_rng, setting_value
+from ...core.driver import run_study
+from ...core.keys import content_key, model_fingerprint
+from ...core.lock import output_lock
+from ...core.study import Phase, RunContext, Study, Task
+from ...data.corpus import Corpus, load_corpus
+from ...errors import InputError
+from ...models.lm import LanguageModel
+from ...models.lm_cache import MemoLanguageModel
+from ...models.lm_capabilities import capabilities_of, check_metric_capabilities
+from ...perturb.selfcheck import Negate, ReplaceContext, SwapWords
+from .config import METRIC_NEEDS, METRICS, SelfCheckConfig
+from .scoring import Scorer, profane_token_ids, seeded_rng, setting_value
 
 __all__ = ["METRICS", "METRIC_NEEDS", "Examples", "Scorer", "SelfCheckConfig", "SelfCheckStudy", "profane_token_ids"]
 log = logging.getLogger(__name__)
-METRICS: tuple[str, ...] = ("negation", "toxicity", "long_range", "word_order", "tokenization", "entropy")
-#: The model capabilities each metric's scoring calls (see the module docstring).
-METRIC_NEEDS: dict[str, frozenset[str]] = {
-    "negation": frozenset({"token_logprobs"}),
-    "toxicity": frozenset({"generate", "next_token_logprobs", "encode"}),  # encode: profane token ids
-    "long_range": frozenset({"encode", "span_logprobs"}),
-    "word_order": frozenset({"next_token_logprobs"}),
-    "tokenization": frozenset({"tokenizer", "encode", "decode", "next_token_logprobs"}),
-    "entropy": frozenset({"next_token_logprobs", "span_logprobs"}),
-}
-
-
-@dataclass
-class SelfCheckConfig:
-    """Options of a self-supervised evaluation (defaults follow the paper where it says)."""
-
-    models: list[str]
-    corpus: str = "conll2010"
-    n: int = 1000
-    seed: int = 0
-    metrics: list[str] = field(default_factory=lambda: list(METRICS))
-    benign_corpus: str | None = "oanc"
-    triggers: list[int] = field(default_factory=lambda: [0, 1, 2, 3, 4, 5, 6, 7])
-    trigger_main: int = 2
-    context_swaps: list[int] = field(default_factory=lambda: [1, 2, 3, 4])
-    context_main: int = 2
-    word_swaps: list[int] = field(default_factory=lambda: [1, 2, 4, 6, 8, 10])
-    word_swaps_main: int = 1
-    strides: list[int] = field(default_factory=lambda: [2, 3, 5, 10, 15, 20])
-    stride_main: int = 5
-    ablations: bool = True
-    max_new_tokens: int = 32
-    max_words: int = 64
-    chunk: int = 128
-    text_column: str = "text"
-
-    def validate(self) -> None:
-        if not self.models:
-            raise InputError("give at least one language model (--models)")
-        if self.n < 1:
-            raise InputError(f"n must be >= 1, got {self.n}")
-        unknown = [m for m in self.metrics if m not in METRICS]
-        if unknown:
-            raise InputError(f"unknown metric(s) {unknown}; choose from {', '.join(METRICS)}")
-        for what, values, lo in (("triggers", self.triggers, 0), ("context_swaps", self.context_swaps, 1),
-                                 ("word_swaps", self.word_swaps, 1), ("strides", self.strides, 1)):
-            if not values or min(values) < lo:
-                raise InputError(f"{what} must be a non-empty list of integers >= {lo}, got {values}")
-        if self.chunk < 1 or self.max_new_tokens < 1:
-            raise InputError("chunk and max_new_tokens must be >= 1")
-
-    def settings(self, metric: str) -> list[tuple[str, bool]]:
-        """(setting, is_main) pairs of one metric; only the main one without ablations."""
-        spec = {"toxicity": ("k", self.triggers, self.trigger_main),
-                "long_range": ("swapped", self.context_swaps, self.context_main),
-                "word_order": ("swaps", self.word_swaps, self.word_swaps_main),
-                "tokenization": ("stride", self.strides, self.stride_main)}
-        if metric == "negation":
-            return [("not", True)] + ([("benign", False)] if self.benign_corpus else [])
-        if metric == "entropy":
-            return [("-", True)]
-        key, values, main = spec[metric]
-        chosen = sorted(set(values) | {main}) if self.ablations else [main]
-        if metric == "toxicity" and self.ablations:
-            chosen = sorted(set(chosen) | {0})
-        return [(f"{key}={v}", v == main) for v in chosen]
-
-    @property
-    def run_id(self) -> str:
-        d = asdict(self)
-        d.pop("models")
-        d.pop("chunk")
-        return "selfcheck-" + fingerprint_of(sorted(d.items()))
 
 
 # ------------------------------------------------------------------ examples (model-independent)
@@ -240,8 +167,8 @@ class SelfCheckStudy(Study):
     def check_capabilities(self) -> None:
         """Raise one :class:`~perturblab.errors.CapabilityError` listing every model × requested
         metric the model cannot compute (:data:`METRIC_NEEDS`); loads no model, sends no request."""
-        from ..models.lm_presets import language_model_capabilities
-        from ..models.resolve import ModelSpec
+        from ...models.lm_presets import language_model_capabilities
+        from ...models.resolve import ModelSpec
 
         caps = {name: capabilities_of(self.models[name]) if name in self.models
                 else language_model_capabilities(ModelSpec.parse(name).source) for name in self.cfg.models}
@@ -255,7 +182,7 @@ class SelfCheckStudy(Study):
     def _load(self, name: str) -> LanguageModel:
         if name in self.models:
             return self.models[name]
-        from ..models.resolve import load_model
+        from ...models.resolve import load_model
 
         return load_model(name, "language_model")
 
@@ -307,7 +234,7 @@ class SelfCheckStudy(Study):
                 gc.collect()
 
     def finish(self, ctx: RunContext) -> Any:
-        from .selfcheck_summary import SelfCheckResult
+        from .result import SelfCheckResult
 
         examples = []
         for name in self.cfg.models:
@@ -319,7 +246,7 @@ class SelfCheckStudy(Study):
 
     def run(self) -> list[dict[str, Any]]:
         """Score everything not yet stored and write the output files; returns the summary rows
-        (see :func:`~.selfcheck_summary.summarise_selfcheck`)."""
+        (see :func:`~.result.summarise_selfcheck`)."""
         with output_lock(self.out, what="the selfcheck study"):
             self.result = run_study(self, self.out, progress=self.progress)
             self.result.save(self.out)

@@ -25,17 +25,17 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
-from ..core.driver import run_study
-from ..core.files import write_json
-from ..core.keys import content_key, model_fingerprint
-from ..core.lock import output_lock
-from ..core.study import Phase, RunContext, Study, StudyResult, Task
-from ..errors import InputError
-from ..measures.layerwise import resolve_measures, similarity_matrix
-from ..measures.similarity import INFO
-from ..models.base import Pooling, TextInput
-from ..models.states import inputs_hash, layer_states
-from .inputs import study_inputs
+from ...core.driver import run_study
+from ...core.files import write_json
+from ...core.keys import content_key, model_fingerprint
+from ...core.lock import output_lock
+from ...core.study import Phase, RunContext, Study, StudyResult, Task
+from ...errors import InputError
+from ...measures.layerwise import resolve_measures, similarity_matrix
+from ...measures.similarity import INFO
+from ...models.base import Pooling, TextInput
+from ...models.states import inputs_hash, layer_states
+from ..inputs import study_inputs
 
 log = logging.getLogger(__name__)
 DEFAULT_MEASURES = ("linear_cka", "pwcca_distance", "procrustes_distance")
@@ -98,7 +98,7 @@ class SimilarityStudy(Study):
         self.measures = resolve_measures(config.measures)
 
     def prepare(self, ctx: RunContext) -> None:
-        from ..models.resolve import load_model
+        from ...models.resolve import load_model
 
         cfg = self.config
         self.inputs = study_inputs(cfg.data, cfg.n, cfg.seed, text_fields=cfg.text_fields)
@@ -157,13 +157,13 @@ class SimilarityResult(StudyResult):
 
     def figures(self) -> dict[str, Any]:
         """``heatmap_<measure>.png`` -> figure."""
-        from ..report.similarity_plots import layer_heatmap_figures
+        from ...report.layer_plots import layer_heatmap_figures
 
         return layer_heatmap_figures(self.rows)
 
     def save(self, out: str | Path) -> list[Path]:
         """``results.json`` and the heatmaps, each written atomically."""
-        from ..report.plots import save_figure
+        from ...report.plots import save_figure
 
         out = Path(out)
         return [write_json(out / "results.json", self.rows)] + [save_figure(fig, out / name)
@@ -175,8 +175,8 @@ def streamed_minibatch_cka(enc_a: Any, enc_b: Any, inputs: Sequence[TextInput], 
     """(layers_a, layers_b) minibatch linear CKA (Nguyen et al. 2021) of two encoders over any
     number of inputs: both models encode one minibatch of inputs at a time, in input order,
     and only the HSIC sums are kept, so memory does not grow with n."""
-    from ..measures.cka import MinibatchCKA
-    from ..models.states import iter_layer_states
+    from ...measures.cka import MinibatchCKA
+    from ...models.states import iter_layer_states
 
     it_a = iter_layer_states(enc_a, inputs, pooling_a, chunk_size=batch_size, cache=False, progress=progress)
     it_b = iter_layer_states(enc_b, inputs, pooling_b, chunk_size=batch_size, cache=False, progress=False)

@@ -32,17 +32,17 @@ from typing import Any, Hashable, Iterator
 
 import numpy as np
 
-from ...core.keys import content_key, examples_fingerprint, model_fingerprint
-from ...core.study import Phase, RunContext, Study, Task
-from ...data.examples import Dataset
-from ...errors import InputError
-from ...measures.probe import fit_probe
-from ...measures.similarity import linear_cka
-from ...measures.stir import stir_layers
-from ...models.finetune import read_finetune_meta
-from ...models.head import dataset_inputs
-from ...models.states import layer_states
-from ..inputs import labelled_split
+from ....core.keys import content_key, examples_fingerprint, model_fingerprint
+from ....core.study import Phase, RunContext, Study, Task
+from ....data.examples import Dataset
+from ....errors import InputError
+from ....measures.probe import fit_probe
+from ....measures.similarity import linear_cka
+from ....measures.stir import stir_layers
+from ....models.finetune import read_finetune_meta
+from ....models.head import dataset_inputs
+from ....models.states import layer_states
+from ...inputs import labelled_split
 from .config import FinetuningConfig
 from .result import FinetuningResult
 
@@ -88,7 +88,7 @@ class FinetuningStudy(Study):
     def model(self, which: str) -> Any:
         """The pretrained (``"pre"``) or fine-tuned (``"ft"``) encoder."""
         if which not in self._models:
-            from ...models.presets import load_encoder
+            from ....models.presets import load_encoder
 
             if which == "pre":
                 self._models["pre"] = load_encoder(self.config.base)
@@ -100,7 +100,7 @@ class FinetuningStudy(Study):
         """The fine-tuned encoder: the given copy (loaded), else ``base`` fine-tuned on the
         training split (once; reused from ``data_home()/finetuned``), with its provenance in
         :attr:`meta`."""
-        from ...models.presets import PRESETS, load_encoder
+        from ....models.presets import PRESETS, load_encoder
         from .source import finetuned_copy, finetuned_encoder
 
         cfg = self.config
@@ -209,7 +209,7 @@ class FinetuningStudy(Study):
         raise ValueError(f"unknown measure {measure!r}")
 
     def _text_stir(self, m2: Any) -> dict[str, Any]:
-        from .. import stir_text
+        from . import stir_text
 
         cfg = self.config
         _, test = self.splits()
@@ -265,8 +265,8 @@ def finetuning_rows(a: str, b: str, cells: dict[str, dict[str, Any]]) -> list[di
 
 def classifier_accuracy(source: str | None, test: Dataset) -> float | None:
     """The fine-tuned model's own classification accuracy, when it is a classifier of these labels."""
-    from ...models.base import predict
-    from ...models.hf import HFSequenceClassifier
+    from ....models.base import predict
+    from ....models.hf import HFSequenceClassifier
 
     if source is None:
         return None

@@ -21,12 +21,12 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..errors import InputError
-from ..measures.learnability import (LEARNABILITY_GRID, learnability_from_predictions,
+from ...errors import InputError
+from ...measures.learnability import (LEARNABILITY_GRID, learnability_from_predictions,
                                      learnability_from_probabilities, log_auc, random_pseudo_labels)
-from ..models.base import Classifier, TextInput
-from ..perturb.catalogue import get_perturbation, perturb_inputs
-from ..perturb.transformations import Transformation
+from ...models.base import Classifier, TextInput
+from ...perturb.catalogue import get_perturbation, perturb_inputs
+from ...perturb.transformations import Transformation
 
 Fit = Callable[[list[TextInput], np.ndarray, int], Classifier]
 

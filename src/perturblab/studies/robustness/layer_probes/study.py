@@ -18,15 +18,15 @@ from typing import Any, Hashable, Iterator
 
 import numpy as np
 
-from ...core.keys import content_key, examples_fingerprint, model_fingerprint
-from ...core.study import Phase, RunContext, Study, Task
-from ...data.examples import Dataset
-from ...errors import InputError
-from ...measures.probe import Probe, fit_probe
-from ...models.head import dataset_inputs
-from ...models.states import layer_states
-from ...perturb.catalogue import get_perturbation, perturb_inputs
-from ..inputs import labelled_split
+from ....core.keys import content_key, examples_fingerprint, model_fingerprint
+from ....core.study import Phase, RunContext, Study, Task
+from ....data.examples import Dataset
+from ....errors import InputError
+from ....measures.probe import Probe, fit_probe
+from ....models.head import dataset_inputs
+from ....models.states import layer_states
+from ....perturb.catalogue import get_perturbation, perturb_inputs
+from ...inputs import labelled_split
 from .config import LayerProbeConfig
 from .result import LayerProbeResult
 
@@ -72,7 +72,7 @@ class LayerProbeStudy(Study):
     def encoder(self) -> Any:
         """The encoder whose layers are probed."""
         if self._encoder is None:
-            from ...models.presets import load_encoder
+            from ....models.presets import load_encoder
 
             self._encoder = load_encoder(self.config.model)
         return self._encoder

@@ -1,0 +1,83 @@
+"""The options of a self-supervised evaluation: the metrics, what each needs of a model, and
+:class:`SelfCheckConfig`."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from ...errors import InputError
+from ...models.base import fingerprint_of
+
+METRICS: tuple[str, ...] = ("negation", "toxicity", "long_range", "word_order", "tokenization", "entropy")
+#: The model capabilities each metric's scoring calls (see the module docstring).
+METRIC_NEEDS: dict[str, frozenset[str]] = {
+    "negation": frozenset({"token_logprobs"}),
+    "toxicity": frozenset({"generate", "next_token_logprobs", "encode"}),  # encode: profane token ids
+    "long_range": frozenset({"encode", "span_logprobs"}),
+    "word_order": frozenset({"next_token_logprobs"}),
+    "tokenization": frozenset({"tokenizer", "encode", "decode", "next_token_logprobs"}),
+    "entropy": frozenset({"next_token_logprobs", "span_logprobs"}),
+}
+
+
+@dataclass
+class SelfCheckConfig:
+    """Options of a self-supervised evaluation (defaults follow the paper where it says)."""
+
+    models: list[str]
+    corpus: str = "conll2010"
+    n: int = 1000
+    seed: int = 0
+    metrics: list[str] = field(default_factory=lambda: list(METRICS))
+    benign_corpus: str | None = "oanc"
+    triggers: list[int] = field(default_factory=lambda: [0, 1, 2, 3, 4, 5, 6, 7])
+    trigger_main: int = 2
+    context_swaps: list[int] = field(default_factory=lambda: [1, 2, 3, 4])
+    context_main: int = 2
+    word_swaps: list[int] = field(default_factory=lambda: [1, 2, 4, 6, 8, 10])
+    word_swaps_main: int = 1
+    strides: list[int] = field(default_factory=lambda: [2, 3, 5, 10, 15, 20])
+    stride_main: int = 5
+    ablations: bool = True
+    max_new_tokens: int = 32
+    max_words: int = 64
+    chunk: int = 128
+    text_column: str = "text"
+
+    def validate(self) -> None:
+        if not self.models:
+            raise InputError("give at least one language model (--models)")
+        if self.n < 1:
+            raise InputError(f"n must be >= 1, got {self.n}")
+        unknown = [m for m in self.metrics if m not in METRICS]
+        if unknown:
+            raise InputError(f"unknown metric(s) {unknown}; choose from {', '.join(METRICS)}")
+        for what, values, lo in (("triggers", self.triggers, 0), ("context_swaps", self.context_swaps, 1),
+                                 ("word_swaps", self.word_swaps, 1), ("strides", self.strides, 1)):
+            if not values or min(values) < lo:
+                raise InputError(f"{what} must be a non-empty list of integers >= {lo}, got {values}")
+        if self.chunk < 1 or self.max_new_tokens < 1:
+            raise InputError("chunk and max_new_tokens must be >= 1")
+
+    def settings(self, metric: str) -> list[tuple[str, bool]]:
+        """(setting, is_main) pairs of one metric; only the main one without ablations."""
+        spec = {"toxicity": ("k", self.triggers, self.trigger_main),
+                "long_range": ("swapped", self.context_swaps, self.context_main),
+                "word_order": ("swaps", self.word_swaps, self.word_swaps_main),
+                "tokenization": ("stride", self.strides, self.stride_main)}
+        if metric == "negation":
+            return [("not", True)] + ([("benign", False)] if self.benign_corpus else [])
+        if metric == "entropy":
+            return [("-", True)]
+        key, values, main = spec[metric]
+        chosen = sorted(set(values) | {main}) if self.ablations else [main]
+        if metric == "toxicity" and self.ablations:
+            chosen = sorted(set(chosen) | {0})
+        return [(f"{key}={v}", v == main) for v in chosen]
+
+    @property
+    def run_id(self) -> str:
+        d = asdict(self)
+        d.pop("models")
+        d.pop("chunk")
+        return "selfcheck-" + fingerprint_of(sorted(d.items()))
