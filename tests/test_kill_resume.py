@@ -63,7 +63,20 @@ def command(study: str, data, out, resume: bool = False) -> list[str]:
         return [sys.executable, "-m", "perturblab.cli", "grounding", "--variants", ",".join(dirs), "--data", str(data),
                 "--n-train", "200", "--n-eval", "100", "--measures", "cka,procrustes", "--pc-layers", "1,2",
                 "--n-boot", "200", "--out", str(out), "--quiet"]
-    common = ["--data", str(data), "--seeds", "2", "--out", str(out), "--quiet"]
+    if study in ("generation", "selfcheck"):  # a tiny causal LM directory
+        lm_dir = tiny_lm_dir(out.parent / "lm")
+        if study == "selfcheck":  # one cell per chunk of 4 examples of each metric and setting
+            corpus = out.parent / "corpus.txt"
+            corpus.write_text("\n\n".join(f"{s} (number {i})." for i, s in enumerate(lm_sentences() * 4)) + "\n")
+            return [sys.executable, "-m", "perturblab.cli", "selfcheck", "--models", str(lm_dir), "--corpus",
+                    str(corpus), "--benign-corpus", "none", "--metrics", "negation,word_order,entropy", "--n", "24",
+                    "--chunk", "4", "--out", str(out), "--quiet"]
+        pairs = out.parent / "pairs.jsonl"
+        pairs.write_text("".join(json.dumps({"source": s + " " + s, "reference": s}) + "\n" for s in lm_sentences()))
+        return [sys.executable, "-m", "perturblab.cli", "generation", "--models", str(lm_dir), "--data", str(pairs),
+                "--perturbations", "drop_first,drop_last,change_char,swap_words,add_text", "--trials", "3",
+                "--max-new-tokens", "6", "--n-boot", "50", "--out", str(out), "--quiet"]
+    common = ["--data", str(data), "--trials", "2", "--out", str(out), "--quiet"]
     if study == "learnability":
         return [sys.executable, "-m", "perturblab.cli", "learnability", "--models", "tfidf-lr,textrnn",
                 "--perturbations", "leet_letters,whitespace,butter_fingers", "--n-train", "120", "--n-test", "60",
@@ -71,6 +84,23 @@ def command(study: str, data, out, resume: bool = False) -> list[str]:
     return [sys.executable, "-m", "perturblab.cli", "robustness", "--models", "tfidf-lr,textrnn",
             "--perturbations", "change_char,add_text,swap_words,drop_first", "--n-train", "120", "--n-test", "400",
             "--metrics", "accuracy,mcc", *common]
+
+
+def lm_sentences() -> list[str]:
+    from tiny_lm import SENTENCES
+
+    return list(SENTENCES)
+
+
+def tiny_lm_dir(path):
+    """The tiny causal LM of the language-model tests, saved as a model directory (once)."""
+    if not path.is_dir():
+        from tiny_lm import tiny_lm
+
+        lm = tiny_lm(seed=0)
+        lm.model.save_pretrained(path)
+        lm.tokenizer.save_pretrained(path)
+    return path
 
 
 def table_rows(db, table: str) -> list[tuple]:
@@ -106,9 +136,13 @@ def kill_after(cmd, env, db, table: str, rows: int, extra_delay: float, timeout:
     return running
 
 
+SLOW = pytest.mark.slow
+
+
 @pytest.mark.parametrize("study,table", [("learnability", "cells"), ("robustness", "cells"), ("run", "cells"),
-                                         ("scope", "cells"), ("layer-probes", "cells"),
-                                         ("grounding", "cells")])
+                                         ("scope", "cells"), pytest.param("layer-probes", "cells", marks=SLOW),
+                                         ("grounding", "cells"), pytest.param("generation", "cells", marks=SLOW),
+                                         pytest.param("selfcheck", "cells", marks=SLOW)])
 def test_sigkill_then_resume_equals_uninterrupted_run(tmp_path, marker_csv, study, table):
     env = {**os.environ, "PERTURBLAB_HOME": str(tmp_path / "home"), "HF_HUB_OFFLINE": "1"}
     data = marker_csv(tmp_path / "toy.csv", 640, n_words=8)
@@ -118,8 +152,8 @@ def test_sigkill_then_resume_equals_uninterrupted_run(tmp_path, marker_csv, stud
     ref_rows = table_rows(tmp_path / "ref" / sub / "results.sqlite", table)
     rng = np.random.default_rng(7)
     mid_run = 0
-    for attempt in range(4):  # a random point of progress, and a random moment after it
-        if attempt >= 2 and mid_run:
+    for attempt in range(3):  # a random point of progress, and a random moment after it
+        if mid_run:
             break
         out = tmp_path / f"killed{attempt}"
         target, delay = int(rng.integers(1, len(ref_rows))), float(rng.uniform(0, 0.01))

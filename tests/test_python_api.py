@@ -14,7 +14,8 @@ from perturblab.cli import build_parser
 
 #: commands whose study runs through the study core, by function name
 CORE_COMMANDS = {"scope": "scope", "scope-lm": "scope_lm", "checkpoints": "checkpoints", "robustness": "robustness", "learnability": "learnability", "selfcheck": "selfcheck", "similarity": "similarity",
-                 "finetuning": "finetuning", "layer-probes": "layer_probes", "grounding": "grounding"}
+                 "finetuning": "finetuning", "layer-probes": "layer_probes", "grounding": "grounding",
+                 "generation": "generation"}
 
 
 def long_options(command: str) -> set[str]:

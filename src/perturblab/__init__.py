@@ -14,7 +14,7 @@ from ._lazy import lazy_exports
 
 _EXPORTS = {
     "scope": "functions", "scope_lm": "functions", "checkpoints": "functions", "robustness": "functions",
-    "learnability": "functions", "selfcheck": "functions", "similarity": "functions",
+    "learnability": "functions", "selfcheck": "functions", "similarity": "functions", "generation": "functions",
     "finetuning": "studies.robustness.finetuning", "layer_probes": "studies.robustness.layer_probes", "grounding": "studies.grounding",
 }
 __all__ = ["__version__", *sorted(_EXPORTS)]

@@ -141,21 +141,25 @@ def add_generation_parser(sub: argparse._SubParsersAction) -> None:
                    help="repetitions: draws of each random perturbation (--seeds is the old name)")
     p.add_argument("--max-new-tokens", type=int, default=40, help="generation length (greedy)")
     p.add_argument("--prompt", default=DEFAULT_PROMPT, help="prompt template with {source}")
+    p.add_argument("--seed", type=int, default=0, help="seed of the sample of --n examples")
+    p.add_argument("--n-boot", type=int, default=1000, help="paired-bootstrap resamples of the 95%% intervals")
     p.add_argument("--out", required=True, help="output directory (re-running resumes; nothing is generated twice)")
     p.add_argument("--quiet", action="store_true")
 
 
 def cmd_generation(args) -> int:
-    from .studies.robustness.generation import GenerationConfig, run_generation_robustness
+    from .core.lock import output_lock
+    from .functions import generation
 
-    cfg = GenerationConfig(models=_list(args.models), data=args.data, perturbations=resolve_perturbations(args.perturbations),
-                           seeds=args.trials, n=args.n, metrics=_list(args.metrics), prompt=args.prompt,
-                           max_new_tokens=args.max_new_tokens, source_column=args.source_column,
-                           reference_column=args.reference_column)
-    run_generation_robustness(cfg, args.out, progress=not args.quiet)
     out = Path(args.out)
-    print((out / "table.md").read_text())
-    print(f"outputs in {out.resolve()}: results.json, summary.json, table.md, examples.csv, generation_heatmap_*.png")
+    with output_lock(out, what="the generation study"):
+        res = generation(args.models, data=args.data, source_column=args.source_column,
+                         reference_column=args.reference_column, perturbations=args.perturbations,
+                         metrics=args.metrics, n=args.n, trials=args.trials, max_new_tokens=args.max_new_tokens,
+                         prompt=args.prompt, seed=args.seed, n_boot=args.n_boot, out=out, quiet=args.quiet)
+        paths = res.save(out)
+    show_table(res)
+    print(f"outputs in {out.resolve()}: {', '.join(p.name for p in paths)}, results.sqlite")
     return 0
 
 

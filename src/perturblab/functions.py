@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .studies.scope import ScopeResult
     from .studies.scope.checkpoints import CheckpointResult
     from .studies.learnability.study import LearnabilityResult
+    from .studies.robustness.generation import GenerationResult
     from .studies.robustness.study import RobustnessResult
     from .studies.selfcheck.result import SelfCheckResult
     from .studies.grounding.similarity import SimilarityResult
@@ -38,6 +39,7 @@ STUDY_FUNCTIONS: dict[str, tuple[str, str]] = {
     "finetuning": ("perturblab.studies.robustness.finetuning", "finetuning"),
     "layer-probes": ("perturblab.studies.robustness.layer_probes", "layer_probes"),
     "grounding": ("perturblab.studies.grounding", "grounding"),
+    "generation": ("perturblab.functions", "generation"),
 }
 
 
@@ -437,6 +439,64 @@ def robustness(models: Any, *, perturbations: str | Sequence[str] = "robustness"
         return run_study(study, where, executor=ex, progress=not quiet)
 
 
+def generation(models: Any, *, data: str = "lead:conll2010", source_column: str = "source",
+               reference_column: str = "reference", perturbations: str | Sequence[str] = "robustness",
+               metrics: str | Sequence[str] = ("rouge1", "rouge2", "rougeL"), n: int = 100, trials: int = 3,
+               max_new_tokens: int = 40, prompt: str | None = None, seed: int = 0, n_boot: int = 1000,
+               out: str | Path | None = None, quiet: bool = False, seeds: int | None = None) -> "GenerationResult":
+    """Robustness of generated summaries to perturbed sources (robustness paper Sec. 3.3-3.4,
+    Table 4; the ``generation`` command): ROUGE F of greedy generations from clean and perturbed
+    prompts, relative robustness 1 − (m_c − m_p) / m_c with paired-bootstrap intervals.
+
+    ``models`` are language-model specs (presets, directories, ``.gguf`` files, hub ids,
+    ``NAME=SOURCE``; one comma-separated string or a list) or objects with ``generate(prompts,
+    max_new_tokens)``, ``name`` and ``fingerprint``; ``data`` is ``lead:<corpus>`` or a file of
+    source/reference pairs; ``prompt`` a template with ``{source}`` (default: the study's);
+    ``trials`` draws of each random perturbation (``seeds`` is its old name); ``seed`` the sample
+    of ``n`` examples. ``out`` keeps the results store, so calling again generates only what is
+    missing (``None``: a temporary directory); ``.save(dir)`` writes what the command writes.
+
+    Example (a "model" that copies the source, against dropping the first word)::
+
+        >>> import perturblab as pl, pathlib, tempfile
+        >>> class Copier:
+        ...     name, fingerprint = "copier", "doctest-copier-v1"
+        ...     def generate(self, prompts, max_new_tokens=40):
+        ...         return [" " + p.split("Text: ")[1].split("\\n")[0] + "\\n" for p in prompts]
+        >>> lines = ["source,reference"] + [f"the film number {i} was good,the film number {i} was good"
+        ...                                 for i in range(6)]
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "pairs.csv"
+        >>> _ = path.write_text("\\n".join(lines) + "\\n")
+        >>> res = pl.generation([Copier()], data=str(path), perturbations="drop_first", metrics="rouge1",
+        ...                     n_boot=50, quiet=True)
+        >>> r = res.rows[0]
+        >>> (r["perturbation"], r["clean"], round(r["perturbed"], 3), r["n"])
+        ('drop_first', 1.0, 0.909, 6)
+    """
+    from .core.driver import run_study
+    from .studies.robustness.generation import DEFAULT_PROMPT, GenerationConfig, GenerationStudy
+
+    trials = renamed(trials, seeds, 3, "trials", "seeds")
+    specs, given = [], {}
+    for m in _names(models):
+        if isinstance(m, str):
+            specs.append(m)
+            continue
+        if not hasattr(m, "fingerprint") or not callable(getattr(m, "generate", None)):
+            raise InputError(f"{type(m).__name__} is not a language model: give a spec or an object with "
+                             "generate(prompts, max_new_tokens) and a fingerprint")
+        name = str(getattr(m, "name", "") or f"model{len(specs)}")
+        specs.append(name)
+        given[name] = m
+    cfg = GenerationConfig(models=specs, data=data, perturbations=perturbation_names(perturbations), seeds=trials,
+                           n=n, sample_seed=seed, metrics=_names(metrics), prompt=DEFAULT_PROMPT if prompt is None
+                           else prompt, max_new_tokens=max_new_tokens, source_column=source_column,
+                           reference_column=reference_column, n_boot=n_boot)
+    with ExitStack() as stack:
+        where = Path(out) if out is not None else Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        return run_study(GenerationStudy(cfg, models=given, progress=not quiet), where, progress=not quiet)
+
+
 def learnability(models: Any = ("tfidf-lr", "textrnn"), *, perturbations: str | Sequence[str] = "all",
                  data: str = "rotten_tomatoes", text_fields: str | Sequence[str] = (), label_column: str | None = None,
                  perturb_field: str = "both", trials: int = 3, n_train: int = 2000,
@@ -498,8 +558,8 @@ def learnability(models: Any = ("tfidf-lr", "textrnn"), *, perturbations: str | 
 
 def selfcheck(models: Any, *, corpus: "str | Any" = "conll2010", benign_corpus: "str | Any | None" = "oanc",
               text_column: str = "text", n: int = 1000, seed: int = 0, metrics: str | Sequence[str] | None = None,
-              no_ablations: bool = False, max_new_tokens: int = 32, out: str | Path | None = None,
-              quiet: bool = False) -> "SelfCheckResult":
+              no_ablations: bool = False, max_new_tokens: int = 32, chunk: int = 128,
+              out: str | Path | None = None, quiet: bool = False) -> "SelfCheckResult":
     """Self-supervised sensitivity scores of language models on any text (*Bring your own data!*;
     the ``selfcheck`` command): negation, toxicity, long-range context, word order, tokenization
     and entropy, with the ablations unless ``no_ablations``.
@@ -507,7 +567,8 @@ def selfcheck(models: Any, *, corpus: "str | Any" = "conll2010", benign_corpus: 
     ``models`` are language-model specs or :class:`~perturblab.models.lm.LanguageModel` objects;
     ``corpus`` and ``benign_corpus`` corpus names, files or :class:`~perturblab.data.corpus.Corpus`
     objects (``benign_corpus=None`` or ``"none"`` leaves out the normalised negation score).
-    ``out`` keeps the results store (``None``: a temporary directory).
+    ``chunk`` examples are scored and stored together (smaller: less lost to a crash; the scores
+    do not depend on it). ``out`` keeps the results store (``None``: a temporary directory).
 
     Example (the entropy of a tiny random language model on a few sentences)::
 
@@ -548,7 +609,8 @@ def selfcheck(models: Any, *, corpus: "str | Any" = "conll2010", benign_corpus: 
                           n=n, seed=seed, metrics=_names(metrics) if metrics else list(METRICS),
                           benign_corpus=benign if isinstance(benign, str) or benign is None
                           else getattr(benign, "name", "benign"),
-                          ablations=not no_ablations, max_new_tokens=max_new_tokens, text_column=text_column)
+                          ablations=not no_ablations, max_new_tokens=max_new_tokens, text_column=text_column,
+                          chunk=chunk)
     from .core.driver import run_study
 
     with ExitStack() as stack:

@@ -8,23 +8,28 @@ relative_robustness`). A paired bootstrap over the examples (each resample score
 the perturbed generations of the same examples) gives a 95 % interval of each cell's mean over
 draws.
 
-Every batch of generations is stored in the results store under (model fingerprint, data and
-prompt hash, generation length, setting) as soon as it is made, so a killed run resumes and a
-re-run with other metrics generates nothing again.
+The study runs on the study core (:class:`GenerationStudy`): every model's generations in one
+setting are one cell of the results store, keyed on the model's fingerprint, the examples, the
+prompt, the generation length and the setting, and stored as soon as they are made, so a killed
+run resumes, a re-run with other metrics generates nothing again, and another model under the
+same name generates afresh.
 """
 
 from __future__ import annotations
 
-import csv
-import json
 import math
+import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Hashable, Iterator, Mapping, Sequence
 
 import numpy as np
-from tqdm.auto import tqdm
 
+from ...core.driver import run_study
+from ...core.files import atomic_write_text, save_figure, write_csv, write_json
+from ...core.keys import content_key, model_fingerprint
+from ...core.lock import output_lock
+from ...core.study import Phase, RunContext, Study, StudyResult, Task
 from ...data.summaries import GenerationExample, load_generation_data
 from ...errors import InputError
 from ...measures.learnability import relative_robustness, relative_robustness_many
@@ -32,10 +37,9 @@ from ...measures.stats import percentile_interval
 from ...measures.task_metrics import rouge_scores
 from ...models.base import fingerprint_of
 from ...perturb.catalogue import apply_perturbation
-from ...store import ResultStore
 from .layer_probes import DEFAULT_PERTURBATIONS as ROBUSTNESS_EIGHT
 from .study import perturbation_draws
-from .summary import clean_table, relative_robustness_heatmaps, summarise
+from .summary import clean_table, relative_robustness_figures, summarise
 
 STUDY = "generation"
 ROUGE = ("rouge1", "rouge2", "rougeL")
@@ -78,61 +82,139 @@ def first_line(text: str) -> str:
     return text.strip().split("\n", 1)[0].strip()
 
 
+class GenerationStudy(Study):
+    """A :class:`GenerationConfig` on the study core: one task per model and setting (clean, or
+    one draw of one perturbation), keyed on the model's fingerprint, the examples, the prompt,
+    the generation length and the setting. The perturbed sources are made only for tasks that
+    must run, each draw once for all models."""
+
+    name = STUDY
+
+    def __init__(self, config: GenerationConfig, *, models: Mapping[str, Any] | None = None,
+                 progress: bool = True) -> None:
+        config.validate()
+        self.config, self.progress = config, progress
+        self._given = dict(models or {})
+        self._perturbed: dict[tuple[str | None, int], tuple[list[str], float | None]] = {}
+        self._lock = threading.Lock()
+
+    def prepare(self, ctx: RunContext) -> None:
+        from ...models.resolve import ModelSpec, load_model
+
+        cfg = self.config
+        with ctx.step("loading the data"):
+            self.data = load_generation_data(cfg.data, n=cfg.n, seed=cfg.sample_seed, source_column=cfg.source_column,
+                                             reference_column=cfg.reference_column)
+        self.models: dict[str, Any] = {}
+        for spec in cfg.models:
+            name = spec if spec in self._given else ModelSpec.parse(spec).name
+            if name in self.models:
+                raise InputError(f"two language models are named {name!r}; give one another name (NAME=SOURCE)")
+            if spec in self._given:
+                self.models[name] = self._given[spec]
+            else:
+                with ctx.step(f"loading language model {name}"):
+                    self.models[name] = load_model(spec, "language_model")
+        self.data_key = fingerprint_of([[ex.source, ex.reference] for ex in self.data], cfg.prompt, cfg.max_new_tokens)
+        self.settings = [("clean", None, 0)] + [(f"{p}|{s}", p, s) for p, s in perturbation_draws(cfg)]
+
+    def identity(self) -> dict[str, Any]:
+        opts = {k: (list(v) if isinstance(v, (list, tuple)) else v) for k, v in asdict(self.config).items()
+                if k != "models"}
+        return {"options": opts, "models": {n: model_fingerprint(m) for n, m in self.models.items()},
+                "data": self.data_key}
+
+    def key(self, model: str, setting: str) -> str:
+        """The content key of one model's generations in one setting."""
+        return content_key(STUDY, model_fingerprint(self.models[model]), self.data_key, setting)
+
+    def sources(self, pert: str | None, seed: int) -> tuple[list[str], float | None]:
+        """The (perturbed) sources of one setting and the share the perturbation changed (made once)."""
+        with self._lock:
+            if (pert, seed) not in self._perturbed:
+                self._perturbed[(pert, seed)] = _sources(self.data, pert, seed)
+            return self._perturbed[(pert, seed)]
+
+    def _generate(self, model: Hashable, settings: list[tuple[str, str | None, int]]) -> list[dict[str, Any]]:
+        out = []
+        for _, pert, seed in settings:
+            srcs, rate = self.sources(pert, seed)
+            prompts = [self.config.prompt.format(source=s) for s in srcs]
+            gens = self.models[str(model)].generate(prompts, max_new_tokens=self.config.max_new_tokens)
+            out.append({"sources": srcs, "change_rate": rate, "generations": [first_line(g) for g in gens]})
+        return out
+
+    def phases(self, ctx: RunContext) -> Iterator[Phase]:
+        tasks = [Task(self.key(name, setting[0]), setting, group=name) for name in self.models
+                 for setting in self.settings]
+        self._phase = Phase("generation", tasks, self._generate, label="generations per model and setting")
+        yield self._phase
+
+    def finish(self, ctx: RunContext) -> "GenerationResult":
+        cfg = self.config
+        refs = [ex.reference for ex in self.data]
+        rows: list[dict[str, Any]] = []
+        intervals: dict[tuple[str, str, str], list[float]] = {}
+        generations: dict[str, dict[str, list[str]]] = {}
+        sources: dict[str, list[str]] = {}
+        rates: dict[tuple[str, str], float | None] = {}
+        for name in self.models:
+            gens = {}
+            for setting, _, _ in self.settings:
+                hit = self._phase.results[self.key(name, setting)]
+                gens[setting] = hit["generations"]
+                sources[setting] = hit["sources"]
+                rates[(name, setting)] = hit["change_rate"]
+            generations[name] = gens
+            model_rows, model_ci = _model_rows(cfg, name, refs, gens, rates)
+            rows += model_rows
+            intervals.update(model_ci)
+        summary = summarise(rows, intervals)
+        summary["config"] = {k: (list(v) if isinstance(v, (list, tuple)) else v) for k, v in asdict(cfg).items()}
+        return GenerationResult(rows, summary, examples=_examples(self.data, sources, generations), run_id=ctx.run_id)
+
+
+class GenerationResult(StudyResult):
+    """The result of :func:`perturblab.generation`: one row per model × perturbation × metric ×
+    draw (``clean``, ``perturbed``, ``relative_robustness``, ``change_rate``, ``n``); the summary
+    with paired-bootstrap intervals; the first examples of every model and setting side by side."""
+
+    study = STUDY
+
+    def __init__(self, rows: Sequence[dict[str, Any]], summary: dict[str, Any], *,
+                 examples: Sequence[Sequence[str]] = (), run_id: str | None = None) -> None:
+        super().__init__(rows, summary, run_id=run_id)
+        self.examples = [list(e) for e in examples]
+
+    def table(self) -> str:
+        """The Markdown of ``table.md`` (Table 4 style)."""
+        return generation_markdown(self.summary)
+
+    def figures(self) -> dict[str, Any]:
+        """``generation_heatmap_<metric>.png`` -> figure."""
+        return relative_robustness_figures(self.summary, "generation_heatmap")
+
+    def save(self, out: str | Path) -> list[Path]:
+        """``results.json``, ``summary.json``, ``table.md``, ``examples.csv`` and one heatmap per
+        metric, each written atomically."""
+        out = Path(out)
+        paths = [write_json(out / "results.json", self.rows), write_json(out / "summary.json", self.summary),
+                 atomic_write_text(out / "table.md", self.table()),
+                 write_csv(out / "examples.csv", EXAMPLE_COLUMNS, self.examples)]
+        return paths + [save_figure(fig, out / name) for name, fig in self.figures().items()]
+
+
 def run_generation_robustness(config: GenerationConfig, out_dir: str | Path, *,
                               models: Mapping[str, Any] | None = None, progress: bool = True) -> list[dict[str, Any]]:
     """Run (or resume) the study; writes ``results.json``, ``summary.json``, ``table.md``,
     ``examples.csv`` and a heatmap per metric into ``out_dir``, and returns the result rows.
     ``models`` maps names to ready :class:`~perturblab.models.lm.LanguageModel` objects (else
-    names are loaded with :func:`~perturblab.models.lm_presets.load_language_model`)."""
-    config.validate()
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    data = load_generation_data(config.data, n=config.n, seed=config.sample_seed,
-                                source_column=config.source_column, reference_column=config.reference_column)
-    refs = [ex.reference for ex in data]
-    data_key = fingerprint_of([[ex.source, ex.reference] for ex in data], config.prompt, config.max_new_tokens)
-    settings = [("clean", None, 0)] + [(f"{p}|{s}", p, s) for p, s in perturbation_draws(config)]
-    perturbed: dict[tuple[str | None, int], tuple[list[str], float | None]] = {}
-    rows: list[dict[str, Any]] = []
-    intervals: dict[tuple[str, str, str], list[float]] = {}
-    generations: dict[str, dict[str, list[str]]] = {}
-    sources: dict[str, list[str]] = {}
-    rates: dict[tuple[str, str], float | None] = {}
-    with ResultStore(out / "results.sqlite") as store:
-        for name in config.models:
-            lm = (models or {}).get(name)
-            if lm is None:
-                from ...models.lm_presets import load_language_model
-
-                lm = load_language_model(name)
-            gens = {}
-            bar = tqdm(settings, desc=f"{name}: generating", disable=not progress, leave=False)
-            for setting, pert, seed in bar:
-                key = f"{lm.fingerprint}|{data_key}|{setting}"
-                hit = store.cell(STUDY, key)
-                if hit is None:
-                    if (pert, seed) not in perturbed:  # each draw made once, shared by the models
-                        perturbed[(pert, seed)] = _sources(data, pert, seed)
-                    srcs, rate = perturbed[(pert, seed)]
-                    hit = {"sources": srcs, "change_rate": rate, "generations": [first_line(g) for g in lm.generate(
-                        [config.prompt.format(source=s) for s in srcs], max_new_tokens=config.max_new_tokens)]}
-                    store.add_cell(STUDY, key, hit)
-                gens[setting] = hit["generations"]
-                sources[setting] = hit["sources"]
-                rates[(name, setting)] = hit["change_rate"]
-            bar.close()
-            generations[name] = gens
-            model_rows, model_ci = _model_rows(config, name, refs, gens, rates)
-            rows += model_rows
-            intervals.update(model_ci)
-    summary = summarise(rows, intervals)
-    summary["config"] = {k: (list(v) if isinstance(v, (list, tuple)) else v) for k, v in asdict(config).items()}
-    (out / "results.json").write_text(json.dumps(rows, indent=1))
-    (out / "summary.json").write_text(json.dumps(summary, indent=1))
-    (out / "table.md").write_text(generation_markdown(summary))
-    _examples_csv(out / "examples.csv", data, sources, generations)
-    relative_robustness_heatmaps(summary, out, "generation_heatmap")
-    return rows
+    the names are loaded as language-model specs)."""
+    study = GenerationStudy(config, models=models, progress=progress)
+    with output_lock(out_dir, what="the generation study"):
+        result = run_study(study, out_dir, progress=progress)
+        result.save(out_dir)
+    return result.rows
 
 
 def _sources(data: Sequence[GenerationExample], pert: str | None, seed: int) -> tuple[list[str], float | None]:
@@ -193,14 +275,12 @@ def generation_markdown(summary: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _examples_csv(path: Path, data: Sequence[GenerationExample], sources: dict[str, list[str]],
-                  generations: dict[str, dict[str, list[str]]], limit: int = 20) -> None:
-    """The first ``limit`` examples of every model and setting, side by side."""
-    with path.open("w", newline="", encoding="utf-8") as f:
-        w = csv.writer(f)
-        w.writerow(["model", "setting", "uid", "source", "reference", "generation"])
-        for model, gens in generations.items():
-            for setting, texts in gens.items():
-                for i, ex in enumerate(data[:limit]):
-                    w.writerow([model, setting, ex.uid, sources[setting][i], ex.reference, texts[i]])
+EXAMPLE_COLUMNS = ["model", "setting", "uid", "source", "reference", "generation"]
 
+
+def _examples(data: Sequence[GenerationExample], sources: dict[str, list[str]],
+              generations: dict[str, dict[str, list[str]]], limit: int = 20) -> list[list[str]]:
+    """The first ``limit`` examples of every model and setting, side by side (``examples.csv``)."""
+    return [[model, setting, ex.uid, sources[setting][i], ex.reference, texts[i]]
+            for model, gens in generations.items() for setting, texts in gens.items()
+            for i, ex in enumerate(data[:limit])]
