@@ -23,7 +23,7 @@ def test_help_shows_defaults(capsys):
         main(["scope", "--help"])
     text = " ".join(capsys.readouterr().out.split())
     for shown in ("base samples per trial (a number, or 'all': the whole test split) (default: 500)",
-                  "(default: 3)", "--seed SEED default: 0", "(default: rotten_tomatoes)"):
+                  "(default: 3)", "random choice of the search (default: 0)", "(default: rotten_tomatoes)"):
         assert shown in text
 
 

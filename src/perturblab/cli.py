@@ -15,56 +15,7 @@ from typing import Any, Callable, Sequence
 
 from .errors import PerturblabError
 
-DEMO_DEFAULTS = dict(reference="minilm-l6", targets="minilm-l6-int8,minilm-l3,tfidf-lr",
-                     capabilities="synonym,typo,fairness", n=60, trials=3)
-
-
-def count_or_all(s: str) -> int | None:
-    """``--n``: a positive number of examples, or ``all`` (None)."""
-    if s.strip().lower() == "all":
-        return None
-    try:
-        n = int(s)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive number or 'all', got {s!r}") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive number or 'all', got {n}")
-    return n
-
-
-def _csv_list(s: str) -> list[str]:
-    return [x.strip() for x in s.split(",") if x.strip()]
-
-
-def _add_scope_args(p: argparse.ArgumentParser, demo: bool = False) -> None:
-    d = DEMO_DEFAULTS
-    p.add_argument("--reference", default=d["reference"] if demo else None, required=not demo,
-                   help="reference model m1: a preset name (see `perturblab models`) or HF path/id")
-    p.add_argument("--targets", default=d["targets"] if demo else None, required=not demo,
-                   help="comma-separated target models m2")
-    p.add_argument("--capabilities", default=d["capabilities"] if demo else "synonym,typo",
-                   help="comma-separated capabilities (see `perturblab capabilities`)")
-    search_data_options(p)
-    p.add_argument("--n", type=count_or_all, default=d["n"] if demo else 500,
-                   help="base samples per trial (a number, or 'all': the whole test split)")
-    p.add_argument("--trials", type=int, default=d["trials"], help="trials (independent draws of base samples)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--loss", choices=["l1", "kl"], default="l1", help="goal objective L (Eq. 1 / App. I)")
-    p.add_argument("--search", choices=["greedy", "beam"], default="greedy")
-    p.add_argument("--beam-width", type=int, default=3)
-    p.add_argument("--max-words", type=int, default=None, help="largest number of changed words")
-    p.add_argument("--patience", type=int, default=None,
-                   help="stop a search after this many words in a row bring no improvement (faster)")
-    p.add_argument("--max-candidates", type=int, default=None, help="cap on candidates per word")
-    p.add_argument("--tolerance", type=float, default=None,
-                   help="Soft-SCoPE decay: full weight up to this distance (default 0)")
-    p.add_argument("--cutoff", type=float, default=None,
-                   help="Soft-SCoPE decay: zero weight from this distance (default 2, the largest distance of two "
-                        "argmax-invariant changes in a binary task)")
-    p.add_argument("--out", default="out/demo" if demo else None, required=not demo,
-                   help="output directory (re-running with the same options resumes)")
-    p.add_argument("--quiet", action="store_true", help="no progress bars")
-    executor_options(p)
+from .core.options import count_or_all, csv_list as _csv_list  # noqa: F401  (kept for the command modules)
 
 
 def search_data_options(p: argparse.ArgumentParser) -> None:
@@ -127,6 +78,8 @@ def _add_selfcheck_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-ablations", action="store_true",
                    help="only the headline setting of each metric (much faster)")
     p.add_argument("--max-new-tokens", type=int, default=32, help="generation length of the toxicity metric")
+    p.add_argument("--chunk", type=int, default=128, help="examples scored and stored together (smaller: less "
+                   "lost to a crash; the scores do not depend on it)")
     p.add_argument("--out", required=True, help="output directory (re-running with the same options resumes)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
 
@@ -215,8 +168,10 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("-v", "--verbose", action="store_true", help="log what the study does")
     ap.add_argument("--version", action="version", version=f"perturblab {__version__}")
     sub = ap.add_subparsers(dest="command", required=True)
-    _add_scope_args(sub.add_parser("scope", help="shared-invariance study (SCoPE)"))
-    _add_scope_args(sub.add_parser("demo", help="the SCoPE study on packaged models, small default size"), demo=True)
+    from .studies.registry import entries
+
+    for study in entries():
+        study.options().add_arguments(sub.add_parser(study.name, help=study.help), study.defaults)
     _add_selfcheck_args(sub.add_parser("selfcheck", help="self-supervised LM evaluation (five sensitivity scores)"))
     _add_scope_lm_args(sub.add_parser("scope-lm", help="shared invariances of language models (SCoPE App. G)"))
     for module in _command_modules():
@@ -254,7 +209,10 @@ def _command_modules() -> list:
 
 def all_commands() -> dict[str, Callable]:
     """Every command's function by name (this module's and the command modules')."""
-    commands = dict(COMMANDS)
+    from .studies.registry import entries
+
+    commands: dict[str, Callable] = {e.name: study_command(e.name) for e in entries()}
+    commands.update(COMMANDS)
     for module in _command_modules():
         commands.update(module.COMMANDS)
     return commands
@@ -270,30 +228,6 @@ def _load_splits(args, test_size: float = 0.25):
                    test_size=test_size)
 
 
-def cmd_scope(args) -> int:
-    from .core.lock import output_lock
-    from .functions import scope
-
-    out = Path(args.out)
-    t0 = time.time()
-    with output_lock(out, what="the scope study"):
-        res = scope(args.reference, args.targets, capabilities=args.capabilities, data=args.data,
-                    text_column=args.text_column, text_fields=args.text_fields, label_column=args.label_column,
-                    perturb_field=args.perturb_field, n=args.n, trials=args.trials, seed=args.seed, loss=args.loss,
-                    search=args.search, beam_width=args.beam_width, max_words=args.max_words,
-                    patience=args.patience, max_candidates=args.max_candidates, tolerance=args.tolerance,
-                    cutoff=args.cutoff, out=out, quiet=args.quiet,
-                    executor=getattr(args, "executor_obj", None) or args.executor, address=args.address,
-                    num_cpus=args.num_cpus)
-        paths = res.save(out)
-    cfg = res.config
-    show_table(res)
-    n = max((r["n_base"] for r in res.rows), default=0)
-    print(f"\nreference: {cfg.reference}; {cfg.trials} trial(s) of n={n}; {time.time() - t0:.0f} s")
-    print(f"outputs in {out.resolve()}: {', '.join(p.name for p in paths)}, results.sqlite")
-    return 0
-
-
 def cmd_selfcheck(args) -> int:
     from .core.lock import output_lock
     from .functions import selfcheck
@@ -303,7 +237,7 @@ def cmd_selfcheck(args) -> int:
     with output_lock(out, what="the selfcheck study"):
         res = selfcheck(args.models, corpus=args.corpus, benign_corpus=args.benign_corpus,
                         text_column=args.text_column, n=args.n, seed=args.seed, metrics=args.metrics,
-                        no_ablations=args.no_ablations, max_new_tokens=args.max_new_tokens, out=out, quiet=args.quiet)
+                        no_ablations=args.no_ablations, max_new_tokens=args.max_new_tokens, chunk=args.chunk, out=out, quiet=args.quiet)
         paths = res.save(out)
     show_table(res)
     print(f"\ncorpus: {args.corpus}; n={res.config.n}; {time.time() - t0:.0f} s")
@@ -332,7 +266,30 @@ def cmd_scope_lm(args) -> int:
     return 0
 
 
-COMMANDS = {"scope": cmd_scope, "demo": cmd_scope, "selfcheck": cmd_selfcheck, "scope-lm": cmd_scope_lm}
+COMMANDS = {"selfcheck": cmd_selfcheck, "scope-lm": cmd_scope_lm}
+
+
+def study_command(name: str) -> Callable[[argparse.Namespace], int]:
+    """The command of the registered study ``name``: its options read from the command line, its
+    Python function called under the output directory's lock, the result saved and printed."""
+
+    def command(args: argparse.Namespace) -> int:
+        from .core.lock import output_lock
+        from .studies.registry import entry
+
+        study = entry(name)
+        options = study.options().from_cli(args)
+        out = Path(options.out)
+        t0 = time.time()
+        with output_lock(out, what=f"the {study.name} study"):
+            res = study.load_function()(**options.kwargs())
+            paths = res.save(out)
+        print(res.console())
+        print(f"\n{time.time() - t0:.0f} s; outputs in {out.resolve()}: {', '.join(p.name for p in paths)}, "
+              "results.sqlite")
+        return 0
+
+    return command
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -122,6 +122,14 @@ class StudyResult:
             return ""
         return f"computed on n = {ns[0]}" if len(ns) == 1 else f"computed on n = {ns[0]} to {ns[-1]}"
 
+    def console(self) -> str:
+        """What the command prints: the console table and the number of examples it was computed
+        on (:meth:`sizes`); a study may add lines of its own."""
+        table = getattr(self, "table", None)
+        lines = [table()] if callable(table) else []
+        sizes = self.sizes()
+        return "\n".join(lines + ([sizes] if sizes else []))
+
     def to_pandas(self) -> "pd.DataFrame":
         """The rows as a pandas DataFrame (list and dict values kept as Python objects)."""
         import pandas as pd

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
+from ...core.options import TEXT_FIELDS_HELP, ExecutorArgs, StudyArgs, count_or_all, csv_list, option
 from ...errors import InputError
 from ...measures.scope import DEFAULT_CUTOFF, DEFAULT_TOLERANCE
 from ...perturb.capabilities import CAPABILITIES
@@ -71,3 +72,40 @@ class ScopeConfig(ScopeOptions):
     def options(self) -> dict[str, Any]:
         """The options as a JSON-able dict."""
         return asdict(self)
+
+
+@dataclass(kw_only=True)
+class ScopeArgs(ExecutorArgs, StudyArgs):
+    """The options of ``perturblab scope`` and :func:`perturblab.scope` (the one schema)."""
+
+    python_only: ClassVar[tuple[str, ...]] = ("models",)
+
+    reference: str | None = option(required=True, role="classifier",
+                                   help="reference model m1: a preset name (see `perturblab models`) or HF path/id")
+    targets: str | None = option(required=True, role="classifier", help="comma-separated target models m2")
+    capabilities: str = option("synonym,typo", help="comma-separated capabilities (see `perturblab capabilities`)")
+    data: str = option("rotten_tomatoes", data=True,
+                       help="data set name (rotten_tomatoes, tweets), a CSV/JSONL/Parquet file, hf:NAME[:SPLIT], "
+                            "glue:TASK or next:CORPUS")
+    text_column: str | None = option(None, help="text column of a data file")
+    text_fields: list[str] = option([], parse=csv_list, metavar="A[,B]", help=TEXT_FIELDS_HELP)
+    label_column: str | None = option(None, help="label column of a data file (default: 'label')")
+    perturb_field: str = option("a", choices=("a", "b", "both"),
+                                help="for text pairs: search perturbations of the first text (default), the second, "
+                                     "or the words of both")
+    n: int | None = option(500, parse=count_or_all, help="base samples per trial (a number, or 'all': the whole test "
+                                                         "split)")
+    trials: int = option(3, help="trials (independent draws of base samples)")
+    seed: int = option(0, help="seed of the base samples and of every random choice of the search")
+    loss: str = option("l1", choices=("l1", "kl"), help="goal objective L (Eq. 1 / App. I)")
+    search: str = option("greedy", choices=("greedy", "beam"), help="search method")
+    beam_width: int = option(3, help="beam width of --search beam")
+    max_words: int | None = option(None, help="largest number of changed words")
+    patience: int | None = option(None, help="stop a search after this many words in a row bring no improvement "
+                                             "(faster)")
+    max_candidates: int | None = option(None, help="cap on candidates per word")
+    tolerance: float | None = option(None, help="Soft-SCoPE decay: full weight up to this distance (default 0)")
+    cutoff: float | None = option(None, help="Soft-SCoPE decay: zero weight from this distance (default 2, the "
+                                             "largest distance of two argmax-invariant changes in a binary task)")
+    n_boot: int = option(1000, help="bootstrap resamples of the intervals")
+    test_size: float = option(0.25, help="share of the data held out as the test split (a fraction in (0, 1))")

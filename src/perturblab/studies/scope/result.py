@@ -59,6 +59,12 @@ class ScopeResult(StudyResult):
 
         return render_table(self.summary)
 
+    def console(self) -> str:
+        """The console table, its sizes, and the reference with the number of trials and base
+        samples."""
+        n = max((r["n_base"] for r in self.rows), default=0)
+        return f"{super().console()}\n\nreference: {self.config.reference}; {self.config.trials} trial(s) of n={n}"
+
     def metric_rows(self) -> list[dict[str, Any]]:
         """One row per (reference, target, capability, trial, metric): the long form of ``rows``."""
         out = [{"run_id": self.run_id, "reference": r["reference"], "target": r["target"],

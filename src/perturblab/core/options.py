@@ -1,0 +1,302 @@
+"""The one schema of a study's options: a dataclass whose fields say how they are given.
+
+Each study declares its options once, as a :class:`StudyArgs` dataclass whose fields are made by
+:func:`option` (the default, the help text, the old names, how the command line's text is read,
+whether the field names models or data). From that one declaration come
+
+* the command's options (:meth:`StudyArgs.add_arguments`: ``--n-boot`` for ``n_boot``, old names
+  as aliases, every default shown in ``--help``),
+* the command's call of the study function (:meth:`StudyArgs.from_cli` then
+  :meth:`StudyArgs.kwargs`),
+* the YAML entry of a study config (:meth:`StudyArgs.from_config`: the same names and old names,
+  values read exactly as the command line reads its text),
+
+and the study's Python function is checked against it (same keywords, same defaults) by the
+test suite, so the three ways of running a study cannot drift apart.
+
+Example::
+
+    >>> from dataclasses import dataclass
+    >>> @dataclass(kw_only=True)
+    ... class ToyArgs(StudyArgs):
+    ...     models: str = option(help="comma list of models", required=True, role="classifier")
+    ...     trials: int = option(3, help="repetitions", aliases=("seeds",))
+    >>> ToyArgs.from_config({"models": ["a", "b"], "seeds": 2}).kwargs()
+    {'models': 'a,b', 'trials': 2, 'out': None, 'quiet': False}
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import difflib
+import types
+import typing
+from dataclasses import MISSING, dataclass, field
+from typing import Any, Callable, ClassVar, Mapping, Sequence
+
+from ..errors import InputError
+
+#: the help of ``--text-fields`` (every command that reads labelled text has it)
+TEXT_FIELDS_HELP = ("text column(s) of a data file: one, or two for a text-pair task (e.g. premise,hypothesis); "
+                    "default: the column 'text'")
+
+#: the roles of options that name models (the config runner resolves ``models:`` names for them)
+ROLES = ("classifier", "language_model", "encoder")
+
+
+def count_or_all(s: str) -> int | None:
+    """``--n``: a positive number of examples, or ``all`` (None)."""
+    if s.strip().lower() == "all":
+        return None
+    try:
+        n = int(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number or 'all', got {s!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive number or 'all', got {n}")
+    return n
+
+
+def csv_list(s: str) -> list[str]:
+    """A comma-separated list (``a,b`` -> ``['a', 'b']``)."""
+    return [x.strip() for x in s.split(",") if x.strip()]
+
+
+def int_list(s: str) -> list[int]:
+    """Comma-separated whole numbers (``4,5,6``)."""
+    try:
+        return [int(x) for x in csv_list(s)]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated whole numbers, e.g. 4,5,6; got {s!r}") from None
+
+
+def float_list(s: str) -> list[float]:
+    """Comma-separated numbers (``0.01,0.1,1``)."""
+    try:
+        return [float(x) for x in csv_list(s)]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, e.g. 0.01,0.1,1; got {s!r}") from None
+
+
+@dataclass(frozen=True)
+class Opt:
+    """How one option is given (the metadata :func:`option` puts on a field).
+
+    ``parse`` reads the command line's text (default: the field's type, ``int``, ``float`` or
+    ``str``); ``aliases`` are old names that keep working; ``required`` options have no default
+    on the command line (the Python function may still default them, e.g. ``out=None``); ``flag``
+    options are switches (``--quiet``); ``repeat`` options may be given several times
+    (``--label-map``); ``role`` marks an option that names models and ``data`` one that names a
+    data set or corpus (a study config resolves its ``models:`` and ``data:`` names for them);
+    ``runner`` options (``out``, ``quiet``, the executor) are set by the config runner, not by an
+    entry; options of one ``one_of`` group exclude each other, and one of them must be given."""
+
+    help: str = ""
+    aliases: tuple[str, ...] = ()
+    parse: Callable[[str], Any] | None = None
+    choices: tuple[Any, ...] | None = None
+    metavar: str | None = None
+    required: bool = False
+    flag: bool = False
+    repeat: bool = False
+    role: str | None = None
+    data: bool = False
+    runner: bool = False
+    one_of: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.role is not None and self.role not in ROLES:
+            raise ValueError(f"unknown role {self.role!r}")
+
+
+def option(default: Any = None, *, help: str = "", aliases: Sequence[str] = (), parse: Callable[[str], Any] | None = None,
+           choices: Sequence[Any] | None = None, metavar: str | None = None, required: bool = False,
+           flag: bool = False, repeat: bool = False, role: str | None = None, data: bool = False,
+           runner: bool = False, one_of: str | None = None) -> Any:
+    """A field of a :class:`StudyArgs` dataclass (see :class:`Opt`); a list default is copied
+    for each instance."""
+    meta = {"option": Opt(help=help, aliases=tuple(aliases), parse=parse,
+                          choices=tuple(choices) if choices is not None else None, metavar=metavar,
+                          required=required, flag=flag, repeat=repeat, role=role, data=data, runner=runner,
+                          one_of=one_of)}
+    if isinstance(default, (list, dict)):
+        return field(default_factory=lambda: type(default)(default), metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+def _parse_of(f: dataclasses.Field, opt: Opt, hints: Mapping[str, Any]) -> Callable[[str], Any] | None:
+    """How the command line's text of field ``f`` is read: its ``parse``, else its type."""
+    if opt.parse is not None:
+        return opt.parse
+    kind = hints.get(f.name, str)
+    if isinstance(kind, types.UnionType) or typing.get_origin(kind) is typing.Union:
+        kind = next((a for a in typing.get_args(kind) if a is not type(None)), str)
+    return kind if kind in (int, float) else None
+
+
+@dataclass(kw_only=True)
+class StudyArgs:
+    """Base of every study's options: ``out`` and ``quiet``, which every study has. A subclass
+    adds its fields with :func:`option`; see the module docstring."""
+
+    #: the command's one-line help, and the study function (``module:name``)
+    command_help: ClassVar[str] = ""
+
+    out: str | None = option(None, required=True, runner=True,
+                             help="output directory (re-running with the same inputs resumes; what changed is "
+                                  "computed afresh)")
+    quiet: bool = option(False, flag=True, runner=True, help="no progress bars")
+
+    # -- the schema ------------------------------------------------------------------------
+    #: keywords of the study function that have no command-line form (objects, Python-only hooks)
+    python_only: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def fields(cls) -> list[tuple[dataclasses.Field, Opt]]:
+        """The option fields in declaration order, the runner's (``out``, ``quiet``, the
+        executor) last."""
+        own = [(f, f.metadata["option"]) for f in dataclasses.fields(cls) if "option" in f.metadata]
+        return [x for x in own if not x[1].runner] + [x for x in own if x[1].runner]
+
+    @classmethod
+    def names(cls) -> dict[str, str]:
+        """Every accepted name (``n_boot``; old names too) -> the field it sets."""
+        out = {}
+        for f, opt in cls.fields():
+            out[f.name] = f.name
+            for a in opt.aliases:
+                out[a.replace("-", "_")] = f.name
+        return out
+
+    @classmethod
+    def defaults(cls) -> dict[str, Any]:
+        """Each field's default (a required option's too: its Python default)."""
+        out = {}
+        for f, _ in cls.fields():
+            out[f.name] = f.default_factory() if f.default_factory is not MISSING else f.default  # type: ignore[misc]
+        return out
+
+    # -- the command line --------------------------------------------------------------------
+    @classmethod
+    def add_arguments(cls, parser: argparse.ArgumentParser, defaults: Mapping[str, Any] | None = None) -> None:
+        """Add one option per field to ``parser`` (``defaults`` overrides some defaults; an
+        option given a default there is no longer required)."""
+        hints = typing.get_type_hints(cls)
+        over = dict(defaults or {})
+        groups: dict[str, Any] = {}
+        for f, opt in cls.fields():
+            target: Any = parser
+            if opt.one_of is not None:
+                if opt.one_of not in groups:
+                    groups[opt.one_of] = parser.add_mutually_exclusive_group(required=True)
+                target = groups[opt.one_of]
+            names = [f"--{f.name.replace('_', '-')}"] + [f"--{a.replace('_', '-')}" for a in opt.aliases]
+            default = over.get(f.name, cls.defaults()[f.name])
+            kw: dict[str, Any] = {"dest": f.name, "help": opt.help}
+            if opt.flag:
+                target.add_argument(*names, action="store_true", **kw)
+                continue
+            if isinstance(default, (list, tuple)) and opt.parse is None:
+                default = ",".join(map(str, default))  # a comma list, read as the user's text would be
+            kw["required"] = opt.required and f.name not in over and opt.one_of is None
+            kw["default"] = None if kw["required"] else default
+            parse = _parse_of(f, opt, hints)
+            if parse is not None:
+                kw["type"] = parse
+            if opt.choices is not None:
+                kw["choices"] = list(opt.choices)
+            if opt.metavar:
+                kw["metavar"] = opt.metavar
+            if opt.repeat:
+                kw["action"] = "append"
+            target.add_argument(*names, **kw)
+
+    @classmethod
+    def from_cli(cls, ns: argparse.Namespace) -> "StudyArgs":
+        """The options of a parsed command line."""
+        return cls(**{f.name: getattr(ns, f.name) for f, _ in cls.fields() if hasattr(ns, f.name)})
+
+    # -- a study config's entry -------------------------------------------------------------
+    @classmethod
+    def value(cls, name: str, value: Any) -> Any:
+        """A config value of field ``name`` read as the command line reads its text: a list is a
+        comma list, ``true``/``false`` a switch; raises :class:`InputError` saying what is allowed."""
+        f, opt = next((f, o) for f, o in cls.fields() if f.name == name)
+        if opt.flag:
+            if not isinstance(value, bool):
+                raise InputError(f"expected true or false, got {value!r}")
+            return value
+        if opt.repeat:
+            items = value if isinstance(value, list) else [value]
+            return [cls._text_value(f, opt, v) for v in items]
+        return cls._text_value(f, opt, value)
+
+    @classmethod
+    def _text_value(cls, f: dataclasses.Field, opt: Opt, value: Any) -> Any:
+        if isinstance(value, dict):
+            raise InputError("expected a value or a list, not a mapping")
+        if isinstance(value, list):
+            if any(isinstance(v, (list, dict)) for v in value):
+                raise InputError("expected a flat list")
+            value = ",".join(str(v) for v in value)
+        text = str(value).lower() if isinstance(value, bool) else str(value)
+        parse = _parse_of(f, opt, typing.get_type_hints(cls))
+        try:
+            converted = parse(text) if parse else text
+        except (argparse.ArgumentTypeError, ValueError, TypeError) as e:
+            kind = getattr(parse, "__name__", "value")
+            raise InputError(f"{value!r} is not a valid {kind}: {e}") from None
+        if opt.choices is not None and converted not in opt.choices:
+            raise InputError(f"{value!r} is not one of {', '.join(map(str, opt.choices))}")
+        return converted
+
+    @classmethod
+    def key_of(cls, key: str, study: str = "this study") -> str:
+        """The field a config key names (``n-boot``, ``n_boot`` or an old name); an unknown key
+        is an :class:`InputError` with the closest names."""
+        names = cls.names()
+        k = str(key).replace("-", "_")
+        if k in names:
+            return names[k]
+        close = difflib.get_close_matches(k, list(names), n=1)
+        hint = f"did you mean {close[0].replace('_', '-')!r}? " if close else ""
+        allowed = sorted(n.replace("_", "-") for n, f in names.items()
+                         if not dict((f.name, o) for f, o in cls.fields())[f].runner)
+        raise InputError(f"not an option of {study}; {hint}allowed: {', '.join(allowed)}")
+
+    @classmethod
+    def from_config(cls, entry: Mapping[str, Any], study: str = "this study") -> "StudyArgs":
+        """The options of a config entry (keys as on the command line, with ``-`` or ``_``; old
+        names too); a missing required option or an unknown key is an :class:`InputError`."""
+        values = {f.name: (None if o.required and not o.runner else d)
+                  for (f, o), d in zip(cls.fields(), cls.defaults().values())}
+        for key, value in entry.items():
+            values[cls.key_of(key, study)] = cls.value(cls.key_of(key, study), value)
+        missing = [f.name for f, o in cls.fields() if o.required and not o.runner and values[f.name] is None]
+        if missing:
+            raise InputError(f"{study} needs {', '.join(m.replace('_', '-') for m in missing)}")
+        for group in dict.fromkeys(o.one_of for _, o in cls.fields() if o.one_of):
+            members = [f.name for f, o in cls.fields() if o.one_of == group]
+            given = [m for m in members if values[m] is not None]
+            if len(given) != 1:
+                raise InputError(f"{study} needs exactly one of {', '.join(m.replace('_', '-') for m in members)}"
+                                 + (f"; got {', '.join(given)}" if given else ""))
+        return cls(**values)
+
+    # -- the study function -----------------------------------------------------------------
+    def kwargs(self) -> dict[str, Any]:
+        """The study function's keyword arguments."""
+        return {f.name: getattr(self, f.name) for f, _ in self.fields()}
+
+
+@dataclass(kw_only=True)
+class ExecutorArgs:
+    """``executor``, ``address``, ``num_cpus``: where a study's work cells run (a mix-in of the
+    studies whose cells are independent)."""
+
+    executor: Any = option("local", choices=("local", "ray"), runner=True,
+                           help="run the work cells here (default) or on Ray")
+    address: str | None = option(None, runner=True, help="Ray cluster address ('auto', 'ray://host:10001'); "
+                                 "default: start a local Ray instance")
+    num_cpus: int | None = option(None, runner=True, help="CPUs of a local Ray instance")
