@@ -4,37 +4,23 @@ with docstring examples that run."""
 from __future__ import annotations
 
 import doctest
-import inspect
 
 import pytest
 
 import perturblab as pl
-from perturblab import functions
-from perturblab.cli import build_parser
+from perturblab.studies.registry import entries
 
-#: commands whose study runs through the study core, by function name
-CORE_COMMANDS = {"scope": "scope", "scope-lm": "scope_lm", "checkpoints": "checkpoints", "robustness": "robustness", "learnability": "learnability", "selfcheck": "selfcheck", "similarity": "similarity",
-                 "finetuning": "finetuning", "layer-probes": "layer_probes", "grounding": "grounding",
-                 "generation": "generation"}
-
-
-def long_options(command: str) -> set[str]:
-    sub = next(a for a in build_parser()._actions if a.dest == "command")
-    parser = sub.choices[command]
-    return {opt[2:].replace("-", "_") for a in parser._actions for opt in a.option_strings
-            if opt.startswith("--") and opt != "--help"}
-
-
-@pytest.mark.parametrize("command,function", sorted(CORE_COMMANDS.items()))
-def test_keywords_are_the_commands_long_options(command, function):
-    fn = getattr(pl, function)
-    params = set(inspect.signature(fn).parameters)
-    missing = long_options(command) - params
-    assert not missing, f"pl.{function} lacks the options {sorted(missing)} of `perturblab {command}`"
+@pytest.mark.parametrize("study", [e for e in entries() if e.name != "demo"], ids=lambda e: e.name)
+def test_each_study_is_one_exported_function_named_like_its_command(study):
+    """``pl.<command with - as _>`` is the registry's function (its keywords are checked against
+    the study's options in test_study_schema.py)."""
+    fn = getattr(pl, study.name.replace("-", "_"))
+    assert fn is study.load_function()
+    assert study.name.replace("-", "_") in pl.__all__
     assert fn.__doc__ and ">>>" in fn.__doc__, "each function's docstring has a runnable example"
 
 
-@pytest.mark.parametrize("module", sorted({functions.study_function(k).__module__ for k in functions.STUDY_FUNCTIONS}))
+@pytest.mark.parametrize("module", sorted({e.load_function().__module__ for e in entries()}))
 def test_docstring_examples_run(module):
     """Every study function's example runs (each module holding one is tested as a whole)."""
     import importlib

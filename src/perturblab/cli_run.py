@@ -6,8 +6,16 @@ from __future__ import annotations
 import argparse
 from typing import Callable
 
-from .cli import _csv_list as _list
-from .cli import executor_options
+from .core.options import csv_list as _list
+
+
+def executor_options(p: argparse.ArgumentParser, *, default: str | None = "local",
+                     help: str = "run the work cells here (default) or on Ray") -> None:
+    """``--executor``, ``--address``, ``--num-cpus``: where the studies' work cells run."""
+    p.add_argument("--executor", choices=["local", "ray"], default=default, help=help)
+    p.add_argument("--address", default=None, help="Ray cluster address ('auto', 'ray://host:10001'); default: "
+                   "start a local Ray instance")
+    p.add_argument("--num-cpus", type=int, default=None, help="CPUs of a local Ray instance")
 
 
 def _executor_args(p: argparse.ArgumentParser) -> None:

@@ -22,6 +22,7 @@ bytes as a local run.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
@@ -94,17 +95,35 @@ class LocalExecutor:
             torch.set_num_threads(before)
 
 
-_PROCESS_MEMO: dict[tuple, Any] = {}
+_PROCESS_MEMO: dict[tuple, tuple[str | None, Any]] = {}  # key -> (fingerprint, object)
 _PROCESS_MEMO_LOCK = threading.Lock()
 
 
-def once_per_process(key: tuple, make: Callable[[], Any]) -> Any:
+def once_per_process(key: tuple, make: Callable[[], Any], *, fingerprint: str | None, what: str = "the model") -> Any:
     """``make()`` the first time ``key`` is asked for in this process, the same object after:
-    how a cell on a worker loads a model it names once, whatever number of cells use it."""
+    how a cell on a worker loads a model it names once, whatever number of cells use it.
+
+    A model is kept under ``key`` *and* ``fingerprint``, the fingerprint the driver computed for
+    it (its results are stored under it): a worker that outlives a run (a joined cluster's) never
+    serves a model loaded for another fingerprint under the same name, and the object ``make()``
+    returns must have that ``fingerprint``, else :class:`InputError` (this process would compute
+    with other weights than the driver's: the files changed during the run, or differ on this
+    machine). ``fingerprint=None`` is for objects that are not models."""
     with _PROCESS_MEMO_LOCK:
-        if key not in _PROCESS_MEMO:
-            _PROCESS_MEMO[key] = make()
-        return _PROCESS_MEMO[key]
+        held = _PROCESS_MEMO.get(key)
+        if held is not None and held[0] == fingerprint:
+            return held[1]
+        obj = make()
+        if fingerprint is not None:
+            got = getattr(obj, "fingerprint", None)
+            if got != fingerprint:
+                raise InputError(f"{what} loaded in process {os.getpid()} has "
+                                 f"fingerprint {got!r}, but the run's is {fingerprint!r}: this worker sees other "
+                                 "weights than the driver (the files changed during the run, or differ on this "
+                                 "machine); make the same model files available to every worker, or run with "
+                                 "--executor local")
+        _PROCESS_MEMO[key] = (fingerprint, obj)  # a model of another fingerprint under this key is let go
+        return obj
 
 
 def _run_cell(fn: Callable[[], Any], num_cpus: float, models: dict[str, Any]) -> Any:

@@ -12,9 +12,10 @@ from __future__ import annotations
 import tempfile
 from contextlib import ExitStack
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from .errors import InputError
+from .studies.robustness.config import DEFAULT_PROMPT
 
 if TYPE_CHECKING:  # pragma: no cover
     from .data.examples import Dataset
@@ -26,30 +27,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from .studies.selfcheck.result import SelfCheckResult
     from .studies.grounding.similarity import SimilarityResult
     from .studies.scope.lm import LMScopeResult
-
-#: the Python function of each study command: (module, function name)
-STUDY_FUNCTIONS: dict[str, tuple[str, str]] = {
-    "scope": ("perturblab.functions", "scope"),
-    "scope-lm": ("perturblab.functions", "scope_lm"),
-    "checkpoints": ("perturblab.functions", "checkpoints"),
-    "robustness": ("perturblab.functions", "robustness"),
-    "learnability": ("perturblab.functions", "learnability"),
-    "selfcheck": ("perturblab.functions", "selfcheck"),
-    "similarity": ("perturblab.functions", "similarity"),
-    "finetuning": ("perturblab.studies.robustness.finetuning", "finetuning"),
-    "layer-probes": ("perturblab.studies.robustness.layer_probes", "layer_probes"),
-    "grounding": ("perturblab.studies.grounding", "grounding"),
-    "generation": ("perturblab.functions", "generation"),
-}
-
-
-def study_function(kind: str) -> Callable[..., Any] | None:
-    """The Python function of the study command ``kind`` (None for a command without one)."""
-    import importlib
-
-    where = STUDY_FUNCTIONS.get(kind)
-    return None if where is None else getattr(importlib.import_module(where[0]), where[1])
-
 
 #: ``perturb_field`` of the search studies -> the index of the text of a pair they change (None: both)
 SEARCH_FIELDS: dict[str, int | None] = {"a": 0, "b": 1, "both": None}
@@ -218,7 +195,7 @@ def scope(reference: Any, targets: Any, *, capabilities: str | Sequence[str] = (
 
 
 def scope_lm(reference: Any, targets: Any, *, capabilities: str | Sequence[str] = ("synonym", "typo"),
-             corpus: str = "oanc", sentences: Sequence[str] | None = None, n: int = 100, trials: int = 3,
+             corpus: str = "oanc", sentences: Sequence[str] | None = None, n: int | None = 100, trials: int = 3,
              seed: int = 0, loss: str = "l1", search: str = "greedy", beam_width: int = 3,
              max_words: int | None = None, patience: int | None = None, max_candidates: int | None = None,
              tolerance: float | None = None, cutoff: float | None = None, n_boot: int = 1000,
@@ -229,8 +206,10 @@ def scope_lm(reference: Any, targets: Any, *, capabilities: str | Sequence[str] 
     ``reference`` and ``targets`` are language-model specs (``"smollm2-135m"``, a directory, a
     ``.gguf`` file; targets also as one comma-separated string) or
     :class:`~perturblab.models.lm.LanguageModel` objects sharing one vocabulary. The base sentences
-    come from ``corpus`` or are given as ``sentences``. ``out`` keeps the results store (``None``:
-    a temporary directory); ``.save(dir)`` writes ``results.json``.
+    come from ``corpus`` or are given as ``sentences``. ``chunk_size`` base sentences are searched
+    and scored together (one work cell); about ``max_batch`` texts are scored at once (smaller: less
+    memory). ``out`` keeps the results store (``None``: a temporary directory); ``.save(dir)``
+    writes ``results.json``.
 
     Example (a language model against itself scores 1)::
 
@@ -285,7 +264,7 @@ def checkpoints(checkpoints: Any = None, *, finetune: str | None = None, fractio
                 comparisons: str | Sequence[str] = ("vs_final", "vs_previous"),
                 data: "str | Dataset | tuple[Dataset, Dataset]" = "rotten_tomatoes", text_column: str | None = None,
                 text_fields: str | Sequence[str] = (), label_column: str | None = None, perturb_field: str = "a",
-                n: int = 200, trials: int = 3, seed: int = 0, max_words: int | None = None,
+                n: int | None = 200, trials: int = 3, seed: int = 0, max_words: int | None = None,
                 patience: int | None = None, max_candidates: int | None = None, out: str | Path | None = None,
                 quiet: bool = False) -> "CheckpointResult":
     """Shared invariances over the checkpoints of one training run (SCoPE App. D; the
@@ -442,7 +421,7 @@ def robustness(models: Any, *, perturbations: str | Sequence[str] = "robustness"
 def generation(models: Any, *, data: str = "lead:conll2010", source_column: str = "source",
                reference_column: str = "reference", perturbations: str | Sequence[str] = "robustness",
                metrics: str | Sequence[str] = ("rouge1", "rouge2", "rougeL"), n: int = 100, trials: int = 3,
-               max_new_tokens: int = 40, prompt: str | None = None, seed: int = 0, n_boot: int = 1000,
+               max_new_tokens: int = 40, prompt: str | None = DEFAULT_PROMPT, seed: int = 0, n_boot: int = 1000,
                out: str | Path | None = None, quiet: bool = False, seeds: int | None = None) -> "GenerationResult":
     """Robustness of generated summaries to perturbed sources (robustness paper Sec. 3.3-3.4,
     Table 4; the ``generation`` command): ROUGE F of greedy generations from clean and perturbed
@@ -474,7 +453,7 @@ def generation(models: Any, *, data: str = "lead:conll2010", source_column: str 
         ('drop_first', 1.0, 0.909, 6)
     """
     from .core.driver import run_study
-    from .studies.robustness.generation import DEFAULT_PROMPT, GenerationConfig, GenerationStudy
+    from .studies.robustness.generation import GenerationConfig, GenerationStudy
 
     trials = renamed(trials, seeds, 3, "trials", "seeds")
     specs, given = [], {}
@@ -557,7 +536,9 @@ def learnability(models: Any = ("tfidf-lr", "textrnn"), *, perturbations: str | 
 
 
 def selfcheck(models: Any, *, corpus: "str | Any" = "conll2010", benign_corpus: "str | Any | None" = "oanc",
-              text_column: str = "text", n: int = 1000, seed: int = 0, metrics: str | Sequence[str] | None = None,
+              text_column: str = "text", n: int = 1000, seed: int = 0,
+              metrics: str | Sequence[str] = ("negation", "toxicity", "long_range", "word_order", "tokenization",
+                                              "entropy"),
               no_ablations: bool = False, max_new_tokens: int = 32, chunk: int = 128,
               out: str | Path | None = None, quiet: bool = False) -> "SelfCheckResult":
     """Self-supervised sensitivity scores of language models on any text (*Bring your own data!*;

@@ -10,15 +10,9 @@ cells          one row per (namespace, key): the result (JSON) of one finished u
                exactly the units whose inputs changed
 rows           one row per (run, name, index): the finished result rows of a run (JSON)
 
-Tables of the studies that do not yet go through :mod:`perturblab.core`
------------------------------------------------------------------------
-lm_examples    one row per (run, model, metric, setting, example): the self-supervised LM
-               evaluation's per-example values (text, perturbed text, value, extras as JSON)
-similarities   one row per (model a, model b, inputs, pooling, measure, layer a, layer b): a
-               representation similarity, keyed on the models' fingerprints and the inputs'
-               hash so that a comparison already made is never recomputed (names kept for display)
-trainings      one row per trained model (model, data, perturbation, setting, seed): the numbers
-               measured with it (JSON), so that a resumed study never trains a model twice
+Stores written before every study went through the core may also hold the tables
+``lm_examples``, ``similarities`` and ``trainings``; nothing reads them any more, and they are
+left as they are.
 
 Writes use ``INSERT OR IGNORE`` on primary keys inside transactions, so a crashed and
 resumed study can neither lose nor duplicate rows. A file that is not a readable store, or one
@@ -32,7 +26,7 @@ import sqlite3
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Iterator, Sequence
 
 from .core.files import dumps_json
 from .errors import InputError
@@ -46,25 +40,9 @@ CREATE TABLE IF NOT EXISTS runs (
     run_id TEXT PRIMARY KEY, study TEXT NOT NULL, config TEXT NOT NULL, created REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS rows (
     run_id TEXT, name TEXT, idx INTEGER, row TEXT, PRIMARY KEY (run_id, name, idx));
-CREATE TABLE IF NOT EXISTS lm_examples (
-    run_id TEXT, model TEXT, metric TEXT, setting TEXT, example_id INTEGER,
-    text TEXT, perturbed TEXT, value REAL, extra TEXT,
-    PRIMARY KEY (run_id, model, metric, setting, example_id));
-CREATE TABLE IF NOT EXISTS similarities (
-    a_fp TEXT, b_fp TEXT, inputs TEXT, pooling TEXT, measure TEXT, layer_a INTEGER, layer_b INTEGER,
-    a TEXT, b TEXT, n INTEGER, value REAL,
-    PRIMARY KEY (a_fp, b_fp, inputs, pooling, measure, layer_a, layer_b));
-CREATE TABLE IF NOT EXISTS trainings (
-    model TEXT, data TEXT, perturbation TEXT, setting TEXT, seed INTEGER, result TEXT,
-    PRIMARY KEY (model, data, perturbation, setting, seed));
 CREATE TABLE IF NOT EXISTS cells (
     study TEXT, key TEXT, result TEXT, PRIMARY KEY (study, key));
 """
-SIMILARITY_COLS = ("a_fp", "b_fp", "inputs", "pooling", "measure", "layer_a", "layer_b", "a", "b", "n", "value")
-
-LM_EXAMPLE_COLS = ("run_id", "model", "metric", "setting", "example_id", "text", "perturbed", "value",
-                   "extra")
-
 
 class ResultStore:
     """SQLite-backed store of runs, content-keyed cells and result rows (see the module docstring)."""
@@ -144,72 +122,6 @@ class ResultStore:
         return [{"run_id": r[0], "study": r[1], "config": json.loads(r[2]), "created": r[3]}
                 for r in cur]
 
-    # -- per-example rows of the self-supervised LM evaluation ------------------------------
-    def done_examples(self, run_id: str, model: str, metric: str, setting: str) -> set[int]:
-        cur = self._con.execute(
-            "SELECT example_id FROM lm_examples WHERE run_id=? AND model=? AND metric=? AND setting=?",
-            (run_id, model, metric, setting))
-        return {r[0] for r in cur}
-
-    def add_examples(self, rows: Iterable[dict[str, Any]]) -> int:
-        """Insert per-example rows (``extra`` is a dict); existing keys are left as they are."""
-        vals = [tuple(json.dumps(r.get(c) or {}) if c == "extra" else r.get(c) for c in LM_EXAMPLE_COLS)
-                for r in rows]
-        with self._tx() as c:
-            before = c.total_changes
-            c.executemany(f"INSERT OR IGNORE INTO lm_examples VALUES ({','.join('?' * len(LM_EXAMPLE_COLS))})",
-                          vals)
-            return c.total_changes - before
-
-    def examples(self, run_id: str, **where: Any) -> list[dict[str, Any]]:
-        sql, args = self._where("lm_examples", run_id, where)
-        cur = self._con.execute(sql + " ORDER BY model, metric, setting, example_id", args)
-        cols = [d[0] for d in cur.description]
-        return [dict(zip(cols, row[:-1]), extra=json.loads(row[-1] or "{}")) for row in cur]
-
-    # -- representation similarities -------------------------------------------------------
-    def add_similarities(self, rows: Iterable[dict[str, Any]]) -> int:
-        """Insert similarity rows (keys: :data:`SIMILARITY_COLS`); existing keys are kept."""
-        vals = [tuple(r.get(c) for c in SIMILARITY_COLS) for r in rows]
-        with self._tx() as c:
-            before = c.total_changes
-            c.executemany(f"INSERT OR IGNORE INTO similarities VALUES ({','.join('?' * len(SIMILARITY_COLS))})",
-                          vals)
-            return c.total_changes - before
-
-    def similarities(self, **where: Any) -> list[dict[str, Any]]:
-        """Similarity rows matching the given column values (all when none)."""
-        sql, args = "SELECT * FROM similarities WHERE 1=1", []
-        for k, v in where.items():
-            if v is None:
-                continue
-            if k not in SIMILARITY_COLS:
-                raise InputError(f"bad column name {k!r}")
-            sql += f" AND {k}=?"
-            args.append(v)
-        cur = self._con.execute(sql + " ORDER BY measure, layer_a, layer_b", args)
-        cols = [d[0] for d in cur.description]
-        return [dict(zip(cols, row)) for row in cur]
-
-    # -- trained models ------------------------------------------------------------------
-    def training(self, model: str, data: str, perturbation: str, setting: str, seed: int) -> dict | None:
-        """The stored result of one trained model, or None when it was not trained yet."""
-        row = self._con.execute("SELECT result FROM trainings WHERE model=? AND data=? AND perturbation=? AND "
-                                "setting=? AND seed=?", (model, data, perturbation, setting, seed)).fetchone()
-        return None if row is None else json.loads(row[0])
-
-    def add_training(self, model: str, data: str, perturbation: str, setting: str, seed: int,
-                     result: dict[str, Any]) -> None:
-        """Record one trained model's result (kept if the key exists)."""
-        self.add_trainings([(model, data, perturbation, setting, seed, result)])
-
-    def add_trainings(self, rows: Iterable[tuple[str, str, str, str, int, dict[str, Any]]]) -> None:
-        """Record several ``(model, data, perturbation, setting, seed, result)`` in one transaction:
-        all are stored or none (keys already stored are kept)."""
-        with self._tx() as c:
-            c.executemany("INSERT OR IGNORE INTO trainings VALUES (?,?,?,?,?,?)",
-                          [(m, d, p, s, seed, json.dumps(r)) for m, d, p, s, seed, r in rows])
-
     # -- content-keyed cells ------------------------------------------------------------
     def cell_keys(self, study: str, keys: Sequence[str]) -> set[str]:
         """Which of ``keys`` the namespace ``study`` holds."""
@@ -252,28 +164,3 @@ class ResultStore:
         """The rows ``name`` of a run, in order."""
         cur = self._con.execute("SELECT row FROM rows WHERE run_id=? AND name=? ORDER BY idx", (run_id, name))
         return [json.loads(r[0]) for r in cur]
-
-    # -- finished work cells named by a string -------------------------------------------
-    def cell(self, study: str, key: str) -> dict | None:
-        """The stored result of one unit of work (``key`` any string naming it), or None."""
-        row = self._con.execute("SELECT result FROM cells WHERE study=? AND key=?", (study, key)).fetchone()
-        return None if row is None else json.loads(row[0])
-
-    def add_cell(self, study: str, key: str, result: dict[str, Any]) -> None:
-        """Record one unit of work's result (the first write of a key wins)."""
-        with self._tx() as c:
-            c.execute("INSERT OR IGNORE INTO cells VALUES (?,?,?)", (study, key, json.dumps(result)))
-
-    # -- helpers -----------------------------------------------------------------------
-    @staticmethod
-    def _where(table: str, run_id: str, where: dict[str, Any]) -> tuple[str, list[Any]]:
-        sql = f"SELECT * FROM {table} WHERE run_id=?"
-        args: list[Any] = [run_id]
-        for k, v in where.items():
-            if v is None:
-                continue
-            if not k.isidentifier():
-                raise InputError(f"bad column name {k!r}")
-            sql += f" AND {k}=?"
-            args.append(v)
-        return sql, args

@@ -2,6 +2,8 @@
 
 :func:`run_study` runs a :class:`~.study.Study` into an output directory:
 
+* it first lets the study refuse input that cannot run (:meth:`~.study.Study.check`), before
+  anything is written or loaded;
 * it holds the directory's lock (:func:`~.lock.output_lock`) for the whole run, so a second
   process on the same directory is refused;
 * it opens the results store (``results.sqlite``), registers the run under a content id (the
@@ -51,6 +53,7 @@ def run_study(study: Study, out: str | Path, *, executor: Any = None, progress: 
     from ..store import ResultStore
 
     out = Path(out)
+    study.check()  # bad input fails here: no lock file, no results store, no model loaded
     ex = executor if executor is not None else LocalExecutor(1)
     if not progress:
         quiet_libraries()

@@ -177,6 +177,19 @@ class StudyArgs:
             out[f.name] = f.default_factory() if f.default_factory is not MISSING else f.default  # type: ignore[misc]
         return out
 
+    @classmethod
+    def cli_defaults(cls, defaults: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """Each option's default as the command line holds it (``defaults`` overrides some): a list
+        read by no ``parse`` as its comma text, a required option's as None."""
+        over = dict(defaults or {})
+        out = {}
+        for (f, opt), default in zip(cls.fields(), cls.defaults().values()):
+            default = over.get(f.name, default)
+            if isinstance(default, (list, tuple)) and opt.parse is None and not opt.flag:
+                default = ",".join(map(str, default))
+            out[f.name] = None if opt.required and f.name not in over else default
+        return out
+
     # -- the command line --------------------------------------------------------------------
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser, defaults: Mapping[str, Any] | None = None) -> None:
@@ -184,6 +197,7 @@ class StudyArgs:
         option given a default there is no longer required)."""
         hints = typing.get_type_hints(cls)
         over = dict(defaults or {})
+        cli_defaults = cls.cli_defaults(over)
         groups: dict[str, Any] = {}
         for f, opt in cls.fields():
             target: Any = parser
@@ -192,15 +206,12 @@ class StudyArgs:
                     groups[opt.one_of] = parser.add_mutually_exclusive_group(required=True)
                 target = groups[opt.one_of]
             names = [f"--{f.name.replace('_', '-')}"] + [f"--{a.replace('_', '-')}" for a in opt.aliases]
-            default = over.get(f.name, cls.defaults()[f.name])
             kw: dict[str, Any] = {"dest": f.name, "help": opt.help}
             if opt.flag:
                 target.add_argument(*names, action="store_true", **kw)
                 continue
-            if isinstance(default, (list, tuple)) and opt.parse is None:
-                default = ",".join(map(str, default))  # a comma list, read as the user's text would be
             kw["required"] = opt.required and f.name not in over and opt.one_of is None
-            kw["default"] = None if kw["required"] else default
+            kw["default"] = cli_defaults[f.name]
             parse = _parse_of(f, opt, hints)
             if parse is not None:
                 kw["type"] = parse
@@ -269,20 +280,25 @@ class StudyArgs:
     def from_config(cls, entry: Mapping[str, Any], study: str = "this study") -> "StudyArgs":
         """The options of a config entry (keys as on the command line, with ``-`` or ``_``; old
         names too); a missing required option or an unknown key is an :class:`InputError`."""
-        values = {f.name: (None if o.required and not o.runner else d)
-                  for (f, o), d in zip(cls.fields(), cls.defaults().values())}
+        values = cls.cli_defaults()
         for key, value in entry.items():
             values[cls.key_of(key, study)] = cls.value(cls.key_of(key, study), value)
-        missing = [f.name for f, o in cls.fields() if o.required and not o.runner and values[f.name] is None]
+        cls.check_complete(values, study)
+        return cls(**values)
+
+    @classmethod
+    def check_complete(cls, values: Mapping[str, Any], study: str = "this study") -> None:
+        """Raise :class:`InputError` when a required option (other than the runner's) is None, or
+        a group of exclusive options (``one_of``) has not exactly one value."""
+        missing = [f.name for f, o in cls.fields() if o.required and not o.runner and values.get(f.name) is None]
         if missing:
             raise InputError(f"{study} needs {', '.join(m.replace('_', '-') for m in missing)}")
         for group in dict.fromkeys(o.one_of for _, o in cls.fields() if o.one_of):
             members = [f.name for f, o in cls.fields() if o.one_of == group]
-            given = [m for m in members if values[m] is not None]
+            given = [m for m in members if values.get(m) is not None]
             if len(given) != 1:
                 raise InputError(f"{study} needs exactly one of {', '.join(m.replace('_', '-') for m in members)}"
                                  + (f"; got {', '.join(given)}" if given else ""))
-        return cls(**values)
 
     # -- the study function -----------------------------------------------------------------
     def kwargs(self) -> dict[str, Any]:

@@ -2,6 +2,8 @@
 
 A :class:`Study` is driven by :func:`perturblab.core.driver.run_study`:
 
+0. :meth:`Study.check` refuses input that cannot run, before the output directory or its
+   results store is touched and before any model is loaded;
 1. :meth:`Study.prepare` loads the data and models it needs (with progress lines);
 2. :meth:`Study.identity` names what the whole run depends on (options, model fingerprints,
    examples), hashed into the run id;
@@ -145,6 +147,12 @@ class Study(ABC):
     """Base class of the studies (see the module docstring)."""
 
     name: ClassVar[str] = ""
+
+    def check(self) -> None:
+        """Refuse input that cannot run (a sample larger than the data, …) before anything costly
+        or lasting happens: the driver calls it before it takes the output directory, creates the
+        results store or loads a model (default: nothing). It may read the data; it loads no
+        model and writes nothing."""
 
     def prepare(self, ctx: RunContext) -> None:
         """Load data and models before the run id is computed (default: nothing)."""

@@ -13,6 +13,9 @@ change (weights, head, preprocessing). Caches are keyed on it.
 from __future__ import annotations
 
 import hashlib
+import os
+import threading
+import time
 from typing import Literal, Protocol, Sequence, Union, runtime_checkable
 
 import numpy as np
@@ -78,18 +81,45 @@ def fingerprint_of(*parts: object) -> str:
     return h.hexdigest()[:16]
 
 
-def file_fingerprint(path, chunk: int = 1 << 20) -> str:
-    """Hash of a file's size and its first and last MiB (fast for large weight files)."""
-    import os
+#: (real path, device, inode, size, mtime_ns, ctime_ns) -> digest of the files hashed in this process
+_FILE_DIGESTS: dict[tuple[str, int, int, int, int, int], str] = {}
+_FILE_DIGESTS_LOCK = threading.Lock()
+#: a file changed less than this long ago is hashed again every time: a rewrite within the same
+#: timestamp tick (coarse on some file systems: 2 s on FAT) would not change its stat
+SETTLED_NS = 2_000_000_000
 
-    size = os.path.getsize(path)
-    h = hashlib.sha256(str(size).encode())
-    with open(path, "rb") as f:
-        h.update(f.read(chunk))
-        if size > chunk:
-            f.seek(max(size - chunk, chunk))
-            h.update(f.read(chunk))
-    return h.hexdigest()[:16]
+
+def _file_state(path: str) -> tuple[str, int, int, int, int, int]:
+    st = os.stat(path)
+    return path, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+
+
+def file_fingerprint(path: str | os.PathLike) -> str:
+    """Hash (sha256, 16 hex characters) of a file's whole content.
+
+    Remembered for the process under the file's real path, device, inode, size, modification and
+    status-change times, so fingerprinting an unchanged multi-GB weight file again is free; any
+    rewrite (in place or by replacing the file) changes one of them and the file is read again. A
+    file changed in the last :data:`SETTLED_NS` nanoseconds is not remembered."""
+    real = os.path.realpath(os.fspath(path))
+    before = _file_state(real)
+    with _FILE_DIGESTS_LOCK:
+        hit = _FILE_DIGESTS.get(before)
+    if hit is not None:
+        return hit
+    for _ in range(3):  # a file written while it is read is read again
+        with open(real, "rb") as f:
+            digest = hashlib.file_digest(f, "sha256").hexdigest()[:16]
+        after = _file_state(real)
+        if after == before:
+            break
+        before = after
+    else:
+        return digest
+    if time.time_ns() - max(after[4], after[5]) > SETTLED_NS:  # no later write can hide in its timestamps
+        with _FILE_DIGESTS_LOCK:
+            _FILE_DIGESTS[after] = digest
+    return digest
 
 
 def check_inputs(inputs: Sequence[TextInput], what: str = "inputs") -> list[TextInput]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -13,31 +12,15 @@ from .base import TextInput, check_inputs, fingerprint_of
 SUM_TOL = 1e-4
 
 
-def _state_bytes(value: Any) -> bytes:
-    """The bytes of a value a function closes over (pickled; its ``repr`` when it cannot be)."""
-    import pickle
+def callable_digest(fn: Callable[..., Any], what: str) -> str:
+    """A digest of what ``fn`` computes that is the same in every process: its code, defaults and
+    the values it closes over; a partial's function and arguments; a callable object's class and
+    state (:func:`~perturblab.core.stable_hash.stable_digest`). Raises
+    :class:`~perturblab.core.stable_hash.NoStableHash` (an :class:`InputError`) naming the part
+    of ``fn`` that has no stable content (a lock, an open file, a client object)."""
+    from ..core.stable_hash import stable_digest
 
-    try:
-        return pickle.dumps(value, protocol=4)
-    except Exception:  # noqa: BLE001 - unpicklable state: its repr is the best we have
-        return repr(value).encode()
-
-
-def _code_hash(fn: Callable[..., Any]) -> str:
-    """Hash of a function's bytecode, constants, default arguments and the values it closes over
-    ('' when it has no code, e.g. builtins): two closures of one factory over other values differ."""
-    target = fn if getattr(fn, "__code__", None) is not None else getattr(fn, "__call__", None)
-    code = getattr(target, "__code__", None)
-    if code is None:
-        return ""
-    h = hashlib.sha256(code.co_code + repr(code.co_consts).encode())
-    for cell in getattr(target, "__closure__", None) or ():
-        try:
-            h.update(_state_bytes(cell.cell_contents))
-        except ValueError:  # an empty cell
-            h.update(b"<empty>")
-    h.update(_state_bytes(getattr(target, "__defaults__", None)))
-    return h.hexdigest()[:16]
+    return stable_digest(fn, what)[:16]
 
 
 class CallableClassifier:
@@ -45,8 +28,10 @@ class CallableClassifier:
 
     The output must have one row per input and ``len(labels)`` columns, be finite and
     non-negative, and each row must sum to 1 within ``1e-4``; otherwise :class:`InputError`.
-    ``fingerprint`` defaults to a hash of ``name``, ``labels`` and ``fn``'s code; pass
-    ``fingerprint=`` when ``fn`` depends on state its code does not show (weights, files).
+    ``fingerprint`` defaults to a hash of ``name``, ``labels`` and ``fn`` (:func:`callable_digest`:
+    its code, defaults and the values it closes over, a partial's arguments, a callable object's
+    state); pass ``fingerprint=`` when ``fn`` depends on state that does not show there (weights
+    read from files) or that has no stable hash (then it is required).
     """
 
     def __init__(self, fn: Callable[[list[TextInput]], Any], labels: Sequence[str], name: str, *,
@@ -57,9 +42,16 @@ class CallableClassifier:
         if len(self.labels) < 2:
             raise InputError(f"classifier {name!r} needs at least 2 labels, got {self.labels}")
         self.fn, self.name = fn, name
-        self.fingerprint: str = fingerprint or fingerprint_of(
-            "CallableClassifier", name, self.labels, getattr(fn, "__module__", ""),
-            getattr(fn, "__qualname__", type(fn).__name__), _code_hash(fn))
+        if not fingerprint:
+            from ..core.stable_hash import NoStableHash
+
+            try:
+                digest = callable_digest(fn, f"the function of classifier {name!r}")
+            except NoStableHash as e:
+                raise InputError(f"cannot fingerprint classifier {name!r}: {e}; pass fingerprint=, a string that "
+                                 "changes whenever its outputs could (results are stored under it)") from None
+            fingerprint = fingerprint_of("CallableClassifier", name, self.labels, digest)
+        self.fingerprint: str = fingerprint
 
     def __repr__(self) -> str:
         return f"CallableClassifier({self.name!r}, labels={self.labels})"

@@ -49,13 +49,24 @@ def _tokenizer_fingerprint(tok: Any) -> str:
     return fingerprint_of(type(tok).__name__, len(tok), hashlib.sha256(repr(body).encode()).hexdigest())
 
 
-def _model_fingerprint(model: Any, source: str | None) -> str:
-    """Weights fingerprint: the weight files of a local directory, else a hash of all parameters."""
+def _files_fingerprint(source: str | None) -> str | None:
+    """The weights fingerprint of a model loaded from a local directory: the whole content of its
+    weight files and configuration. Taken when the model is loaded, so a later rewrite of the
+    directory (a model retrained in place) never passes for the weights in memory; None for a
+    model that did not come from a directory."""
     if source is not None and Path(source).is_dir():
         files = sorted(p for p in Path(source).iterdir()
                        if p.suffix in (".safetensors", ".bin") or p.name == "config.json")
         if files:
             return fingerprint_of(*[(p.name, file_fingerprint(p)) for p in files])
+    return None
+
+
+def _model_fingerprint(model: Any, files: str | None) -> str:
+    """Weights fingerprint: ``files`` (:func:`_files_fingerprint` of the directory the model was
+    loaded from) when there is one, else a hash of all parameters."""
+    if files is not None:
+        return files
     h = hashlib.sha256(model.config.to_json_string(use_diff=False).encode())
     for name, t in model.state_dict().items():
         h.update(name.encode())
@@ -71,6 +82,7 @@ class _Batching:
     batch_size: int
     max_length: int
     _source: str | None
+    _files: str | None
     _fingerprint: str | None
 
     def _setup(self, batch_size: int, max_length: int, fingerprint: str | None) -> None:
@@ -81,13 +93,14 @@ class _Batching:
                   getattr(self.model.config, "max_position_embeddings", None))
         self.max_length = int(min([max_length, *[x for x in limits if isinstance(x, int) and x > 1]]))
         self._fingerprint = fingerprint
+        self._files = None if fingerprint else _files_fingerprint(self._source)  # now, not at first use
         self.model.eval()
 
     @property
     def fingerprint(self) -> str:
         """Changes whenever outputs could: weights, tokenizer, ``max_length`` (computed once)."""
         if self._fingerprint is None:
-            self._fingerprint = fingerprint_of(type(self).__name__, _model_fingerprint(self.model, self._source),
+            self._fingerprint = fingerprint_of(type(self).__name__, _model_fingerprint(self.model, self._files),
                                                _tokenizer_fingerprint(self.tokenizer), self.max_length)
         return self._fingerprint
 

@@ -200,6 +200,10 @@ class HFCausalLM(LocalLanguageModel):
         limit = getattr(model.config, "max_position_embeddings", None) or 1024
         self.max_length = int(min(limit, max_length or limit))
         self._fingerprint = fingerprint
+        from .hf import _files_fingerprint
+
+        # the weight files as loaded, not as they are when the fingerprint is first asked for
+        self._files = None if fingerprint else _files_fingerprint(self._source)
         self._keep = "logits_to_keep" in inspect.signature(model.forward).parameters
         self._gather: bool | None = None
         self.start_token = start_token  # as given ("auto", a token or None); prefix is the result
@@ -231,7 +235,7 @@ class HFCausalLM(LocalLanguageModel):
         if self._fingerprint is None:
             from .hf import _model_fingerprint, _tokenizer_fingerprint
 
-            self._fingerprint = fingerprint_of(type(self).__name__, _model_fingerprint(self.model, self._source),
+            self._fingerprint = fingerprint_of(type(self).__name__, _model_fingerprint(self.model, self._files),
                                                _tokenizer_fingerprint(self.tokenizer), self.prefix)
         return self._fingerprint
 

@@ -81,7 +81,26 @@ for _p in (
 ):
     PRESETS.add(_p.name, (lambda p=_p: p), doc=_p.description)
 
-_ENCODERS: dict[str, "HFEncoder"] = {}
+_ENCODERS: dict[tuple[str, str | None], "HFEncoder"] = {}  # (name, content of a local source) -> encoder
+#: the files of a model directory that loading it reads (not a trainer's optimizer or RNG state)
+MODEL_FILE_SUFFIXES = (".safetensors", ".bin", ".json", ".txt", ".model", ".onnx", ".gguf", ".msgpack", ".h5")
+
+
+def _local_content(name: str) -> str | None:
+    """The content fingerprint of a local model directory's files (or of a local file), so an
+    encoder kept for this process is loaded again once its files change; None for presets and
+    hub ids. Unchanged files are not read again (:func:`~.base.file_fingerprint`)."""
+    from .base import file_fingerprint, fingerprint_of
+
+    if name in PRESETS:
+        return None
+    path = Path(name).expanduser()
+    if path.is_file():
+        return file_fingerprint(path)
+    if path.is_dir():
+        files = sorted(p for p in path.iterdir() if p.is_file() and p.suffix in MODEL_FILE_SUFFIXES)
+        return fingerprint_of(*[(p.name, file_fingerprint(p)) for p in files])
+    return None
 
 
 def data_fingerprint(data: Dataset) -> str:
@@ -115,10 +134,11 @@ def load_encoder(name: str, *, fresh: bool = False) -> "HFEncoder":
     """The :class:`~.hf.HFEncoder` of an encoder preset, a language-model preset (its decoder
     body: ``smollm2-135m``, …), a ``.gguf`` file, a local directory or a hub id.
 
-    Encoders are kept per process; ``fresh=True`` loads a new instance. A hub id is
+    Encoders are kept per process (one of a local directory or file as long as its files do not
+    change); ``fresh=True`` loads a new instance. A hub id is
     fetched from the hub (only when one is reachable).
     """
-    key = name.strip().lower() if name in PRESETS else name
+    key = (name.strip().lower() if name in PRESETS else name, _local_content(name))
     if not fresh and key in _ENCODERS:
         return _ENCODERS[key]
     if name in PRESETS:
@@ -142,6 +162,8 @@ def load_encoder(name: str, *, fresh: bool = False) -> "HFEncoder":
         from .hf import HFEncoder
 
         enc = HFEncoder(source)
+    for stale in [k for k in _ENCODERS if k[0] == key[0]]:  # the encoder of files since changed is let go
+        del _ENCODERS[stale]
     _ENCODERS[key] = enc
     return enc
 

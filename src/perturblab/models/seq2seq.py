@@ -89,6 +89,10 @@ class HFSeq2SeqLM(LocalLanguageModel):
         # learned decoder positions (BART) bound the output; relative ones (T5) do not
         self._decoder_limit: int | None = getattr(cfg, "max_position_embeddings", None)
         self._fingerprint = fingerprint
+        from .hf import _files_fingerprint
+
+        # the weight files as loaded, not as they are when the fingerprint is first asked for
+        self._files = None if fingerprint else _files_fingerprint(self._source)
         eos = self.tokenizer.eos_token_id
         pad = self.tokenizer.pad_token_id
         self._pad = int(pad if pad is not None else (eos if eos is not None else 0))
@@ -117,7 +121,7 @@ class HFSeq2SeqLM(LocalLanguageModel):
             gen = getattr(self.model, "generation_config", None)
             tokens = [getattr(gen, k, None) for k in ("decoder_start_token_id", "eos_token_id",
                                                      "forced_bos_token_id", "forced_eos_token_id")]
-            self._fingerprint = fingerprint_of(type(self).__name__, _model_fingerprint(self.model, self._source),
+            self._fingerprint = fingerprint_of(type(self).__name__, _model_fingerprint(self.model, self._files),
                                                _tokenizer_fingerprint(self.tokenizer), tokens)
         return self._fingerprint
 

@@ -126,12 +126,13 @@ def fit_model(name: str, texts: Sequence[TextInput], labels: Any, seed: int,
 
 def get_trainer(name: str) -> Fit:
     """``fit(texts, labels, seed, label_names=None)`` of the registered model ``name`` (validating)."""
-    TRAINABLE.get(name)  # unknown names fail here, listing the known ones
+    factory = TRAINABLE.get(name)  # unknown names fail here, listing the known ones
 
     def fit(texts: Sequence[TextInput], labels: Any, seed: int,
             label_names: Sequence[str] | None = None) -> Classifier:
         return fit_model(name, texts, labels, seed, label_names=label_names)
 
+    fit.trains = factory  # what it trains with: its code is part of the trainer's fingerprint
     fit.__name__ = f"fit_{name.strip().lower().replace('-', '_')}"
     fit.__doc__ = f"Train {name!r}: {TRAINABLE.describe().get(name.strip().lower(), '')}"
     return fit

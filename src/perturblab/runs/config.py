@@ -21,8 +21,10 @@
         data: reviews
 
 A study's keys are its command's options (``perturblab scope --help``), with ``-`` or ``_``;
-lists stand for comma lists, ``true`` for a flag. ``out`` and ``quiet`` are set by the runner.
-The schema is the command-line parser itself, so a config accepts exactly what the CLI accepts.
+lists stand for comma lists, ``true`` for a flag. ``out``, ``quiet`` and the executor are set by
+the runner. The schema is the study's options dataclass
+(:class:`~perturblab.core.options.StudyArgs`), the one the command's options are generated from,
+so a config accepts exactly what the CLI accepts and reads each value as the CLI reads its text.
 Every error names the file, the line and the key, and says what is allowed; nothing runs
 until the whole file is valid. Relative paths in ``models``/``data`` (and a study's ``data`` or
 ``corpus`` naming an existing file next to the config) are taken from the config's folder.
@@ -30,7 +32,6 @@ until the whole file is valid. Relative paths in ``models``/``data`` (and a stud
 
 from __future__ import annotations
 
-import argparse
 import difflib
 import re
 from dataclasses import dataclass, field
@@ -45,21 +46,8 @@ from ..models.named import check_definition
 #: the keys of a ``data:`` definition: a path and how to read it (the study options they set)
 DATA_KEYS = ("path", "text_column", "text_fields", "label_column", "task")
 
-STUDY_KINDS = ("scope", "scope-lm", "selfcheck", "learnability", "robustness", "generation", "similarity",
-               "finetuning", "layer-probes", "grounding", "checkpoints")
-RUNNER_KEYS = {"out", "quiet", "executor", "address", "num_cpus"}  # set by the runner, not by a study
 TOP_KEYS = ("out", "executor", "models", "data", "studies", "report")
 EXECUTOR_KEYS = ("kind", "workers", "address", "num_cpus")
-# study options that name models: (kind, option) -> "classifier", "language_model" or "encoder"
-MODEL_OPTIONS = {("scope", "reference"): "classifier", ("scope", "targets"): "classifier",
-                 ("robustness", "models"): "classifier", ("selfcheck", "models"): "language_model",
-                 ("generation", "models"): "language_model",
-                 ("scope-lm", "reference"): "language_model", ("scope-lm", "targets"): "language_model",
-                 ("similarity", "a"): "encoder", ("similarity", "b"): "encoder", ("finetuning", "base"): "encoder",
-                 ("finetuning", "finetuned"): "classifier", ("layer-probes", "model"): "encoder",
-                 ("grounding", "base"): "encoder", ("grounding", "variants"): "encoder",
-                 ("checkpoints", "checkpoints"): "classifier"}
-DATA_OPTIONS = ("data", "corpus", "benign_corpus")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
@@ -69,7 +57,8 @@ class ConfigError(InputError):
 
 @dataclass
 class StudySpec:
-    """One study of a config: its command and the parsed options (an argparse namespace's dict)."""
+    """One study of a config: its command and its options, read as the command line reads them
+    (the runner's own options left out); ``defaults`` are the command's defaults of the same options."""
 
     name: str
     kind: str
@@ -124,85 +113,64 @@ def _suggest(key: str, allowed: list[str]) -> str:
     return (f"did you mean {close[0]!r}? " if close else "") + f"allowed: {', '.join(sorted(allowed))}"
 
 
-def study_parsers() -> dict[str, argparse.ArgumentParser]:
-    """The CLI's parser of every study command (the schema of a study entry)."""
-    from ..cli import build_parser
+def _study(entry: Any, i: int, where: _Where, models: dict, data: dict, base: Path) -> StudySpec:
+    from ..studies.registry import entries
 
-    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
-    return {k: p for k, p in sub.choices.items() if k in STUDY_KINDS}
-
-
-def _option_value(action: argparse.Action, value: Any, where: _Where, keys: tuple) -> Any:
-    """A YAML value converted as the CLI would convert its text."""
-    if isinstance(action, (argparse._StoreTrueAction, argparse._StoreFalseAction)):
-        if not isinstance(value, bool):
-            raise where.error(keys, f"expected true or false, got {value!r}")
-        return value if isinstance(action, argparse._StoreTrueAction) else not value
-    if isinstance(action, argparse._AppendAction):
-        items = value if isinstance(value, list) else [value]
-        return [_option_value(argparse.Action([], action.dest, type=action.type), v, where, keys) for v in items]
-    if isinstance(value, dict):
-        raise where.error(keys, "expected a value or a list, not a mapping")
-    if isinstance(value, list):
-        if any(isinstance(v, (list, dict)) for v in value):
-            raise where.error(keys, "expected a flat list")
-        value = ",".join(str(v) for v in value)
-    text = str(value).lower() if isinstance(value, bool) else str(value)
-    try:
-        converted = action.type(text) if action.type else text
-    except (argparse.ArgumentTypeError, ValueError, TypeError) as e:
-        kind = getattr(action.type, "__name__", "value")
-        raise where.error(keys, f"{value!r} is not a valid {kind}: {e}") from None
-    if action.choices is not None and converted not in action.choices:
-        raise where.error(keys, f"{value!r} is not one of {', '.join(map(str, action.choices))}")
-    return converted
-
-
-def _study(entry: Any, i: int, parsers: dict, where: _Where, models: dict, data: dict, base: Path) -> StudySpec:
     keys = ("studies", i)
     if not isinstance(entry, dict):
         raise where.error(keys, "each study is a mapping with at least 'kind'")
+    kinds = {e.name: e for e in entries(config_only=True)}
     kind = entry.get("kind")
-    if kind not in parsers:
+    if kind not in kinds:
         raise where.error(keys + ("kind",), f"unknown study kind {kind!r}; "
-                          + _suggest(str(kind), list(parsers)) if kind else "missing 'kind'; one of " + ", ".join(parsers))
+                          + _suggest(str(kind), list(kinds)) if kind else "missing 'kind'; one of " + ", ".join(kinds))
     name = str(entry.get("name", f"{i + 1:02d}-{kind}"))
     if not _NAME.match(name):
         raise where.error(keys + ("name",), f"{name!r}: use letters, digits, '.', '_' or '-' (it names a folder)")
-    actions = {a.dest: a for a in parsers[kind]._actions if a.option_strings and a.dest not in RUNNER_KEYS | {"help"}}
-    # every long option name of an action (an old name kept as an alias too) -> its destination
-    names = {o[2:].replace("-", "_"): a.dest for a in actions.values() for o in a.option_strings if o.startswith("--")}
-    options = {dest: a.default for dest, a in actions.items()}
+    args = kinds[kind].options()
+    fields = {f.name: o for f, o in args.fields()}
+    defaults = {k: v for k, v in args.cli_defaults().items() if not fields[k].runner}
+    options = dict(defaults)
     given: dict[str, str] = {}
     for key, value in entry.items():
         if key in ("kind", "name"):
             continue
-        dest = names.get(str(key).replace("-", "_"), str(key).replace("-", "_"))
-        if dest in given:
-            raise where.error(keys + (key,), f"{key!r} and {given[dest]!r} name the same option; keep one")
-        given[dest] = str(key)
-        if dest not in actions:
-            hint = " (set by the runner)" if dest in RUNNER_KEYS else ""
-            raise where.error(keys + (key,), f"not an option of {kind}{hint}; "
-                              + _suggest(dest, sorted(n.replace("_", "-") for n in names)))
         kk = keys + (key,)
-        if (kind, dest) in MODEL_OPTIONS:
-            value = _models_in(value, kind, dest, models, where, kk)
-        elif dest in DATA_OPTIONS and isinstance(value, str):
+        try:
+            dest = args.key_of(key, kind)
+        except InputError as e:
+            raise where.error(kk, str(e)) from None
+        if fields[dest].runner:
+            raise where.error(kk, f"not an option of {kind} (set by the runner)")
+        if dest in given:
+            raise where.error(kk, f"{key!r} and {given[dest]!r} name the same option; keep one")
+        given[dest] = str(key)
+        opt = fields[dest]
+        if opt.role is not None:
+            value = _models_in(value, kind, dest, opt.role, models, where, kk)
+        elif opt.data and isinstance(value, str):
             value, extra = _data_in(value, data, base)
-            for opt, v in _data_columns(extra, actions, kind, value, where, kk).items():
-                options[opt] = _option_value(actions[opt], v, where, kk)
-        options[dest] = _option_value(actions[dest], value, where, kk)
-    missing = [d for d, a in actions.items() if a.required and options.get(d) is None]
-    if missing:
-        raise where.error(keys, f"{kind} needs {', '.join(m.replace('_', '-') for m in missing)}")
-    return StudySpec(name, kind, options, where.lines.get(keys, 0), {d: a.default for d, a in actions.items()})
+            for column, v in _data_columns(extra, fields, kind, value, where, kk).items():
+                options[column] = _value(args, column, v, where, kk)
+        options[dest] = _value(args, dest, value, where, kk)
+    try:
+        args.check_complete(options, kind)
+    except InputError as e:  # a required option missing, or one of a group of exclusive options
+        raise where.error(keys, str(e)) from None
+    return StudySpec(name, kind, options, where.lines.get(keys, 0), defaults)
 
 
-def _models_in(value: Any, kind: str, dest: str, models: dict, where: _Where, keys: tuple) -> Any:
+def _value(args: Any, dest: str, value: Any, where: "_Where", keys: tuple) -> Any:
+    """A config value read as the command line reads its text (see :meth:`StudyArgs.value`)."""
+    try:
+        return args.value(dest, value)
+    except InputError as e:
+        raise where.error(keys, str(e)) from None
+
+
+def _models_in(value: Any, kind: str, dest: str, role: str, models: dict, where: _Where, keys: tuple) -> Any:
     """Replace model names defined in ``models:`` by their sources; API models stay names (the
-    loaders find them) and are only allowed where the study calls classifiers or LMs."""
-    role = MODEL_OPTIONS[(kind, dest)]
+    loaders find them) and are only allowed where the study calls classifiers or LMs (``role``)."""
     items = value if isinstance(value, list) else [value]
     out = []
     for item in items:
@@ -223,7 +191,7 @@ def _models_in(value: Any, kind: str, dest: str, models: dict, where: _Where, ke
     return out if isinstance(value, list) else out[0]
 
 
-def _data_columns(extra: dict, actions: dict, kind: str, value: str, where: "_Where", keys: tuple) -> dict:
+def _data_columns(extra: dict, actions: Any, kind: str, value: str, where: "_Where", keys: tuple) -> dict:
     """The study options a data definition's columns and task set: ``text_fields`` (one or two
     columns; a ``text_column`` becomes it for studies that name columns only that way),
     ``label_column`` and ``task`` (``classification`` is every study's default; ``regression`` needs a
@@ -312,8 +280,7 @@ def load_config(path: str | Path, *, out: str | Path | None = None, base: str | 
     studies_raw = raw.get("studies")
     if not isinstance(studies_raw, list) or not studies_raw:
         raise where.error(("studies",), "expected a non-empty list of studies")
-    parsers = study_parsers()
-    studies = [_study(e, i, parsers, where, models, data, base) for i, e in enumerate(studies_raw)]
+    studies = [_study(e, i, where, models, data, base) for i, e in enumerate(studies_raw)]
     names = [s.name for s in studies]
     for i, n in enumerate(names):
         if n in names[:i]:

@@ -11,7 +11,6 @@ directory is worked on by one process at a time (a lock file).
 
 from __future__ import annotations
 
-import argparse
 import fcntl
 import json
 import logging
@@ -81,14 +80,6 @@ def _check_unchanged(cfg: RunConfig) -> None:
                              f"{', '.join(diff) or 'kind'}); give the study a new name or use another out directory")
 
 
-def _namespace(spec: StudySpec, out: Path, executor: Any, progress: bool) -> argparse.Namespace:
-    ns = argparse.Namespace(**spec.options)
-    ns.out, ns.quiet, ns.executor_obj = str(out), not progress, executor
-    ns.command, ns.verbose = spec.kind, False
-    ns.executor, ns.address, ns.num_cpus = executor.name, None, None
-    return ns
-
-
 def run(cfg: RunConfig, *, executor: str | None = None, address: str | None = None, num_cpus: int | None = None,
         workers: int | None = None, only: Sequence[str] | None = None, progress: bool = True,
         keep_going: bool = False) -> dict[str, Any]:
@@ -97,9 +88,6 @@ def run(cfg: RunConfig, *, executor: str | None = None, address: str | None = No
     ``executor``/``address``/``num_cpus``/``workers`` override the config's ``executor:``;
     ``only`` runs a subset of the studies by name; ``keep_going`` goes on after a failed study.
     """
-    from ..cli import all_commands
-
-    commands = all_commands()
     names = [s.name for s in cfg.studies]
     unknown = [n for n in only or [] if n not in names]
     if unknown:
@@ -130,7 +118,7 @@ def run(cfg: RunConfig, *, executor: str | None = None, address: str | None = No
                 entry = studies[s.name]
                 if (only and s.name not in only) or (entry["state"] == "done" and (out / s.name / MANIFEST).is_file()):
                     continue
-                if not _run_study(s, out, ex, progress, state, commands) and not keep_going:
+                if not _run_study(s, out, ex, progress, state) and not keep_going:
                     break
         finally:
             if hasattr(ex, "shutdown"):
@@ -140,7 +128,7 @@ def run(cfg: RunConfig, *, executor: str | None = None, address: str | None = No
     return state
 
 
-def _run_study(s: StudySpec, out: Path, ex: Any, progress: bool, state: dict, commands: dict) -> bool:
+def _run_study(s: StudySpec, out: Path, ex: Any, progress: bool, state: dict) -> bool:
     entry = state["studies"][s.name]
     sdir = out / s.name
     sdir.mkdir(parents=True, exist_ok=True)
@@ -149,7 +137,7 @@ def _run_study(s: StudySpec, out: Path, ex: Any, progress: bool, state: dict, co
     _write_json(out / RUN_FILE, state)
     t0 = time.time()
     try:
-        _call_study(s, sdir, ex, progress, commands)
+        _call_study(s, sdir, ex, progress)
     except KeyboardInterrupt:
         entry.update(state="interrupted", seconds=entry.get("seconds", 0) + time.time() - t0)
         _write_json(out / RUN_FILE, state)
@@ -167,29 +155,22 @@ def _run_study(s: StudySpec, out: Path, ex: Any, progress: bool, state: dict, co
     return True
 
 
-def _call_study(s: StudySpec, sdir: Path, ex: Any, progress: bool, commands: dict) -> None:
-    """Run one study of the config: its Python function with the entry's options (the command's
-    long options), then the result's files and console table; a command without a function yet
-    goes through its command-line entry."""
+def _call_study(s: StudySpec, sdir: Path, ex: Any, progress: bool) -> None:
+    """Run one study of the config: its Python function with the entry's options, the run's
+    executor where the study takes one, then the result's files and what its command prints."""
     import inspect
 
     from ..core.lock import output_lock
-    from ..functions import study_function
+    from ..studies.registry import entry
 
-    fn = study_function(s.kind)
-    if fn is None:
-        commands[s.kind](_namespace(s, sdir, ex, progress))
-        return
+    fn = entry(s.kind).load_function()
     kwargs = dict(s.options)
     if "executor" in inspect.signature(fn).parameters:
         kwargs["executor"] = ex
     with output_lock(sdir, what=f"study {s.name}"):
         res = fn(**kwargs, out=sdir, quiet=not progress)
         res.save(sdir)
-    table = getattr(res, "table", None)
-    if callable(table):
-        sizes = res.sizes() if callable(getattr(res, "sizes", None)) else ""
-        print(f"{s.name} ({s.kind}):\n{table()}\n{sizes + chr(10) if sizes else ''}")
+    print(f"{s.name} ({s.kind}):\n{res.console()}\n")
 
 
 def _report(out: Path) -> None:

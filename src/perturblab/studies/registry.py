@@ -67,7 +67,28 @@ def entries(*, config_only: bool = False) -> list[StudyEntry]:
     return [e for e in out if e.config or not config_only]
 
 
+# by paper: SCoPE, learnability, self-supervised evaluation, robustness, grounding
 _add("scope", "scope.config:ScopeArgs", "functions:scope", "shared-invariance study (SCoPE)")
 _add("demo", "scope.config:ScopeArgs", "functions:scope", "the SCoPE study on packaged models, small default size",
      defaults=dict(reference="minilm-l6", targets="minilm-l6-int8,minilm-l3,tfidf-lr",
                    capabilities="synonym,typo,fairness", n=60, trials=3, out="out/demo"), config=False)
+_add("scope-lm", "scope.config:LMScopeArgs", "functions:scope_lm",
+     "shared invariances of language models (SCoPE App. G)")
+_add("checkpoints", "scope.config:CheckpointsArgs", "functions:checkpoints",
+     "shared invariances over training checkpoints (SCoPE App. D, Figs. 9-10)")
+_add("learnability", "learnability.config:LearnabilityArgs", "functions:learnability",
+     "perturbation learnability, robustness and post-augmentation gain")
+_add("selfcheck", "selfcheck.config:SelfCheckArgs", "functions:selfcheck",
+     "self-supervised LM evaluation (five sensitivity scores)")
+_add("robustness", "robustness.config:RobustnessArgs", "functions:robustness",
+     "relative robustness of classifiers and regressors to perturbations (Table 3 style)")
+_add("generation", "robustness.config:GenerationArgs", "functions:generation",
+     "robustness of generated summaries to perturbed sources (ROUGE, Table 4)")
+_add("finetuning", "robustness.finetuning.config:FinetuningArgs", "studies.robustness.finetuning:finetuning",
+     "pretrained vs fine-tuned encoder per layer: CKA, STIR both ways, probes")
+_add("layer-probes", "robustness.layer_probes.config:LayerProbesArgs",
+     "studies.robustness.layer_probes:layer_probes", "per-layer probes on clean vs perturbed inputs; top affected layers")
+_add("similarity", "grounding.config:SimilarityArgs", "functions:similarity",
+     "layer x layer representation similarity of two models")
+_add("grounding", "grounding.config:GroundingArgs", "studies.grounding:grounding",
+     "rank correlation of similarity measures with probe accuracy (Table 1)")

@@ -5,9 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Sequence
 
+from ...core.options import TEXT_FIELDS_HELP, StudyArgs, csv_list, float_list, int_list, option
 from ...errors import InputError
-from ...models.base import Pooling
+from ...models.base import POOLINGS, Pooling
 from ...models.finetune import FinetuneConfig
+from ..robustness.layer_probes.config import DATA_HELP, LABEL_COLUMN_HELP, POOLING_HELP, PROBE_C_HELP
 
 #: the measures of the paper's Table 1
 MEASURES = ("procrustes_distance", "linear_cka", "pwcca_distance")
@@ -60,3 +62,58 @@ class GroundingConfig:
             raise InputError(f"PC fractions must lie in [0, 1); got {bad}")
         if self.warmup is not None and len(self.warmup) != 2:
             raise InputError(f"warmup names a pair of variants, got {list(self.warmup)}")
+
+
+@dataclass(kw_only=True)
+class SimilarityArgs(StudyArgs):
+    """The options of ``perturblab similarity`` and :func:`perturblab.similarity` (the one schema)."""
+
+    a: str | None = option(required=True, role="encoder",
+                           help="model A: encoder or LM preset, .gguf, local HF dir or hub id")
+    b: str | None = option(required=True, role="encoder", help="model B")
+    measures: str = option("cka,pwcca,procrustes",
+                           help="comma list or 'all': linear_cka (cka), linear_cka_unbiased, rbf_cka, cca_mean (cca), "
+                                "r2cca, pwcca_distance (pwcca), procrustes_distance (procrustes)")
+    n: int = option(2000, help="inputs (CCA measures need more inputs than dimensions)")
+    pooling_b: str | None = option(None, choices=POOLINGS, help="pooling of model B (default: --pooling)")
+    text_column: str | None = option(None, help="text column of a data file (default: 'text')")
+    text_fields: list[str] = option([], parse=csv_list, metavar="A[,B]",
+                                    help="text column(s) of a data file: one, or two for a text pair (replaces "
+                                         "--text-column)")
+    data: str = option("rotten_tomatoes", data=True, help=DATA_HELP)
+    seed: int = option(0, help="seed of the sample of inputs")
+    pooling: str = option("mean", choices=POOLINGS, help=POOLING_HELP)
+    chunk_size: int = option(1000, help="inputs whose states are computed and cached together (the numbers do not "
+                                        "depend on it)")
+
+
+@dataclass(kw_only=True)
+class GroundingArgs(StudyArgs):
+    """The options of ``perturblab grounding`` and :func:`~.function.grounding` (the one schema)."""
+
+    variants: str = option(",".join(VARIANTS), role="encoder",
+                           help="comma list of encoders; ft:<seed> = --base fine-tuned with that seed")
+    base: str = option("minilm-l6", role="encoder", help="the encoder that the ft:<seed> variants fine-tune")
+    measures: str = option("procrustes,cka,pwcca", help="comma list of similarity measures (names or short names "
+                                                        "as for the similarity command)")
+    n_train: int = option(2000, help="training examples: the probes' and those of the ft:<seed> fine-tunes")
+    n_eval: int = option(1000, help="evaluation examples: the representations compared and the probes' accuracy")
+    pc_layers: list[int] = option([4, 5, 6], parse=int_list, help="layers for the PC-deletion benchmark")
+    pc_fractions: list[float] = option(list(PC_FRACTIONS), parse=float_list,
+                                       help="fractions of the principal components deleted (smallest first) in the "
+                                            "PC-deletion benchmark")
+    include_embeddings: bool = option(False, flag=True, help="count the embedding layer as a member of the "
+                                                             "layer-depth set (the paper leaves it out)")
+    warmup: list[str] | None = option(None, parse=csv_list, metavar="A,B",
+                                      help="the pair of equally deep variants of the warm-up tests (default: the first "
+                                           "two ft:<seed>)")
+    n_boot: int = option(2000, help="bootstrap resamples for the 95%% intervals")
+    probe_c: float = option(0.01, help=PROBE_C_HELP)
+    epochs: int = option(1, help="fine-tuning epochs")
+    max_seconds: float | None = option(300.0, help="fine-tuning time budget (CPU), seconds")
+    lr: float = option(5e-5, help="fine-tuning learning rate")
+    data: str = option("rotten_tomatoes", data=True, help=DATA_HELP)
+    seed: int = option(0, help="seed of the data sample, the probes and the bootstrap")
+    pooling: str = option("mean", choices=POOLINGS, help=POOLING_HELP)
+    text_fields: list[str] = option([], parse=csv_list, metavar="A[,B]", help=TEXT_FIELDS_HELP)
+    label_column: str | None = option(None, help=LABEL_COLUMN_HELP)

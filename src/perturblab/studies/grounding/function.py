@@ -13,7 +13,7 @@ from ...data.examples import Dataset
 from ...errors import InputError
 from ...models.finetune import FinetuneConfig
 from ..robustness.layer_probes.function import as_list, data_splits
-from .config import MEASURES, VARIANTS, GroundingConfig
+from .config import PC_FRACTIONS, VARIANTS, GroundingConfig
 from .result import GroundingStudyResult
 from .study import GroundingStudy
 
@@ -39,12 +39,12 @@ def _variants(variants: str | Sequence[Any]) -> tuple[list[str], dict[str, Any]]
 
 
 def grounding(variants: str | Sequence[Any] = VARIANTS, *, base: str = "minilm-l6",
-              measures: str | Sequence[str] = MEASURES,
+              measures: str | Sequence[str] = "procrustes,cka,pwcca",
               data: "str | Dataset | tuple[Dataset, Dataset]" = "rotten_tomatoes", n_train: int = 2000,
               n_eval: int = 1000, pc_layers: Sequence[int] = (4, 5, 6), n_boot: int = 2000, probe_c: float = 0.01,
               epochs: int = 1, max_seconds: float | None = 300.0, lr: float = 5e-5, seed: int = 0,
               pooling: str = "mean", text_fields: str | Sequence[str] = (), label_column: str | None = None,
-              pc_fractions: Sequence[float] | None = None, include_embeddings: bool = False,
+              pc_fractions: Sequence[float] | None = PC_FRACTIONS, include_embeddings: bool = False,
               warmup: Sequence[str] | None = None, out: str | Path | None = None,
               quiet: bool = False) -> GroundingStudyResult:
     """Which similarity measures track functionality (the ``grounding`` command; Ding et al. 2021,

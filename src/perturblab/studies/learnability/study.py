@@ -85,13 +85,30 @@ def _accuracy(model: Any, texts: Sequence[TextInput], y: np.ndarray) -> float:
 
 
 def trainer_fingerprint(fit: Fit) -> str:
-    """What a trainer's results depend on: its module, name, code, defaults and the values it
-    closes over (a changed trainer under the same model name trains again)."""
-    from ...models.base import fingerprint_of
-    from ...models.callable_backend import _code_hash
+    """What a trainer's results depend on, the same in every process: its ``fingerprint``
+    attribute when it has one, else its code, defaults and the values it closes over (a
+    ``functools.partial``: its function and arguments; a trainer object: its class and state),
+    so a changed trainer under the same model name trains again and an unchanged one resumes.
 
-    return fingerprint_of("trainer", getattr(fit, "__module__", ""), getattr(fit, "__qualname__", type(fit).__name__),
-                          _code_hash(fit))
+    A trainer with no stable hash (it closes over a lock, an open file, a client object) is
+    refused with an :class:`InputError` asking for a ``fingerprint`` attribute."""
+    from ...core.stable_hash import NoStableHash
+    from ...models.base import fingerprint_of
+    from ...models.callable_backend import callable_digest
+
+    name = getattr(fit, "__qualname__", None) or type(fit).__name__
+    given = getattr(fit, "fingerprint", None)
+    if given is not None:
+        if not isinstance(given, str) or not given:
+            raise InputError(f"trainer {name!r} has fingerprint {given!r}; it must be a non-empty string that "
+                             "changes whenever the trainer's results could")
+        return fingerprint_of("trainer", "fingerprint", given)
+    try:
+        return fingerprint_of("trainer", callable_digest(fit, "the trainer"))
+    except NoStableHash as e:
+        raise InputError(f"cannot fingerprint trainer {name!r}: {e}. Results are stored under what a trainer "
+                         "computes; give it a `fingerprint` attribute, a string that changes whenever its results "
+                         "could (e.g. fit.fingerprint = 'my-trainer-v1')") from None
 
 
 class LearnabilityStudy(Study):
@@ -113,6 +130,8 @@ class LearnabilityStudy(Study):
             raise InputError(f"seeds must be >= 1 (models trained per model and perturbation), got {config.seeds}")
         self.config = config
         self.fits = {m: _trainer(m, trainers) for m in config.models}
+        for fit in self.fits.values():  # a trainer with no stable fingerprint is refused before any work
+            trainer_fingerprint(fit)
         self.result: LearnabilityResult | None = None
 
     def prepare(self, ctx: RunContext) -> None:
@@ -188,6 +207,18 @@ class LearnabilityResult(StudyResult):
     def table(self) -> str:
         """The Markdown of ``table.md``."""
         return learnability_markdown(self.summary)
+
+    def console(self) -> str:
+        """What the command prints: per model and perturbation the mean learnability, robustness
+        and post-augmentation change, the Spearman tests between them, and the sizes."""
+        lines = [f"{'model':14s} {'perturbation':24s} {'avg_learn':>10s} {'robustness':>11s} {'post_aug_Δ':>11s}"]
+        for t in self.summary["table"]:
+            lines.append(f"{t['model']:14s} {t['perturbation']:24s} {t['avg_learnability']:10.3f} "
+                         f"{t['robustness']:11.3f} {t['post_aug_delta']:11.3f}")
+        for c in self.summary["spearman"]:
+            rho = "n/a" if c["spearman"] is None else f"{c['spearman']:.3f} (p={c['p_value']:.2g})"
+            lines.append(f"Spearman {c['x']} vs {c['y']}: {rho} over {c['n_pairs']} pairs")
+        return "\n".join(lines + [self.sizes()])
 
     def figures(self) -> dict[str, Any]:
         """``curves_<model>.png``, ``correlations.png``, ``robustness_heatmap.png`` -> figure."""

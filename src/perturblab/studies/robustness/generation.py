@@ -37,15 +37,13 @@ from ...measures.stats import percentile_interval
 from ...measures.task_metrics import rouge_scores
 from ...models.base import fingerprint_of
 from ...perturb.catalogue import apply_perturbation
+from .config import DEFAULT_PROMPT
 from .layer_probes import DEFAULT_PERTURBATIONS as ROBUSTNESS_EIGHT
 from .study import perturbation_draws
 from .summary import clean_table, relative_robustness_figures, summarise
 
 STUDY = "generation"
 ROUGE = ("rouge1", "rouge2", "rougeL")
-# With "Summary:" and no line break SmolLM2-Instruct ended half of its answers at once; with this
-# prompt none of 16 (and ROUGE-L against the lead sentence rose from 0.14 to 0.32).
-DEFAULT_PROMPT = "Summarize the text in one sentence.\n\nText: {source}\n\nOne-sentence summary:\n"
 
 
 @dataclass

@@ -215,7 +215,7 @@ class RobustnessStudy(Study):
                 clf = ready
             columns = _output_columns(clf, test, config, spec)
             # a local cell uses the loaded model; a remote one resolves it from its source
-            handle = (source, train, config.train_seed) if remote and ready is None else clf
+            handle = (source, train, config.train_seed, model_fingerprint(clf)) if remote and ready is None else clf
             self.loaded.append((spec, clf, handle, columns))
 
     def identity(self) -> dict[str, Any]:
@@ -332,17 +332,19 @@ def _output_columns(model: Classifier | Regressor, test: Any, config: Robustness
     return align_labels(model.labels, test.label_names, _label_map(config, spec, model.labels), model=spec)
 
 
-def _predict_cell(model: Classifier | Regressor | tuple[str, Any, int], columns: list | None, xs: list,
+def _predict_cell(model: Classifier | Regressor | tuple[str, Any, int, str], columns: list | None, xs: list,
                   change_rate: float | None) -> dict[str, Any]:
     """One cell: the model's predictions on ``xs`` (the clean or one perturbed test set): class
     indices in the data's label order, or a regressor's values (``columns`` None); with the share
-    of inputs the perturbation changed. A ``(source, train, train_seed)`` model is resolved once
-    per process (a Ray worker's)."""
+    of inputs the perturbation changed. A ``(source, train, train_seed, fingerprint)`` model is
+    resolved once per process (a Ray worker's) and fingerprint, the driver's (its predictions are
+    stored under it)."""
     if isinstance(model, tuple):
-        source, train, train_seed = model
+        source, train, train_seed, fingerprint = model
         key = ("robustness", source, inputs_hash(dataset_inputs(train)), tuple(np.asarray(train.labels).tolist()),
                train_seed)
-        model = once_per_process(key, partial(resolve_model, source, train, train_seed))
+        model = once_per_process(key, partial(resolve_model, source, train, train_seed), fingerprint=fingerprint,
+                                 what=f"model {source!r}")
     if columns is None:
         return {"pred": np.asarray(model.predict_values(xs), dtype=np.float64).tolist(), "change_rate": change_rate}
     return {"pred": aligned_predictions(model.predict_proba(xs), columns).tolist(), "change_rate": change_rate}

@@ -225,6 +225,10 @@ class CheckpointStudy:
     def run(self) -> list[dict[str, Any]]:
         """Run (or resume) every SCoPE study of the plan under one lock of the output directory;
         returns the rows of ``results.json`` (:attr:`result` is the whole :class:`CheckpointResult`)."""
+        from ..inputs import sample_size
+
+        # an n larger than the test split fails before a checkpoint is loaded or a file written
+        sample_size(self.config.n, len(self.splits()[1]), "base samples (the test split's size)")
         with output_lock(self.out, what="the checkpoints study"):
             models = self.models()
             splits = self.splits()
@@ -281,6 +285,25 @@ class CheckpointResult(StudyResult):
     def table(self) -> str:
         """The Markdown tables of ``table.md``."""
         return checkpoint_table(self.rows)
+
+    def console(self) -> str:
+        """One line per comparison, capability and checkpoint (the metrics of Figs. 9-10), its
+        sizes, and the number of checkpoints, trials and base samples."""
+        from .tables import fmt
+
+        lines = [f"{'comparison':12s} {'capability':10s} {'checkpoint':28s} {'%':>6s} {'hard_scope':>14s} "
+                 f"{'soft_scope':>14s} {'ood_agreement':>14s}"]
+        for r in self.rows:
+            pct = "" if r["percent"] is None else f"{r['percent']:.0f}"
+            lines.append(f"{r['comparison']:12s} {r['capability']:10s} {r['checkpoint'][-28:]:28s} {pct:>6s} "
+                         f"{fmt(r['hard_scope'], r['hard_scope_se']):>14s} "
+                         f"{fmt(r['soft_scope'], r['soft_scope_se']):>14s} "
+                         f"{fmt(r['ood_agreement'], r['ood_agreement_se']):>14s}")
+        sizes = self.sizes()
+        trials = max((int(r["trials"]) for r in self.rows), default=0)
+        n = max((t["n_base"] for t in self.trials), default=0)
+        return "\n".join(lines + ([sizes] if sizes else [])) + (
+            f"\n\n{len(self.manifest['checkpoints'])} checkpoints; {trials} trial(s) of n={n}")
 
     def save(self, out: str | Path) -> list[Path]:
         """``results.json``, ``trials.json`` (per-trial SCoPE rows), ``table.md``, ``checkpoints.json``

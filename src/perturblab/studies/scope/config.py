@@ -109,3 +109,77 @@ class ScopeArgs(ExecutorArgs, StudyArgs):
                                              "largest distance of two argmax-invariant changes in a binary task)")
     n_boot: int = option(1000, help="bootstrap resamples of the intervals")
     test_size: float = option(0.25, help="share of the data held out as the test split (a fraction in (0, 1))")
+
+
+@dataclass(kw_only=True)
+class LMScopeArgs(StudyArgs):
+    """The options of ``perturblab scope-lm`` and :func:`perturblab.scope_lm` (the one schema)."""
+
+    python_only: ClassVar[tuple[str, ...]] = ("sentences",)
+
+    reference: str | None = option(required=True, role="language_model",
+                                   help="reference language model (e.g. smollm2-135m)")
+    targets: str | None = option(required=True, role="language_model",
+                                 help="comma-separated target language models sharing the reference's vocabulary "
+                                      "(e.g. smollm2-135m-int8)")
+    capabilities: str = option("synonym,typo", help="comma-separated capabilities")
+    corpus: str = option("oanc", data=True, help="corpus of base sentences (as for selfcheck)")
+    n: int | None = option(100, parse=count_or_all, help="base sentences per trial (a number, or 'all')")
+    trials: int = option(3, help="trials (independent draws of base sentences)")
+    seed: int = option(0, help="seed of the base sentences and of every random choice of the search")
+    max_words: int | None = option(None, help="largest number of changed words")
+    patience: int | None = option(None, help="stop a search after this many fruitless words")
+    max_candidates: int | None = option(None, help="cap on candidates per word")
+    loss: str = option("l1", choices=("l1", "kl"), help="goal objective L (Eq. 1 / App. I)")
+    search: str = option("greedy", choices=("greedy", "beam"), help="search method")
+    beam_width: int = option(3, help="beam width of --search beam")
+    tolerance: float | None = option(None, help="Soft-SCoPE decay: full weight up to this distance (default 0)")
+    cutoff: float | None = option(None, help="Soft-SCoPE decay: zero weight from this distance (default 2, the "
+                                             "largest L1 distance of two distributions)")
+    n_boot: int = option(1000, help="bootstrap resamples of the SCoPE intervals")
+    chunk_size: int = option(8, help="base sentences searched and scored together in one work cell (smaller: less "
+                                     "lost to a crash)")
+    max_batch: int = option(256, help="about this many texts scored at once (candidates per search round, texts per "
+                                      "model call; smaller: less memory)")
+
+
+@dataclass(kw_only=True)
+class CheckpointsArgs(StudyArgs):
+    """The options of ``perturblab checkpoints`` and :func:`perturblab.checkpoints` (the one schema):
+    ``--checkpoints`` or ``--finetune``, exactly one."""
+
+    checkpoints: str | None = option(None, one_of="source", role="classifier",
+                                     help="comma-separated classifier directories in training order (the last is "
+                                          "the final model), or one fine-tune directory holding checkpoint-* "
+                                          "subdirectories")
+    finetune: str | None = option(None, one_of="source", role="encoder", metavar="BASE",
+                                  help="fine-tune this encoder (preset such as minilm-l3, or a local directory) here, "
+                                       "saving checkpoints at --fractions (cached under the data home)")
+    fractions: str = option("0,0.2,0.4,0.6,0.8,1",
+                            help="with --finetune: checkpoints as fractions of the training steps (0 = initialised "
+                                 "model)")
+    epochs: int = option(1, help="with --finetune: training epochs")
+    max_seconds: float = option(300.0, help="with --finetune: training time budget (CPU)")
+    lr: float = option(5e-5, help="with --finetune: learning rate")
+    n_train: int | None = option(None, help="with --finetune: training examples (seeded sample of the training "
+                                            "split; default all)")
+    capabilities: str = option("synonym,typo", help="comma-separated capabilities")
+    comparisons: str = option("vs_final,vs_previous",
+                              help="vs_final (reference: the final checkpoint), vs_previous (reference: m_{t-1}), or "
+                                   "both")
+    data: str = option("rotten_tomatoes", data=True,
+                       help="data set name (rotten_tomatoes, tweets), a CSV/JSONL/Parquet file, hf:NAME[:SPLIT], "
+                            "glue:TASK or next:CORPUS")
+    text_column: str | None = option(None, help="text column of a data file")
+    text_fields: list[str] = option([], parse=csv_list, metavar="A[,B]", help=TEXT_FIELDS_HELP)
+    label_column: str | None = option(None, help="label column of a data file (default: 'label')")
+    perturb_field: str = option("a", choices=("a", "b", "both"),
+                                help="for text pairs: search perturbations of the first text (default), the second, "
+                                     "or the words of both")
+    n: int | None = option(200, parse=count_or_all, help="base samples per trial (a number, or 'all')")
+    trials: int = option(3, help="trials (independent draws of base samples)")
+    seed: int = option(0, help="seed of the data split, of the fine-tune and its training sample, of the base samples "
+                               "and of every random choice of the search")
+    max_words: int | None = option(None, help="largest number of changed words")
+    patience: int | None = option(None, help="stop a search after this many fruitless words")
+    max_candidates: int | None = option(None, help="cap on candidates per word")

@@ -227,6 +227,12 @@ class LMScopeStudy(Study):
         return [(int(i), pool[int(i)]) for i in idx]
 
     # -- the study protocol --------------------------------------------------------------
+    def check(self) -> None:
+        """At least ``n`` base sentences (before any model is loaded or a file written)."""
+        from ..inputs import sample_size
+
+        sample_size(self.config.n, len(self.sentences()), "base sentences (the corpus's sentences)")
+
     def prepare(self, ctx: RunContext) -> None:
         self._ctx = ctx
         cfg = self.config
@@ -379,6 +385,12 @@ class LMScopeResult(StudyResult):
 
     def table(self) -> str:
         return scope_lm_table(self.rows)
+
+    def console(self) -> str:
+        """The console table, its sizes, and the reference with the number of trials and base
+        sentences."""
+        n = max((r["n"] for r in self.rows), default=0)
+        return f"{super().console()}\n\nreference: {self.config.reference}; {self.config.trials} trial(s) of n={n}"
 
     def save(self, out: str | Path) -> list[Path]:
         """Write ``results.json`` (the per-trial rows) into ``out``."""

@@ -26,7 +26,8 @@ class ScopeResult(StudyResult):
     * ``rows`` — one dict per reference × target × capability × trial (the metrics of Sec. 3.3,
       counts, bootstrap intervals, mean reference loss); ``to_pandas()`` gives them as a table;
     * ``summary`` — mean ± standard error over trials per target and capability;
-    * ``perturbations`` — every search result (original, perturbed text, changed words, reference loss);
+    * ``perturbations`` — every search result (original, perturbed text, changed words, reference loss;
+      ``pair`` true when the inputs are text pairs, each held as the JSON list of its two texts);
     * ``correlations`` — Pearson r between Soft-SCoPE and the other metrics (Sec. 3.4);
     * ``sample_complexity`` — App. H curves per target (trial 0);
     * :meth:`figures` — the bar charts and curves as matplotlib figures; :meth:`save` writes

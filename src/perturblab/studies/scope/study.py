@@ -59,19 +59,20 @@ def _as_input(ex: Example):
     return ex.text if ex.text_b is None else (ex.text, ex.text_b)
 
 
-def _from_json(s: str):
-    if s is None:
-        return None
-    if s.startswith("["):
-        try:
-            return tuple(json.loads(s))
-        except json.JSONDecodeError:
-            return s
-    return s
-
-
 def _to_json(x):
+    """How a search record holds an input: a text as itself, a text pair as the JSON list of its
+    two texts (read back with :func:`_from_json` and the example's number of fields)."""
     return json.dumps(list(x)) if isinstance(x, (tuple, list)) else x
+
+
+def _from_json(s: str | None, pair: bool):
+    """The input a search record holds: a pair when the example searched is a pair, else the
+    text as stored, even one that reads as a JSON list (whether an input is a pair is known from
+    the example, which is part of the record's key, never guessed from the stored string)."""
+    if s is None or not pair:
+        return s
+    a, b = json.loads(s)
+    return (a, b)
 
 
 class ScopeStudy(Study):
@@ -129,11 +130,17 @@ class ScopeStudy(Study):
             self._models[name] = CachedClassifier(clf, path=self.out / "cache.sqlite")
         return self._models[name]
 
-    def base_samples(self, trial: int) -> list[tuple[int, Example]]:
+    def n_base(self) -> int:
+        """Base samples per trial: ``n``, or the whole test split; an ``n`` larger than the test
+        split is an :class:`InputError` (never silently cut)."""
         from ..inputs import sample_size
 
         _, test = self.splits()
-        n = sample_size(self.config.n, len(test), "base samples (the test split's size)")
+        return sample_size(self.config.n, len(test), "base samples (the test split's size)")
+
+    def base_samples(self, trial: int) -> list[tuple[int, Example]]:
+        _, test = self.splits()
+        n = self.n_base()
         rng = np.random.default_rng([self.config.seed, trial])
         idx = np.sort(rng.choice(len(test), size=n, replace=False)) if n < len(test) else np.arange(n)
         return [(int(i), test[int(i)]) for i in idx]
@@ -142,6 +149,11 @@ class ScopeStudy(Study):
         return self.config.capability_plan()
 
     # -- the study protocol --------------------------------------------------------------
+    def check(self) -> None:
+        """The data is a classification set with at least ``n`` test examples (before any model
+        is loaded or the output directory is touched)."""
+        self.n_base()
+
     def prepare(self, ctx: RunContext) -> None:
         self._ctx = ctx
         self.splits()
@@ -177,7 +189,7 @@ class ScopeStudy(Study):
             return model
         train, _ = self.splits()
         return RemoteReference(self._specs.get(ref, ref), train, self.config.seed, self.config.data,
-                               self._given.get(ref))
+                               model_fingerprint(model), self._given.get(ref))
 
     def _search_phase(self, jobs: list[tuple[str, int, list[tuple[int, Example]]]], handle: Any) -> Phase:
         cfg = self.config
@@ -228,19 +240,22 @@ class ScopeStudy(Study):
                 else:
                     cap_samples = trial_samples
                 rows.extend(self._scores(cap, trial, cap_samples, len(trial_samples), terms))
-        records = [{"reference": cfg.reference, **r} for _, r in sorted(self._records.items())]
+        pairs = {(trial, i): ex.text_b is not None for trial, samples in self._samples.items() for i, ex in samples}
+        records = [{"reference": cfg.reference, **r, "pair": pairs[(trial, i)]}
+                   for (_, trial, i), r in sorted(self._records.items())]
         return ScopeResult(cfg, rows, records, terms, run_id=ctx.run_id)
 
     # -- scoring -----------------------------------------------------------------------
     def _scores(self, cap_name: str, trial: int, samples: list[tuple[int, Example]], n_base: int,
                 terms: dict[tuple[str, str, int], tuple[np.ndarray, np.ndarray]]) -> list[dict]:
         cfg = self.config
-        pert = [self._records[(cap_name, trial, i)] for i, _ in samples
-                if self._records[(cap_name, trial, i)]["status"] == "perturbed"]
+        searched = [(ex, self._records[(cap_name, trial, i)]) for i, ex in samples]
+        searched = [(ex, r) for ex, r in searched if r["status"] == "perturbed"]
+        pert = [r for _, r in searched]
         x_all = [_as_input(ex) for _, ex in samples]
         y = np.asarray([ex.label for _, ex in samples]) if all(ex.label is not None for _, ex in samples) else None
-        x_pert = [_from_json(r["original"]) for r in pert]
-        xp = [_from_json(r["perturbed"]) for r in pert]
+        x_pert = [_from_json(r["original"], ex.text_b is not None) for ex, r in searched]
+        xp = [_from_json(r["perturbed"], ex.text_b is not None) for ex, r in searched]
         probs: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         for name in dict.fromkeys([cfg.reference, *cfg.targets]):
             m = self.model(name)
@@ -293,17 +308,20 @@ class _nullstep:
 class RemoteReference:
     """How a search cell on another process gets the reference: ``model`` itself when the study
     was handed a ready (picklable) model, else ``load_model(name, train=train, seed=seed)`` (``name``
-    is the reference's spec)."""
+    is the reference's spec). ``fingerprint`` is the reference's fingerprint in the driver (the
+    searches are stored under it): a worker keeps the loaded reference under it and refuses one
+    that loads with another."""
 
     name: str
     train: Dataset
     seed: int
     data: str
+    fingerprint: str
     model: Classifier | None = None
 
     def load(self) -> Classifier:
         """The reference behind the same float32 cache layer as in the driver (so results are
-        bit-identical to a local run), loaded once per process."""
+        bit-identical to a local run), loaded once per process and fingerprint."""
         from ...models.cache import CachedClassifier
         from ...models.resolve import load_model
 
@@ -312,9 +330,8 @@ class RemoteReference:
                 self.name, "classifier", train=self.train, seed=self.seed, data_name=self.data)
             return CachedClassifier(inner, max_entries=100_000)
 
-        key = ("scope-reference", self.name, self.model.fingerprint if self.model is not None else None,
-               inputs_hash(list(self.train.texts)), self.seed, self.data)
-        return once_per_process(key, make)
+        key = ("scope-reference", self.name, inputs_hash(list(self.train.texts)), self.seed, self.data)
+        return once_per_process(key, make, fingerprint=self.fingerprint, what=f"reference model {self.name!r}")
 
 
 def search_group(reference: Classifier | RemoteReference, cfg: ScopeOptions, group: tuple[str, int],

@@ -19,6 +19,13 @@ def mark_changes(text: str, changes: Sequence[Sequence[Any]]) -> str:
     return WordText(tuple(words), wt.seps).text
 
 
+def _is_pair(record: dict[str, Any]) -> bool:
+    """Whether a search record holds text pairs (the JSON lists of their two texts), whose
+    changed words are not marked; records without ``pair`` (older ones) are told by their form."""
+    pair = record.get("pair")
+    return str(record["original"]).startswith("[") if pair is None else bool(pair)
+
+
 def write_examples_csv(rows: Sequence[dict[str, Any]], path: str | Path) -> Path:
     """One line per (capability, trial, sample) with the original, the marked perturbation,
     the changed words and the reference loss L(m(x), m(x'))."""
@@ -27,7 +34,7 @@ def write_examples_csv(rows: Sequence[dict[str, Any]], path: str | Path) -> Path
     lines = []
     for r in rows:
         pert = r.get("perturbed")
-        shown = pert if pert is None or pert.startswith("[") else mark_changes(pert, r["changes"])
+        shown = pert if pert is None or _is_pair(r) else mark_changes(pert, r["changes"])
         lines.append([r["capability"], r["trial"], r["sample_id"], r["status"], r["original"],
                       shown or "", "; ".join(f"{c[1]}->{c[2]}" for c in r["changes"]),
                       "" if r["ref_loss"] is None else f"{r['ref_loss']:.6f}",
@@ -68,7 +75,7 @@ def write_examples_table(rows: Sequence[dict[str, Any]], path: str | Path, trial
         line = by_sample.setdefault(r["sample_id"], {"original": r["original"]})
         pert = r.get("perturbed")
         if r["status"] == "perturbed" and pert is not None:
-            line[r["capability"]] = pert if pert.startswith("[") else mark_changes(pert, r["changes"])
+            line[r["capability"]] = pert if _is_pair(r) else mark_changes(pert, r["changes"])
     from ...core.files import write_csv
 
     return write_csv(path, ["sample_id", "original"] + caps,

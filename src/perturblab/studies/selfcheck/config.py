@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from ...core.options import StudyArgs, option
 from ...errors import InputError
 from ...models.base import fingerprint_of
 
@@ -81,3 +82,25 @@ class SelfCheckConfig:
         d.pop("models")
         d.pop("chunk")
         return "selfcheck-" + fingerprint_of(sorted(d.items()))
+
+
+@dataclass(kw_only=True)
+class SelfCheckArgs(StudyArgs):
+    """The options of ``perturblab selfcheck`` and :func:`perturblab.selfcheck` (the one schema)."""
+
+    models: str | None = option(required=True, role="language_model",
+                                help="comma-separated language models: presets (smollm2-135m, smollm2-135m-int8, "
+                                     "gemma3-270m), local HF directories, .gguf files or hub ids")
+    corpus: str = option("conll2010", data=True,
+                         help="oanc, conll2010 (Wikipedia sentences), a .txt/.jsonl/.csv/.parquet file or "
+                              "hf:NAME[:SPLIT]")
+    benign_corpus: str = option("oanc", data=True,
+                                help="corpus for the normalised negation score ('none' to leave it out)")
+    text_column: str = option("text", help="text column of a JSONL/CSV/Parquet/HF corpus")
+    n: int = option(1000, help="examples per metric and setting")
+    seed: int = option(0, help="seed of the examples drawn from the corpus and of every random perturbation")
+    metrics: str = option(",".join(METRICS), help=f"comma-separated subset of {', '.join(METRICS)}")
+    no_ablations: bool = option(False, flag=True, help="only the headline setting of each metric (much faster)")
+    max_new_tokens: int = option(32, help="generation length of the toxicity metric")
+    chunk: int = option(128, help="examples scored and stored together (smaller: less lost to a crash; the scores "
+                                  "do not depend on it)")

@@ -110,6 +110,10 @@ class SelfCheckResult(StudyResult):
     def table(self) -> str:
         return selfcheck_table(self.rows)
 
+    def console(self) -> str:
+        """The console table, its sizes, and the corpus with the number of examples."""
+        return f"{super().console()}\n\ncorpus: {self.config.corpus}; n={self.config.n}"
+
     def figures(self) -> dict[str, Any]:
         """``spider.png`` (Fig. 2) and ``ablations.png`` (Figs. 16, 18, 20, 21) -> figure."""
         from .plots import SPIDER_AXES, ablation_figure, spider_figure

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, ClassVar, Sequence
 
+from ....core.options import TEXT_FIELDS_HELP, StudyArgs, csv_list, option
 from ....errors import InputError
 from ....models.base import POOLINGS, Pooling
 
@@ -12,6 +13,16 @@ from ....models.base import POOLINGS, Pooling
 DEFAULT_PERTURBATIONS = ("drop_nouns", "drop_verbs", "drop_first", "drop_last", "swap_words", "change_char",
                          "add_text", "gender_swap")
 PERTURB_FIELDS = ("a", "b", "both")
+
+#: the help of ``--data`` of the representation studies (similarity, finetuning, layer-probes, grounding)
+DATA_HELP = ("data set (rotten_tomatoes, tweets, a CSV/JSONL/Parquet file, hf:NAME[:SPLIT]) or corpus "
+             "(oanc, conll2010, a .txt file)")
+#: the help of ``--pooling`` of the representation studies
+POOLING_HELP = "mean over real tokens, first token (CLS), or last real token (decoders)"
+#: the help of ``--probe-c`` of the studies that fit per-layer probes
+PROBE_C_HELP = "inverse L2 strength of the logistic-regression probes on standardised states"
+#: the help of ``--label-column`` of the studies that read labelled data
+LABEL_COLUMN_HELP = "label column of a data file (default: 'label')"
 
 
 @dataclass(kw_only=True)
@@ -54,3 +65,26 @@ class LayerProbeConfig:
     def params(self, name: str) -> dict[str, Any]:
         """The keyword arguments of perturbation ``name``."""
         return dict(self.perturbation_params.get(name, {}))
+
+
+@dataclass(kw_only=True)
+class LayerProbesArgs(StudyArgs):
+    """The options of ``perturblab layer-probes`` and :func:`~.function.layer_probes` (the one schema)."""
+
+    python_only: ClassVar[tuple[str, ...]] = ("perturbation_params",)
+
+    model: str = option("minilm-l6", role="encoder",
+                        help="the encoder: a preset (see `perturblab models`), a local directory or a hub id")
+    perturbations: str = option(",".join(DEFAULT_PERTURBATIONS),
+                                help="comma list of catalogue perturbations (default: the robustness paper's eight)")
+    n_train: int = option(2000, help="training examples of the probes (clean inputs)")
+    n_eval: int = option(1000, help="evaluation examples, scored clean and perturbed")
+    top: int = option(3, help="most affected layers reported per perturbation")
+    perturb_field: str = option("both", choices=PERTURB_FIELDS,
+                                help="for text-pair data: perturb the first text, the second or both (default)")
+    probe_c: float = option(0.01, help=PROBE_C_HELP)
+    data: str = option("rotten_tomatoes", data=True, help=DATA_HELP)
+    seed: int = option(0, help="seed of the data sample, the probes and the perturbations")
+    pooling: str = option("mean", choices=POOLINGS, help=POOLING_HELP)
+    text_fields: list[str] = option([], parse=csv_list, metavar="A[,B]", help=TEXT_FIELDS_HELP)
+    label_column: str | None = option(None, help=LABEL_COLUMN_HELP)

@@ -51,6 +51,13 @@ class LayerProbeResult(StudyResult):
         """The share of evaluation inputs ``perturbation`` changed."""
         return next(r["value"] for r in rows if r["perturbation"] == perturbation and r["metric"] == "change_rate")
 
+    def console(self) -> str:
+        """What the command prints: each perturbation's most affected layers, then the number of
+        examples they were computed on."""
+        lines = [f"{p:16s} most affected layers: {layers}" for p, layers in self.top_layers.items()]
+        sizes = self.sizes()
+        return "\n".join(lines + ([sizes] if sizes else []))
+
     def drops(self) -> np.ndarray:
         """Accuracy drop per perturbation (rows, in the config's order) × layer."""
         return np.array([[r["value"] for r in self.rows if r["perturbation"] == p and r["metric"] == "drop"]
