@@ -75,15 +75,10 @@ class ScopeConfig(ScopeOptions):
 
 
 @dataclass(kw_only=True)
-class ScopeArgs(ExecutorArgs, StudyArgs):
-    """The options of ``perturblab scope`` and :func:`perturblab.scope` (the one schema)."""
+class SearchDataArgs:
+    """``--data``, its columns and ``--perturb-field``: the labelled data of the studies that search
+    perturbations (scope, checkpoints)."""
 
-    python_only: ClassVar[tuple[str, ...]] = ("models",)
-
-    reference: str | None = option(required=True, role="classifier",
-                                   help="reference model m1: a preset name (see `perturblab models`) or HF path/id")
-    targets: str | None = option(required=True, role="classifier", help="comma-separated target models m2")
-    capabilities: str = option("synonym,typo", help="comma-separated capabilities (see `perturblab capabilities`)")
     data: str = option("rotten_tomatoes", data=True,
                        help="data set name (rotten_tomatoes, tweets), a CSV/JSONL/Parquet file, hf:NAME[:SPLIT], "
                             "glue:TASK or next:CORPUS")
@@ -93,6 +88,18 @@ class ScopeArgs(ExecutorArgs, StudyArgs):
     perturb_field: str = option("a", choices=("a", "b", "both"),
                                 help="for text pairs: search perturbations of the first text (default), the second, "
                                      "or the words of both")
+
+
+@dataclass(kw_only=True)
+class ScopeArgs(SearchDataArgs, ExecutorArgs, StudyArgs):
+    """The options of ``perturblab scope`` and :func:`perturblab.scope` (the one schema)."""
+
+    python_only: ClassVar[tuple[str, ...]] = ("models",)
+
+    reference: str | None = option(required=True, role="classifier",
+                                   help="reference model m1: a preset name (see `perturblab models`) or HF path/id")
+    targets: str | None = option(required=True, role="classifier", help="comma-separated target models m2")
+    capabilities: str = option("synonym,typo", help="comma-separated capabilities (see `perturblab capabilities`)")
     n: int | None = option(500, parse=count_or_all, help="base samples per trial (a number, or 'all': the whole test "
                                                          "split)")
     trials: int = option(3, help="trials (independent draws of base samples)")
@@ -144,7 +151,7 @@ class LMScopeArgs(StudyArgs):
 
 
 @dataclass(kw_only=True)
-class CheckpointsArgs(StudyArgs):
+class CheckpointsArgs(SearchDataArgs, StudyArgs):
     """The options of ``perturblab checkpoints`` and :func:`perturblab.checkpoints` (the one schema):
     ``--checkpoints`` or ``--finetune``, exactly one."""
 
@@ -167,15 +174,6 @@ class CheckpointsArgs(StudyArgs):
     comparisons: str = option("vs_final,vs_previous",
                               help="vs_final (reference: the final checkpoint), vs_previous (reference: m_{t-1}), or "
                                    "both")
-    data: str = option("rotten_tomatoes", data=True,
-                       help="data set name (rotten_tomatoes, tweets), a CSV/JSONL/Parquet file, hf:NAME[:SPLIT], "
-                            "glue:TASK or next:CORPUS")
-    text_column: str | None = option(None, help="text column of a data file")
-    text_fields: list[str] = option([], parse=csv_list, metavar="A[,B]", help=TEXT_FIELDS_HELP)
-    label_column: str | None = option(None, help="label column of a data file (default: 'label')")
-    perturb_field: str = option("a", choices=("a", "b", "both"),
-                                help="for text pairs: search perturbations of the first text (default), the second, "
-                                     "or the words of both")
     n: int | None = option(200, parse=count_or_all, help="base samples per trial (a number, or 'all')")
     trials: int = option(3, help="trials (independent draws of base samples)")
     seed: int = option(0, help="seed of the data split, of the fine-tune and its training sample, of the base samples "
