@@ -144,6 +144,39 @@ def test_ray_runs_scope_searches_byte_identical_to_local(tmp_path, ray_executor)
     assert len({r[:3] for r in rows}) == len(rows)  # no sample searched twice
 
 
+def test_a_given_reference_object_searches_the_same_on_ray_as_locally(tmp_path, ray_executor):
+    """A ready model object (not a spec) is scored as it is on a Ray worker as in the driver: its
+    float64 probabilities are not rounded to float32 on one path only, so the searches stored
+    under one content key are the same whichever executor ran them."""
+    import json
+
+    import numpy as np
+
+    from perturblab.data import Dataset, Example
+    from perturblab.models import CallableClassifier
+    from perturblab.studies.scope import ScopeConfig, ScopeStudy
+
+    def proba(texts):  # depends on character order, so typos change it in the low bits
+        s = np.array([1e-3 * sum(i * ord(c) for i, c in enumerate(t)) for t in texts]) - 0.5
+        p = 1 / (1 + np.exp(-s / 7.0))
+        return np.stack([1 - p, p], axis=1)
+
+    texts = ["a good film", "a bad film", "good acting", "bad plot", "a good story", "dull and bad"]
+    data = Dataset([Example(t, int("good" in t), uid=str(i)) for i, t in enumerate(texts * 2)],
+                   ["negative", "positive"])
+    ref = CallableClassifier(proba, labels=["negative", "positive"], name="ref")
+    cfg = ScopeConfig(reference="ref", targets=["ref"], capabilities=["typo"], n=6, trials=1, n_boot=20)
+
+    def run(where, executor=None):
+        study = ScopeStudy(cfg, tmp_path / where, models={"ref": ref}, splits=(data, data), progress=False)
+        rows = study.run(executor=executor)
+        return rows, [(r["sample_id"], r["perturbed"], r["ref_loss"]) for r in study.result.perturbations]
+
+    local, ray = run("local"), run("ray", ray_executor)
+    assert any(loss for _, _, loss in local[1])  # the losses are not all 0: rounding would show
+    assert json.dumps(local) == json.dumps(ray)
+
+
 def test_perturblab_run_on_ray_writes_what_a_local_run_writes(tmp_path, marker_csv, ray_executor):
     """A config run with ``executor: ray`` (here joining the test's Ray instance) and the same
     config run locally give byte-identical study outputs."""

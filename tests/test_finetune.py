@@ -237,14 +237,14 @@ def test_regression_finetune_trains_a_one_output_head_by_mse(base_dir, tmp_path)
 def test_hf_finetune_on_a_regression_task_is_a_regressor(base_dir, tmp_path, monkeypatch):
     from perturblab.models import zoo
     from perturblab.models.base import is_regressor
-    from perturblab.studies.robustness.study import resolve_model
+    from perturblab.models.resolve import load_model
 
     monkeypatch.setenv("PERTURBLAB_HOME", str(tmp_path))
     monkeypatch.setattr(zoo, "HF_BASE", str(base_dir))
     monkeypatch.setattr(zoo, "HF_CONFIG", replace(FAST, epochs=1))
     data = Dataset([Example(f"the {MARKER} sat" if i % 2 else "the cat sat", float(i % 2) * 2.5, uid=str(i))
                     for i in range(32)], [], "markers")
-    model = resolve_model("hf-finetune", data, seed=0)
+    model = load_model("hf-finetune", "regressor", train=data, seed=0)
     assert is_regressor(model) and model.name.startswith("hf-finetune:")
     assert model.predict_values(["the cat sat", f"the {MARKER} sat"]).shape == (2,)
     assert len(list((tmp_path / "finetuned").iterdir())) == 1  # stored for reuse

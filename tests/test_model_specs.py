@@ -47,3 +47,20 @@ def test_options_reach_the_backend_and_names_the_tables(tmp_path):
         pl.scope(f"ref={model}", ["ref=tfidf-lr"], capabilities="typo", data=data, n=5, trials=1, quiet=True)
     with pytest.raises(InputError, match="backend options"):
         pl.scope("tfidf-lr[batch_size=2]", [model], capabilities="typo", data=data, n=5, trials=1, quiet=True)
+
+
+def test_regressor_role_special_cases(tmp_path, monkeypatch):
+    """On a regression task: tfidf-ridge, an encoder preset with a ridge head or a one-output HF
+    model; a trainable classifier name is refused with the regression models to use."""
+    from perturblab.data import Dataset, Example
+    from perturblab.models.base import is_regressor
+
+    monkeypatch.setenv("PERTURBLAB_HOME", str(tmp_path))
+    reg = Dataset([Example(f"the film {i}", float(i % 3)) for i in range(12)], [], "reg")
+    model = load_model("tfidf-ridge", "regressor", train=reg)
+    assert is_regressor(model) and model.predict_values(["the film 1"]).shape == (1,)
+    for name in ("textrnn", "tfidf-lr"):
+        with pytest.raises(InputError, match="hf-finetune|tfidf-ridge"):
+            load_model(name, "regressor", train=reg)
+    with pytest.raises(InputError, match="backend options"):
+        load_model("tfidf-ridge[batch_size=2]", "regressor", train=reg)

@@ -183,8 +183,9 @@ def test_hf_checkpoint_by_path_with_its_own_label_names(tmp_path):
     model.save_pretrained(path)
     tok.save_pretrained(path)
     data = toy_csv(tmp_path / "toy.csv")
-    rc = RobustnessConfig(models=[f"tiny={path}"], perturbations=["drop_last"], data=str(data), n_train=20, n_test=20,
-                          seeds=1, metrics=["accuracy"])
+    rc = RobustnessConfig(models=[f"tiny={path}", f"small={path}[batch_size=3,max_length=16]"],
+                          perturbations=["drop_last"], data=str(data), n_train=20, n_test=20, seeds=1,
+                          metrics=["accuracy"])
     rows = run_robustness(rc, tmp_path / "out", progress=False)
     _, test = labelled_split(str(data), 20, 20, seed=0)
     with torch.no_grad():
@@ -194,12 +195,21 @@ def test_hf_checkpoint_by_path_with_its_own_label_names(tmp_path):
     pred = np.array([names.index("pos") if c == 0 else names.index("neg") for c in cols])
     assert rows[0]["clean"] == pytest.approx(float((pred == np.asarray(test.labels)).mean()))
     assert rows[0]["model"] == "tiny"
+    # backend options in the spec: the same weights scored 3 at a time, shown under its own name
+    assert [r["model"] for r in rows] == ["tiny", "small"] and rows[1]["clean"] == rows[0]["clean"]
 
 
-def test_split_alias():
-    from perturblab.studies.robustness.study import split_alias
+def test_model_names_and_sources():
+    from perturblab.models.resolve import ModelSpec
 
-    assert split_alias("ft=/data/models/run-7") == ("ft", "/data/models/run-7")
-    assert split_alias("owner/name") == ("owner/name", "owner/name")
-    assert split_alias("minilm-l6") == ("minilm-l6", "minilm-l6")
-    assert split_alias("/odd/path=with-equals") == ("/odd/path=with-equals", "/odd/path=with-equals")
+    def name_source(entry):
+        ms = ModelSpec.parse(entry)
+        return ms.name, ms.source
+
+    assert name_source("ft=/data/models/run-7") == ("ft", "/data/models/run-7")
+    assert name_source("owner/name") == ("owner/name", "owner/name")
+    assert name_source("minilm-l6") == ("minilm-l6", "minilm-l6")
+    assert name_source("/odd/path=with-equals") == ("/odd/path=with-equals", "/odd/path=with-equals")
+    assert name_source(" l3 = minilm-l3 ") == ("l3", "minilm-l3")
+    ms = ModelSpec.parse("/odd/path=x[batch_size=4]")
+    assert (ms.name, ms.source, ms.kwargs) == ("/odd/path=x", "/odd/path=x", {"batch_size": 4})

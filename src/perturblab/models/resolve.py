@@ -5,7 +5,8 @@ A spec is ``[NAME=]SOURCE[[OPTION=VALUE,...]]``:
 * ``SOURCE`` — a preset (``perturblab models``), a local model directory, a hub id, a ``.gguf``
   file, an API model (``api:MODEL@BASE_URL``, or a name a study config defines), or a trainable
   model of the zoo (``tfidf-lr``, ``textrnn``, ``hf-finetune`` …);
-* ``NAME=`` — the short name tables and files show (default: the source as written);
+* ``NAME=`` — the short name tables and files show (default: the source as written); a part
+  before ``=`` that contains ``/`` is a path, not a name (``/data/run=7`` is one source);
 * ``[OPTION=VALUE,...]`` — backend options: ``batch_size`` and ``max_length`` for Hugging Face
   models and language models; ``device`` and ``dtype`` are read and checked (``cpu`` and
   ``float32`` only in this version).
@@ -28,6 +29,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 ROLES = ("classifier", "regressor", "encoder", "language_model")
 _SPEC = re.compile(r"^(?:(?P<name>[^=\[\]]+)=(?!=))?(?P<source>[^\[\]]+?)\s*(?:\[(?P<options>[^\[\]]*)\])?$")
+_UNNAMED = re.compile(r"^(?P<name>[^\s\S])?(?P<source>[^\[\]]+?)\s*(?:\[(?P<options>[^\[\]]*)\])?$")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$")
 DEVICES = ("cpu",)
 DTYPES = ("float32",)
@@ -74,6 +76,8 @@ class ModelSpec:
         """Parse ``[NAME=]SOURCE[[OPTION=VALUE,...]]``; an :class:`InputError` names what is wrong."""
         text = str(spec).strip()
         m = _SPEC.match(text)
+        if m is not None and "/" in (m.group("name") or ""):
+            m = _UNNAMED.match(text)  # a path before '=' ("/odd/path=x") is no name: all of it is the source
         if not text or m is None:
             raise InputError(f"model spec {spec!r} is not [NAME=]SOURCE[[option=value,...]], e.g. "
                              "ref=minilm-l6 or models/ft[batch_size=8]")
@@ -128,10 +132,7 @@ def load_model(spec: "str | ModelSpec | Any", role: str = "classifier", *, train
     if train is None:
         raise InputError(f"loading {ms.source!r} as a {role} needs the training split (train=) for its head")
     if role == "regressor":
-        from .regression import load_regressor
-
-        _no_options(ms, "regressors")
-        return load_regressor(ms.source, train, seed=seed)
+        return _regressor(ms, train, seed)
     return _classifier(ms, train, seed, data_name)
 
 
@@ -159,6 +160,33 @@ def _classifier(ms: ModelSpec, train: "Dataset", seed: int, data_name: str | Non
             return HFSequenceClassifier(source, name=ms.name, **ms.kwargs)
     _no_options(ms, "presets")
     return presets.load_classifier(name, train, seed=seed, data_name=data_name)
+
+
+def _regressor(ms: ModelSpec, train: "Dataset", seed: int) -> Any:
+    """A regressor for a regression training set: ``hf-finetune`` fine-tuned with a one-output
+    head (:func:`~.zoo.finetune_regressor`), an encoder preset with a ridge head, ``tfidf-ridge``,
+    or a fine-tuned one-output HF model directory / hub id (:func:`~.regression.load_regressor`);
+    the other trainable zoo models train classifiers only (an :class:`InputError`)."""
+    from . import zoo
+    from .presets import PRESETS
+    from .regression import load_regressor, regression_targets
+    from .sources import local_or_hub
+
+    name = ms.source
+    if name.lower() in zoo.TRAINABLE.names() and name not in PRESETS:
+        _no_options(ms, "models trained here")
+        if name.lower() == "hf-finetune":
+            return zoo.finetune_regressor(train, seed)
+        raise InputError(f"{name} trains classifiers only; on a regression task use hf-finetune, an encoder preset "
+                         "(a ridge head), tfidf-ridge, or a fine-tuned one-output HF model directory")
+    source = None if name in PRESETS else local_or_hub(name)
+    if source is not None:
+        from .hf import HFSequenceRegressor
+
+        regression_targets(train, f"model {name!r}")
+        return HFSequenceRegressor(source, name=ms.name, **ms.kwargs)
+    _no_options(ms, "presets")
+    return load_regressor(name, train, seed=seed)
 
 
 def specs_by_name(specs: Mapping[str, Any] | list[Any]) -> dict[str, Any]:

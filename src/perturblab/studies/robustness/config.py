@@ -25,7 +25,8 @@ class RobustnessArgs(ExecutorArgs, StudyArgs):
                                      "trainable models (textrnn, minilm-probe, hf-finetune) or fine-tuned HF "
                                      "sequence classifiers (local directory or hub id); on a regression task encoder "
                                      "presets get a ridge head, tfidf-ridge, or one-output HF models; NAME=SOURCE "
-                                     "gives a short name")
+                                     "gives a short name, SOURCE[batch_size=8,max_length=128] an HF model's "
+                                     "backend options")
     perturbations: str = option("robustness", help=PERTURBATIONS_HELP)
     data: str = option("rotten_tomatoes", data=True, help="a labelled data set, file, hf:NAME or glue:TASK")
     text_fields: list[str] = option([], parse=csv_list, metavar="A[,B]", help=TEXT_FIELDS_HELP)

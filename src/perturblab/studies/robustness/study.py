@@ -10,18 +10,20 @@ changed is reported as ``change_rate``. Each random perturbation is drawn ``seed
 (different random choices of words and characters; tables give the mean ± standard deviation
 over draws); a deterministic one (``drop_nouns``, ``drop_first``, ``gender_swap``, …) once.
 
-Models (:func:`resolve_classifier`): a preset (``minilm-l6``, ``minilm-l3``, ``tfidf-lr``, … with a
-logistic-regression head trained on the training split, cached), a trainable zoo model
-(``textrnn``, ``minilm-probe``, ``hf-finetune``, trained on the training split with
-``train_seed``), or a fine-tuned HF sequence classifier given as a local directory or hub id.
-``name=source`` gives a model a short name for the tables. Model outputs are matched to the
-data's labels by name (:func:`~perturblab.models.labels.align_labels`).
+Models are model specs ``[NAME=]SOURCE[[option=value,...]]`` loaded by
+:func:`~perturblab.models.resolve.load_model`: a preset (``minilm-l6``, ``minilm-l3``,
+``tfidf-lr``, … with a logistic-regression head trained on the training split, cached), a
+trainable zoo model (``textrnn``, ``minilm-probe``, ``hf-finetune``, trained on the training split
+with ``train_seed``), or a fine-tuned HF sequence classifier given as a local directory or hub id
+(``[batch_size=8,max_length=128]`` sets its backend options). ``NAME=SOURCE`` gives a model a short
+name for the tables. Model outputs are matched to the data's labels by name
+(:func:`~perturblab.models.labels.align_labels`).
 
 Text pairs (``text_fields=("premise", "hypothesis")``) are perturbed in the first text, the
 second or both (``perturb_field``, default ``both``: the whole input, as the paper perturbs every
 GLUE input). A regression data set (numeric targets, ``task="regression"``; STS-B) is scored by
 ``pearson`` / ``spearman`` (the default metrics follow the task: accuracy and MCC, or Pearson and
-Spearman) with regressors (:func:`resolve_model`: encoder presets with a ridge head,
+Spearman) with regressors (``load_model(spec, "regressor")``: encoder presets with a ridge head,
 ``tfidf-ridge``, one-output HF heads, ``hf-finetune`` fine-tuned by mean squared error;
 :mod:`perturblab.models.regression`).
 
@@ -59,6 +61,7 @@ from ...measures.task_metrics import TASK_METRICS, bootstrap_confusions, bootstr
 from ...models.base import Classifier, Regressor, is_regressor
 from ...models.head import dataset_inputs
 from ...models.labels import align_labels, aligned_predictions
+from ...models.resolve import ModelSpec, load_model
 from ...models.states import inputs_hash
 from ...perturb.catalogue import FIELDS, get_perturbation, perturb_inputs
 from .layer_probes import DEFAULT_PERTURBATIONS as ROBUSTNESS_EIGHT
@@ -88,46 +91,7 @@ class RobustnessConfig:
     n_boot: int = 1000  # paired bootstrap resamples of the test examples for the 95 % intervals
 
 
-def split_alias(entry: str) -> tuple[str, str]:
-    """``"name=source"`` -> (name, source): a short display name for a long path or hub id;
-    an entry without ``=`` (or whose part before it contains a path separator) is its own name."""
-    name, eq, source = entry.partition("=")
-    if eq and name.strip() and source.strip() and "/" not in name:
-        return name.strip(), source.strip()
-    return entry.strip(), entry.strip()
-
-
 DEFAULT_METRICS = {"classification": ("accuracy", "mcc"), "regression": ("pearson", "spearman")}
-
-
-def resolve_classifier(spec: str, train: Any, seed: int = 0) -> Classifier:
-    """A classifier for ``spec``: a trainable zoo name, a preset or an HF directory / hub id."""
-    from ...models import named, presets, zoo
-
-    name = spec.strip()
-    if named.api_definition(name, "classifier") is not None:
-        return presets.load_classifier(name, train, seed=seed)
-    if name.lower() in zoo.TRAINABLE.names() and name.lower() not in presets.PRESETS.names():
-        return zoo.fit_model(name, dataset_inputs(train), train.labels, seed, label_names=train.label_names)
-    return presets.load_classifier(name, train, seed=seed)
-
-
-def resolve_model(spec: str, train: Any, seed: int = 0) -> Classifier | Regressor:
-    """:func:`resolve_classifier` on a classification training set; on a regression one (no class
-    names) a regressor (:func:`~perturblab.models.regression.load_regressor`)."""
-    if train.label_names:
-        return resolve_classifier(spec, train, seed)
-    from ...models import zoo
-    from ...models.presets import PRESETS
-    from ...models.regression import load_regressor
-
-    name = spec.strip()
-    if name.lower() == "hf-finetune":
-        return zoo.finetune_regressor(train, seed)
-    if name.lower() in zoo.TRAINABLE.names() and name.lower() not in PRESETS.names():
-        raise InputError(f"{name} trains classifiers only; on a regression task use hf-finetune, an encoder preset "
-                         "(a ridge head), tfidf-ridge, or a fine-tuned one-output HF model directory")
-    return load_regressor(name, train, seed=seed)
 
 
 def _label_map(config: RobustnessConfig, spec: str, labels: Sequence[str]) -> Mapping[str, str] | None:
@@ -205,17 +169,20 @@ class RobustnessStudy(Study):
         self.inputs, self.y = dataset_inputs(test), np.asarray(test.labels)
         self.loaded: list[tuple[str, Any, Any, list | None]] = []  # (name, model, handle, columns)
         remote = ctx.executor.name != "local"
+        role = "classifier" if train.label_names else "regressor"
         for entry in config.models:
-            spec, source = split_alias(entry)
-            ready = self._ready.get(spec)
+            ready = self._ready.get(entry)
+            ms = None if ready is not None else ModelSpec.parse(entry)
+            spec = entry if ms is None else ms.name
+            ready = self._ready.get(spec, ready)
             if ready is None:
                 with ctx.step(f"loading model {spec}"):
-                    clf = resolve_model(source, train, config.train_seed)
+                    clf = load_model(ms, role, train=train, seed=config.train_seed)
             else:
                 clf = ready
             columns = _output_columns(clf, test, config, spec)
-            # a local cell uses the loaded model; a remote one resolves it from its source
-            handle = (source, train, config.train_seed, model_fingerprint(clf)) if remote and ready is None else clf
+            # a local cell uses the loaded model; a remote one loads it from its spec
+            handle = (ms, role, train, config.train_seed, model_fingerprint(clf)) if remote and ready is None else clf
             self.loaded.append((spec, clf, handle, columns))
 
     def identity(self) -> dict[str, Any]:
@@ -308,7 +275,7 @@ def run_robustness(config: RobustnessConfig, out_dir: str | Path, *,
                    executor: Executor | None = None) -> list[dict[str, Any]]:
     """Run (or resume) the study and write its outputs; returns the ``results.json`` rows.
 
-    ``classifiers`` gives ready models by name (used instead of :func:`resolve_classifier`).
+    ``classifiers`` gives ready models by name (used instead of loading the spec of that name).
     Each model's predictions on the clean test set and on each (perturbation, draw) are one
     cell, run by ``executor`` (default: in this thread); a Ray worker resolves the model
     itself (once per worker process) unless it is a ready model.
@@ -332,19 +299,19 @@ def _output_columns(model: Classifier | Regressor, test: Any, config: Robustness
     return align_labels(model.labels, test.label_names, _label_map(config, spec, model.labels), model=spec)
 
 
-def _predict_cell(model: Classifier | Regressor | tuple[str, Any, int, str], columns: list | None, xs: list,
-                  change_rate: float | None) -> dict[str, Any]:
+def _predict_cell(model: Classifier | Regressor | tuple[ModelSpec, str, Any, int, str], columns: list | None,
+                  xs: list, change_rate: float | None) -> dict[str, Any]:
     """One cell: the model's predictions on ``xs`` (the clean or one perturbed test set): class
     indices in the data's label order, or a regressor's values (``columns`` None); with the share
-    of inputs the perturbation changed. A ``(source, train, train_seed, fingerprint)`` model is
-    resolved once per process (a Ray worker's) and fingerprint, the driver's (its predictions are
+    of inputs the perturbation changed. A ``(spec, role, train, train_seed, fingerprint)`` model is
+    loaded once per process (a Ray worker's) and fingerprint, the driver's (its predictions are
     stored under it)."""
     if isinstance(model, tuple):
-        source, train, train_seed, fingerprint = model
-        key = ("robustness", source, inputs_hash(dataset_inputs(train)), tuple(np.asarray(train.labels).tolist()),
-               train_seed)
-        model = once_per_process(key, partial(resolve_model, source, train, train_seed), fingerprint=fingerprint,
-                                 what=f"model {source!r}")
+        ms, role, train, train_seed, fingerprint = model
+        key = ("robustness", ms.source, ms.options, role, inputs_hash(dataset_inputs(train)),
+               tuple(np.asarray(train.labels).tolist()), train_seed)
+        model = once_per_process(key, partial(load_model, ms, role, train=train, seed=train_seed),
+                                 fingerprint=fingerprint, what=f"model {ms.source!r}")
     if columns is None:
         return {"pred": np.asarray(model.predict_values(xs), dtype=np.float64).tolist(), "change_rate": change_rate}
     return {"pred": aligned_predictions(model.predict_proba(xs), columns).tolist(), "change_rate": change_rate}

@@ -320,15 +320,18 @@ class RemoteReference:
     model: Classifier | None = None
 
     def load(self) -> Classifier:
-        """The reference behind the same float32 cache layer as in the driver (so results are
-        bit-identical to a local run), loaded once per process and fingerprint."""
+        """The reference as the driver scores it (so results are bit-identical to a local run),
+        loaded once per process and fingerprint: a model loaded by name behind the same float32
+        cache layer as in the driver (:meth:`ScopeStudy.model`), a ready model as it is (the
+        driver scores a given object unwrapped)."""
         from ...models.cache import CachedClassifier
         from ...models.resolve import load_model
 
         def make() -> Classifier:
-            inner = self.model if self.model is not None else load_model(
-                self.name, "classifier", train=self.train, seed=self.seed, data_name=self.data)
-            return CachedClassifier(inner, max_entries=100_000)
+            if self.model is not None:
+                return self.model
+            return CachedClassifier(load_model(self.name, "classifier", train=self.train, seed=self.seed,
+                                               data_name=self.data), max_entries=100_000)
 
         key = ("scope-reference", self.name, inputs_hash(list(self.train.texts)), self.seed, self.data)
         return once_per_process(key, make, fingerprint=self.fingerprint, what=f"reference model {self.name!r}")
