@@ -76,6 +76,43 @@ def command(study: str, data, out, resume: bool = False) -> list[str]:
         return [sys.executable, "-m", "perturblab.cli", "generation", "--models", str(lm_dir), "--data", str(pairs),
                 "--perturbations", "drop_first,drop_last,change_char,swap_words,add_text", "--trials", "3",
                 "--max-new-tokens", "6", "--n-boot", "50", "--out", str(out), "--quiet"]
+    if study == "scope-lm":  # two tiny LMs of one vocabulary: search and scoring cells of 2 sentences
+        ref, target = tiny_lm_dir(out.parent / "lm"), tiny_lm_dir(out.parent / "lm1", seed=1)
+        corpus = out.parent / "sentences.txt"
+        corpus.write_text("\n\n".join(f"{s} (number {i})." for i, s in enumerate(lm_sentences() * 2)) + "\n")
+        return [sys.executable, "-m", "perturblab.cli", "scope-lm", "--reference", str(ref), "--targets",
+                str(target), "--capabilities", "typo", "--corpus", str(corpus), "--n", "8", "--trials", "2",
+                "--chunk-size", "2", "--max-words", "2", "--n-boot", "50", "--out", str(out), "--quiet"]
+    if study == "checkpoints":  # a tiny fine-tune saved at 0, 50 and 100 %: one search cell per reference and trial
+        import tiny_bert
+
+        run = out.parent / "fine-tune"
+        if not run.is_dir():
+            from perturblab.models.finetune import FinetuneConfig, finetune_classifier
+
+            base = out.parent / "bert-base"  # an encoder without a head: the fine-tune adds one
+            tiny_bert.bert(0).save_pretrained(base)
+            tiny_bert.tokenizer().save_pretrained(base)
+            config = FinetuneConfig(epochs=4, lr=1e-2, batch_size=16, max_length=16, max_seconds=None)
+            finetune_classifier(base, tiny_bert.dataset(96), seed=0, out_dir=run, config=config, progress=False,
+                                checkpoints=(0, 0.5, 1))
+        words = out.parent / "words.csv"
+        if not words.is_file():
+            tiny_bert.write_csv(words, 200)
+        return [sys.executable, "-m", "perturblab.cli", "checkpoints", "--checkpoints", str(run), "--data",
+                str(words), "--capabilities", "typo", "--n", "10", "--trials", "2", "--out", str(out), "--quiet"]
+    if study == "finetuning":  # a given fine-tuned copy (nothing is trained): a cell per measure
+        import tiny_bert
+
+        base, ft = out.parent / "bert-base", out.parent / "bert-ft"
+        for model, seed in ((base, 0), (ft, 1)):
+            if not model.is_dir():
+                tiny_bert.save_bert(model, seed)
+        words = out.parent / "words.csv"
+        if not words.is_file():
+            tiny_bert.write_csv(words, 200)
+        return [sys.executable, "-m", "perturblab.cli", "finetuning", "--base", str(base), "--finetuned", str(ft),
+                "--data", str(words), "--n-train", "100", "--n-eval", "40", "--k", "4", "--out", str(out), "--quiet"]
     common = ["--data", str(data), "--trials", "2", "--out", str(out), "--quiet"]
     if study == "learnability":
         return [sys.executable, "-m", "perturblab.cli", "learnability", "--models", "tfidf-lr,textrnn",
@@ -92,12 +129,12 @@ def lm_sentences() -> list[str]:
     return list(SENTENCES)
 
 
-def tiny_lm_dir(path):
+def tiny_lm_dir(path, seed: int = 0):
     """The tiny causal LM of the language-model tests, saved as a model directory (once)."""
     if not path.is_dir():
         from tiny_lm import tiny_lm
 
-        lm = tiny_lm(seed=0)
+        lm = tiny_lm(seed=seed)
         lm.model.save_pretrained(path)
         lm.tokenizer.save_pretrained(path)
     return path
@@ -139,10 +176,17 @@ def kill_after(cmd, env, db, table: str, rows: int, extra_delay: float, timeout:
 SLOW = pytest.mark.slow
 
 
-@pytest.mark.parametrize("study,table", [("learnability", "cells"), ("robustness", "cells"), ("run", "cells"),
-                                         ("scope", "cells"), pytest.param("layer-probes", "cells", marks=SLOW),
-                                         ("grounding", "cells"), pytest.param("generation", "cells", marks=SLOW),
-                                         pytest.param("selfcheck", "cells", marks=SLOW)])
+# the default tier kills a search study, a training study and a config run (whose study is robustness);
+# the other studies are killed in the slow tier
+@pytest.mark.parametrize("study,table", [("learnability", "cells"), pytest.param("robustness", "cells", marks=SLOW),
+                                         ("run", "cells"), ("scope", "cells"),
+                                         pytest.param("layer-probes", "cells", marks=SLOW),
+                                         pytest.param("grounding", "cells", marks=SLOW),
+                                         pytest.param("generation", "cells", marks=SLOW),
+                                         pytest.param("selfcheck", "cells", marks=SLOW),
+                                         pytest.param("scope-lm", "cells", marks=SLOW),
+                                         pytest.param("checkpoints", "cells", marks=SLOW),
+                                         pytest.param("finetuning", "cells", marks=SLOW)])
 def test_sigkill_then_resume_equals_uninterrupted_run(tmp_path, marker_csv, study, table):
     env = {**os.environ, "PERTURBLAB_HOME": str(tmp_path / "home"), "HF_HUB_OFFLINE": "1"}
     data = marker_csv(tmp_path / "toy.csv", 640, n_words=8)
@@ -157,6 +201,9 @@ def test_sigkill_then_resume_equals_uninterrupted_run(tmp_path, marker_csv, stud
             break
         out = tmp_path / f"killed{attempt}"
         target, delay = int(rng.integers(1, len(ref_rows))), float(rng.uniform(0, 0.01))
+        if attempt == 1:  # the first kill came too late: a study whose cells are cheap stores its last
+            target = 1    # batches within milliseconds, so kill right after its first stored batch
+        # (at least one kill must land mid-run)
         killed = kill_after(command(study, data, out), env, out / sub / "results.sqlite", table, target, delay)
         partial = table_rows(out / sub / "results.sqlite", table)
         assert killed, "the kill came after the study had finished"
