@@ -91,7 +91,26 @@ class SearchDataArgs:
 
 
 @dataclass(kw_only=True)
-class ScopeArgs(SearchDataArgs, ExecutorArgs, StudyArgs):
+class SearchLimitArgs:
+    """The limits of a perturbation search (every SCoPE study: scope, scope-lm, checkpoints)."""
+
+    max_words: int | None = option(None, help="largest number of changed words")
+    patience: int | None = option(None, help="stop a search after this many words in a row bring no improvement "
+                                             "(faster)")
+    max_candidates: int | None = option(None, help="cap on candidates per word")
+
+
+@dataclass(kw_only=True)
+class SearchGoalArgs:
+    """The goal objective and the search method (scope and scope-lm)."""
+
+    loss: str = option("l1", choices=("l1", "kl"), help="goal objective L (Eq. 1 / App. I)")
+    search: str = option("greedy", choices=("greedy", "beam"), help="search method")
+    beam_width: int = option(3, help="beam width of --search beam")
+
+
+@dataclass(kw_only=True)
+class ScopeArgs(SearchGoalArgs, SearchLimitArgs, SearchDataArgs, ExecutorArgs, StudyArgs):
     """The options of ``perturblab scope`` and :func:`perturblab.scope` (the one schema)."""
 
     python_only: ClassVar[tuple[str, ...]] = ("models",)
@@ -104,13 +123,6 @@ class ScopeArgs(SearchDataArgs, ExecutorArgs, StudyArgs):
                                                          "split)")
     trials: int = option(3, help="trials (independent draws of base samples)")
     seed: int = option(0, help="seed of the base samples and of every random choice of the search")
-    loss: str = option("l1", choices=("l1", "kl"), help="goal objective L (Eq. 1 / App. I)")
-    search: str = option("greedy", choices=("greedy", "beam"), help="search method")
-    beam_width: int = option(3, help="beam width of --search beam")
-    max_words: int | None = option(None, help="largest number of changed words")
-    patience: int | None = option(None, help="stop a search after this many words in a row bring no improvement "
-                                             "(faster)")
-    max_candidates: int | None = option(None, help="cap on candidates per word")
     tolerance: float | None = option(None, help="Soft-SCoPE decay: full weight up to this distance (default 0)")
     cutoff: float | None = option(None, help="Soft-SCoPE decay: zero weight from this distance (default 2, the "
                                              "largest distance of two argmax-invariant changes in a binary task)")
@@ -119,7 +131,7 @@ class ScopeArgs(SearchDataArgs, ExecutorArgs, StudyArgs):
 
 
 @dataclass(kw_only=True)
-class LMScopeArgs(StudyArgs):
+class LMScopeArgs(SearchGoalArgs, SearchLimitArgs, StudyArgs):
     """The options of ``perturblab scope-lm`` and :func:`perturblab.scope_lm` (the one schema)."""
 
     python_only: ClassVar[tuple[str, ...]] = ("sentences",)
@@ -134,12 +146,6 @@ class LMScopeArgs(StudyArgs):
     n: int | None = option(100, parse=count_or_all, help="base sentences per trial (a number, or 'all')")
     trials: int = option(3, help="trials (independent draws of base sentences)")
     seed: int = option(0, help="seed of the base sentences and of every random choice of the search")
-    max_words: int | None = option(None, help="largest number of changed words")
-    patience: int | None = option(None, help="stop a search after this many fruitless words")
-    max_candidates: int | None = option(None, help="cap on candidates per word")
-    loss: str = option("l1", choices=("l1", "kl"), help="goal objective L (Eq. 1 / App. I)")
-    search: str = option("greedy", choices=("greedy", "beam"), help="search method")
-    beam_width: int = option(3, help="beam width of --search beam")
     tolerance: float | None = option(None, help="Soft-SCoPE decay: full weight up to this distance (default 0)")
     cutoff: float | None = option(None, help="Soft-SCoPE decay: zero weight from this distance (default 2, the "
                                              "largest L1 distance of two distributions)")
@@ -151,7 +157,7 @@ class LMScopeArgs(StudyArgs):
 
 
 @dataclass(kw_only=True)
-class CheckpointsArgs(SearchDataArgs, StudyArgs):
+class CheckpointsArgs(SearchLimitArgs, SearchDataArgs, StudyArgs):
     """The options of ``perturblab checkpoints`` and :func:`perturblab.checkpoints` (the one schema):
     ``--checkpoints`` or ``--finetune``, exactly one."""
 
@@ -178,6 +184,3 @@ class CheckpointsArgs(SearchDataArgs, StudyArgs):
     trials: int = option(3, help="trials (independent draws of base samples)")
     seed: int = option(0, help="seed of the data split, of the fine-tune and its training sample, of the base samples "
                                "and of every random choice of the search")
-    max_words: int | None = option(None, help="largest number of changed words")
-    patience: int | None = option(None, help="stop a search after this many fruitless words")
-    max_candidates: int | None = option(None, help="cap on candidates per word")
