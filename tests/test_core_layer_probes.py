@@ -105,9 +105,12 @@ def test_c_the_functions_save_writes_what_the_command_writes(tmp_path, capsys):
     rows = json.loads((tmp_path / "cli" / "results.json").read_text())
     assert rows == res.rows
     for p, layers in res.top_layers.items():
-        assert f"{p:16s} most affected layers: {layers}" in printed
-        ranks = {r["layer"]: r["value"] for r in rows if r["perturbation"] == p and r["metric"] == "rank"}
-        assert layers == sorted(ranks, key=ranks.get)[:2]
+        assert f"{p:16s} most affected layers: {layers or 'none'}" in printed
+        got = {m: {r["layer"]: r["value"] for r in rows if r["perturbation"] == p and r["metric"] == m}
+               for m in ("rank", "drop", "drop_se")}
+        ranks = got["rank"]
+        assert layers == [k for k in sorted(ranks, key=ranks.get)
+                          if got["drop"][k] > 0 and got["drop"][k] > 2 * got["drop_se"][k]][:2]
     assert res.to_pandas().shape == (len(rows), 5)
 
 

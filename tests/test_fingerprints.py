@@ -288,3 +288,23 @@ def test_a_worker_reference_of_a_directory_retrained_in_place_is_loaded_again(tm
         texts), atol=1e-6)
     with pytest.raises(InputError, match="other weights than the driver"):
         RemoteReference(model, train, 0, "d", fp0).load()  # the driver's model is not what this process sees
+
+
+def test_a_perturbation_is_keyed_on_what_it_does_not_its_name():
+    """Stored results of a perturbation are keyed on its class's code, parameters and tables: a
+    changed default (leet_letters' rule, visual_attack_letters' rate) recomputes instead of reading
+    back the old numbers; the key is the same in every process."""
+    import subprocess
+    import sys
+
+    from perturblab.perturb.catalogue import perturbation_key
+
+    leet = perturbation_key("leet_letters")
+    assert leet.startswith("leet_letters@") and leet == perturbation_key("leet_letters")
+    assert leet != perturbation_key("leet_letters", prob=0.3, table="classic")
+    assert perturbation_key("visual_attack_letters") != perturbation_key("visual_attack_letters", prob=0.3)
+    assert perturbation_key("insert_abbreviation")  # a compiled regular expression has a stable digest
+    code = "from perturblab.perturb.catalogue import perturbation_key as k; print(k('leet_letters'), k('insert_abbreviation'))"
+    outs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                           env={**__import__("os").environ, "PYTHONHASHSEED": seed}).stdout for seed in ("1", "2")}
+    assert outs == {f"{leet} {perturbation_key('insert_abbreviation')}\n"}

@@ -97,11 +97,75 @@ def test_insert_abbreviation_exact():
 
 
 def test_leet_and_upper_exact():
-    assert run("leet_letters", "Leet speak is GREAT", prob=1) == "1337 5p34k 15 9R347"
+    # our earlier table: every letter of a e i o s t l g b z, either case
+    assert run("leet_letters", "Leet speak is GREAT", prob=1, table="classic") == "1337 5p34k 15 9R347"
+    assert run("leet_letters", "hummm...", prob=1, table="classic") == "hummm..."
+    # NL-Augmenter's table is case-sensitive: L E G A T but not lower-case t s p a k i
+    assert run("leet_letters", "Leet speak is GREAT", prob=1) == "733t sp3ak is 6R347"
+    assert run("leet_letters", "hummm...", prob=1) == "4u333..."
     assert get_perturbation("leet_letters", prob=1).deterministic
     assert not get_perturbation("leet_letters").deterministic
+    assert get_perturbation("leet_letters", max_leet=0).deterministic
     assert run("random_upper", LONG, prob=1) == LONG.upper()
-    assert run("leet_letters", "hummm...", prob=1) == "hummm..."
+
+
+def test_leet_default_draws_half_the_length_with_replacement():
+    # int(0.5 * len) draws among the eligible positions: with one eligible character it is
+    # always hit once the text has 2+ characters; a 1-character text gets int(0.5) = 0 draws
+    assert run("leet_letters", "xxxxxxxxxo") == "xxxxxxxxx0"
+    assert run("leet_letters", "o") == "o"
+    # "ho": one draw, so exactly one of h -> 4, o -> 0; both occur over seeds
+    outs = {run("leet_letters", "ho", seed=s) for s in range(40)}
+    assert outs == {"4o", "h0"}
+    # "eeee eeee" (9 characters): 4 draws among 8 positions, so 1 to 4 distinct positions change
+    counts = [run("leet_letters", "eeee eeee", seed=s).count("3") for s in range(200)]
+    assert min(counts) >= 1 and max(counts) == 4
+    # with replacement: the expected number of distinct positions hit by k draws among n is
+    # n * (1 - (1 - 1/n)**k) = 8 * (1 - (7/8)**4) = 3.3105; without replacement it would be 4.
+    # Exactly, P(1, 2, 3, 4 distinct) = (8, 392, 2016, 1680) / 8**4, so the count's s.d. is
+    # 0.646 and the mean of 200 has s.d. 0.046; 0.2 is over 4 s.d.
+    assert abs(np.mean(counts) - 8 * (1 - (7 / 8) ** 4)) < 0.2
+    # every change is a table entry at an eligible position; no more than int(0.5*len) of them
+    out = run("leet_letters", LONG, seed=5)
+    changed = [(o, n) for o, n in zip(LONG, out) if o != n]
+    assert len(out) == len(LONG) and 0 < len(changed) <= len(LONG) // 2
+    assert all(noise.LEET_NLAUGMENTER[o] == n for o, n in changed)
+
+
+def test_leet_and_upper_params():
+    with pytest.raises(InputError, match="max_leet"):
+        get_perturbation("leet_letters", max_leet=-1)
+    with pytest.raises(InputError, match="table"):
+        get_perturbation("leet_letters", table="nonesuch")
+    with pytest.raises(InputError, match="table"):
+        get_perturbation("leet_letters", table={"ab": "4"})
+    assert run("leet_letters", "abc", prob=1, table={"b": "8"}) == "a8c"
+    with pytest.raises(InputError, match="corrupt_proportion"):
+        get_perturbation("random_upper", corrupt_proportion=1.5)
+
+
+def test_random_upper_default_is_a_fixed_count_of_positions():
+    # int(0.1 * len) distinct positions upper-cased: 5 of 50 lower-case letters, exactly
+    for seed in range(5):
+        assert sum(c.isupper() for c in run("random_upper", "a" * 50, seed=seed)) == 5
+    assert run("random_upper", "abcdefghi") == "abcdefghi"  # int(0.9) = 0 positions
+    # positions that are spaces or capitals are drawn too and stay as they are: at most
+    # int(0.1 * len) letters change, and only lower -> upper
+    out = run("random_upper", LONG, seed=2)
+    changed = [(o, n) for o, n in zip(LONG, out) if o != n]
+    assert 0 < len(changed) <= len(LONG) // 10 and all(n == o.upper() for o, n in changed)
+
+
+def test_visual_attack_default_rate_is_one_half():
+    # NL-Augmenter's perturb_pct = 0.5: over M eligible letters the changed share is
+    # Binomial(M, 0.5) / M with s.d. 0.5 / sqrt(M) (every look-alike differs from its letter)
+    letters = sum(c in noise.HOMOGLYPHS for c in LONG)
+    changed = sum(o != n for s in range(10) for o, n in zip(LONG, run("visual_attack_letters", LONG, seed=s)))
+    m = 10 * letters
+    assert m > 2000
+    assert abs(changed / m - 0.5) < 4 * 0.5 / np.sqrt(m)  # 4 s.d., about 0.044
+    old = sum(o != n for s in range(10) for o, n in zip(LONG, run("visual_attack_letters", LONG, seed=s, prob=0.3)))
+    assert abs(old / m - 0.3) < 4 * np.sqrt(0.3 * 0.7 / m)
 
 
 def test_butter_fingers_neighbours_only():
@@ -163,7 +227,10 @@ def test_seeding(name):
 def test_prob_zero_is_identity_and_bad_params(name):
     assert run(name, LONG, prob=0) == LONG
     assert get_perturbation(name, prob=0).deterministic
-    for bad in (-0.1, 1.5, float("nan"), "0.5", True, None):
+    bads = (-0.1, 1.5, float("nan"), "0.5", True)
+    if name not in ("leet_letters", "random_upper"):  # there prob=None is NL-Augmenter's count rule
+        bads += (None,)
+    for bad in bads:
         with pytest.raises(InputError, match="prob"):
             get_perturbation(name, prob=bad)
 

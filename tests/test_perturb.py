@@ -60,6 +60,24 @@ def test_constraints():
     assert 1 not in eligible_indices(wt2, cons)
 
 
+def test_alphabetic_only_can_be_turned_off():
+    from perturblab.perturb.capabilities import get_capability, scope_constraints
+    from perturblab.perturb.catalogue import get_perturbation
+
+    wt = WordText.from_text("The movie was an utterly awful 2024 experience")
+    assert [wt.words[i] for i in eligible_indices(wt, scope_constraints())] == ["movie", "utterly", "awful",
+                                                                               "experience"]
+    assert [wt.words[i] for i in eligible_indices(wt, scope_constraints(alphabetic_only=False))] == [
+        "movie", "utterly", "awful", "2024", "experience"]
+    for name in ("synonym", "typo"):
+        assert any(isinstance(c, AlphabeticOnly) for c in get_capability(name).constraints)
+        off = get_capability(name, alphabetic_only=False).constraints
+        assert [type(c) for c in off] == [RepeatModification, MinWordLength, StopwordConstraint]
+    # the catalogue's random typo: numbers stay unless the constraint is off ("2024" -> "2204")
+    assert get_perturbation("random_typo")("in 2024", np.random.default_rng(0)) == "in 2024"
+    assert get_perturbation("random_typo", alphabetic_only=False)("in 2024", np.random.default_rng(0)) == "in 2204"
+
+
 def test_losses():
     p0 = np.array([0.7, 0.3])
     P = np.array([[0.7, 0.3], [0.5, 0.5]])

@@ -104,10 +104,13 @@ def test_layer_probes_drops_and_ranks(data_file, tmp_path):
     clean = np.array(get("clean", "clean_acc"))
     assert len(clean) == 4 and clean.max() > 0.6
     for p in ("random_typo", "swap_words"):
-        drop, acc, rank = map(np.array, (get(p, "drop"), get(p, "perturbed_acc"), get(p, "rank")))
+        drop, acc, rank, se = map(np.array, (get(p, "drop"), get(p, "perturbed_acc"), get(p, "rank"),
+                                             get(p, "drop_se")))
         np.testing.assert_allclose(drop, clean - acc)
         assert sorted(rank) == [1, 2, 3, 4]
-        assert top_layers(rows, 2)[p] == [int(i) for i in np.argsort(-drop, kind="stable")[:2]]
+        # only drops that are positive and above two paired standard errors count
+        assert top_layers(rows, 2)[p] == [int(i) for i in np.argsort(-drop, kind="stable")
+                                          if drop[i] > 0 and drop[i] > 2 * se[i]][:2]
     assert (tmp_path / "probes" / "probe_drops.png").is_file()
     assert (tmp_path / "probes" / "top_layers.csv").read_text().count("\n") == 3
 

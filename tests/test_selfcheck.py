@@ -194,3 +194,134 @@ def test_cli_selfcheck_on_a_local_model_and_text_file(tmp_path, capsys):
     assert "word_order" in capsys.readouterr().out
     assert main(["selfcheck", "--models", "no-such-model", "--corpus", str(corpus), "--out",
                  str(tmp_path / "o2"), "--quiet"]) == 2
+
+
+# ------------------------------------------------------------------ negation rules and the sentence-word limit
+class WordLengthLM:
+    """A log-prob-only model with hand-computable scores: each whitespace word is one token with
+    log p = −(its length), so log ppl(x) is the mean word length of x."""
+
+    capabilities = frozenset({"token_logprobs"})
+    name, max_length, vocab_size = "wordlen", 10_000, 0
+
+    def __init__(self, fingerprint: str = "word-length-v1"):
+        self.fingerprint, self.calls = fingerprint, 0
+
+    def token_logprobs(self, inputs):
+        self.calls += len(inputs)
+        return [-np.array([len(w) for w in t.split()], dtype=np.float64) for t in inputs]
+
+
+def _mean_word_length(text: str) -> float:
+    return sum(len(w) for w in text.split()) / len(text.split())
+
+
+RULE_CORPUS = ["It was late and the shop is closed.",  # both rules, at different verbs
+               "They are here today.",  # the released code only ('are')
+               "He isn't sure it was red.",  # the released code only (other negations do not count)
+               "April is the fourth month of the year.",  # both, the same text
+               "Is Paris the capital city?",  # the paper only
+               "Water boils at one hundred degrees."]  # neither
+NEGATED = {"paper": {RULE_CORPUS[0]: "It was not late and the shop is closed.",
+                     RULE_CORPUS[3]: "April is not the fourth month of the year.",
+                     RULE_CORPUS[4]: "Is not Paris the capital city?"},
+           "byod-code": {RULE_CORPUS[0]: "It was late and the shop is not closed.",
+                         RULE_CORPUS[1]: "They are not here today.",
+                         RULE_CORPUS[2]: "He isn't sure it was not red.",
+                         RULE_CORPUS[3]: "April is not the fourth month of the year."}}
+
+
+def _scored_cells(out) -> int:
+    import sqlite3
+
+    con = sqlite3.connect(out / "results.sqlite")
+    try:
+        return con.execute("SELECT count(*) FROM cells WHERE study='selfcheck.score'").fetchone()[0]
+    finally:
+        con.close()
+
+
+def test_negation_rule_picks_the_examples_and_the_negated_text_and_is_keyed(tmp_path):
+    import perturblab as pl
+
+    lm, corpus = WordLengthLM(), Corpus(RULE_CORPUS, list(range(len(RULE_CORPUS))), name="rules")
+    kw = dict(corpus=corpus, metrics="negation", benign_corpus=None, n=10, quiet=True, out=tmp_path / "o")
+    cells = 0
+    for rule in ("paper", "byod-code"):
+        res = pl.selfcheck([lm], negation_rule=rule, **kw)
+        got = {r["text"]: (r["perturbed"], r["value"]) for r in res.examples}
+        assert {t: p for t, (p, _) in got.items()} == NEGATED[rule]
+        for text, (negated, value) in got.items():  # Δ = mean word length of x' − of x ("not": 3 letters)
+            assert value == pytest.approx(_mean_word_length(negated) - _mean_word_length(text), abs=1e-12)
+        cells += len(NEGATED[rule])
+        assert _scored_cells(tmp_path / "o") == cells  # the rule is keyed: nothing shared between rules
+    # hand-computed: "It was late and the shop is closed." has 8 words of 28 letters
+    assert got[RULE_CORPUS[0]][1] == pytest.approx(31 / 9 - 28 / 8, abs=1e-12)
+    calls = lm.calls
+    again = pl.selfcheck([lm], **kw)  # the default rule's cells are found again: nothing scored
+    assert lm.calls == calls and _scored_cells(tmp_path / "o") == cells
+    assert {r["text"]: r["perturbed"] for r in again.examples} == NEGATED["paper"]
+
+
+def _long_sentences() -> Corpus:
+    """Sentences with 'is' of 2, 3, 64, 65 and 80 whitespace words."""
+    sents = [" ".join(["It", "is"] + [f"w{k}x{j}" for j in range(k - 2)]) + "." for k in (2, 3, 64, 65, 80)]
+    assert [len(s.split()) for s in sents] == [2, 3, 64, 65, 80]
+    return Corpus(sents, [0, 1, 2, 3, 4], name="long")
+
+
+def test_the_sentence_word_limit_is_an_option():
+    from perturblab.studies.selfcheck.study import Examples
+
+    corpus = _long_sentences()
+    for top, lengths in ((64, [3, 64]), (65, [3, 64, 65]), (None, [3, 64, 65, 80]), (3, [3])):
+        cfg = SelfCheckConfig(models=["m"], n=10, max_sentence_words=top)
+        ex = Examples(cfg, corpus, benign=corpus)
+        for unit in (("negation", "not"), ("word_order", "swaps=1"), ("entropy", "-")):
+            assert sorted(len(s.split()) for s in ex.get(*unit)) == lengths, (top, unit)
+        assert sorted(len(s.split()) for s in ex.benign.sentences) == lengths
+    assert SelfCheckConfig(models=["m"]).max_sentence_words == 64  # the default stays
+    for bad in (2, 0, -1, 6.5, True):
+        with pytest.raises(InputError, match="max_sentence_words"):
+            SelfCheckConfig(models=["m"], max_sentence_words=bad).validate()
+
+
+def test_the_sentence_word_limit_reaches_the_results_keys(tmp_path):
+    import perturblab as pl
+
+    lm, corpus = WordLengthLM(), _long_sentences()
+    kw = dict(corpus=corpus, metrics="negation", benign_corpus=None, n=10, quiet=True, out=tmp_path / "o")
+    first = pl.selfcheck([lm], **kw)
+    assert sorted(len(r["text"].split()) for r in first.examples) == [3, 64]
+    assert _scored_cells(tmp_path / "o") == 2
+    at65 = pl.selfcheck([lm], max_sentence_words=65, **kw)
+    at79 = pl.selfcheck([lm], max_sentence_words=79, **kw)  # the same sentences as 65: no 66..79-word one
+    assert at79.examples == at65.examples and at79.rows == at65.rows
+    assert _scored_cells(tmp_path / "o") == 2 + 3 + 3  # keyed on the limit, even where the examples agree
+    wide = pl.selfcheck([lm], max_sentence_words=None, **kw)
+    assert sorted(len(r["text"].split()) for r in wide.examples) == [3, 64, 65, 80]
+    assert _scored_cells(tmp_path / "o") == 2 + 3 + 3 + 4
+    by_text = {r["text"]: r["value"] for r in wide.examples}
+    for r in first.examples:  # the same sentence has the same value under either limit
+        assert by_text[r["text"]] == pytest.approx(r["value"], abs=1e-12)
+    calls = lm.calls
+    assert pl.selfcheck([lm], max_sentence_words=64, **kw).rows == first.rows
+    assert lm.calls == calls  # the default limit's cells are found again
+
+
+def test_the_new_options_on_the_command_line_and_in_configs():
+    from perturblab.cli import parse_args
+    from perturblab.studies.selfcheck.config import SelfCheckArgs
+
+    ns = parse_args(["selfcheck", "--models", "m", "--out", "o"])
+    assert (ns.max_sentence_words, ns.negation_rule) == (64, "paper")
+    ns = parse_args(["selfcheck", "--models", "m", "--out", "o", "--max-sentence-words", "all",
+                     "--negation-rule", "byod-code"])
+    assert (ns.max_sentence_words, ns.negation_rule) == (None, "byod-code")
+    kw = SelfCheckArgs.from_config({"models": "m", "max-sentence-words": 80, "negation_rule": "byod-code"}).kwargs()
+    assert (kw["max_sentence_words"], kw["negation_rule"]) == (80, "byod-code")
+    assert SelfCheckArgs.from_config({"models": "m", "max_sentence_words": "all"}).max_sentence_words is None
+    with pytest.raises(InputError, match="paper, byod-code"):
+        SelfCheckArgs.from_config({"models": "m", "negation-rule": "code"})
+    with pytest.raises(SystemExit):
+        parse_args(["selfcheck", "--models", "m", "--out", "o", "--max-sentence-words", "0"])

@@ -78,6 +78,61 @@ def test_negate_all_returns_only_applicable():
     assert negate_all([]) == ([], [])
 
 
+# Expected outputs of the released code's rule, derived by reading BYOD/negations.py
+# (neelsjain/BYOD, filter_dataset and apply_transformation): try " is ", " was ", " are ",
+# " were " in that order; the first that occurs while its " <verb> not " occurs nowhere has
+# its first occurrence turned into " <verb> not ". None: the rule leaves the text out.
+RULE_CASES = [  # text, paper rule, byod-code rule
+    ("April is the fourth month of the year.",
+     "April is not the fourth month of the year.", "April is not the fourth month of the year."),
+    ("They are here.", None, "They are not here."),  # 'are' only in the code
+    ("The kings were crowned and the queen was happy.",  # the code tries 'was' before 'were'
+     "The kings were not crowned and the queen was happy.", "The kings were crowned and the queen was not happy."),
+    ("It was late and the shop is closed.",  # ... and 'is' before 'was', wherever it is
+     "It was not late and the shop is closed.", "It was late and the shop is not closed."),
+    ("The plans are set, and they were late.",
+     "The plans are set, and they were not late.", "The plans are not set, and they were late."),
+    ("He isn't sure it was red.", None, "He isn't sure it was not red."),  # other negations do not count
+    ("Nobody was there.", None, "Nobody was not there."),
+    ("It is not red but it was blue.", None, "It is not red but it was not blue."),  # next verb tried
+    ("She was not sure the door was locked.", None, None),  # ' was not ' occurs: 'was' skipped
+    ("The dogs are loud but the cat is not.", None, "The dogs are loud but the cat is not not."),  # 'not.'
+    ("Is Paris the capital?", "Is not Paris the capital?", None),  # spaces on both sides, lower case
+    ("Paris was, for a while, the capital.", "Paris was not, for a while, the capital.", None),
+    ("IT WAS A DARK NIGHT", "IT WAS not A DARK NIGHT", None),
+    ("This island was small.", "This island was not small.", "This island was not small."),  # 'is' in words
+]
+
+
+@pytest.mark.parametrize("text, paper, code", RULE_CASES)
+def test_negation_rules_paper_and_released_code(text, paper, code):
+    for rule, expected in (("paper", paper), ("byod-code", code)):
+        neg = Negate(rule=rule)
+        assert neg.applicable(text) == (expected is not None), rule
+        if expected is None:
+            with pytest.raises(InputError, match="cannot negate"):
+                neg(text)
+        else:
+            assert neg(text) == expected, rule
+    default = Negate()  # the paper's rule
+    assert default.rule == "paper" and default.applicable(text) == (paper is not None)
+
+
+def test_negate_all_by_rule_and_unknown_rule():
+    texts = [t for t, _, _ in RULE_CASES]
+    for rule, col in (("paper", 1), ("byod-code", 2)):
+        idx, out = negate_all(texts, rule=rule)
+        assert idx == [i for i, case in enumerate(RULE_CASES) if case[col] is not None]
+        assert out == [RULE_CASES[i][col] for i in idx]
+    assert len(negate_all(texts, rule="paper")[0]) == 8 and len(negate_all(texts, rule="byod-code")[0]) == 10
+    with pytest.raises(InputError, match="paper, byod-code"):
+        Negate(rule="code")
+    from perturblab.perturb.catalogue import get_perturbation
+
+    assert get_perturbation("negate", rule="byod-code")("They are here.") == "They are not here."
+    assert not get_perturbation("negate").applicable("They are here.")
+
+
 # ----------------------------------------------------------------------------- toxicity
 
 MESSI = ("Lionel Andrés Messi is an Argentine professional footballer who plays as a forward "

@@ -127,3 +127,16 @@ def test_options_of_one_group_exclude_each_other_and_one_is_needed():
     for bad in ({}, {"given": "a", "train": "b"}):
         with pytest.raises(InputError, match="exactly one of given, train"):
             EitherArgs.from_config(bad)
+
+
+def test_an_optional_number_takes_none_from_a_config_and_the_command_line():
+    from perturblab.studies.grounding.config import GroundingArgs
+
+    assert GroundingArgs.value("max_seconds", None) is None  # YAML null: no time budget
+    assert GroundingArgs.value("max_seconds", "none") is None
+    assert GroundingArgs.value("max_seconds", 12) == 12.0
+    with pytest.raises(InputError):
+        GroundingArgs.value("n_eval", None)  # a plain number has no "none"
+    parser = argparse.ArgumentParser()
+    GroundingArgs.add_arguments(parser, GroundingArgs.cli_defaults())
+    assert parser.parse_args(["--max-seconds", "none", "--out", "o"]).max_seconds is None

@@ -313,3 +313,46 @@ def test_outputs_get_the_usual_file_mode_and_another_thread_is_refused(tmp_path)
     assert isinstance(errors[0], LockedError) and "another thread" in str(errors[0])
     with output_lock(tmp_path):  # free again afterwards
         pass
+
+
+def test_allow_non_alphabetic_reaches_the_search_and_its_key(tmp_path):
+    """Numbers are the only words of four letters or more here, so the alphabetic-only constraint
+    (our addition, default on) leaves nothing to change; dropping it lets the typo search swap
+    their middle digits, and the searches are keyed anew (none served from the default run)."""
+    names = ["negative", "positive"]
+    data = [Example(text=f"the {1234 + 111 * i} and {5678 + 7 * i} .", label=i % 2, uid=str(i))
+            for i in range(30)]
+    splits = (Dataset(data[:10], names), Dataset(data[10:], names))
+    on = ScopeStudy(cfg(targets=["ref"], n=8, trials=1), tmp_path, models=models(), splits=splits, progress=False)
+    on.run()
+    assert searches_stored(tmp_path) == 8
+    assert not any(r["status"] == "perturbed" for r in on.result.perturbations)
+    off_cfg = cfg(targets=["ref"], n=8, trials=1, alphabetic_only=False)
+    default_opts = cfg(targets=["ref"], n=8, trials=1).search_options()
+    assert "alphabetic_only" not in default_opts  # the default keeps earlier results' keys
+    assert off_cfg.search_options() == {**default_opts, "alphabetic_only": False}
+    off = ScopeStudy(off_cfg, tmp_path, models=models(), splits=splits, progress=False)
+    off.run()
+    assert searches_stored(tmp_path) == 16  # 8 new searches, the default run's 8 kept
+    pert = [r for r in off.result.perturbations if r["status"] == "perturbed"]
+    assert len(pert) == 8
+    for r in pert:  # only number tokens change, by a swap of two neighbouring middle digits
+        changed = [(a, b) for a, b in zip(r["original"].split(), r["perturbed"].split()) if a != b]
+        assert changed and all(a.isdigit() and a[0] == b[0] and a[-1] == b[-1] and sorted(a) == sorted(b)
+                               for a, b in changed)
+
+
+def test_allow_non_alphabetic_on_the_command_line_and_in_a_config():
+    from perturblab.cli import parse_args
+    from perturblab.studies.scope.config import CheckpointsArgs, LMScopeArgs, ScopeArgs
+
+    base = ["--reference", "a", "--targets", "b", "--out", "o"]
+    assert parse_args(["scope", *base]).allow_non_alphabetic is False
+    assert parse_args(["scope", *base, "--allow-non-alphabetic"]).allow_non_alphabetic is True
+    assert parse_args(["scope-lm", *base, "--allow-non-alphabetic"]).allow_non_alphabetic is True
+    ck = parse_args(["checkpoints", "--checkpoints", "a,b", "--out", "o", "--allow-non-alphabetic"])
+    assert ck.allow_non_alphabetic is True
+    for args in (ScopeArgs, LMScopeArgs):
+        entry = args.from_config({"reference": "a", "targets": "b", "allow-non-alphabetic": True})
+        assert entry.kwargs()["allow_non_alphabetic"] is True
+    assert CheckpointsArgs.from_config({"checkpoints": "a,b"}).kwargs()["allow_non_alphabetic"] is False

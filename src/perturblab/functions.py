@@ -134,8 +134,10 @@ def scope(reference: Any, targets: Any, *, capabilities: str | Sequence[str] = (
           text_fields: str | Sequence[str] = (), label_column: str | None = None, perturb_field: str = "a",
           n: int = 500, trials: int = 3, seed: int = 0, loss: str = "l1", search: str = "greedy",
           beam_width: int = 3, max_words: int | None = None, patience: int | None = None,
-          max_candidates: int | None = None, tolerance: float | None = None, cutoff: float | None = None,
-          n_boot: int = 1000, test_size: float = 0.25, out: str | Path | None = None, quiet: bool = False,
+          max_candidates: int | None = None, allow_non_alphabetic: bool = False,
+          synonym_min_similarity: float | None = None, reinflect_synonyms: bool = False, tolerance: float | None = None,
+          cutoff: float | None = None, n_boot: int = 1000, test_size: float = 0.25, out: str | Path | None = None,
+          quiet: bool = False,
           executor: Any = "local", address: str | None = None, num_cpus: int | None = None,
           models: Mapping[str, Any] | None = None) -> "ScopeResult":
     """Shared invariances of ``targets`` with ``reference`` (SCoPE; the ``scope`` command).
@@ -144,7 +146,12 @@ def scope(reference: Any, targets: Any, *, capabilities: str | Sequence[str] = (
     also as one comma-separated string) or classifier objects (``labels``, ``predict_proba``,
     ``fingerprint``). ``out`` keeps the results store and prediction cache, so calling again
     resumes and computes only what changed (``None``: a temporary directory). Nothing but the
-    store is written until you call ``.save(dir)``.
+    store is written until you call ``.save(dir)``. Eligible words follow SCoPE Sec. 3.2 (no
+    stopwords, none shorter than four, none changed twice) and our alphabetic-only constraint;
+    ``allow_non_alphabetic=True`` (as in :func:`scope_lm` and :func:`checkpoints`) drops the latter.
+    ``synonym_min_similarity`` (a cosine, e.g. 0.85) and ``reinflect_synonyms`` keep synonym swaps'
+    meaning and grammar (:class:`~perturblab.perturb.search.SynonymOptions`; both off by default,
+    as in the paper).
 
     Example (two small classifiers from :mod:`perturblab.models`, on data of your own)::
 
@@ -164,7 +171,9 @@ def scope(reference: Any, targets: Any, *, capabilities: str | Sequence[str] = (
         >>> tgt = CallableClassifier(lexicon(["good", "story"]), labels=["negative", "positive"], name="tgt")
         >>> res = pl.scope(ref, [tgt], capabilities="typo", data=data, n=6, trials=1, quiet=True)
         >>> sorted(res.summary[0])[:3]
-        ['capability', 'gap_iid_acc', 'gap_iid_acc_se']
+        ['capability', 'flags', 'gap_iid_acc']
+        >>> res.summary[0]["flags"]  # neither model predicts one class or is at chance level
+        []
         >>> 0 <= res.rows[0]["soft_scope"] <= res.rows[0]["hard_scope"] <= 1
         True
     """
@@ -179,6 +188,8 @@ def scope(reference: Any, targets: Any, *, capabilities: str | Sequence[str] = (
     cfg = ScopeConfig(reference=ref_name, targets=tgt_names, capabilities=_names(capabilities),
                       data=str(data_name), n=n, trials=trials, seed=seed, loss=loss, search=search,
                       beam_width=beam_width, max_words=max_words, patience=patience, max_candidates=max_candidates,
+                      alphabetic_only=not allow_non_alphabetic, synonym_min_similarity=synonym_min_similarity,
+                      reinflect_synonyms=reinflect_synonyms,
                       tolerance=DEFAULT_TOLERANCE if tolerance is None else tolerance,
                       cutoff=DEFAULT_CUTOFF if cutoff is None else cutoff, n_boot=n_boot, test_size=test_size,
                       perturb_field=SEARCH_FIELDS[perturb_field])
@@ -198,7 +209,9 @@ def scope_lm(reference: Any, targets: Any, *, capabilities: str | Sequence[str] 
              corpus: str = "oanc", sentences: Sequence[str] | None = None, n: int | None = 100, trials: int = 3,
              seed: int = 0, loss: str = "l1", search: str = "greedy", beam_width: int = 3,
              max_words: int | None = None, patience: int | None = None, max_candidates: int | None = None,
-             tolerance: float | None = None, cutoff: float | None = None, n_boot: int = 1000,
+             allow_non_alphabetic: bool = False, synonym_min_similarity: float | None = None,
+             reinflect_synonyms: bool = False, tolerance: float | None = None, cutoff: float | None = None,
+             n_boot: int = 1000,
              chunk_size: int = 8, max_batch: int = 256, out: str | Path | None = None,
              quiet: bool = False) -> "LMScopeResult":
     """Shared invariances of language models (SCoPE App. G; the ``scope-lm`` command).
@@ -238,6 +251,8 @@ def scope_lm(reference: Any, targets: Any, *, capabilities: str | Sequence[str] 
     cfg = LMScopeConfig(reference=ref_name, targets=tgt_names, capabilities=_names(capabilities), corpus=corpus,
                         n=n, trials=trials, seed=seed, loss=loss, search=search, beam_width=beam_width,
                         max_words=max_words, patience=patience, max_candidates=max_candidates,
+                        alphabetic_only=not allow_non_alphabetic, synonym_min_similarity=synonym_min_similarity,
+                        reinflect_synonyms=reinflect_synonyms,
                         tolerance=DEFAULT_TOLERANCE if tolerance is None else tolerance,
                         cutoff=DEFAULT_LM_CUTOFF if cutoff is None else cutoff, n_boot=n_boot,
                         chunk_size=chunk_size, max_batch=max_batch)
@@ -265,8 +280,9 @@ def checkpoints(checkpoints: Any = None, *, finetune: str | None = None, fractio
                 data: "str | Dataset | tuple[Dataset, Dataset]" = "rotten_tomatoes", text_column: str | None = None,
                 text_fields: str | Sequence[str] = (), label_column: str | None = None, perturb_field: str = "a",
                 n: int | None = 200, trials: int = 3, seed: int = 0, max_words: int | None = None,
-                patience: int | None = None, max_candidates: int | None = None, out: str | Path | None = None,
-                quiet: bool = False) -> "CheckpointResult":
+                patience: int | None = None, max_candidates: int | None = None, allow_non_alphabetic: bool = False,
+                synonym_min_similarity: float | None = None, reinflect_synonyms: bool = False,
+                out: str | Path | None = None, quiet: bool = False) -> "CheckpointResult":
     """Shared invariances over the checkpoints of one training run (SCoPE App. D; the
     ``checkpoints`` command).
 
@@ -306,7 +322,8 @@ def checkpoints(checkpoints: Any = None, *, finetune: str | None = None, fractio
         raise InputError("give either checkpoints (--checkpoints DIR,DIR,...) or a model to fine-tune "
                          "(--finetune BASE), not both and not neither")
     cfg = CheckpointConfig(capabilities=_names(capabilities), n=n, trials=trials, seed=seed, max_words=max_words,
-                           patience=patience, max_candidates=max_candidates,
+                           patience=patience, max_candidates=max_candidates, alphabetic_only=not allow_non_alphabetic,
+                           synonym_min_similarity=synonym_min_similarity, reinflect_synonyms=reinflect_synonyms,
                            comparisons=tuple(_names(comparisons)), perturb_field=SEARCH_FIELDS[perturb_field],
                            data=data if isinstance(data, str) else getattr(data, "name", None) or "data")
     splits = _splits(data, text_column=text_column, text_fields=text_fields, label_column=label_column,
@@ -539,7 +556,8 @@ def selfcheck(models: Any, *, corpus: "str | Any" = "conll2010", benign_corpus: 
               text_column: str = "text", n: int = 1000, seed: int = 0,
               metrics: str | Sequence[str] = ("negation", "toxicity", "long_range", "word_order", "tokenization",
                                               "entropy"),
-              no_ablations: bool = False, max_new_tokens: int = 32, chunk: int = 128,
+              no_ablations: bool = False, max_new_tokens: int = 32, max_sentence_words: int | None = 64,
+              negation_rule: str = "paper", chunk: int = 128,
               out: str | Path | None = None, quiet: bool = False) -> "SelfCheckResult":
     """Self-supervised sensitivity scores of language models on any text (*Bring your own data!*;
     the ``selfcheck`` command): negation, toxicity, long-range context, word order, tokenization
@@ -548,6 +566,10 @@ def selfcheck(models: Any, *, corpus: "str | Any" = "conll2010", benign_corpus: 
     ``models`` are language-model specs or :class:`~perturblab.models.lm.LanguageModel` objects;
     ``corpus`` and ``benign_corpus`` corpus names, files or :class:`~perturblab.data.corpus.Corpus`
     objects (``benign_corpus=None`` or ``"none"`` leaves out the normalised negation score).
+    Sentences of more than ``max_sentence_words`` whitespace words (``None``: no limit) are left
+    out of every metric but long-range context. ``negation_rule`` is ``"paper"`` (Sec. 4's text,
+    the default) or ``"byod-code"`` (the authors' released code, for comparisons with the
+    published numbers); see :class:`~perturblab.perturb.selfcheck.Negate`.
     ``chunk`` examples are scored and stored together (smaller: less lost to a crash; the scores
     do not depend on it). ``out`` keeps the results store (``None``: a temporary directory).
 
@@ -591,7 +613,7 @@ def selfcheck(models: Any, *, corpus: "str | Any" = "conll2010", benign_corpus: 
                           benign_corpus=benign if isinstance(benign, str) or benign is None
                           else getattr(benign, "name", "benign"),
                           ablations=not no_ablations, max_new_tokens=max_new_tokens, text_column=text_column,
-                          chunk=chunk)
+                          chunk=chunk, max_sentence_words=max_sentence_words, negation_rule=negation_rule)
     from .core.driver import run_study
 
     with ExitStack() as stack:

@@ -130,9 +130,29 @@ def _parse_of(f: dataclasses.Field, opt: Opt, hints: Mapping[str, Any]) -> Calla
     if opt.parse is not None:
         return opt.parse
     kind = hints.get(f.name, str)
+    optional = False
     if isinstance(kind, types.UnionType) or typing.get_origin(kind) is typing.Union:
+        optional = type(None) in typing.get_args(kind)
         kind = next((a for a in typing.get_args(kind) if a is not type(None)), str)
-    return kind if kind in (int, float) else None
+    if kind not in (int, float):
+        return None
+    return _none_or(kind) if optional else kind
+
+
+def _optional(cls: type, f: dataclasses.Field) -> bool:
+    """Whether field ``f`` of ``cls`` takes None (its type is ``X | None``)."""
+    kind = typing.get_type_hints(cls).get(f.name)
+    return (isinstance(kind, types.UnionType) or typing.get_origin(kind) is typing.Union) \
+        and type(None) in typing.get_args(kind)
+
+
+def _none_or(kind: Callable[[str], Any]) -> Callable[[str], Any]:
+    """``kind`` that also reads ``none`` as None (an optional number: ``--max-seconds none`` = no limit)."""
+    def parse(text: str) -> Any:
+        return None if text.strip().lower() in ("none", "null") else kind(text)
+
+    parse.__name__ = kind.__name__
+    return parse
 
 
 @dataclass(kw_only=True)
@@ -238,6 +258,8 @@ class StudyArgs:
             if not isinstance(value, bool):
                 raise InputError(f"expected true or false, got {value!r}")
             return value
+        if value is None and _optional(cls, f):
+            return None
         if opt.repeat:
             items = value if isinstance(value, list) else [value]
             return [cls._text_value(f, opt, v) for v in items]

@@ -15,7 +15,8 @@ It is what a result keyed on a user's function (a trainer, a wrapped classifier)
 * a class: its module, name and the code of its own methods and of its bases';
 * an object or function with a non-empty ``fingerprint`` string (a model): its class or name
   and that fingerprint;
-* numpy arrays and torch tensors: dtype, shape and bytes;
+* numpy arrays and torch tensors: dtype, shape and bytes; a compiled regular expression: its
+  pattern and flags;
 * any other object: what pickling it would record (its class and ``__getstate__``/``__dict__``
   state, via ``__reduce_ex__``), recursively.
 
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import re
 import sys
 import types
 from typing import Any
@@ -156,6 +158,9 @@ class _Hasher:
                 raise NoStableHash(where, value, str(e)) from None
             self.put("tensor", f"{t.dtype}{tuple(t.shape)}".encode())
             self.put("bytes", data)
+        elif isinstance(value, re.Pattern):  # a compiled regular expression: what it matches
+            self.put("pattern", f"{value.flags}".encode())
+            self.feed(value.pattern, f"the pattern of {where}")
         elif isinstance(value, types.FunctionType):
             self.feed_function(value, where)
         elif isinstance(value, types.CodeType):

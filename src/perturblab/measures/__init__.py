@@ -6,12 +6,13 @@ from .learnability import (learnability_from_predictions, learnability_from_prob
                            post_augmentation_delta, relative_robustness, robustness)
 from .scope import (METRICS, accuracy, change_distance, gap_iid_accuracy, hard_scope,
                     iid_agreement, linear_decay, ood_agreement, scope_metrics, soft_scope)
-from .similarity import INFO, MeasureInfo, cca_mean, linear_cka, procrustes_distance, pwcca_distance, r2cca
+from .similarity import (CCA_CONVENTIONS, INFO, MeasureInfo, cca_forced_count, cca_mean, linear_cka, procrustes_distance,
+                         pwcca_distance, r2cca)
 from .stats import bootstrap_ci, mean_se, pearson, sample_complexity, spearman
 from .stir import StirResult, stir, stir_layers
 from .task_metrics import TASK_METRICS, TaskMetric, f1_macro, get_task_metric, mcc, pearson_r, rouge_f, spearman_rho
 
-__all__ = ["INFO", "METRICS", "PAIRWISE", "MeasureInfo", "MinibatchCKA", "StirResult", "accuracy", "bootstrap_ci",
+__all__ = ["CCA_CONVENTIONS", "INFO", "cca_forced_count", "METRICS", "PAIRWISE", "MeasureInfo", "MinibatchCKA", "StirResult", "accuracy", "bootstrap_ci",
            "cca_mean", "change_distance", "gap_iid_accuracy", "hard_scope", "iid_agreement", "learnability_from_predictions",
            "learnability_from_probabilities", "linear_cka", "log_auc", "post_augmentation_delta", "relative_robustness",
            "robustness",

@@ -9,14 +9,15 @@ which times both ways).
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Callable, Sequence
 
 import numpy as np
 
 from ..errors import InputError
 from . import cka
-from .similarity import (INFO, RCOND, _basis, cca_mean, linear_cka, normalise, procrustes_distance,
-                         pwcca_distance, r2cca)
+from .similarity import (CCA_MEASURES, INFO, _check_pair, _cca_terms, _pwcca, _SVD, cca_mean, linear_cka,
+                         normalise, procrustes_distance, pwcca_distance, r2cca)
 
 PAIRWISE: dict[str, Callable[[np.ndarray, np.ndarray], float]] = {
     "linear_cka": linear_cka,
@@ -26,11 +27,15 @@ PAIRWISE: dict[str, Callable[[np.ndarray, np.ndarray], float]] = {
     "r2cca": r2cca,
     "pwcca_distance": pwcca_distance,
     "procrustes_distance": procrustes_distance,
+    "cca_mean_paper": partial(cca_mean, convention="paper"),
+    "r2cca_paper": partial(r2cca, convention="paper"),
+    "pwcca_distance_paper": partial(pwcca_distance, convention="paper"),
 }
 MEASURES: tuple[str, ...] = tuple(PAIRWISE)
 ALIASES = {"cka": "linear_cka", "cca": "cca_mean", "pwcca": "pwcca_distance", "procrustes": "procrustes_distance",
-           "unbiased_cka": "linear_cka_unbiased", "cka_unbiased": "linear_cka_unbiased", "rbf": "rbf_cka"}
-_CCA = ("cca_mean", "r2cca", "pwcca_distance")
+           "unbiased_cka": "linear_cka_unbiased", "cka_unbiased": "linear_cka_unbiased", "rbf": "rbf_cka",
+           "cca_paper": "cca_mean_paper", "pwcca_paper": "pwcca_distance_paper"}
+_CCA = CCA_MEASURES
 
 
 def resolve_measures(names: str | Sequence[str]) -> list[str]:
@@ -65,13 +70,11 @@ class _Prepared:
     def __init__(self, x: np.ndarray, what: str, measures: Sequence[str]) -> None:
         self.what = what
         self.a = normalise(x, what)
-        self.u = None
+        self.svd: _SVD | None = None
         if any(m in _CCA for m in measures):
-            self.u, self.s, self.vt = np.linalg.svd(self.a, full_matrices=False)
+            self.svd = _SVD.of(self.a)
+            self.u, self.s, self.vt = self.svd.u, self.svd.s, self.svd.vt
             self.gram_norm = float(np.sqrt((self.s ** 4).sum()))  # ‖aᵀa‖_F
-            self.rank = int((self.s > RCOND * self.s[0]).sum())
-            if self.rank >= self.a.shape[0] - 1:
-                _basis(self.a, what, RCOND)  # raises the undefined-CCA error
         else:  # no decomposition needed: Xᵀ Y itself gives the CKA and Procrustes terms
             self.gram_norm = float(np.linalg.norm(self.a.T @ self.a))
         self.terms = cka._LinearTerms(self.a, what) if "linear_cka_unbiased" in measures else None
@@ -84,12 +87,12 @@ class _Prepared:
         return cache[self.what]
 
 
-def _pair_values(names: Sequence[str], p: _Prepared, q: _Prepared) -> dict[str, float]:
+def _pair_values(names: Sequence[str], p: _Prepared, q: _Prepared, allow_forced: bool = False) -> dict[str, float]:
     """Every requested measure (except RBF CKA) of one pair of layers, from one M = U_aᵀ U_b."""
     out: dict[str, float] = {}
     if not any(m != "rbf_cka" for m in names):
         return out
-    if p.u is not None:
+    if p.svd is not None and q.svd is not None:
         m = p.u.T @ q.u
         cross = p.s[:, None] * m * q.s[None, :]  # Xᵀ Y up to orthogonal maps on both sides
     else:
@@ -104,30 +107,36 @@ def _pair_values(names: Sequence[str], p: _Prepared, q: _Prepared) -> dict[str, 
         out["linear_cka_unbiased"] = cka._hsic1(p.terms, q.terms, cross_sq) / float(np.sqrt(den))
     if "procrustes_distance" in names:
         out["procrustes_distance"] = float(max(0.0, 2.0 - 2.0 * np.linalg.svd(cross, compute_uv=False).sum()))
-    if any(n in _CCA for n in names):
-        mc = m[: p.rank, : q.rank]
-        if "pwcca_distance" in names:
-            w, rho, _ = np.linalg.svd(mc, full_matrices=False)
-        else:
-            rho = np.linalg.svd(mc, compute_uv=False)
-        rho = np.clip(rho, 0.0, 1.0)
-        if "cca_mean" in names:
-            out["cca_mean"] = float(rho.mean())
-        if "r2cca" in names:
-            out["r2cca"] = float((rho ** 2).mean())
-        if "pwcca_distance" in names:
-            alpha = np.abs(w.T @ (p.s[: p.rank, None] * p.vt[: p.rank])).sum(axis=1)
-            out["pwcca_distance"] = float(1.0 - (alpha * rho).sum() / alpha.sum())
+    cca = [n for n in names if n in _CCA]
+    if cca and p.svd is not None and q.svd is not None:
+        forced = _check_pair(cca[0], p.svd, q.svd, allow_forced)
+        for convention in dict.fromkeys(INFO[n].convention for n in cca):
+            mine = [n for n in cca if INFO[n].convention == convention]
+            pw = [n for n in mine if n.startswith("pwcca_distance")]
+            rho, alpha = _cca_terms(p.svd, q.svd, str(convention), weights=bool(pw))
+            for n in mine:
+                if n.startswith("cca_mean"):
+                    out[n] = float(rho.mean())
+                elif n.startswith("r2cca"):
+                    out[n] = float((rho ** 2).mean())
+                else:
+                    assert alpha is not None
+                    out[n] = _pwcca(rho, alpha)
+        if forced:
+            out["__forced__"] = float(forced)
     return out
 
 
 def similarity_matrix(layers_a: Sequence[np.ndarray], layers_b: Sequence[np.ndarray],
-                      measures: str | Sequence[str] = MEASURES) -> dict[str, np.ndarray]:
+                      measures: str | Sequence[str] = MEASURES, *, allow_forced: bool = False) -> dict[str, np.ndarray]:
     """``{measure: (len(layers_a), len(layers_b)) matrix}`` over every pair of layers.
 
     Row i compares ``layers_a[i]``; column j ``layers_b[j]``. Asymmetric measures
     (``pwcca_distance``) take their weights from the ``layers_a`` side. RBF kernels of
-    ``layers_b`` are kept (n × n each); those of ``layers_a`` one at a time.
+    ``layers_b`` are kept (n × n each); those of ``layers_a`` one at a time. CCA measures raise
+    InputError when the inputs force canonical correlations to 1
+    (:func:`~.similarity.cca_forced_count`); with ``allow_forced`` they are computed anyway
+    and the result holds a ``"cca_forced"`` matrix: the forced count of each pair.
     """
     names = resolve_measures(measures)
     sizes = {np.shape(x)[0] for x in [*layers_a, *layers_b]}
@@ -136,15 +145,21 @@ def similarity_matrix(layers_a: Sequence[np.ndarray], layers_b: Sequence[np.ndar
     pa = [_Prepared(x, f"layers_a[{i}]", names) for i, x in enumerate(layers_a)]
     pb = [_Prepared(y, f"layers_b[{j}]", names) for j, y in enumerate(layers_b)]
     out = {m: np.zeros((len(pa), len(pb))) for m in names}
+    forced = np.zeros((len(pa), len(pb)))
     kb: dict[str, tuple[np.ndarray, float]] = {}
     for i, p in enumerate(pa):
         ka: dict[str, tuple[np.ndarray, float]] = {}
         for j, q in enumerate(pb):
-            for m, v in _pair_values(names, p, q).items():
-                out[m][i, j] = v
+            for m, v in _pair_values(names, p, q, allow_forced).items():
+                if m == "__forced__":
+                    forced[i, j] = v
+                else:
+                    out[m][i, j] = v
             if "rbf_cka" in names:
                 (k, nk), (l, nl) = p.rbf(ka, layers_a[i]), q.rbf(kb, layers_b[j])
                 out["rbf_cka"][i, j] = float(np.vdot(k, l) / (nk * nl))
+    if allow_forced and any(m in _CCA for m in names):
+        out["cca_forced"] = forced
     return out
 
 

@@ -40,27 +40,35 @@ def register_capability(name: str, *, overwrite: bool = False) -> Callable:
     return CAPABILITIES.register(name, overwrite=overwrite)
 
 
-def get_capability(name: str) -> Capability:
-    """A fresh instance of the capability registered as ``name``."""
-    return CAPABILITIES.create(name)
+def get_capability(name: str, *, alphabetic_only: bool = True) -> Capability:
+    """A fresh instance of the capability registered as ``name``; ``alphabetic_only=False``
+    drops its :class:`~.constraints.AlphabeticOnly` constraint (our addition to SCoPE Sec. 3.2's
+    constraints), so words with digits or symbols may change too."""
+    cap = CAPABILITIES.create(name)
+    if not alphabetic_only:
+        cap.constraints = [c for c in cap.constraints if not isinstance(c, AlphabeticOnly)]
+    return cap
 
 
-def _scope_constraints() -> list[Constraint]:
-    # SCoPE Sec. 3.2: no stopwords, no words shorter than four, no word twice
-    return [RepeatModification(), AlphabeticOnly(), MinWordLength(4), StopwordConstraint()]
+def scope_constraints(alphabetic_only: bool = True) -> list[Constraint]:
+    """The word constraints of Synonym- and Typo-Invariance: SCoPE Sec. 3.2's (no word changed
+    twice, no word shorter than four, no stopword) plus, with ``alphabetic_only`` (default),
+    our :class:`~.constraints.AlphabeticOnly` (only words made of letters)."""
+    return [RepeatModification(), *([AlphabeticOnly()] if alphabetic_only else []), MinWordLength(4),
+            StopwordConstraint()]
 
 
 @register_capability("synonym")
 def synonym() -> Capability:
     """Synonym-Invariance: WordNet synonym swaps (Ren et al. 2019 candidates)."""
-    return Capability("synonym", SynonymSwap(), _scope_constraints(),
+    return Capability("synonym", SynonymSwap(), scope_constraints(),
                       "swap words for WordNet synonyms of the same part of speech")
 
 
 @register_capability("typo")
 def typo() -> Capability:
     """Typo-Invariance: swap two neighbouring middle characters of a word."""
-    return Capability("typo", MiddleCharSwap(), _scope_constraints(),
+    return Capability("typo", MiddleCharSwap(), scope_constraints(),
                       "swap two neighbouring middle characters (first and last kept)")
 
 

@@ -16,7 +16,8 @@ Also registered: the learnability paper's eight (:mod:`.noise`: ``whitespace``, 
 ``negate``         insert "not" after the first is/was/were (no-op on other texts)
 =================  =========================================================================
 
-Eligible words follow SCoPE Sec. 3.2 (alphabetic, four letters or more, not a stopword).
+Eligible words follow SCoPE Sec. 3.2 (four letters or more, not a stopword, not changed before)
+plus our :class:`~.constraints.AlphabeticOnly` (letters only; ``alphabetic_only=False`` drops it).
 :func:`apply_perturbation` gives every text its own generator ``default_rng([seed, i])``, so
 results do not depend on batch composition, and reports which texts it could not change.
 Register more with :func:`register_perturbation`.
@@ -25,7 +26,7 @@ Register more with :func:`register_perturbation`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -34,6 +35,7 @@ from . import noise, robustness  # noqa: F401 - the learnability and robustness 
 from .constraints import (AlphabeticOnly, Constraint, MinWordLength, RepeatModification, StopwordConstraint,
                           eligible_indices)
 from .selfcheck import Negate, SwapWords
+from .semantics import CandidateConstraint, SentenceSimilarity
 from .text import WordText
 from .perturbations import PERTURBATIONS, register_perturbation
 from .transformations import MiddleCharSwap, SynonymSwap, Transformation, WordSwap
@@ -43,29 +45,60 @@ def get_perturbation(name: str, **params) -> Transformation:
     return PERTURBATIONS.create(name, **params)
 
 
+def perturbation_key(name: str, **params: Any) -> str:
+    """What a stored result of perturbation ``name`` (with ``params``) is keyed on: the name and a
+    stable digest of the perturbation it builds — its class's code, its parameters and tables
+    (:func:`~perturblab.core.stable_hash.stable_digest`) — so results made under other defaults
+    or other code are computed afresh, never read back."""
+    from ..core.stable_hash import stable_digest
+
+    return f"{name}@{stable_digest(get_perturbation(name, **params), f'perturbation {name!r}')[:16]}"
+
+
 class RandomWordSwap(Transformation):
     """Apply a :class:`WordSwap` to a random ``fraction`` of the eligible words (at least one),
     each replaced by a random candidate; texts without an eligible word with a candidate are
-    returned unchanged."""
+    returned unchanged. Default constraints: SCoPE Sec. 3.2's and, with ``alphabetic_only``
+    (default), our :class:`~.constraints.AlphabeticOnly`."""
 
     deterministic = False
 
     def __init__(self, swap: WordSwap, fraction: float = 0.1, constraints: Sequence[Constraint] | None = None,
-                 name: str | None = None) -> None:
+                 name: str | None = None, alphabetic_only: bool = True,
+                 checks: Sequence[CandidateConstraint] = ()) -> None:
         if not 0 < fraction <= 1:
             raise InputError(f"fraction must be in (0, 1], got {fraction}")
         self.swap, self.fraction = swap, float(fraction)
         self.constraints = list(constraints) if constraints is not None else [
-            RepeatModification(), AlphabeticOnly(), MinWordLength(4), StopwordConstraint()]
+            RepeatModification(), *([AlphabeticOnly()] if alphabetic_only else []), MinWordLength(4),
+            StopwordConstraint()]
+        self.checks = list(checks)  # candidate constraints, each swap checked on its own against the text
         self.name = name or f"random_{swap.name}"
 
     def __call__(self, text: str, rng: np.random.Generator) -> str:
         wt = WordText.from_text(text)
+        tags = None
+        if getattr(self.swap, "needs_tags", False) and len(wt):
+            from ..resources.pos import pos_tags, warn_tagger_missing
+
+            if (tags := pos_tags(list(wt.words), fine=True)) is None:
+                warn_tagger_missing("synonyms are not re-inflected")
         options = {}
         for i in eligible_indices(wt, self.constraints):
-            cands = self.swap.candidates(wt, i, None, rng)
+            # re-inflecting: candidates of the word's own part of speech, in the word's inflection
+            cands = (self.swap.candidates(wt, i, None, rng) if tags is None
+                     else self.swap.candidates(wt, i, tags[i], rng, tag=tags[i]))
             if cands:
                 options[i] = cands
+        if self.checks and options:
+            flat = [(i, c) for i in options for c in options[i]]
+            keep = np.ones(len(flat), dtype=bool)
+            for check in self.checks:
+                keep &= np.asarray(check.admits(text, [wt.replace(i, c).text for i, c in flat]), dtype=bool)
+            options = {}
+            for (i, c), k in zip(flat, keep):
+                if k:
+                    options.setdefault(i, []).append(c)
         if not options:
             return text
         k = max(1, int(round(self.fraction * len(options))))
@@ -77,15 +110,26 @@ class RandomWordSwap(Transformation):
 
 
 @register_perturbation("random_typo")
-def random_typo(fraction: float = 0.1) -> Transformation:
-    """Swap two middle letters in a random ``fraction`` (0.1) of the eligible words, at least one."""
-    return RandomWordSwap(MiddleCharSwap(), fraction, name="random_typo")
+def random_typo(fraction: float = 0.1, alphabetic_only: bool = True) -> Transformation:
+    """Swap two middle letters in a random ``fraction`` (0.1) of the eligible words, at least one
+    (``alphabetic_only=False``: words with digits or symbols are eligible too)."""
+    return RandomWordSwap(MiddleCharSwap(), fraction, name="random_typo", alphabetic_only=alphabetic_only)
 
 
 @register_perturbation("random_synonym")
-def random_synonym(fraction: float = 0.1) -> Transformation:
-    """Replace a random ``fraction`` (0.1) of the eligible words, at least one, by a WordNet synonym."""
-    return RandomWordSwap(SynonymSwap(), fraction, name="random_synonym")
+def random_synonym(fraction: float = 0.1, alphabetic_only: bool = True, reinflect: bool = False,
+                   min_similarity: float | None = None) -> Transformation:
+    """Replace a random ``fraction`` (0.1) of the eligible words, at least one, by a WordNet synonym
+    (``alphabetic_only=False``: words with digits or symbols are eligible too).
+
+    Off by default (neither is in SCoPE's Synonym-Invariance): ``reinflect=True`` takes synonyms of
+    the word's part of speech in the word's inflection (:class:`SynonymSwap`; needs the spaCy
+    tagger); ``min_similarity`` keeps only swaps whose text has at least this MiniLM-L6 sentence-
+    embedding cosine with the original (:class:`~.semantics.SentenceSimilarity`), each swap checked
+    on its own."""
+    checks = [] if min_similarity is None else [SentenceSimilarity(min_similarity)]
+    return RandomWordSwap(SynonymSwap(reinflect=reinflect), fraction, name="random_synonym",
+                          alphabetic_only=alphabetic_only, checks=checks)
 
 
 @register_perturbation("swap_words")
@@ -95,9 +139,10 @@ def swap_words(k: int = 1) -> Transformation:
 
 
 @register_perturbation("negate")
-def negate() -> Transformation:
-    """Insert "not" after the first is/was/were (other texts unchanged)."""
-    return Negate()
+def negate(rule: str = "paper") -> Transformation:
+    """Insert "not" after the first is/was/were (other texts unchanged); ``rule="byod-code"``
+    places it as the self-supervised evaluation's released code does (:class:`Negate`)."""
+    return Negate(rule=rule)
 
 
 @dataclass

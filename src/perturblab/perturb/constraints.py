@@ -1,7 +1,9 @@
 """Constraints: which words may change (SCoPE Sec. 3.2).
 
 Each constraint is checked before a word is transformed (TextAttack's "pre-transformation"
-constraints): a position is eligible when every constraint allows it.
+constraints): a position is eligible when every constraint allows it. SCoPE Sec. 3.2 names three:
+no stopwords (:class:`StopwordConstraint`), no words shorter than four (:class:`MinWordLength`),
+no word changed twice (:class:`RepeatModification`). :class:`AlphabeticOnly` is our addition.
 """
 
 from __future__ import annotations
@@ -57,7 +59,15 @@ class RepeatModification(Constraint):
 
 
 class AlphabeticOnly(Constraint):
-    """Only words made of letters may change (numbers and codes stay)."""
+    """Only words made of letters (apostrophes and hyphens aside) may change: numbers and codes
+    such as ``2024`` or ``R2-D2`` stay.
+
+    Our addition, on by default in the SCoPE capabilities and the catalogue's random word swaps:
+    it is not among SCoPE Sec. 3.2's constraints (stopwords, length under four, repeats) and
+    not a TextAttack pre-transformation constraint either (TextAttack's words keep digits, so
+    a typo swap may change ``2024``). Turn it off with ``alphabetic_only=False`` where a
+    constraint list is built, or ``--allow-non-alphabetic`` on the SCoPE commands.
+    """
 
     name = "alphabetic"
 

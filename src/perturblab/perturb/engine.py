@@ -23,21 +23,27 @@ log = logging.getLogger(__name__)
 
 
 def attach_pos(problems: Sequence[SearchProblem]) -> None:
-    """Tag the words of every problem whose transformation needs a part of speech."""
+    """Tag the words of every problem whose transformation needs a part of speech (universal
+    tags, ``pos``) or a fine Penn tag (``tags``, for re-inflection). Without a tagger, warns once
+    per process and leaves both unset: synonyms then come from every part of speech."""
     need = [p for p in problems if p.transformation.needs_pos and p.pos is None]
-    if not need:
+    need_fine = [p for p in problems if getattr(p.transformation, "needs_tags", False) and p.tags is None]
+    if not need and not need_fine:
         return
-    from ..resources.pos import pos_tags_many
+    from ..resources.pos import pos_tags_many, warn_tagger_missing
 
-    groups = [p.word_groups for p in need]  # a pair searched as one text is tagged text by text
-    tags = pos_tags_many([g for gs in groups for g in gs])
-    if tags is None:
-        log.info("no POS tagger available: synonyms are taken from all parts of speech")
-        return
-    k = 0
-    for p, gs in zip(need, groups):
-        p.pos = [t for g in tags[k:k + len(gs)] for t in g]
-        k += len(gs)
+    for attr, todo, fine in (("pos", need, False), ("tags", need_fine, True)):
+        if not todo:
+            continue
+        groups = [p.word_groups for p in todo]  # a pair searched as one text is tagged text by text
+        tags = pos_tags_many([g for gs in groups for g in gs], fine=fine)
+        if tags is None:
+            warn_tagger_missing("synonyms are taken from all parts of speech (and not re-inflected)")
+            return
+        k = 0
+        for p, gs in zip(todo, groups):
+            setattr(p, attr, [t for g in tags[k:k + len(gs)] for t in g])
+            k += len(gs)
 
 
 def run_searches(problems: Sequence[SearchProblem], search: SearchMethod, model: Classifier, *,

@@ -2,20 +2,36 @@
 "Interpreting the Robustness of Neural NLP Models to Textual Perturbations", Sec. 4.1, Fig. 2),
 as seeded :class:`~.transformations.Transformation`\\ s registered in the catalogue.
 
+The paper takes six of them from NL-Augmenter (Dhole et al. 2021; its ``whitespace_perturbation``,
+``butter_fingers_perturbation``, ``random_upper_transformation``, ``insert_abbreviation``,
+``visual_attack_letters`` and ``leet_letters`` transformations) and designs two itself
+(``shuffle_word`` and ``duplicate_punctuations``: NL-Augmenter has no transformation of either
+name). Defaults follow NL-Augmenter's:
+
 ==========================  ==============================================================
 ``whitespace``              remove (``remove_prob=0.1``) / add (``add_prob=0.05``) spaces
-``shuffle_word``            random permutation of the whitespace-separated tokens
-``duplicate_punctuations``  ``","`` -> ``",,"`` after each punctuation (``prob=1.0``)
-``butter_fingers``          letter -> a QWERTY neighbour key (``prob=0.05``)
-``random_upper``            lower-case letter -> upper case (``prob=0.1``)
-``insert_abbreviation``     known word/phrase -> abbreviation (``prob=1.0``)
-``visual_attack_letters``   letter -> visually similar character (``prob=0.3``)
-``leet_letters``            letter -> leet digit (``prob=0.3``)
+                            (as NL-Augmenter)
+``shuffle_word``            random permutation of the whitespace-separated tokens (paper's own)
+``duplicate_punctuations``  ``","`` -> ``",,"`` after each punctuation (``prob=1.0``; paper's own)
+``butter_fingers``          letter -> a QWERTY neighbour key (``prob=0.05``, NL-Augmenter's
+                            nominal rate; see :class:`ButterFingers` for how its draw differs)
+``random_upper``            ``int(0.1 * len(text))`` positions upper-cased
+                            (``corrupt_proportion=0.1``, as NL-Augmenter; ``prob=0.1`` per
+                            lower-case letter was our earlier rule)
+``insert_abbreviation``     known word/phrase -> abbreviation (every match, as NL-Augmenter;
+                            our own, smaller table)
+``visual_attack_letters``   letter -> visually similar character (``prob=0.5`` per letter, as
+                            NL-Augmenter's ``perturb_pct``; 0.3 was our earlier default; our
+                            own, smaller look-alike table)
+``leet_letters``            ``int(0.5 * len(text))`` draws, with replacement, of the positions
+                            that have a leet digit in NL-Augmenter's table (``max_leet=0.5``,
+                            ``table="nlaugmenter"``); ``prob=0.3, table="classic"`` gives our
+                            earlier rule (0.3 per letter of :data:`LEET`)
 ==========================  ==============================================================
 
 Probabilities are per character (per match for ``insert_abbreviation``); the paper's own
 "perturbation probability" (the share of perturbed examples) is applied outside, e.g. by
-the learnability estimator. Implementations and tables are our own; every random choice
+the learnability estimator. Implementations are our own; every random choice
 uses the ``numpy.random.Generator`` passed in, and texts nothing applies to come back
 unchanged. Importing this module registers the classes themselves as the factories
 (keyword parameters with the defaults above; each call gives a new instance).
@@ -36,7 +52,8 @@ from .transformations import Transformation
 
 __all__ = ["PUNCTUATION", "QWERTY_NEIGHBOURS", "ABBREVIATIONS", "HOMOGLYPHS", "LEET",
            "WhitespaceNoise", "ShuffleWords", "DuplicatePunctuation", "ButterFingers",
-           "RandomUpper", "InsertAbbreviation", "VisualAttackLetters", "LeetLetters"]
+           "RandomUpper", "InsertAbbreviation", "VisualAttackLetters", "LeetLetters", "LEET_NLAUGMENTER",
+           "LEET_TABLES"]
 
 #: Characters :class:`DuplicatePunctuation` doubles: ASCII punctuation plus common unicode
 #: quotes, dashes, ellipsis and Spanish marks.
@@ -106,15 +123,38 @@ HOMOGLYPHS: dict[str, str] = {
     "Z": "\u0396ŹŻŽ",
 }
 
-#: Leet digit per letter (applied to both cases).
+#: Leet digit per letter (applied to both cases): our earlier table, ``table="classic"``.
 LEET: dict[str, str] = {"a": "4", "e": "3", "i": "1", "o": "0", "s": "5", "t": "7", "l": "1",
                         "g": "9", "b": "8", "z": "2"}
+
+#: NL-Augmenter's ``leet_letters`` table (after simple.wikipedia.org/wiki/Leet), case-sensitive:
+#: lower-case a, i, l, s, t have no entry there, upper-case ones do. Its two-character key
+#: ``"∩∩"`` is left out: NL-Augmenter looks characters up one at a time, so it never applies.
+LEET_NLAUGMENTER: dict[str, str] = {
+    "!": "1", "7": "1", "|": "1",
+    "A": "4", "B": "8", "C": "0", "D": "0", "E": "3", "G": "6", "I": "1", "J": "9", "L": "7",
+    "N": "11", "O": "0", "S": "5", "T": "7", "X": "8", "Z": "2",
+    "b": "6", "e": "3", "g": "9", "h": "4", "j": "7", "m": "3", "o": "0", "w": "3", "y": "4",
+    "\u0398": "0", "\u03b5": "3", "\u03c9": "3", "\u2208": "3",
+}
+
+#: Named leet tables for :class:`LeetLetters` (``classic`` maps both cases of each letter).
+LEET_TABLES: dict[str, dict[str, str]] = {
+    "nlaugmenter": LEET_NLAUGMENTER,
+    "classic": {**LEET, **{k.upper(): v for k, v in LEET.items()}},
+}
 
 
 def _check_prob(owner: str, param: str, value) -> float:
     if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(value) \
             or not 0 <= value <= 1:
         raise InputError(f"{owner} {param}={value!r}: give a probability between 0 and 1")
+    return float(value)
+
+
+def _check_rate(owner: str, param: str, value) -> float:
+    if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(value) or value < 0:
+        raise InputError(f"{owner} {param}={value!r}: give a finite number >= 0 (a share of the text length)")
     return float(value)
 
 
@@ -146,7 +186,9 @@ class WhitespaceNoise(Transformation):
 
     Per character: a space is deleted with probability ``remove_prob`` (default 0.1); after
     a non-space character a space is inserted with probability ``add_prob`` (default 0.05).
-    Only ``" "`` is touched, so ``text.replace(" ", "")`` never changes.
+    Only ``" "`` is touched, so ``text.replace(" ", "")`` never changes. NL-Augmenter's
+    ``whitespace_perturbation`` has the same rates and one draw per character; it treats every
+    whitespace character (tabs, newlines) as a space, which makes no difference on one-line text.
     """
 
     name = "whitespace"
@@ -226,6 +268,11 @@ class ButterFingers(_CharNoise):
 
     Each ASCII letter is, with probability ``prob`` (default 0.05), replaced by a random
     key of :data:`QWERTY_NEIGHBOURS`, keeping its case; the length never changes.
+    NL-Augmenter's ``butter_fingers_perturbation`` passes the same 0.05 but draws
+    ``randint(0..99) <= 5`` (6 in 100) and picks from per-key lists that contain the key itself
+    and keys two rows away, so about one in ten of its draws leaves the letter as it was (an
+    actual change rate of roughly 0.055 per letter); we keep ``prob`` as the change rate and
+    only touching keys.
     """
 
     name = "butter_fingers"
@@ -246,21 +293,43 @@ class ButterFingers(_CharNoise):
 class RandomUpper(_CharNoise):
     """Random upper-case letters ("random_upper_transformation", Sec. 4.1; Wei & Zou 2019).
 
-    Each lower-case letter is upper-cased with probability ``prob`` (default 0.1);
-    ``prob=1`` gives ``text.upper()``.
+    Default, as NL-Augmenter's ``RandomUpperPerturbation`` (``corrupt_proportion=0.1``):
+    ``int(corrupt_proportion * len(text))`` distinct positions are drawn uniformly from the
+    whole text and upper-cased, so spaces, digits, punctuation and capitals drawn stay as they
+    are (on English prose about three in four draws hit a lower-case letter).
+
+    With ``prob`` given, each lower-case letter is instead upper-cased independently with
+    probability ``prob`` (``prob=0.1`` was our earlier default; ``prob=1`` gives
+    ``text.upper()``).
     """
 
     name = "random_upper"
     exact = True
 
-    def __init__(self, prob: float = 0.1):
-        super().__init__(prob)
+    def __init__(self, corrupt_proportion: float = 0.1, prob: float | None = None):
+        self.corrupt_proportion = _check_prob("RandomUpper", "corrupt_proportion", corrupt_proportion)
+        if prob is not None:
+            super().__init__(prob)
+        else:
+            self.prob = None
+            self.deterministic = self.corrupt_proportion == 0
 
     def _eligible(self, c):
         return c.islower()
 
     def _replace(self, c, rng):
         return c.upper()
+
+    def __call__(self, text: str, rng: np.random.Generator) -> str:
+        if self.prob is not None:
+            return super().__call__(text, rng)
+        k = int(self.corrupt_proportion * len(text))
+        if k == 0:
+            return text
+        chars = list(text)
+        for i in rng.choice(len(text), size=k, replace=False):
+            chars[i] = chars[i].upper()
+        return "".join(chars)
 
 
 @register_perturbation("insert_abbreviation")
@@ -271,7 +340,10 @@ class InsertAbbreviation(Transformation):
     case-insensitively, across any whitespace, ``'`` also matching ``’``; at each position
     the longest phrase wins. Each match is replaced with probability ``prob`` (default 1.0;
     a match left alone is not searched again for shorter entries inside it). Lower-case
-    abbreviations are capitalised when the match starts with a capital.
+    abbreviations are capitalised when the match starts with a capital. NL-Augmenter's
+    ``insert_abbreviation`` (English rules) likewise replaces every match, from a rule file of
+    about 1,860 distinct entries (country codes, chat slang); :data:`ABBREVIATIONS` is our own,
+    smaller table (about 100 entries).
     """
 
     name = "insert_abbreviation"
@@ -312,13 +384,17 @@ class InsertAbbreviation(Transformation):
 class VisualAttackLetters(_CharNoise):
     """Look-alike letters ("visual_attack_letters", Sec. 4.1; Eger et al. 2019).
 
-    Each letter of :data:`HOMOGLYPHS` (a-z, A-Z) is, with probability ``prob`` (default 0.3),
-    replaced by one of its look-alikes chosen uniformly (Cyrillic/Greek or accented forms).
+    Each letter of :data:`HOMOGLYPHS` (a-z, A-Z) is, with probability ``prob`` (default 0.5,
+    NL-Augmenter's ``perturb_pct``; 0.3 was our earlier default), replaced by one of its
+    look-alikes chosen uniformly (Cyrillic/Greek or accented forms; 1 to 8 per letter).
+    NL-Augmenter draws from a larger hand-picked table (2 to 58 look-alikes per letter, a few
+    digits and symbols among them) and also attacks the look-alikes themselves; on ASCII text
+    the same characters are eligible.
     """
 
     name = "visual_attack_letters"
 
-    def __init__(self, prob: float = 0.3):
+    def __init__(self, prob: float = 0.5):
         super().__init__(prob)
 
     def _eligible(self, c):
@@ -333,18 +409,55 @@ class VisualAttackLetters(_CharNoise):
 class LeetLetters(_CharNoise):
     """Leet speak ("leet_letters", Sec. 4.1; Eger et al. 2019).
 
-    Each letter of :data:`LEET` (either case: a e i o s t l g b z) becomes its digit with
-    probability ``prob`` (default 0.3): at ``prob=1`` ``"Leet speak"`` -> ``"1337 5p34k"``.
+    Default, as NL-Augmenter's ``LeetLetters`` (``max_leet=0.5``): ``int(max_leet * len(text))``
+    positions are drawn uniformly *with replacement* among the characters that have an entry
+    in ``table`` (default ``"nlaugmenter"``, :data:`LEET_NLAUGMENTER`), and each position drawn
+    becomes its leet string, so between 1 and that many distinct characters change (fewer when
+    a position is drawn twice). A text with no such character, or shorter than 2 characters at
+    ``max_leet=0.5``, comes back unchanged (NL-Augmenter raises an error on the former).
+
+    With ``prob`` given, each character of ``table`` instead becomes its leet string
+    independently with probability ``prob``; ``prob=0.3, table="classic"`` is our earlier rule
+    (:data:`LEET` on both cases: ``prob=1`` turns ``"Leet speak"`` into ``"1337 5p34k"``).
+    ``table`` is a name of :data:`LEET_TABLES` or a dict character -> replacement.
     """
 
     name = "leet_letters"
     exact = True
 
-    def __init__(self, prob: float = 0.3):
-        super().__init__(prob)
+    def __init__(self, max_leet: float = 0.5, prob: float | None = None,
+                 table: str | dict[str, str] = "nlaugmenter"):
+        self.max_leet = _check_rate("LeetLetters", "max_leet", max_leet)
+        if isinstance(table, str):
+            if table not in LEET_TABLES:
+                raise InputError(f"LeetLetters table={table!r}: give one of {', '.join(LEET_TABLES)} "
+                                 "or a dict character -> replacement")
+            table = LEET_TABLES[table]
+        if not isinstance(table, dict) or not table or not all(
+                isinstance(k, str) and len(k) == 1 and isinstance(v, str) and v for k, v in table.items()):
+            raise InputError("LeetLetters table: give a non-empty dict of single characters -> non-empty strings")
+        self.table: dict[str, str] = dict(table)
+        if prob is not None:
+            super().__init__(prob)
+        else:
+            self.prob = None
+            self.deterministic = self.max_leet == 0
 
     def _eligible(self, c):
-        return c.lower() in LEET
+        return c in self.table
 
     def _replace(self, c, rng):
-        return LEET[c.lower()]
+        return self.table[c]
+
+    def __call__(self, text: str, rng: np.random.Generator) -> str:
+        if self.prob is not None:
+            return super().__call__(text, rng)
+        k = int(self.max_leet * len(text))
+        candidates = [i for i, c in enumerate(text) if c in self.table]
+        if k == 0 or not candidates:
+            return text
+        chars = list(text)
+        for j in rng.integers(len(candidates), size=k):
+            i = candidates[j]
+            chars[i] = self.table[text[i]]
+        return "".join(chars)

@@ -26,8 +26,9 @@ and step 1 measures exactly that, making the first accepted change the one-word 
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
-from typing import Generator, Sequence
+from typing import TYPE_CHECKING, Any, Generator, Sequence
 
 import numpy as np
 
@@ -36,7 +37,11 @@ from ..models.base import TextInput
 from .constraints import Constraint
 from .goals import InvarianceGoal
 from .text import WordText
-from .transformations import WordSwap
+from .transformations import SynonymSwap, WordSwap
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .capabilities import Capability
+    from .semantics import CandidateConstraint
 
 ORDERS = ("best-swap", "saliency", "left-to-right", "random")
 
@@ -58,6 +63,10 @@ class SearchProblem:
     of every field at once: the fields become one :class:`WordText` joined by :data:`FIELD_JOIN`
     (word indices run through the first text, then the second) and every candidate is split back
     into the fields for the model, so a change may land in either text.
+
+    ``checks`` are :class:`~.semantics.CandidateConstraint`\\ s every candidate text must pass
+    against the original (none by default, as in the SCoPE paper). ``tags`` are the words' Penn
+    tags, attached by the driver when the transformation ``needs_tags`` (re-inflection).
     """
 
     fields: tuple[str, ...]
@@ -69,6 +78,8 @@ class SearchProblem:
     pos: list[str | None] | None = None
     max_candidates: int | None = None
     p0: np.ndarray | None = None  # reference output on the original, set by the driver
+    checks: list[CandidateConstraint] = field(default_factory=list)
+    tags: list[str | None] | None = None
 
     def __post_init__(self):
         if self.field_index is None and len(self.fields) == 1:
@@ -117,6 +128,18 @@ class SearchProblem:
 
     def pos_of(self, index: int) -> str | None:
         return None if self.pos is None else self.pos[index]
+
+    def admitted(self, texts: Sequence[WordText]) -> np.ndarray:
+        """Which candidate ``texts`` every one of :attr:`checks` keeps (a boolean array)."""
+        keep = np.ones(len(texts), dtype=bool)
+        original = self.words.text.replace(FIELD_JOIN, " ")
+        for check in self.checks:
+            idx = np.flatnonzero(keep)
+            if not len(idx):
+                break
+            ok = np.asarray(check.admits(original, [texts[k].text.replace(FIELD_JOIN, " ") for k in idx]), dtype=bool)
+            keep[idx[~ok]] = False
+        return keep
 
 
 @dataclass
@@ -189,10 +212,25 @@ class BeamSearch(SearchMethod):
     def _eligible(self, problem: SearchProblem, text: WordText, index: int) -> bool:
         return all(c.allows(text, index) for c in problem.constraints)
 
-    def _candidates(self, problem: SearchProblem, text: WordText, index: int) -> list[WordText]:
+    def _swaps(self, problem: SearchProblem, text: WordText, index: int) -> list[WordText]:
+        kw = {} if problem.tags is None else {"tag": problem.tags[index]}
         words = problem.transformation.candidates(text, index, problem.pos_of(index), problem.rng,
-                                                  problem.max_candidates)
+                                                  problem.max_candidates, **kw)
         return [text.replace(index, w) for w in words]
+
+    def _admitted(self, problem: SearchProblem, groups: dict[int, list[WordText]]) -> dict[int, list[WordText]]:
+        """The candidates of every word that pass the problem's checks (one batch for all words)."""
+        if not problem.checks:
+            return groups
+        flat = [t for ts in groups.values() for t in ts]
+        keep, out, start = problem.admitted(flat), {}, 0
+        for i, ts in groups.items():
+            out[i] = [t for t, k in zip(ts, keep[start:start + len(ts)]) if k]
+            start += len(ts)
+        return out
+
+    def _candidates(self, problem: SearchProblem, text: WordText, index: int) -> list[WordText]:
+        return self._admitted(problem, {index: self._swaps(problem, text, index)})[index]
 
     # -- the search --------------------------------------------------------------------
     def steps(self, problem: SearchProblem) -> SearchGen:
@@ -208,7 +246,7 @@ class BeamSearch(SearchMethod):
         first_pass: dict[int, tuple[list[WordText], np.ndarray, np.ndarray]] = {}
 
         if self.order == "best-swap":
-            cands = {i: self._candidates(problem, x0, i) for i in elig}
+            cands = self._admitted(problem, {i: self._swaps(problem, x0, i) for i in elig})
             flat = [(i, t) for i in elig for t in cands[i]]
             if not flat:
                 return result
@@ -315,6 +353,7 @@ class SearchOptions:
     max_words: int | None = None
     patience: int | None = None
     max_candidates: int | None = None
+    alphabetic_only: bool = True  # keep the capabilities' AlphabeticOnly constraint (our addition)
 
     def search_method(self) -> SearchMethod:
         """The configured :class:`SearchMethod`."""
@@ -322,6 +361,61 @@ class SearchOptions:
         if self.search == "beam":
             kw["width"] = self.beam_width
         return make_search(self.search, **kw)
+
+
+@dataclass(kw_only=True)
+class SynonymOptions:
+    """Options that keep a synonym swap's meaning and grammar (none in the SCoPE paper, whose
+    Synonym-Invariance is the default: both off).
+
+    ``synonym_min_similarity``: refuse a candidate x' whose packaged MiniLM-L6 sentence embedding
+    has a cosine below this with that of x (:class:`~.semantics.SentenceSimilarity`; None: off).
+    ``reinflect_synonyms``: give each WordNet lemma the inflection of the word it replaces
+    (:class:`~.transformations.SynonymSwap` ``reinflect``). Both apply to capabilities whose
+    transformation is a :class:`~.transformations.SynonymSwap` (``synonym``, ``synonym*``).
+    """
+
+    synonym_min_similarity: float | None = None
+    reinflect_synonyms: bool = False
+
+    def check_synonym_options(self) -> None:
+        """InputError for a threshold outside (-1, 1]."""
+        if self.synonym_min_similarity is not None:
+            from .semantics import SentenceSimilarity
+
+            SentenceSimilarity(self.synonym_min_similarity)  # checks the value; loads nothing
+
+    def _applies(self, capability: str) -> bool:
+        from .capabilities import get_capability
+
+        return isinstance(get_capability(capability.rstrip("*")).transformation, SynonymSwap)
+
+    def synonym_key(self, capability: str) -> dict[str, Any]:
+        """The options ``capability``'s search results depend on beyond the shared ones (part of
+        their content key): the set synonym options, nothing when both are off."""
+        if (self.synonym_min_similarity is None and not self.reinflect_synonyms) or not self._applies(capability):
+            return {}
+        out: dict[str, Any] = {}
+        if self.synonym_min_similarity is not None:
+            out["synonym_min_similarity"] = float(self.synonym_min_similarity)
+        if self.reinflect_synonyms:
+            out["reinflect_synonyms"] = True
+        return out
+
+    def synonym_setup(self, capability: Capability) -> tuple[WordSwap, list[CandidateConstraint]]:
+        """The transformation and candidate checks a search of ``capability`` uses under these options."""
+        swap = capability.transformation
+        if not isinstance(swap, SynonymSwap):
+            return swap, []
+        if self.reinflect_synonyms:
+            swap = copy.copy(swap)
+            swap.reinflect = True
+        checks: list[CandidateConstraint] = []
+        if self.synonym_min_similarity is not None:
+            from .semantics import SentenceSimilarity
+
+            checks.append(SentenceSimilarity(self.synonym_min_similarity))
+        return swap, checks
 
 
 def validate_inputs(fields: Sequence[str], what: str = "text") -> None:

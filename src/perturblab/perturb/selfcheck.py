@@ -3,7 +3,8 @@ Self-Supervised Evaluation of Large Language Models").
 
 Each metric of the paper compares a model on a text ``x`` and a transformed ``x'``:
 
-- :class:`Negate` (Sec. 4, Au Contraire): ``not`` after the first ``is``/``was``/``were``.
+- :class:`Negate` (Sec. 4, Au Contraire): ``not`` after the first ``is``/``was``/``were``
+  (``rule="paper"``), or as the authors' released code does it (``rule="byod-code"``).
 - :class:`AppendTriggers` (Sec. 5, F-Bomb; App. A.2 Fig. 15/16): trigger words appended.
 - :class:`ReplaceContext` (Sec. 6, Back to the Future; App. A.3 Fig. 18): the first
   sentences of a passage replaced by those of another passage; the last sentence is scored.
@@ -26,11 +27,17 @@ from ..errors import InputError
 from .text import WORD_RE
 from .transformations import Transformation
 
-__all__ = ["NEGATION_MARKERS", "NEGATABLE_VERBS", "Negate", "negate_all", "AppendTriggers",
-           "ReplaceContext", "SwapWords", "chop_text", "chop_token_ids", "ChopTokenization"]
+__all__ = ["NEGATION_MARKERS", "NEGATABLE_VERBS", "NEGATION_RULES", "BYOD_CODE_VERBS", "Negate", "negate_all",
+           "AppendTriggers", "ReplaceContext", "SwapWords", "chop_text", "chop_token_ids", "ChopTokenization"]
 
 #: Verbs after whose first occurrence ``not`` is inserted (Sec. 4).
 NEGATABLE_VERBS: frozenset[str] = frozenset({"is", "was", "were"})
+
+#: The negation rules of :class:`Negate`: the paper's text (the default) and the released code's.
+NEGATION_RULES: tuple[str, ...] = ("paper", "byod-code")
+
+#: The verbs of the released code's rule, in the order it tries them (``BYOD/negations.py``).
+BYOD_CODE_VERBS: tuple[str, ...] = ("is", "was", "are", "were")
 
 #: Words that make a text count as already negated (compared lower-case, ``’`` as ``'``);
 #: besides these, every word ending in ``n't`` (``isn't``, ``can't``, a split ``n't``) counts.
@@ -48,26 +55,46 @@ def _is_negation(word: str) -> bool:
 
 
 class Negate(Transformation):
-    """Insert ``not`` after the first whole-word ``is``, ``was`` or ``were`` (Sec. 4).
+    """Insert ``not`` after a verb (Sec. 4), by one of two rules (:data:`NEGATION_RULES`).
 
-    Words are those of :class:`~perturblab.perturb.text.WordText` (letters/digits with inner
-    apostrophes or hyphens), matched case-insensitively, so ``this``, ``island`` and
-    ``isn't`` never match and the verb keeps its casing: ``"It was, sadly, over"`` ->
-    ``"It was not, sadly, over"``. The paper applies the transformation only "provided a
-    negation is not already present" and leaves the scope of that open; our reading: a text
-    containing any word of :data:`NEGATION_MARKERS` or ending in ``n't`` anywhere is not
-    negated (such texts are :meth:`applicable` == False, and calling on them raises).
+    ``rule="paper"`` (the default) follows the paper's text: "We search for the first
+    occurrence of is, was, or were, and place the word not after it provided a negation is not
+    already present." Words are those of :class:`~perturblab.perturb.text.WordText`
+    (letters/digits with inner apostrophes or hyphens), matched case-insensitively, so
+    ``this``, ``island`` and ``isn't`` never match and the verb keeps its casing: ``"It was,
+    sadly, over"`` -> ``"It was not, sadly, over"``. The paper leaves the scope of "a negation
+    is not already present" open; our reading: a text containing any word of
+    :data:`NEGATION_MARKERS` or ending in ``n't`` anywhere is not negated.
+
+    ``rule="byod-code"`` is the rule of the authors' released code (GitHub
+    ``neelsjain/BYOD``, ``BYOD/negations.py``, ``filter_dataset`` and
+    ``apply_transformation``), for comparisons with the published numbers. It tries the verbs
+    of :data:`BYOD_CODE_VERBS` in the order ``is``, ``was``, ``are``, ``were``, each as the
+    case-sensitive string ``" is "`` (one space on both sides); the first verb that occurs
+    *and* whose ``" is not "`` does not occur anywhere is negated at its first occurrence:
+    ``" is "`` -> ``" is not "``. So it also negates ``are``, prefers an ``is`` late in the
+    text to an earlier ``was``, counts no negation but the ``" <verb> not "`` of the verb it
+    tries (``"He isn't sure it was red"`` -> ``"He isn't sure it was not red"``; ``"It is not
+    red but it was blue"`` -> ``"It is not red but it was not blue"``) and misses a verb at the
+    start of the text, before punctuation or with a capital (``"Is it"``, ``"it is, "``,
+    ``"IT IS"``).
+
+    Texts a rule does not negate are :meth:`applicable` == False, and calling on them raises.
+    ``word`` (default ``not``) is the word inserted.
     """
 
     name = "negate"
     deterministic = True
 
-    def __init__(self, word: str = "not"):
-        self.word = word
+    def __init__(self, word: str = "not", rule: str = "paper"):
+        if rule not in NEGATION_RULES:
+            raise InputError(f"negation rule {rule!r} is not known; choose one of {', '.join(NEGATION_RULES)} "
+                             "('paper': the paper's text, 'byod-code': the authors' released code)")
+        self.word, self.rule = word, rule
 
     @staticmethod
     def _verb(text: str) -> re.Match[str] | None:
-        """The first negatable verb, or None when there is none or a negation is present."""
+        """The paper rule's first negatable verb, or None when there is none or a negation is present."""
         verb = None
         for m in WORD_RE.finditer(text):
             if _is_negation(m.group()):
@@ -76,24 +103,44 @@ class Negate(Transformation):
                 verb = m
         return verb
 
+    @staticmethod
+    def _byod_code_site(text: str) -> int | None:
+        """The released code's rule: the end of the verb after which ``not`` goes, or None."""
+        for verb in BYOD_CODE_VERBS:
+            at = text.find(f" {verb} ")
+            if at >= 0 and f" {verb} not " not in text:
+                return at + 1 + len(verb)
+        return None
+
+    def _site(self, text: str) -> int | None:
+        if self.rule == "byod-code":
+            return self._byod_code_site(text)
+        m = self._verb(text)
+        return None if m is None else m.end()
+
     def applicable(self, text: str) -> bool:
-        """Whether ``text`` has an ``is``/``was``/``were`` and no negation yet."""
-        return self._verb(text) is not None
+        """Whether this rule negates ``text`` (see the class docstring)."""
+        return self._site(text) is not None
 
     def __call__(self, text: str, rng: np.random.Generator | None = None) -> str:
-        m = self._verb(text)
-        if m is None:
-            words = [w.group() for w in WORD_RE.finditer(text)]
-            why = ("it already contains a negation" if any(map(_is_negation, words))
-                   else "it has no whole word 'is', 'was' or 'were'")
+        end = self._site(text)
+        if end is None:
+            if self.rule == "byod-code":
+                why = ("it has no ' is ', ' was ', ' are ' or ' were ' (lower case, between spaces) whose "
+                       "' <verb> not ' occurs nowhere (rule 'byod-code')")
+            else:
+                words = [w.group() for w in WORD_RE.finditer(text)]
+                why = ("it already contains a negation" if any(map(_is_negation, words))
+                       else "it has no whole word 'is', 'was' or 'were'")
             raise InputError(f"cannot negate text {text[:80]!r}: {why}; filter texts with "
                              "Negate().applicable or use negate_all")
-        return f"{text[:m.end()]} {self.word}{text[m.end():]}"
+        return f"{text[:end]} {self.word}{text[end:]}"
 
 
-def negate_all(texts: Sequence[str]) -> tuple[list[int], list[str]]:
-    """Negate the applicable texts: (their indices in ``texts``, their negated versions)."""
-    neg = Negate()
+def negate_all(texts: Sequence[str], rule: str = "paper") -> tuple[list[int], list[str]]:
+    """Negate the texts ``rule`` applies to (:class:`Negate`): (their indices in ``texts``,
+    their negated versions)."""
+    neg = Negate(rule=rule)
     indices = [i for i, t in enumerate(texts) if neg.applicable(t)]
     return indices, [neg(texts[i]) for i in indices]
 

@@ -34,20 +34,30 @@ class WordSwap(ABC):
     name: str = "word_swap"
     deterministic: bool = True
     needs_pos: bool = False
+    #: whether :meth:`candidates` wants the fine (Penn Treebank) tag of the word as ``tag``
+    needs_tags: bool = False
 
     @abstractmethod
     def replacements(self, text: WordText, index: int, pos: str | None,
                      rng: np.random.Generator) -> list[str]:
         """Candidate words to put at ``index`` (never the current word itself)."""
 
+    def form(self, word: str, current: str, tag: str | None) -> str | None:
+        """The form of a proposed ``word`` put in place of ``current`` (Penn tag ``tag``), or None
+        to drop it; the word itself unless a subclass re-inflects it."""
+        return word
+
     def candidates(self, text: WordText, index: int, pos: str | None,
-                   rng: np.random.Generator, max_candidates: int | None = None) -> list[str]:
-        """Deduplicated replacements that differ from the current word, capped in number."""
+                   rng: np.random.Generator, max_candidates: int | None = None,
+                   tag: str | None = None) -> list[str]:
+        """Deduplicated replacements (in their :meth:`form` for ``tag``) that differ from the
+        current word, capped in number."""
         current = text.words[index]
         seen: set[str] = set()
         out: list[str] = []
         for w in self.replacements(text, index, pos, rng):
-            if w != current and w not in seen:
+            w = self.form(w, current, tag)
+            if w is not None and w != current and w not in seen:
                 seen.add(w)
                 out.append(w)
         if max_candidates is not None and len(out) > max_candidates:
@@ -64,10 +74,31 @@ class SynonymSwap(WordSwap):
 
     Synonyms are single-word lemmas of the word's synsets, restricted to the word's part
     of speech when a tagger is available, capitalisation kept.
+
+    ``reinflect=True`` (not in the SCoPE paper, off by default) puts each lemma in the
+    inflection of the word it replaces, read from the word's Penn tag
+    (:func:`perturblab.resources.inflection.reinflect`: ``felt``/VBD -> ``sensed``, not ``sense``;
+    ``movies``/NNS -> ``films``); a lemma with no such form is dropped, and so is one whose form is
+    the word itself (``feel`` for ``felt``).
     """
 
     name = "synonym_swap"
     needs_pos = True
+
+    def __init__(self, reinflect: bool = False) -> None:
+        self.reinflect = bool(reinflect)
+
+    @property
+    def needs_tags(self) -> bool:  # type: ignore[override]
+        return self.reinflect
+
+    def form(self, word, current, tag):
+        if not self.reinflect or tag is None:
+            return word
+        from ..resources.inflection import reinflect
+
+        out = reinflect(word, tag)
+        return None if out is None or out.lower() == current.lower() else out
 
     def replacements(self, text, index, pos, rng):
         from ..resources.wordnet import synonyms

@@ -2,8 +2,9 @@
 
 ``write_report(dir)`` finds the study directories under ``dir`` (a directory holding
 ``results.json``, ``study.json`` or ``table.md``), and writes one HTML file with, per study, its
-manifest config, the tables of ``table.md``, every ``*.png`` figure embedded as a base64 data
-URI, the JSON outputs as tables and the first rows of every CSV file. The file references
+manifest config, its flags (:func:`read_flags`: models at chance level or predicting one class,
+perturbations that affect no layer beyond noise), the tables of ``table.md``, every ``*.png``
+figure embedded as a base64 data URI, the JSON outputs as tables and the first rows of every CSV file. The file references
 nothing outside itself (no scripts, no style sheets, no URLs) and all study text is escaped.
 """
 
@@ -55,6 +56,7 @@ class Section:
     state: str = ""
     config: Table | None = None
     notes: list[str] = field(default_factory=list)
+    flags: list[str] = field(default_factory=list)
     markdown: list[Block] = field(default_factory=list)
     figures: list[Figure] = field(default_factory=list)
     json_files: list[JsonFile] = field(default_factory=list)
@@ -142,6 +144,54 @@ def _figure_sort_key(p: Path) -> tuple[int, str]:
     return (any(p.name.startswith(a) for a in APPENDIX_FIGURES), p.name)
 
 
+#: where the report looks for flags (``"flags"`` lists of the records of this file)
+FLAGS_FILE = "summary.json"
+FLAG_NAMES = ("model", "target", "checkpoint")
+FLAG_WHAT = ("capability", "perturbation")
+MAX_FLAGS = 40
+
+
+def read_flags(study: Path) -> list[str]:
+    """The warnings a study's ``summary.json`` (else its ``results.json``) carries: one line per
+    record with a non-empty ``flags`` list (models that predict one class or are at chance level,
+    perturbations that affect no layer beyond noise; :mod:`perturblab.measures.quality`), named by the record's
+    ``model`` / ``target`` / ``checkpoint`` with its ``capability`` or ``perturbation``, with its
+    ``detail`` sentences when it has them; at most ``MAX_FLAGS`` lines (the last says how many more)."""
+    path = study / FLAGS_FILE
+    if not path.is_file():
+        path = study / "results.json"  # a study whose rows are its summary (checkpoints)
+    if not path.is_file():
+        return []
+    try:
+        obj = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return []  # the JSON table of the file carries the note
+    found: list[str] = []
+
+    def walk(o: Any) -> None:
+        if isinstance(o, dict):
+            flags = o.get("flags")
+            if isinstance(flags, list) and flags:
+                name = next((str(o[k]) for k in FLAG_NAMES if isinstance(o.get(k), (str, int))), "")
+                what = [str(o[k]) for k in FLAG_WHAT if isinstance(o.get(k), str)]
+                name += f" ({what[0]})" if what else ""
+                detail = o.get("detail") if isinstance(o.get("detail"), list) and o.get("detail") else flags
+                line = (f"{name}: " if name else "") + "; ".join(str(d) for d in detail)
+                if line not in found:
+                    found.append(line)
+            for v in o.values():
+                if isinstance(v, (dict, list)):
+                    walk(v)
+        elif isinstance(o, list):
+            for v in o:
+                walk(v)
+
+    walk(obj)
+    if len(found) > MAX_FLAGS:
+        found = found[:MAX_FLAGS - 1] + [f"{len(found) - MAX_FLAGS + 1} more flagged records in {path.name}"]
+    return found
+
+
 def build_section(study: Path, root: Path, taken: set[str], run_state: dict[str, Any] | None = None) -> Section:
     """Read one study directory into a :class:`Section`; ``run_state`` is its entry of ``run.json``."""
     rel = study.relative_to(root).as_posix()
@@ -161,6 +211,7 @@ def build_section(study: Path, root: Path, taken: set[str], run_state: dict[str,
             config = manifest.get("config", manifest.get("options"))
             if isinstance(config, dict) and config:
                 sec.config = key_value_table(config, title="config")
+    sec.flags = read_flags(study)
     files = sorted(p for p in study.iterdir() if p.is_file() and not p.name.startswith("."))
     if (study / "table.md").is_file():
         try:

@@ -75,15 +75,18 @@ def layer_curves_figure(series: dict[str, Sequence[float]], *, title: str,
     return fig
 
 
-def probe_drop_figure(drops: np.ndarray, perturbations: Sequence[str], *, title: str, top: int = 3) -> Any:
-    """Accuracy drop (clean − perturbed) per perturbation × layer; the ``top`` most affected
-    layers of each perturbation are boxed (robustness paper Figs. 3–5); returns the figure."""
+def probe_drop_figure(drops: np.ndarray, perturbations: Sequence[str], *, title: str, top: int = 3,
+                      boxed: Sequence[Sequence[int]] | None = None) -> Any:
+    """Accuracy drop (clean − perturbed) per perturbation × layer; the most affected layers of
+    each perturbation are boxed (robustness paper Figs. 3–5): ``boxed[i]`` (the layers of row i
+    that count, e.g. only drops above noise) when given, else the ``top`` largest drops; returns
+    the figure."""
     plt = _plt()
     drops = np.asarray(drops, dtype=float)
     fig, ax = plt.subplots(figsize=(1.5 + 0.55 * drops.shape[1], 1.0 + 0.45 * drops.shape[0]))
     im = ax.imshow(100 * drops, cmap="Reds", aspect="auto")  # in accuracy points
     for i in range(drops.shape[0]):
-        worst = set(np.argsort(-drops[i], kind="stable")[:top].tolist())
+        worst = set(np.argsort(-drops[i], kind="stable")[:top].tolist()) if boxed is None else set(boxed[i])
         for j in range(drops.shape[1]):
             ax.text(j, i, f"{100 * drops[i, j]:.1f}", ha="center", va="center", fontsize=7,
                     fontweight="bold" if j in worst else "normal")

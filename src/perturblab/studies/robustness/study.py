@@ -34,9 +34,13 @@ so a re-run predicts nothing twice, an edited test set or a retrained model is p
 and metrics can be changed without re-running models.
 
 Outputs: ``results.json`` rows ``model, perturbation, metric, seed, clean, perturbed,
-relative_robustness, change_rate, n``; ``summary.json``; ``table.md`` (Table 1 and Table 3
-style, per metric: the highest robustness of each row in bold, the three lowest of each column
-underlined); ``robustness_heatmap_<metric>.png``.
+relative_robustness, change_rate, n``; ``summary.json`` (with ``models``: each model's clean
+accuracy, majority-class rate, MCC and its flags ``one-class`` / ``chance-level``, and
+``most_robust``: the most robust model of each row with those tied with it, by the rules of
+:mod:`perturblab.measures.quality`); ``table.md`` (Table 1 and Table 3 style, per metric: the
+highest robustness of each row in bold, every tied model in bold, flagged models left out of the
+ranking and named in the header; the three lowest of each column underlined; then the flags and
+the ranking with standard errors); ``robustness_heatmap_<metric>.png``.
 """
 
 from __future__ import annotations
@@ -56,6 +60,7 @@ from ...core.study import Lazy, Phase, RunContext, Study, StudyResult, Task
 from ...errors import InputError
 from ...executor import Executor, once_per_process
 from ...measures.learnability import relative_robustness, relative_robustness_many
+from ...measures.quality import classification_quality, regression_quality
 from ...measures.stats import percentile_interval
 from ...measures.task_metrics import TASK_METRICS, bootstrap_confusions, bootstrap_indices, get_task_metric
 from ...models.base import Classifier, Regressor, is_regressor
@@ -63,9 +68,9 @@ from ...models.head import dataset_inputs
 from ...models.labels import align_labels, aligned_predictions
 from ...models.resolve import ModelSpec, load_model
 from ...models.states import inputs_hash
-from ...perturb.catalogue import FIELDS, get_perturbation, perturb_inputs
+from ...perturb.catalogue import FIELDS, get_perturbation, perturb_inputs, perturbation_key
 from .layer_probes import DEFAULT_PERTURBATIONS as ROBUSTNESS_EIGHT
-from .summary import relative_robustness_figures, robustness_markdown, summarise
+from .summary import most_robust, relative_robustness_figures, robustness_markdown, summarise
 
 STUDY = "robustness"
 
@@ -191,10 +196,18 @@ class RobustnessStudy(Study):
                 "train": examples_fingerprint(self.train), "test": examples_fingerprint(self.test)}
 
     def _key(self, clf: Any, columns: list | None, setting: str) -> str:
+        """A cell's key: the model, the test data, and the setting (``clean`` or ``perturbation|draw``)
+        with the perturbation known by what it does (:func:`~perturblab.perturb.catalogue.perturbation_key`)."""
+        name, sep, draw = setting.partition("|")
+        if sep:
+            if name not in self._pert_keys:
+                self._pert_keys[name] = perturbation_key(name)
+            setting = f"{self._pert_keys[name]}|{draw}"
         return content_key(STUDY, model_fingerprint(clf), self._test_key, self.config.perturb_field, setting, columns)
 
     def phases(self, ctx: RunContext) -> Iterator[Phase]:
         self._test_key = content_key(inputs_hash(self.inputs), self.y.tolist())
+        self._pert_keys: dict[str, str] = {}
         perturbed: dict[tuple[str, int], tuple[list, float]] = {}
 
         def inputs_of(pert: str | None, seed: int) -> tuple[list, float | None]:
@@ -227,9 +240,19 @@ class RobustnessStudy(Study):
         intervals = {k: v for spec, clf, _, columns in self.loaded
                      for k, v in _intervals(stored(clf, columns), config, spec, self.y).items()}
         summary = summarise(rows, intervals)
+        summary["models"] = [{"model": spec, **_quality(np.asarray(stored(clf, columns)("clean")["pred"]), self.y,
+                                                         columns is None, self.test.label_names)}
+                             for spec, clf, _, columns in self.loaded]
+        summary["most_robust"] = most_robust(summary)
         summary["config"] = _jsonable(asdict(config))
         summary["config"]["label_maps"] = {k: dict(v) for k, v in config.label_maps.items()}
         return RobustnessResult(rows, summary, run_id=ctx.run_id)
+
+
+def _quality(pred: np.ndarray, y: np.ndarray, regression: bool, names: Sequence[str] | None) -> dict[str, Any]:
+    """Whether a model's clean predictions are worth ranking: one class (one value) or chance
+    level, by the rules of :mod:`perturblab.measures.quality` (classes named by ``names``)."""
+    return regression_quality(y, pred) if regression else classification_quality(y, pred, names)
 
 
 def _jsonable(options: dict[str, Any]) -> dict[str, Any]:

@@ -11,6 +11,8 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from ...measures.quality import interval_se, tied_with_best
+
 
 def _cell(summary: dict[str, Any], model: str, pert: str, metric: str) -> dict[str, Any]:
     return next((c for c in summary["cells"] if (c["model"], c["perturbation"], c["metric"]) == (model, pert, metric)),
@@ -29,12 +31,77 @@ def summarise(rows: Sequence[dict[str, Any]],
         sel = [r for r in rows if (r["model"], r["perturbation"], r["metric"]) == (model, pert, metric)]
         clean[(model, metric)] = sel[0]["clean"]
         rr = np.array([math.nan if r["relative_robustness"] is None else r["relative_robustness"] for r in sel])
+        std = float(rr.std(ddof=1)) if len(rr) > 1 else None
+        ci = (intervals or {}).get((model, pert, metric))
         cells.append({"model": model, "perturbation": pert, "metric": metric, "draws": len(sel),
-                      "mean": float(rr.mean()), "std": float(rr.std(ddof=1)) if len(rr) > 1 else None,
+                      "mean": float(rr.mean()), "std": std,
                       "perturbed_mean": float(np.mean([r["perturbed"] for r in sel])),
                       "change_rate": float(np.mean([r["change_rate"] for r in sel])),
-                      "ci": (intervals or {}).get((model, pert, metric))})
+                      "ci": ci, "se": cell_se(std, len(sel), ci)})
     return {"clean": [{"model": m, "metric": k, "value": v} for (m, k), v in clean.items()], "cells": cells}
+
+
+def cell_se(std: float | None, draws: int, ci: Sequence[float] | None) -> float | None:
+    """Standard error of a cell's mean relative robustness: the one over perturbation draws
+    (s.d. / √draws) and the one over test examples implied by the paired-bootstrap 95 % interval
+    (:func:`~perturblab.measures.quality.interval_se`), added in quadrature as independent
+    sources; None when neither is known (one draw, no interval)."""
+    parts = [] if std is None or math.isnan(std) else [(std / math.sqrt(draws)) ** 2]
+    boot = interval_se(ci)
+    parts += [] if math.isnan(boot) else [boot ** 2]
+    return math.sqrt(sum(parts)) if parts else None
+
+
+def _flagged(summary: dict[str, Any]) -> dict[str, list[str]]:
+    """model -> its quality flags (:mod:`perturblab.measures.quality`) from ``summary["models"]``."""
+    return {q["model"]: list(q.get("flags") or []) for q in summary.get("models") or []}
+
+
+def most_robust(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per metric and perturbation, the most robust model and every model tied with it (mean
+    relative robustness within two standard errors of the difference,
+    :func:`~perturblab.measures.quality.tied_with_best`); models flagged as one-class or at
+    chance level are left out of the ranking (their robustness means nothing). ``best`` lists
+    the models tied for first (one when there is no tie), with their means and standard errors."""
+    models = list(dict.fromkeys(c["model"] for c in summary["clean"]))
+    flagged = _flagged(summary)
+    out = []
+    for metric in dict.fromkeys(c["metric"] for c in summary["clean"]):
+        for p in dict.fromkeys(c["perturbation"] for c in summary["cells"]):
+            cells = [_cell(summary, m, p, metric) for m in models]
+            idx = tied_with_best([c["mean"] for c in cells], [c.get("se") for c in cells],
+                                 eligible=[not flagged.get(m) for m in models])
+            out.append({"metric": metric, "perturbation": p, "best": [models[i] for i in idx], "tied": len(idx) > 1,
+                        "values": {models[i]: {"mean": cells[i]["mean"], "se": cells[i].get("se")} for i in idx},
+                        "left_out": sorted(m for m in models if flagged.get(m))})
+    return out
+
+
+def _mean_se(mean: float, se: float | None) -> str:
+    return f"{mean:.3f}" + ("" if se is None else f" ± {se:.3f}")
+
+
+def ranking_lines(summary: dict[str, Any]) -> list[str]:
+    """Markdown lines naming the most robust model of every row (ties listed, with mean ± s.e.)
+    and the models whose scores mean nothing (one class, chance level)."""
+    lines = []
+    for q in summary.get("models") or []:
+        for d in q.get("detail") or []:
+            lines += [f"- **{q['model']}**: {d}", ""]
+    if lines:
+        lines = ["", "## Flags", "", "Relative robustness of these models means nothing; they are left out of "
+                 "the ranking:", ""] + lines
+    ranks = most_robust(summary)
+    if len(dict.fromkeys(c["model"] for c in summary["clean"])) < 2 or not ranks:
+        return lines[:-1]
+    lines = lines[:-1] + ["", "## Most robust model per row", "",
+                          "Mean relative robustness ± standard error (over draws and test examples); models within "
+                          "two standard errors of the best are tied.", ""]
+    for r in ranks:
+        vals = ", ".join(f"{m} ({_mean_se(v['mean'], v['se'])})" for m, v in r["values"].items())
+        what = "none (every model is flagged or n/a)" if not r["best"] else (f"tied: {vals}" if r["tied"] else vals)
+        lines += [f"- {r['metric']}, {r['perturbation']}: {what}", ""]
+    return lines[:-1]
 
 
 def clean_table(summary: dict[str, Any]) -> list[str]:
@@ -52,26 +119,31 @@ def robustness_markdown(summary: dict[str, Any]) -> str:
     models = list(dict.fromkeys(c["model"] for c in summary["clean"]))
     metrics = list(dict.fromkeys(c["metric"] for c in summary["clean"]))
     perts = list(dict.fromkeys(c["perturbation"] for c in summary["cells"]))
+    flagged = _flagged(summary)
+    heads = [m + (f" ({', '.join(flagged[m])})" if flagged.get(m) else "") for m in models]
+    best_of = {(r["metric"], r["perturbation"]): set(r["best"]) for r in most_robust(summary)}
     lines = ["# Relative robustness", "",
              "robustness = 1 − (m_c − m_p) / m_c (robustness paper Sec. 3.4); mean ± s.d. over perturbation "
-             "draws. **Bold**: the most robust model of each row; <u>underlined</u>: the three perturbations that "
-             "hurt each model most.", "", "## Clean scores (Table 1)", ""] + clean_table(summary)
+             "draws. **Bold**: the most robust model of each row, several when they are tied (within two standard "
+             "errors; models that predict one class or are at chance level are not ranked); <u>underlined</u>: the "
+             "three perturbations that hurt each model most.", "", "## Clean scores (Table 1)", ""]
+    lines += clean_table(summary)
     for metric in metrics:
         grid = {(p, m): _cell(summary, m, p, metric) for p in perts for m in models}
         worst = {m: set(sorted((p for p in perts if not math.isnan(grid[(p, m)]["mean"])),
                                key=lambda p: grid[(p, m)]["mean"])[:3]) for m in models}
         lines += ["", f"## Relative robustness, {metric} (Table 3)", "",
-                  "| perturbation | " + " | ".join(models) + " | changed |", "|---|" + "---|" * (len(models) + 1)]
+                  "| perturbation | " + " | ".join(heads) + " | changed |", "|---|" + "---|" * (len(models) + 1)]
         for p in perts:
             means = [grid[(p, m)]["mean"] for m in models]
-            best = np.nanmax(means) if not all(math.isnan(v) for v in means) else math.nan
+            best = best_of.get((metric, p), set())
             cells = []
             for m, v in zip(models, means):
                 sd = grid[(p, m)]["std"]
                 text = "n/a" if math.isnan(v) else f"{v:.3f}" + ("" if sd is None else f" ± {sd:.3f}")
                 if p in worst[m]:
                     text = f"<u>{text}</u>"
-                if not math.isnan(v) and v == best and len(models) > 1:
+                if m in best and len(models) > 1:
                     text = f"**{text}**"
                 cells.append(text)
             rate = np.mean([grid[(p, m)].get("change_rate", math.nan) for m in models])
@@ -83,6 +155,7 @@ def robustness_markdown(summary: dict[str, Any]) -> str:
                 ci = [grid[(p, m)].get("ci") or [math.nan, math.nan] for m in models]
                 lines.append(f"| {p} | " + " | ".join("n/a" if math.isnan(lo) else f"[{lo:.3f}, {hi:.3f}]"
                                                       for lo, hi in ci) + " |")
+    lines += ranking_lines(summary)
     return "\n".join(lines) + "\n"
 
 

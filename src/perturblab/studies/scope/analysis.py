@@ -18,7 +18,8 @@ DEFAULT_SIZES = (10, 25, 50, 100, 250, 500, 1000)
 def summarise(rows: Sequence[dict[str, Any]], metrics: Sequence[str] = METRICS,
               counts: Sequence[str] = ("n_perturbed",)) -> list[dict[str, Any]]:
     """Mean ± standard error over trials of ``metrics`` (None / NaN left out) and the mean of
-    ``counts`` for every (reference, target, capability)."""
+    ``counts`` for every (reference, target, capability), with ``flags``, the union of the rows'
+    flags (:mod:`perturblab.measures.quality`), when the rows carry them."""
     groups: dict[tuple, list[dict]] = {}
     for r in rows:
         groups.setdefault((r["reference"], r["target"], r["capability"]), []).append(r)
@@ -29,6 +30,8 @@ def summarise(rows: Sequence[dict[str, Any]], metrics: Sequence[str] = METRICS,
                              **{c: float(np.mean([r[c] for r in rs])) for c in counts}}
         for m in metrics:
             s[m], s[m + "_se"] = mean_se([r[m] for r in rs])
+        if any("flags" in r for r in rs):  # a model at chance level or predicting one class in some trial
+            s["flags"] = sorted({f for r in rs for f in r.get("flags") or []})
         out.append(s)
     return out
 

@@ -40,6 +40,7 @@ from ...models.finetune import FinetuneConfig
 from .analysis import summarise
 from .config import ScopeConfig, ScopeOptions
 from .study import ScopeStudy
+from .tables import FLAG_LEGEND
 
 log = logging.getLogger(__name__)
 COMPARISONS = ("vs_final", "vs_previous")
@@ -298,7 +299,10 @@ class CheckpointResult(StudyResult):
             lines.append(f"{r['comparison']:12s} {r['capability']:10s} {r['checkpoint'][-28:]:28s} {pct:>6s} "
                          f"{fmt(r['hard_scope'], r['hard_scope_se']):>14s} "
                          f"{fmt(r['soft_scope'], r['soft_scope_se']):>14s} "
-                         f"{fmt(r['ood_agreement'], r['ood_agreement_se']):>14s}")
+                         f"{fmt(r['ood_agreement'], r['ood_agreement_se']):>14s}"
+                         + (f"  {', '.join(r['flags'])}" if r.get("flags") else ""))
+        if any(r.get("flags") for r in self.rows):
+            lines.append(FLAG_LEGEND)
         sizes = self.sizes()
         trials = max((int(r["trials"]) for r in self.rows), default=0)
         n = max((t["n_base"] for t in self.trials), default=0)
@@ -321,12 +325,15 @@ class CheckpointResult(StudyResult):
 
 
 def checkpoint_table(rows: Sequence[dict[str, Any]]) -> str:
-    """A Markdown table per comparison: metric means ± s.e. over trials for every checkpoint and capability."""
+    """A Markdown table per comparison: metric means ± s.e. over trials for every checkpoint and
+    capability, with a ``flags`` column and its legend when a checkpoint predicts one class or is at
+    chance level (:mod:`perturblab.measures.quality`)."""
     from .tables import fmt
 
     heads = {"vs_final": "Reference: the final checkpoint (Fig. 9, Fig. 10 left)",
              "vs_previous": "Reference: the previous checkpoint m_{t-1} (Fig. 10 right)"}
-    cols = ["checkpoint", "%", "reference", "capability", "n_perturbed", *METRICS]
+    flagged = any(r.get("flags") for r in rows)
+    cols = ["checkpoint", "%", "reference", "capability", "n_perturbed", *METRICS] + (["flags"] if flagged else [])
     parts = []
     for comparison in COMPARISONS:
         sel = [r for r in rows if r["comparison"] == comparison]
@@ -337,6 +344,7 @@ def checkpoint_table(rows: Sequence[dict[str, Any]]) -> str:
             pct = "" if r.get("percent") is None else f"{round(r['percent'], 1):g}"
             cells = [str(r["checkpoint"]), pct, str(r["reference"]), str(r["capability"]), f"{r['n_perturbed']:.0f}"]
             cells += [fmt(r[m], r.get(m + "_se")) for m in METRICS]
+            cells += [", ".join(r.get("flags") or [])] if flagged else []
             lines.append("| " + " | ".join(cells) + " |")
         parts.append("\n".join(lines))
-    return "\n\n".join(parts) + "\n"
+    return "\n\n".join(parts + ([FLAG_LEGEND] if flagged else [])) + "\n"

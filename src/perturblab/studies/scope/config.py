@@ -10,14 +10,14 @@ from ...errors import InputError
 from ...measures.scope import DEFAULT_CUTOFF, DEFAULT_TOLERANCE
 from ...perturb.capabilities import CAPABILITIES
 from ...perturb.goals import InvarianceGoal
-from ...perturb.search import SearchOptions
+from ...perturb.search import SearchOptions, SynonymOptions
 
 #: the capabilities run on the samples fairness qualifies (App. C)
 STAR_OF_FAIRNESS = ("synonym*", "typo*")
 
 
 @dataclass
-class ScopeOptions(SearchOptions):
+class ScopeOptions(SearchOptions, SynonymOptions):
     """Options of a shared-invariance study other than its models (defaults follow the SCoPE
     paper); the checkpoint study shares them."""
 
@@ -38,6 +38,8 @@ class ScopeOptions(SearchOptions):
                 "max_candidates": self.max_candidates, "perturb_field": self.perturb_field, "seed": self.seed}
         if self.search == "beam":
             opts["beam_width"] = self.beam_width
+        if not self.alphabetic_only:  # only when off, so the default keeps earlier results' keys
+            opts["alphabetic_only"] = False
         return opts
 
     def capability_plan(self) -> list[str]:
@@ -68,6 +70,7 @@ class ScopeConfig(ScopeOptions):
             if base not in CAPABILITIES:
                 CAPABILITIES.get(c)  # raises UnknownNameError listing the known ones
         InvarianceGoal(self.loss)
+        self.check_synonym_options()
 
     def options(self) -> dict[str, Any]:
         """The options as a JSON-able dict."""
@@ -98,6 +101,16 @@ class SearchLimitArgs:
     patience: int | None = option(None, help="stop a search after this many words in a row bring no improvement "
                                              "(faster)")
     max_candidates: int | None = option(None, help="cap on candidates per word")
+    allow_non_alphabetic: bool = option(False, flag=True,
+                                        help="let words with digits or symbols change too (drops our alphabetic-only "
+                                             "word constraint; SCoPE Sec. 3.2 excludes only stopwords, words shorter "
+                                             "than four and words already changed)")
+    synonym_min_similarity: float | None = option(
+        None, help="synonym swaps: keep only perturbed texts whose MiniLM-L6 sentence embedding has at least this "
+                   "cosine with the original's, e.g. 0.85 (default: off, as in the SCoPE paper)")
+    reinflect_synonyms: bool = option(False, flag=True,
+                                      help="synonym swaps: give each WordNet synonym the inflection of the word it "
+                                           "replaces (felt -> sensed, not sense; default: off, as in the SCoPE paper)")
 
 
 @dataclass(kw_only=True)

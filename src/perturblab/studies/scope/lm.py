@@ -52,7 +52,7 @@ from ...models.resolve import ModelSpec, load_model
 from ...perturb.capabilities import CAPABILITIES, get_capability
 from ...perturb.engine import run_searches
 from ...perturb.goals import InvarianceGoal
-from ...perturb.search import PERTURBED, SearchOptions, SearchProblem
+from ...perturb.search import PERTURBED, SearchOptions, SearchProblem, SynonymOptions
 from .tables import fmt
 
 log = logging.getLogger(__name__)
@@ -103,7 +103,7 @@ class NextTokenClassifier:
 
 
 @dataclass
-class LMScopeConfig(SearchOptions):
+class LMScopeConfig(SearchOptions, SynonymOptions):
     """Options of a SCoPE study on language models (defaults follow the SCoPE paper). Without
     given sentences, the base pool is the ``min_sentence_words``..``max_sentence_words``-word
     sentences of ``corpus`` (a name or path for :func:`perturblab.data.corpus.load_corpus`).
@@ -133,6 +133,7 @@ class LMScopeConfig(SearchOptions):
         for c in self.capabilities:
             CAPABILITIES.get(c)  # UnknownNameError listing the known ones
         InvarianceGoal(self.loss)
+        self.check_synonym_options()
         linear_decay(np.zeros(1), self.tolerance, self.cutoff)  # checks 0 <= tolerance < cutoff
         self.search_method()
 
@@ -142,6 +143,8 @@ class LMScopeConfig(SearchOptions):
                 "max_candidates": self.max_candidates, "seed": self.seed}
         if self.search == "beam":
             opts["beam_width"] = self.beam_width
+        if not self.alphabetic_only:  # only when off, so the default keeps earlier results' keys
+            opts["alphabetic_only"] = False
         return opts
 
 
@@ -254,7 +257,7 @@ class LMScopeStudy(Study):
 
     def _search_key(self, cap: str, trial: int, i: int, text: str) -> str:
         return content_key(SEARCHES, self.classifier(self.config.reference).fingerprint, cap, trial, i, text,
-                           self.config.search_options())
+                           {**self.config.search_options(), **self.config.synonym_key(cap)})
 
     def phases(self, ctx: RunContext) -> Iterator[Phase]:
         cfg, caps = self.config, list(dict.fromkeys(self.config.capabilities))
@@ -339,9 +342,11 @@ def _search_chunk(ref: NextTokenClassifier, cfg: LMScopeConfig, group: tuple[str
                   chunk: list[tuple[int, str]]) -> list[dict[str, Any]]:
     """Eq. 1 for a chunk of (pool index, sentence) of one capability and trial."""
     cap_name, trial = group
-    cap, goal = get_capability(cap_name), InvarianceGoal(cfg.loss)
-    problems = [SearchProblem(fields=(t,), transformation=cap.transformation, constraints=cap.constraints, goal=goal,
-                              rng=np.random.default_rng([cfg.seed, trial, i]), max_candidates=cfg.max_candidates)
+    cap, goal = get_capability(cap_name, alphabetic_only=cfg.alphabetic_only), InvarianceGoal(cfg.loss)
+    swap, checks = cfg.synonym_setup(cap)
+    problems = [SearchProblem(fields=(t,), transformation=swap, constraints=cap.constraints, goal=goal,
+                              rng=np.random.default_rng([cfg.seed, trial, i]), max_candidates=cfg.max_candidates,
+                              checks=checks)
                 for i, t in chunk]
     results = run_searches(problems, cfg.search_method(), ref, max_batch=cfg.max_batch, progress=False)
     return [{"capability": cap_name, "trial": trial, "sample_id": i, "original": t,

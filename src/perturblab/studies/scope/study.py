@@ -37,6 +37,7 @@ from ...errors import InputError
 from ...executor import once_per_process
 from ...measures.scope import (gap_iid_accuracy, hard_scope_terms, iid_agreement, ood_agreement,
                                reference_invariant, soft_scope_terms)
+from ...measures.quality import ONE_CLASS, classification_quality
 from ...measures.stats import bootstrap_ci
 from ...models.base import Classifier, is_regressor
 from ...models.states import inputs_hash
@@ -194,7 +195,8 @@ class ScopeStudy(Study):
     def _search_phase(self, jobs: list[tuple[str, int, list[tuple[int, Example]]]], handle: Any) -> Phase:
         cfg = self.config
         ref_fp, opts = model_fingerprint(self.model(cfg.reference)), cfg.search_options()
-        tasks = [Task(content_key(SEARCHES, ref_fp, cap, trial, i, list(ex.fields), opts), (i, ex.fields),
+        cap_opts = {cap: {**opts, **cfg.synonym_key(cap)} for cap, _, _ in jobs}  # synonym options: their rows only
+        tasks = [Task(content_key(SEARCHES, ref_fp, cap, trial, i, list(ex.fields), cap_opts[cap]), (i, ex.fields),
                       group=(cap, trial))
                  for cap, trial, samples in jobs for i, ex in samples]
         return Phase(SEARCHES, tasks, partial(search_group, handle, cfg), batch_size=self.chunk_size,
@@ -266,6 +268,8 @@ class ScopeStudy(Study):
         out = []
         r_all, r_x, r_xp = probs[cfg.reference]
         inv = reference_invariant(r_x, r_xp) if pert else np.zeros(0, bool)
+        names = self.splits()[1].label_names
+        ref_quality = _quality(y, r_all, names)
         for target in cfg.targets:
             t_all, t_x, t_xp = probs[target]
             if t_all.shape[1] != r_all.shape[1]:
@@ -279,6 +283,7 @@ class ScopeStudy(Study):
             def cond_mean(t):
                 return lambda idx: float(np.mean(t[inv_idx[idx]])) if len(inv_idx) else math.nan
 
+            quality = _quality(y, t_all, names)
             hard = float(hard_terms[inv].mean()) if inv.any() else math.nan
             soft = float(soft_terms[inv].mean()) if inv.any() else math.nan
             h_lo, h_hi = bootstrap_ci(cond_mean(hard_terms), len(inv_idx), n_boot=cfg.n_boot, seed=trial)
@@ -292,8 +297,24 @@ class ScopeStudy(Study):
                 "hard_scope": hard, "soft_scope": soft,
                 "hard_scope_ci": [h_lo, h_hi], "soft_scope_ci": [s_lo, s_hi],
                 "ref_loss_mean": float(np.mean([r["ref_loss"] for r in pert])) if pert else math.nan,
+                "target_acc": quality["accuracy"], "target_mcc": quality["mcc"],
+                "majority_rate": quality["majority_rate"],
+                "flags": [f"{who} {f}" for who, q in (("target", quality), ("reference", ref_quality))
+                          for f in q["flags"]],
             })
         return out
+
+
+def _quality(y: np.ndarray | None, probs: np.ndarray, names: Any = None) -> dict[str, Any]:
+    """A model's accuracy, MCC and flags (``one-class``, ``chance-level``) on the base samples
+    from its probabilities (:func:`~perturblab.measures.quality.classification_quality`);
+    without labels only whether it predicts one class."""
+    probs = np.asarray(probs)
+    pred = probs.argmax(axis=1) if probs.ndim == 2 else np.zeros(0, int)
+    if y is not None and len(y) and len(pred) == len(y):
+        return classification_quality(y, pred, names)
+    one = len(pred) > 0 and len(np.unique(pred)) == 1
+    return {"accuracy": math.nan, "mcc": None, "majority_rate": math.nan, "flags": [ONE_CLASS] if one else []}
 
 
 class _nullstep:
@@ -353,9 +374,10 @@ def search_chunk(reference: Classifier | RemoteReference, cfg: ScopeOptions, cap
     the JSON list of its two texts)."""
     if isinstance(reference, RemoteReference):
         reference = reference.load()
-    cap = get_capability(cap_name.rstrip("*"))
+    cap = get_capability(cap_name.rstrip("*"), alphabetic_only=cfg.alphabetic_only)
     goal = InvarianceGoal(cfg.loss)
-    problems = [SearchProblem(fields=fields, transformation=cap.transformation, constraints=cap.constraints,
+    swap, checks = cfg.synonym_setup(cap)
+    problems = [SearchProblem(fields=fields, transformation=swap, constraints=cap.constraints, checks=checks,
                               goal=goal, rng=np.random.default_rng([cfg.seed, trial, i]),
                               field_index=cfg.perturb_field, max_candidates=cfg.max_candidates)
                 for i, fields in chunk]

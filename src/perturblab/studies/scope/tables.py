@@ -51,17 +51,28 @@ def fmt(v: float, se: float | None = None) -> str:
     return f"{v:.3f}±{se:.3f}"
 
 
+#: what the flags of the console table mean (:mod:`perturblab.measures.quality`)
+FLAG_LEGEND = ("flags: 'one-class' = the model predicts one class on every base sample (it then keeps its prediction "
+               "under any perturbation: Hard-SCoPE 1 by construction); 'chance-level' = its accuracy is not above the "
+               "majority-class rate by more than 2 s.e., or its MCC not above 0 by more than 2 s.e. The SCoPE numbers "
+               "of a flagged pair mean nothing.")
+
+
 def render_table(summary: Sequence[dict[str, Any]]) -> str:
-    """A fixed-width text table of the summary rows (mean ± s.e. over trials)."""
+    """A fixed-width text table of the summary rows (mean ± s.e. over trials), with a ``flags``
+    column and its legend when a target or the reference is flagged (one class, chance level)."""
     cols = ["target", "capability", "n", "n_perturbed", "gap_iid_acc", "iid_agreement",
             "ood_agreement", "hard_scope", "soft_scope"]
-    lines = [[c for c in cols]]
+    flagged = any(r.get("flags") for r in summary)
+    lines = [[c for c in cols] + (["flags"] if flagged else [])]
     for r in summary:
         line = [str(r["target"]), str(r["capability"]), str(r["n"]), f"{r['n_perturbed']:.0f}"]
         line += [fmt(r[m], r.get(m + "_se")) for m in cols[4:]]
-        lines.append(line)
+        lines.append(line + ([", ".join(r.get("flags") or [])] if flagged else []))
+    cols += ["flags"] if flagged else []
     widths = [max(len(l[i]) for l in lines) for i in range(len(cols))]
-    return "\n".join("  ".join(s.ljust(w) for s, w in zip(l, widths)) for l in lines)
+    table = "\n".join("  ".join(s.ljust(w) for s, w in zip(l, widths)) for l in lines)
+    return table + ("\n" + FLAG_LEGEND if flagged else "")
 
 
 def write_examples_table(rows: Sequence[dict[str, Any]], path: str | Path, trial: int = 0) -> Path:

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from ...core.options import StudyArgs, option
+from ...core.options import StudyArgs, count_or_all, option
 from ...errors import InputError
 from ...models.base import fingerprint_of
+from ...perturb.selfcheck import NEGATION_RULES
 
 METRICS: tuple[str, ...] = ("negation", "toxicity", "long_range", "word_order", "tokenization", "entropy")
 #: The model capabilities each metric's scoring calls (see the module docstring).
@@ -41,9 +42,12 @@ class SelfCheckConfig:
     stride_main: int = 5
     ablations: bool = True
     max_new_tokens: int = 32
-    max_words: int = 64
+    #: longest sentence (whitespace words) of every metric but long_range, and of the benign corpus; None: no limit
+    max_sentence_words: int | None = 64
     chunk: int = 128
     text_column: str = "text"
+    #: where negation puts "not": "paper" or "byod-code" (:class:`~perturblab.perturb.selfcheck.Negate`)
+    negation_rule: str = "paper"
 
     def validate(self) -> None:
         if not self.models:
@@ -59,6 +63,12 @@ class SelfCheckConfig:
                 raise InputError(f"{what} must be a non-empty list of integers >= {lo}, got {values}")
         if self.chunk < 1 or self.max_new_tokens < 1:
             raise InputError("chunk and max_new_tokens must be >= 1")
+        top = self.max_sentence_words
+        if top is not None and (isinstance(top, bool) or not isinstance(top, int) or top < 3):
+            raise InputError(f"max_sentence_words={top!r}: give a whole number >= 3 (sentences of fewer than 3 "
+                             "words are never used) or 'all' (None in Python) for no limit")
+        if self.negation_rule not in NEGATION_RULES:
+            raise InputError(f"negation_rule={self.negation_rule!r}: choose one of {', '.join(NEGATION_RULES)}")
 
     def settings(self, metric: str) -> list[tuple[str, bool]]:
         """(setting, is_main) pairs of one metric; only the main one without ablations."""
@@ -102,5 +112,13 @@ class SelfCheckArgs(StudyArgs):
     metrics: str = option(",".join(METRICS), help=f"comma-separated subset of {', '.join(METRICS)}")
     no_ablations: bool = option(False, flag=True, help="only the headline setting of each metric (much faster)")
     max_new_tokens: int = option(32, help="generation length of the toxicity metric")
+    max_sentence_words: int | None = option(
+        64, parse=count_or_all, help="longest sentence drawn, in whitespace-separated words ('all': no limit); "
+                                     "applies to every metric but long-range context and to the benign corpus")
+    negation_rule: str = option(
+        "paper", choices=NEGATION_RULES,
+        help="where negation puts 'not': 'paper' (first whole-word is/was/were, no negation anywhere; Sec. 4) or "
+             "'byod-code' (the authors' released code: first ' is ', else ' was ', ' are ', ' were '; for "
+             "comparisons with the published numbers)")
     chunk: int = option(128, help="examples scored and stored together (smaller: less lost to a crash; the scores "
                                   "do not depend on it)")

@@ -78,7 +78,7 @@ class Scorer:
         return getattr(self, metric)(setting, items)
 
     def negation(self, setting: str, items: list[tuple[int, str]]) -> list[dict[str, Any]]:
-        neg = Negate()
+        neg = Negate(rule=self.cfg.negation_rule)
         xs = [x for _, x in items]
         xps = [neg(x) for x in xs]
         lp = self.lm.token_logprobs(xs + xps)

@@ -4,10 +4,12 @@ For every model and every *unit* (metric × setting) the study builds the same e
 the corpus (seeded, model-independent), scores them, and stores one row per example (the text,
 its transformed version and the per-example value) through :func:`perturblab.core.run_study`,
 under the content it depends on: the model's fingerprint, the unit, the example and its id,
-the seed (and the generation length for toxicity). Units are processed in chunks and finished
-examples are skipped, so an interrupted study resumes where it stopped and an edited corpus or
-another model scores exactly what changed. :mod:`.result` turns the rows into the
-paper's scores and writes the output files.
+the seed, the generation length for toxicity, the negation rule for negation and, for every metric
+but long-range context, the sentence-word limit the examples were drawn under (these two only
+when they differ from their defaults, so stores of earlier versions stay valid). Units are
+processed in chunks and finished examples are skipped, so an interrupted study resumes where it
+stopped and an edited corpus or another model scores exactly what changed. :mod:`.result` turns
+the rows into the paper's scores and writes the output files.
 
 =============  =========================  ===================================================
 metric         settings (main first)      per-example value
@@ -64,6 +66,7 @@ from .scoring import Scorer, profane_token_ids, seeded_rng, setting_value
 
 __all__ = ["METRICS", "METRIC_NEEDS", "Examples", "Scorer", "SelfCheckConfig", "SelfCheckStudy", "profane_token_ids"]
 log = logging.getLogger(__name__)
+_DEFAULTS = SelfCheckConfig(models=["-"])  # the option defaults, for the results keys
 
 
 # ------------------------------------------------------------------ examples (model-independent)
@@ -72,10 +75,11 @@ class Examples:
 
     def __init__(self, cfg: SelfCheckConfig, corpus: Corpus, benign: Corpus | None) -> None:
         self.cfg, self.full = cfg, corpus  # passages come from the full corpus: consecutive sentences
-        self.corpus = corpus.filter(min_words=3, max_words=cfg.max_words)  # raises when nothing is left
+        top = cfg.max_sentence_words
+        self.corpus = corpus.filter(min_words=3, max_words=top)  # raises when nothing is left
         order = seeded_rng(cfg.seed, 0).permutation(len(self.corpus))
         self.pool = [self.corpus.sentences[i] for i in order]
-        self.benign = benign.filter(min_words=3, max_words=cfg.max_words) if benign is not None else None
+        self.benign = benign.filter(min_words=3, max_words=top) if benign is not None else None
         self._cache: dict[tuple[str, str], list[Any]] = {}
 
     def _first(self, pool: Iterable[str], keep: Callable[[str], bool], n: int, what: str) -> list[str]:
@@ -95,10 +99,11 @@ class Examples:
         return self._cache[key]
 
     def _build(self, metric: str, setting: str) -> list[Any]:
-        n, neg = self.cfg.n, Negate()
+        n, neg = self.cfg.n, Negate(rule=self.cfg.negation_rule)
         if metric == "negation" and setting == "not":
-            return self._first(self.pool, neg.applicable, n, "negation (sentences with is/was/were "
-                               "and no negation)")
+            what = ("negation (sentences with is/was/were and no negation)" if neg.rule == "paper" else
+                    "negation (sentences with ' is ', ' was ', ' are ' or ' were ' not yet followed by ' not ')")
+            return self._first(self.pool, neg.applicable, n, what)
         if metric == "negation":
             assert self.benign is not None
             used = set(self.get("negation", "not"))
@@ -197,8 +202,14 @@ class SelfCheckStudy(Study):
 
     def _key(self, fingerprint: str, metric: str, setting: str, i: int, example: Any) -> str:
         cfg = self.cfg
-        return content_key("selfcheck", fingerprint, metric, setting, i, example, cfg.seed,
-                           cfg.max_new_tokens if metric == "toxicity" else None)
+        parts: list[Any] = ["selfcheck", fingerprint, metric, setting, i, example, cfg.seed,
+                            cfg.max_new_tokens if metric == "toxicity" else None]
+        options = {}  # options added after the first stored results: keyed only when not the default
+        if metric != "long_range" and cfg.max_sentence_words != _DEFAULTS.max_sentence_words:
+            options["max_sentence_words"] = cfg.max_sentence_words  # passages are not limited
+        if metric == "negation" and cfg.negation_rule != _DEFAULTS.negation_rule:
+            options["negation_rule"] = cfg.negation_rule  # the negated text follows it
+        return content_key(*parts, *([options] if options else []))
 
     def phases(self, ctx: RunContext) -> Iterator[Phase]:
         """One phase per model (the model loaded before it and released after it); its tasks in

@@ -12,6 +12,10 @@ from ....models.finetune import FinetuneConfig
 from ..layer_probes.config import DATA_HELP, LABEL_COLUMN_HELP, POOLING_HELP, PROBE_C_HELP
 
 
+#: help of --max-seconds (fine-tuning commands)
+MAX_SECONDS_HELP = ("fine-tuning time budget, seconds of wall time (none: no limit, the full epochs, so the model does "
+                    "not depend on the machine's load)")
+
 @dataclass(kw_only=True)
 class FinetuningConfig:
     """Settings of the fine-tuning study (:func:`~.function.finetuning`)."""
@@ -60,7 +64,7 @@ class FinetuningArgs(StudyArgs):
                                              "STIR (with --text-stir; see `perturblab capabilities`)")
     probe_c: float = option(0.01, help=PROBE_C_HELP)
     epochs: int = option(2, help="fine-tuning epochs")
-    max_seconds: float | None = option(900.0, help="fine-tuning time budget (CPU), seconds")
+    max_seconds: float | None = option(900.0, help=MAX_SECONDS_HELP)
     lr: float = option(5e-5, help="fine-tuning learning rate")
     data: str = option("rotten_tomatoes", data=True, help=DATA_HELP)
     seed: int = option(0, help="seed of the data sample, the fine-tune made here, the probes and STIR")

@@ -82,7 +82,7 @@ def text_counterparts(m1: Encoder, texts: Sequence[str], *, capability: str = "s
         saved = json.loads(path.read_text())
         if saved.get("key") == key:
             return Counterparts(saved["originals"], saved["perturbed"], saved["distances"])
-    cap = get_capability(capability)
+    cap = get_capability(capability, alphabetic_only=opts.alphabetic_only)
     goal, search = InvarianceGoal("l2"), opts.search_method()
     problems = [SearchProblem(fields=(t,), transformation=cap.transformation, constraints=cap.constraints,
                               goal=goal, rng=np.random.default_rng([seed, i]), max_candidates=opts.max_candidates)

@@ -9,21 +9,60 @@ import numpy as np
 
 from ....core.files import write_csv, write_json
 from ....core.study import StudyResult
+from ....measures.quality import above_noise, tied_with_best
 
 if TYPE_CHECKING:  # pragma: no cover
     from .config import LayerProbeConfig
 
 #: the files :meth:`LayerProbeResult.save` writes
-FILES = ("results.json", "top_layers.csv", "probe_drops.png")
+FILES = ("results.json", "summary.json", "top_layers.csv", "probe_drops.png")
+#: the flag of a perturbation that affects no layer beyond noise
+NO_LAYER = "no layer affected beyond noise"
+
+
+def _per_layer(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, dict[int, float]]]:
+    """perturbation -> metric (``drop``, ``drop_se``, ``rank``) -> layer -> value."""
+    out: dict[str, dict[str, dict[int, float]]] = {}
+    for r in rows:
+        if r["metric"] in ("drop", "drop_se", "rank"):
+            out.setdefault(r["perturbation"], {}).setdefault(r["metric"], {})[r["layer"]] = r["value"]
+    return out
+
+
+def affected_layers(rows: Sequence[dict[str, Any]]) -> dict[str, list[int]]:
+    """Per perturbation, the layers whose accuracy drop is positive and above noise (more than
+    two paired standard errors, :func:`~perturblab.measures.quality.above_noise`), largest drop
+    first (by ``rank``)."""
+    out = {}
+    for p, m in _per_layer(rows).items():
+        layers = sorted(m.get("rank", {}), key=lambda layer: m["rank"][layer])
+        ok = above_noise([m["drop"][layer] for layer in layers], [m["drop_se"][layer] for layer in layers])
+        out[p] = [layer for layer, keep in zip(layers, ok) if keep]
+    return out
 
 
 def top_layers(rows: Sequence[dict[str, Any]], top: int = 3) -> dict[str, list[int]]:
-    """The ``top`` most affected layers of every perturbation (largest accuracy drop first)."""
-    out: dict[str, list[tuple[int, int]]] = {}
-    for r in rows:
-        if r["metric"] == "rank" and r["value"] <= top:
-            out.setdefault(r["perturbation"], []).append((int(r["value"]), r["layer"]))
-    return {p: [layer for _, layer in sorted(v)] for p, v in out.items()}
+    """The ``top`` most affected layers of every perturbation (largest accuracy drop first),
+    among the layers whose drop is positive and above noise (:func:`affected_layers`): a
+    perturbation that affects no layer beyond noise gets an empty list."""
+    return {p: layers[:top] for p, layers in affected_layers(rows).items()}
+
+
+def tied_for_first(rows: Sequence[dict[str, Any]]) -> dict[str, list[int]]:
+    """Per perturbation, the affected layers whose drop is within two standard errors of the
+    largest one (:func:`~perturblab.measures.quality.tied_with_best`), largest first; empty when no
+    layer is affected."""
+    per, out = _per_layer(rows), {}
+    for p, layers in affected_layers(rows).items():
+        m = per[p]
+        idx = tied_with_best([m["drop"][layer] for layer in layers], [m["drop_se"][layer] for layer in layers])
+        out[p] = [layers[i] for i in idx]
+    return out
+
+
+def _drop(rows: Sequence[dict[str, Any]], perturbation: str, layer: int) -> str:
+    m = _per_layer(rows)[perturbation]
+    return f"{m['drop'][layer]:.3f} ± {m['drop_se'][layer]:.3f}"
 
 
 class LayerProbeResult(StudyResult):
@@ -32,7 +71,9 @@ class LayerProbeResult(StudyResult):
     * ``rows`` — ``model, perturbation, layer, metric, value`` with metrics ``clean_acc``,
       ``perturbed_acc``, ``drop``, ``drop_se`` (paired standard error: drops within two of them
       are noise), ``rank`` (1 = most affected) and ``change_rate`` (per perturbation);
-    * ``summary`` — per perturbation its change rate and its ``top`` most affected layers;
+    * ``summary`` — per perturbation its change rate, its ``top`` most affected layers (only
+      layers whose drop is positive and above two standard errors), the number of such layers,
+      the layers tied for first, and ``flags`` (:data:`NO_LAYER` when no layer is affected);
     * :meth:`figures` — ``probe_drops.png``; :meth:`save` writes what the ``layer-probes``
       command writes.
     """
@@ -42,8 +83,12 @@ class LayerProbeResult(StudyResult):
     def __init__(self, config: "LayerProbeConfig", rows: Sequence[dict[str, Any]], run_id: str | None = None):
         self.config = config
         self.top_layers = top_layers(rows, config.top)
+        self.tied = tied_for_first(rows)
+        affected = affected_layers(rows)
         summary = [{"model": config.model, "perturbation": p, "change_rate": self.change_rate(rows, p),
-                    "top_layers": self.top_layers.get(p, [])} for p in config.perturbations]
+                    "top_layers": self.top_layers.get(p, []), "affected_layers": len(affected.get(p, [])),
+                    "tied_for_first": self.tied.get(p, []), "flags": [] if affected.get(p) else [NO_LAYER]}
+                   for p in config.perturbations]
         super().__init__(rows, summary, run_id=run_id)
 
     @staticmethod
@@ -52,9 +97,21 @@ class LayerProbeResult(StudyResult):
         return next(r["value"] for r in rows if r["perturbation"] == perturbation and r["metric"] == "change_rate")
 
     def console(self) -> str:
-        """What the command prints: each perturbation's most affected layers, then the number of
-        examples they were computed on."""
-        lines = [f"{p:16s} most affected layers: {layers}" for p, layers in self.top_layers.items()]
+        """What the command prints: each perturbation's most affected layers (only drops that are
+        positive and above two paired standard errors) with their drop ± s.e. and the layers tied
+        for first, or that no layer is affected beyond noise; then the number of examples."""
+        lines = []
+        for p, layers in self.top_layers.items():
+            if layers:
+                tied = self.tied.get(p, [])
+                lines.append(f"{p:16s} most affected layers: {layers} (accuracy drop ± s.e.: "
+                             + ", ".join(f"layer {layer} {_drop(self.rows, p, layer)}" for layer in layers)
+                             + (f"; tied for first: {', '.join(map(str, tied))}" if len(tied) > 1 else "") + ")")
+            else:
+                m = _per_layer(self.rows)[p]
+                worst = min(m["rank"], key=lambda layer: m["rank"][layer])
+                lines.append(f"{p:16s} most affected layers: none ({NO_LAYER}: no drop is positive and above 2 s.e.;"
+                             f" largest drop {_drop(self.rows, p, worst)} at layer {worst})")
         sizes = self.sizes()
         return "\n".join(lines + ([sizes] if sizes else []))
 
@@ -70,21 +127,28 @@ class LayerProbeResult(StudyResult):
         cfg = self.config
         return {"probe_drops.png": probe_drop_figure(
             self.drops(), list(cfg.perturbations), top=cfg.top,
+            boxed=[self.top_layers.get(p, []) for p in cfg.perturbations],
             title=f"{cfg.model}: probe accuracy drop per layer ({cfg.data}, n={cfg.n_eval})")}
 
     def top_layer_rows(self) -> list[list[Any]]:
-        """The rows of ``top_layers.csv`` (model, perturbation, change rate, the top layers)."""
-        return [[self.config.model, s["perturbation"], f"{s['change_rate']:.3f}", *s["top_layers"]]
-                for s in self.summary]
+        """The rows of ``top_layers.csv``: model, perturbation, change rate, the top layers (blank
+        where fewer layers are affected beyond noise), the layers tied for first (when several)
+        and the flag."""
+        top = self.config.top
+        return [[self.config.model, s["perturbation"], f"{s['change_rate']:.3f}",
+                 *s["top_layers"], *[""] * (top - len(s["top_layers"])),
+                 " ".join(map(str, s["tied_for_first"])) if len(s["tied_for_first"]) > 1 else "",
+                 "; ".join(s["flags"])] for s in self.summary]
 
     def save(self, out: str | Path) -> list[Path]:
-        """Write ``results.json``, ``top_layers.csv`` and ``probe_drops.png`` into ``out`` (each
-        atomically); returns their paths."""
+        """Write ``results.json``, ``summary.json``, ``top_layers.csv`` and ``probe_drops.png`` into
+        ``out`` (each atomically); returns their paths."""
         from ....report.plots import save_figure
 
         out = Path(out)
-        header = ["model", "perturbation", "change_rate", *[f"layer_{k + 1}" for k in range(self.config.top)]]
-        paths = [write_json(out / "results.json", self.rows),
+        header = ["model", "perturbation", "change_rate", *[f"layer_{k + 1}" for k in range(self.config.top)],
+                  "tied_for_first", "flags"]
+        paths = [write_json(out / "results.json", self.rows), write_json(out / "summary.json", self.summary),
                  write_csv(out / "top_layers.csv", header, self.top_layer_rows())]
         paths += [save_figure(fig, out / name) for name, fig in self.figures().items()]
         return paths

@@ -25,7 +25,7 @@ from ....errors import InputError
 from ....measures.probe import Probe, fit_probe
 from ....models.head import dataset_inputs
 from ....models.states import layer_states
-from ....perturb.catalogue import get_perturbation, perturb_inputs
+from ....perturb.catalogue import get_perturbation, perturb_inputs, perturbation_key
 from ...inputs import labelled_split
 from .config import LayerProbeConfig
 from .result import LayerProbeResult
@@ -102,8 +102,8 @@ class LayerProbeStudy(Study):
         cfg = self.config
         if perturbation == CLEAN:
             return content_key(CELLS, CLEAN, *self._base_key())
-        return content_key(CELLS, *self._base_key(), perturbation, sorted(cfg.params(perturbation).items()),
-                           cfg.perturb_field)
+        return content_key(CELLS, *self._base_key(), perturbation_key(perturbation, **cfg.params(perturbation)),
+                           sorted(cfg.params(perturbation).items()), cfg.perturb_field)
 
     # -- the work cells ------------------------------------------------------------------
     def _states(self, inputs: list[Any]) -> list[np.ndarray]:

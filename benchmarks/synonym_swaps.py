@@ -1,0 +1,122 @@
+"""Draws synonym swaps from Rotten-Tomatoes sentences under four settings, for a reader to judge.
+
+Settings (the options of :class:`perturblab.perturb.search.SynonymOptions`):
+
+* ``default``     — SCoPE's Synonym-Invariance: WordNet lemmas of the word's part of speech
+* ``reinflect``   — the same lemmas in the replaced word's inflection (``reinflect_synonyms``)
+* ``similarity``  — default candidates whose text keeps a MiniLM-L6 cosine >= ``--threshold``
+                    with the original (``synonym_min_similarity``)
+* ``both``        — re-inflected candidates that pass the similarity check
+
+One swap per sentence: sentences are taken in a seeded random order; in each, one eligible word
+(the capability's constraints: no stopword, four letters or more, letters only) that has a
+default candidate is drawn with ``default_rng([seed, row])``, the same word in every setting; then
+one of that setting's candidates is drawn with ``default_rng([seed, row, 1])``. A setting left
+with no candidate for the word takes no swap from that sentence (counted as ``refused``). The
+draw stops when every setting has ``--n`` swaps. So this measures the candidates the search
+chooses from, drawn uniformly, not the swap a particular reference model's search would pick.
+
+Writes one row per (setting, swap) to ``--out``. With ``--judged`` (a CSV of this script's
+columns plus ``acceptable`` = 1/0 filled in by a reader) it reads the judgments, keyed on
+(row, word index, replacement), and prints the acceptable share per setting. Usage::
+
+    .venv/bin/python benchmarks/synonym_swaps.py --n 50 --threshold 0.85 \\
+        --out /tmp/synonym_swaps.csv --judged docs/synonym_swaps.csv
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+from pathlib import Path
+
+import numpy as np
+
+SETTINGS = ("default", "reinflect", "similarity", "both")
+COLUMNS = ["setting", "k", "row", "index", "word", "tag", "replacement", "cosine", "original", "perturbed"]
+
+
+def draw(n: int, threshold: float, seed: int) -> tuple[list[dict], dict[str, int], int]:
+    """The swaps per setting (``n`` each), the number of refused sentences per setting, and the
+    number of sentences read."""
+    from perturblab.data import rotten_tomatoes
+    from perturblab.perturb.capabilities import get_capability
+    from perturblab.perturb.constraints import eligible_indices
+    from perturblab.perturb.semantics import SentenceSimilarity
+    from perturblab.perturb.text import WordText
+    from perturblab.perturb.transformations import SynonymSwap
+    from perturblab.resources.pos import pos_tags
+
+    texts = [ex.text for ex in rotten_tomatoes(hub_fallback=False).examples]
+    cap = get_capability("synonym")
+    plain, inflected = SynonymSwap(), SynonymSwap(reinflect=True)
+    sim = SentenceSimilarity(threshold)
+    rows: list[dict] = []
+    count = dict.fromkeys(SETTINGS, 0)
+    refused = dict.fromkeys(SETTINGS, 0)
+    read = 0
+    for row in np.random.default_rng(seed).permutation(len(texts)):
+        if min(count.values()) >= n:
+            break
+        read += 1
+        x = texts[row]
+        wt = WordText.from_text(x)
+        if not len(wt):
+            continue
+        pos, tags = pos_tags(list(wt.words)), pos_tags(list(wt.words), fine=True)
+        rng0 = np.random.default_rng(0)  # WordNet candidates are deterministic; the generator is unused
+        words = [i for i in eligible_indices(wt, cap.constraints) if plain.candidates(wt, i, pos[i], rng0)]
+        if not words:
+            continue
+        i = words[int(np.random.default_rng([seed, int(row)]).integers(len(words)))]
+        for setting in SETTINGS:
+            if count[setting] >= n:
+                continue
+            swap = inflected if setting in ("reinflect", "both") else plain
+            cands = swap.candidates(wt, i, pos[i], rng0, tag=tags[i])
+            texts_c = [wt.replace(i, c).text for c in cands]
+            cos = sim.similarities(x, texts_c) if cands else np.zeros(0)
+            if setting in ("similarity", "both"):
+                keep = cos >= threshold
+                cands, texts_c, cos = [c for c, k in zip(cands, keep) if k], [t for t, k in zip(texts_c, keep) if k], cos[keep]
+            if not cands:
+                refused[setting] += 1
+                continue
+            j = int(np.random.default_rng([seed, int(row), 1]).integers(len(cands)))
+            rows.append({"setting": setting, "k": count[setting], "row": int(row), "index": i, "word": wt.words[i],
+                         "tag": tags[i], "replacement": cands[j], "cosine": f"{cos[j]:.3f}", "original": x,
+                         "perturbed": texts_c[j]})
+            count[setting] += 1
+    return rows, refused, read
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--n", type=int, default=50, help="swaps per setting")
+    ap.add_argument("--threshold", type=float, default=0.85, help="MiniLM-L6 cosine of the similarity settings")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", default="synonym_swaps.csv", help="CSV of the drawn swaps")
+    ap.add_argument("--judged", default=None, help="CSV with an 'acceptable' column (1/0) to count")
+    args = ap.parse_args()
+    import torch
+
+    torch.set_num_threads(1)  # one thread: the same float32 cosines on every machine of this kind
+    rows, refused, read = draw(args.n, args.threshold, args.seed)
+    with open(args.out, "w", newline="") as f:
+        w = csv.DictWriter(f, COLUMNS)
+        w.writeheader()
+        w.writerows(rows)
+    print(f"{read} sentences read; {len(rows)} swaps written to {args.out}")
+    print("sentences whose drawn word had no candidate left:", ", ".join(f"{s} {refused[s]}" for s in SETTINGS))
+    if args.judged:
+        with open(Path(args.judged), newline="") as f:
+            judged = {(r["row"], r["index"], r["replacement"]): r["acceptable"] for r in csv.DictReader(f)}
+        for s in SETTINGS:
+            marks = [judged.get((str(r["row"]), str(r["index"]), r["replacement"])) for r in rows if r["setting"] == s]
+            ok = sum(m == "1" for m in marks)
+            missing = sum(m is None or m == "" for m in marks)
+            print(f"{s:<11} {ok}/{len(marks)} acceptable" + (f" ({missing} not judged)" if missing else ""))
+
+
+if __name__ == "__main__":
+    main()
