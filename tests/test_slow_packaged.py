@@ -72,7 +72,11 @@ def test_similarity_cli_minilm_l6_vs_l3(tmp_path):
     from perturblab.cli import main
 
     out = tmp_path / "sim"
+    # two 384-wide layers need n >= 769 for CCA measures (below, canonical correlations are forced to 1)
     assert main(["similarity", "--a", "minilm-l6", "--b", "minilm-l3", "--data", "rotten_tomatoes", "--n", "600",
+                 "--measures", "pwcca", "--out", str(tmp_path / "few"), "--quiet"]) == 2
+    assert not (tmp_path / "few" / "results.json").exists()
+    assert main(["similarity", "--a", "minilm-l6", "--b", "minilm-l3", "--data", "rotten_tomatoes", "--n", "800",
                  "--measures", "cka,pwcca,procrustes", "--out", str(out), "--quiet"]) == 0
     rows = json.loads((out / "results.json").read_text())
     assert len(rows) == 3 * 7 * 4
