@@ -84,14 +84,23 @@ def marker_csv():
 
 class CompletionsServer:
     """A completions endpoint on 127.0.0.1 in a thread. ``respond(body) -> dict`` makes a normal
-    answer (default: the prompt reversed as the completion); ``plan[prompt]`` lists the faults
+    answer (default: the prompt reversed as the completion); ``plan[prompt]`` (``plan["*"]``: any
+    prompt without its own entry) lists the faults
     (``429``, ``500``, ``503``, ``400``, ``timeout``, ``malformed``, ``retry-after:S``) its
-    successive requests get first."""
+    successive requests get first, and the hostile answers: ``echo-headers:STATUS`` (the request's
+    headers, the key among them, reflected in the body), ``drip`` (a valid answer sent one byte per
+    ``drip`` seconds), ``huge`` (``huge`` bytes announced by Content-Length) and ``huge-stream``
+    (``huge`` bytes with no length, until the connection closes), ``gzip`` (a valid answer,
+    gzip-compressed although not asked for) and ``gzip-huge`` (``huge`` spaces, gzip-compressed to
+    a few KiB); ``sent`` counts the body bytes the server got out."""
 
-    def __init__(self, plan: dict[str, list[str]] | None = None, hang: float = 3.0, respond=None):
+    def __init__(self, plan: dict[str, list[str]] | None = None, hang: float = 3.0, respond=None,
+                 drip: float = 0.2, huge: int = 64 * 2 ** 20):
         self.plan, self.hang, self.respond = plan or {}, hang, respond
+        self.drip, self.huge = drip, huge
         self.counts: Counter = Counter()
         self.auth: set[str] = set()
+        self.sent = 0
         self.lock = threading.Lock()
         outer = self
 
@@ -100,18 +109,38 @@ class CompletionsServer:
                 pass
 
             def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                size = int(self.headers["Content-Length"])
+                raw = self.rfile.read(size)
+                if len(raw) < size:  # the client hung up while sending (its batch was stopped)
+                    self.close_connection = True
+                    return
+                body = json.loads(raw)
                 prompt = body["prompt"]
                 with outer.lock:
                     n = outer.counts[prompt]
                     outer.counts[prompt] += 1
                     outer.auth.add(self.headers.get("Authorization", ""))
-                faults = outer.plan.get(prompt, [])
+                faults = outer.plan.get(prompt, outer.plan.get("*", []))  # "*": every other prompt
                 action = faults[n] if n < len(faults) else "ok"
                 if action == "timeout":
                     time.sleep(outer.hang)
                     action = "ok"
-                if action.startswith("retry-after"):
+                if action.startswith("echo-headers"):  # a proxy that reflects what it was sent
+                    status = int(action.split(":")[1]) if ":" in action else 401
+                    sent = sorted(self.headers.items(), key=lambda kv: kv[0].lower() != "authorization")  # key first
+                    self._send(status, json.dumps({"error": "denied", "you_sent": dict(sent),
+                                                   "raw": str(self.headers)}).encode())
+                elif action == "drip":
+                    self._drip(json.dumps({"choices": [{"text": prompt[::-1]}]}).encode())
+                elif action in ("gzip", "gzip-huge"):
+                    import gzip
+
+                    data = (json.dumps({"choices": [{"text": prompt[::-1]}]}).encode() if action == "gzip"
+                            else b" " * outer.huge)
+                    self._send(200, gzip.compress(data), {"Content-Encoding": "gzip"})
+                elif action in ("huge", "huge-stream"):
+                    self._huge(announce=action == "huge")
+                elif action.startswith("retry-after"):
                     self._send(429, b"slow down", {"Retry-After": action.split(":")[1]})
                 elif action in ("429", "500", "503", "400"):
                     self._send(int(action), b"injected fault")
@@ -122,6 +151,44 @@ class CompletionsServer:
                         "model": body.get("model"), "choices": [{"text": prompt[::-1]}],
                         "usage": {"prompt_tokens": len(prompt.split()), "completion_tokens": 1}}
                     self._send(200, json.dumps(answer).encode())
+
+            def _drip(self, data):
+                try:
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.flush()
+                    t_end = time.monotonic() + outer.hang
+                    for byte in data:
+                        if time.monotonic() > t_end:
+                            break
+                        self.wfile.write(bytes([byte]))
+                        self.wfile.flush()
+                        time.sleep(outer.drip)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+            def _huge(self, announce):
+                block = b"x" * 2 ** 16
+                try:
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    if announce:
+                        self.send_header("Content-Length", str(outer.huge))
+                    else:
+                        self.send_header("Connection", "close")
+                        self.close_connection = True
+                    self.end_headers()
+                    left = outer.huge
+                    while left > 0:
+                        n = min(left, len(block))
+                        self.wfile.write(block[:n])
+                        with outer.lock:
+                            outer.sent += n
+                        left -= n
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
 
             def _send(self, status, data, headers=None):
                 try:
@@ -137,10 +204,19 @@ class CompletionsServer:
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
+        default_error = self.httpd.handle_error
+
+        def handle_error(request, client_address):  # a client that hung up (a stopped batch) is no error
+            import sys
+
+            if not isinstance(sys.exc_info()[1], ConnectionError):
+                default_error(request, client_address)
+
+        self.httpd.handle_error = handle_error
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
 
     def __enter__(self):
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
         return self
 
     def __exit__(self, *exc):

@@ -4,7 +4,9 @@ estimate them by mode frequency, and faults lose nothing."""
 
 from __future__ import annotations
 
+import json
 import math
+import re
 import zlib
 
 import numpy as np
@@ -141,3 +143,159 @@ def test_serving_a_packaged_model(tmp_path, monkeypatch):
         clf = make(server)
         got = clf.predict_proba(texts)
     np.testing.assert_allclose(got, model.predict_proba(texts), rtol=1e-9, atol=1e-12)
+
+
+# -- api: specs on the command line -----------------------------------------------------------------
+
+KEY = "sk-test-SECRET-cli-0123456789"
+
+
+def lexicon_logprobs(body):
+    """A completions endpoint answering like the lexicon model: p(positive) 0.8 when "good" is in the text."""
+    pos = "good" in body["prompt"].split("\n")[0]
+    top = {" positive": math.log(0.8 if pos else 0.2), " negative": math.log(0.2 if pos else 0.8)}
+    return {"choices": [{"text": "", "logprobs": {"top_logprobs": [top]}}]}
+
+
+def test_api_spec_loads_a_classifier_with_its_options(monkeypatch):
+    from perturblab.data.examples import Dataset, Example
+    from perturblab.models.resolve import ModelSpec, load_model
+
+    monkeypatch.setenv("PERTURBLAB_TEST_KEY", KEY)
+    train = Dataset([Example("a good film", 1), Example("a bad film", 0)], ["neg", "pos"], "toy")
+    with CompletionsServer(respond=lexicon_logprobs) as server:
+        spec = (f"lex=api:lexicon@{server.url}[api_key_env=PERTURBLAB_TEST_KEY,label_words=neg:negative|pos:positive,"
+                "timeout=2.5,max_retries=1,concurrency=2,mode=logprobs]")
+        clf = load_model(spec, "classifier", train=train)
+        got = clf.predict_proba(["a good film", "a bad film"])
+    assert isinstance(clf, ApiClassifier) and clf.name == "lex" and clf.label_words == ["negative", "positive"]
+    assert clf.labels == ["neg", "pos"] and clf.mode == "logprobs"
+    cfg = clf.client.config
+    assert (cfg.model, cfg.base_url, cfg.api_key_env, cfg.timeout, cfg.max_retries, cfg.concurrency) == (
+        "lexicon", server.url, "PERTURBLAB_TEST_KEY", 2.5, 1, 2)
+    np.testing.assert_allclose(got, [[0.2, 0.8], [0.8, 0.2]], rtol=1e-12)
+    assert server.auth == {f"Bearer {KEY}"} and clf.client.name == "lex"
+    assert dict(ModelSpec.parse(f"api:m@{server.url}[label_words=no|yes]").options) == {"label_words": ("no", "yes")}
+
+
+@pytest.mark.parametrize("spec,needle", [
+    ("api:m@http://127.0.0.1:1/v1[api_key=sk-live-123456]", "secrets are never taken"),
+    ("api:m@http://127.0.0.1:1/v1[token=sk-live-123456]", "secrets are never taken"),
+    ("api:m@http://127.0.0.1:1/v1[api_key_env=sk-live-123456]", "NAME of an environment variable"),
+    ("api:m@https://user:sk-live-123456@h.example/v1", "carries credentials"),
+    ("api:m@https://h.example/v1?key=sk-live-123456", "carries credentials"),
+    ("tfidf-lr[mode=sample]", "setting of api: models"),
+    ("api:m@http://127.0.0.1:1/v1[batch_size=4]", "api_key_env"),
+])
+def test_api_spec_refuses_secrets_without_echoing_them(spec, needle):
+    from perturblab.models.resolve import ModelSpec, load_model
+
+    with pytest.raises(InputError, match=needle) as err:
+        load_model(spec, "classifier")  # parsed first: no training split needed to be refused
+    assert "sk-live-123456" not in str(err.value)
+    if "api_key" in spec or "token" in spec:
+        with pytest.raises(InputError):
+            ModelSpec.parse(spec)
+
+
+def test_api_spec_needs_the_named_key_variable(monkeypatch):
+    from perturblab.data.examples import Dataset, Example
+    from perturblab.models.resolve import load_model
+
+    monkeypatch.delenv("NO_SUCH_KEY_VAR", raising=False)
+    train = Dataset([Example("a", 1), Example("b", 0)], ["neg", "pos"], "toy")
+    with pytest.raises(InputError, match="NO_SUCH_KEY_VAR, which is not set"):
+        load_model("api:m@http://127.0.0.1:1/v1[api_key_env=NO_SUCH_KEY_VAR]", "classifier", train=train)
+    with pytest.raises(InputError, match="not a language model"):
+        load_model("api:m@http://127.0.0.1:1/v1[mode=sample]", "language_model")
+    with pytest.raises(InputError, match="not as a encoder"):
+        load_model("api:m@http://127.0.0.1:1/v1", "encoder")
+
+
+def _files_text(root):
+    return {p: p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+@pytest.mark.slow
+def test_cli_api_classifier_faults_are_written_and_the_key_is_written_nowhere(tmp_path, monkeypatch, capsys, caplog,
+                                                                             marker_csv):
+    """A robustness study from the command line on an api: spec behind a proxy that reflects the
+    request headers: first a 503 (retried) for every prompt, then (second run) a 401. The faults
+    reach faults.json and a console line; the key reaches no file, log record, message or exception."""
+    import logging
+
+    from perturblab.cli import main
+
+    monkeypatch.setenv("PERTURBLAB_TEST_KEY", KEY)
+    caplog.set_level(logging.DEBUG)
+    data = marker_csv(tmp_path / "data.csv", 40)
+    out_ok, out_bad = tmp_path / "ok", tmp_path / "bad"
+
+    def argv(url, out):
+        return ["robustness", "--models", f"lex=api:lexicon@{url}[api_key_env=PERTURBLAB_TEST_KEY,"
+                "label_words=negative|positive,backoff_base=0.01,backoff_max=0.02]", "--data", str(data),
+                "--perturbations", "random_typo", "--trials", "1", "--n-eval", "10", "--n-train", "10",
+                "--n-boot", "20", "--out", str(out), "--quiet"]
+
+    with CompletionsServer({"*": ["echo-headers:503"]}, respond=lexicon_logprobs) as server:
+        assert main(argv(server.url, out_ok)) == 0
+    assert server.auth == {f"Bearer {KEY}"}
+    ok = capsys.readouterr()
+    faults = json.loads((out_ok / "faults.json").read_text())
+    n = sum(server.counts.values()) // 2  # every prompt: a 503, then the answer
+    assert faults["total_faults"] == n > 0 and faults["models"]["lex"]["fault_counts"] == {"status 503": n}
+    assert faults["models"]["lex"]["usage"]["requests"] == n
+    assert all("[REDACTED]" in f["detail"] for f in faults["models"]["lex"]["faults"])
+    assert f"API faults: {n} failed attempts (lex: {n} status 503 in {n} answered requests)" in ok.err
+
+    with CompletionsServer({"*": ["echo-headers:401"]}, respond=lexicon_logprobs) as server:
+        assert main(argv(server.url, out_bad)) == 2
+    bad = capsys.readouterr()
+    assert "error: " in bad.err and "HTTP 401" in bad.err and "stopped the batch" in bad.err
+    # the batch stopped at the first 401; requests already in flight may have got theirs too
+    assert re.search(r"API faults: (\d+) failed attempts? \(lex: \1 status 401 in 0 answered requests\)", bad.err)
+    assert "Exception occurred" not in bad.err
+    assert json.loads((out_bad / "faults.json").read_text())["models"]["lex"]["faults"][0]["status"] == 401
+
+    files = _files_text(tmp_path)
+    assert out_ok / "results.json" in files and out_bad / "faults.json" in files
+    leaks = [p for p, b in files.items() if KEY.encode() in b or KEY[:14].encode() in b]
+    assert leaks == []
+    for text in (ok.out, ok.err, bad.out, bad.err, caplog.text, *(r.getMessage() for r in caplog.records)):
+        assert KEY not in text and KEY[:14] not in text
+
+
+def test_config_run_records_a_redacted_error_in_run_json(tmp_path, monkeypatch, capsys, marker_csv):
+    """The config runner writes a failed study's error into run.json: reflected headers arrive redacted."""
+    from perturblab.cli import main
+
+    monkeypatch.setenv("PERTURBLAB_TEST_KEY", KEY)
+    data = marker_csv(tmp_path / "data.csv", 40)
+    with CompletionsServer({"*": ["echo-headers:401"]}) as server:
+        (tmp_path / "run.yaml").write_text(f"""
+models:
+  lex:
+    api: {{base_url: "{server.url}", model: lexicon, api_key_env: PERTURBLAB_TEST_KEY,
+          label_words: [negative, positive], max_retries: 0}}
+studies:
+  - name: rob
+    kind: robustness
+    models: [lex]
+    data: {data}
+    perturbations: [random_typo]
+    trials: 1
+    n_eval: 10
+    n_train: 10
+    n_boot: 20
+""")
+        rc = main(["run", str(tmp_path / "run.yaml"), "--out", str(tmp_path / "out"), "--quiet"])
+    printed = capsys.readouterr()
+    assert rc != 0 and server.auth == {f"Bearer {KEY}"}
+    files = _files_text(tmp_path / "out")
+    run_json = next(b for p, b in files.items() if p.name == "run.json").decode()
+    assert "HTTP 401" in run_json and "[REDACTED]" in run_json
+    assert any(p.name == "faults.json" for p in files)
+    assert not any(KEY.encode() in b for b in files.values())
+    assert KEY not in printed.out + printed.err
+    # one line counts the study's faults (requests already in flight when the first 401 came may fail too)
+    assert re.search(r"^rob: API faults: \d+ failed attempts? \(lex: \d+ status 401", printed.err, re.M)

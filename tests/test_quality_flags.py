@@ -336,3 +336,21 @@ def test_checkpoint_tables_carry_the_flags_of_their_scope_rows():
             "target chance-level, target one-class |") in md
     assert md.rstrip().endswith(FLAG_LEGEND)
     assert "flags" not in checkpoint_table([row("final", 100.0, [])])
+
+
+def test_a_robustness_summary_read_back_with_an_undefined_mean_renders():
+    """summary.json writes an undefined relative robustness (clean score 0) as null; the Markdown
+    table of the summary read back shows n/a instead of failing."""
+    import json
+
+    from perturblab.studies.robustness.summary import robustness_markdown
+
+    summary = {"clean": [{"model": "a", "metric": "accuracy", "value": 0.0},
+                         {"model": "b", "metric": "accuracy", "value": 0.9}],
+               "cells": [{"model": "a", "perturbation": "p", "metric": "accuracy", "draws": 1, "mean": float("nan"),
+                          "std": None, "ci": None, "se": None},
+                         {"model": "b", "perturbation": "p", "metric": "accuracy", "draws": 1, "mean": 0.8,
+                          "std": None, "ci": None, "se": None}]}
+    back = json.loads(json.dumps(summary).replace("NaN", "null"))
+    text = robustness_markdown(back)
+    assert "| p | n/a | **0.800** |" in text.replace("<u>", "").replace("</u>", "")

@@ -147,7 +147,7 @@ def test_ridge_heads_equal_sklearn_and_round_trip(tok, tmp_path):
     joined = [f"{a} [SEP] {b}" for a, b in inputs]
     np.testing.assert_allclose(tf.predict_values(inputs), tf.pipeline.predict(joined))
     assert tf.predict_values(inputs)[:8] == pytest.approx(tf.pipeline.predict(joined[:8]))
-    again = SklearnRegressor.load(tf.save(tmp_path / "tf.pkl"))
+    again = SklearnRegressor.load(tf.save(tmp_path / "tf.npz"))
     assert again.fingerprint == tf.fingerprint
 
 
@@ -165,7 +165,7 @@ def test_presets_refuse_the_wrong_task(tmp_path, monkeypatch):
     with pytest.raises(InputError, match="regressor"):
         presets.load_classifier("tfidf-ridge", cls_data)
     first = load_regressor("tfidf-ridge", reg_data, seed=0)
-    assert isinstance(first, SklearnRegressor) and list((tmp_path / "heads").glob("tfidf-ridge__*.pkl"))
+    assert isinstance(first, SklearnRegressor) and list((tmp_path / "heads").glob("tfidf-ridge__*.npz"))
     assert load_regressor("tfidf-ridge", reg_data, seed=0).fingerprint == first.fingerprint
 
 

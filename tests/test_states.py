@@ -75,7 +75,7 @@ def test_a_corrupt_cached_chunk_is_recomputed_with_a_warning(caplog):
     assert enc.seen == 10  # the two bad chunks of five texts, nothing else
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g, w)
-    assert caplog.text.count("discarding the unreadable cached hidden states") == 2
+    assert caplog.text.count("discarding corrupt cached hidden states") == 1  # one warning for the two
     enc.seen = 0
     layer_states(enc, TEXTS, chunk_size=5, progress=False)
     assert enc.seen == 0  # rewritten whole

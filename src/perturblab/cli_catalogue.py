@@ -18,18 +18,25 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_doctor(args) -> int:
-    from .assets import doctor
+    from .assets import doctor, permission_warnings
 
-    rows = doctor()
+    rows = doctor()  # loads every present asset
     required = [r for r in rows if not r.optional]
     for r in rows:
-        mark = "ok " if r.present else "-- "
+        mark = "ok " if r.ok else ("!! " if r.present else "-- ")
         tag = " (optional)" if r.optional else ""
         print(f"{mark} {r.name:38s} {r.kind:6s} {r.location if r.present else r.how}{tag}")
+        if r.error:
+            print(f"    {r.error}")
     missing = [r for r in required if not r.present]
+    broken = [r for r in rows if r.present and not r.ok]
     print(f"\n{len(required) - len(missing)} of {len(required)} required assets present"
-          + ("; run ./setup.sh to install the missing ones" if missing else ""))
-    return 0
+          + ("; run ./setup.sh to install the missing ones" if missing else "")
+          + (f"; {len(broken)} present but not loading (fix above)" if broken else ""))
+    for line in permission_warnings():
+        print(line)
+    # 1 when a required asset is missing or any present asset does not load, so scripts and CI can gate on it
+    return 1 if missing or broken else 0
 
 
 def cmd_assets(args) -> int:

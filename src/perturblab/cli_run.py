@@ -30,7 +30,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("run", help="run (or resume) the studies of a YAML config")
     p.add_argument("config", help="the study config (YAML; see docs/configs.md)")
     p.add_argument("--out", default=None, help="run directory (default: the config's out:, else runs/<name>)")
-    p.add_argument("--check", action="store_true", help="only check the config and list its studies")
+    p.add_argument("--check", action="store_true", help="only check the config (its keys, values and data files; "
+                   "every error is reported) and list its studies")
     _executor_args(p)
     p = sub.add_parser("resume", help="go on with a run directory of `perturblab run`")
     p.add_argument("out", help="the run directory")
@@ -60,7 +61,8 @@ def cmd_run(args) -> int:
 
     cfg = load_config(args.config, out=args.out)
     if args.check:
-        print(f"{cfg.path}: valid; {len(cfg.studies)} studies; out {cfg.out}")
+        n = len(cfg.studies)
+        print(f"{cfg.path}: valid; {n} stud{'y' if n == 1 else 'ies'} (values and data files checked); out {cfg.out}")
         for s in cfg.studies:
             print(f"  {s.name:24s} {s.kind}")
         return 0

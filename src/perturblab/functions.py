@@ -43,9 +43,12 @@ def renamed(value: Any, old_value: Any, default: Any, name: str, old: str) -> An
 
 
 def _names(value: str | Sequence[Any] | Any) -> list[Any]:
-    """A comma-separated string or a list of specs / model objects, as a list."""
+    """A comma-separated string (commas inside a spec's ``[...]`` options belong to it) or a list
+    of specs / model objects, as a list."""
     if isinstance(value, str):
-        return [x.strip() for x in value.split(",") if x.strip()]
+        from .core.options import csv_list
+
+        return csv_list(value)
     if isinstance(value, (list, tuple)):
         return list(value)
     return [value]

@@ -12,16 +12,19 @@
   the executor in batches (local, threads or Ray), and writes every finished batch in one
   transaction as it arrives, so a killed run loses at most the batches in flight and a re-run
   recomputes exactly what changed;
-* it shows a progress bar with ETA per phase (and progress lines for slow set-up steps).
+* it shows a progress bar with ETA per phase (and progress lines for slow set-up steps);
+* it records the faults of every API model used during the run
+  (:class:`~perturblab.models.api_client.FaultRecorder`) and writes them, per model and redacted,
+  to ``faults.json`` beside the results, also when the run fails (the failure's cause is there).
 """
 
 from __future__ import annotations
 
 import sys
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from functools import partial
 from pathlib import Path
-from typing import Any, Hashable
+from typing import Any, Hashable, Iterator
 
 from ..executor import Cell, LocalExecutor
 from .keys import content_key
@@ -29,6 +32,7 @@ from .lock import output_lock
 from .study import Lazy, Phase, RunContext, Study, StudyResult
 
 STORE_NAME = "results.sqlite"
+FAULTS_NAME = "faults.json"
 
 
 def quiet_libraries() -> None:
@@ -58,18 +62,52 @@ def run_study(study: Study, out: str | Path, *, executor: Any = None, progress: 
     if not progress:
         quiet_libraries()
     with output_lock(out, what=f"the {study.name} study") if lock else nullcontext(out):
-        with ResultStore(out / STORE_NAME) as store:
+        with _unused_store_removed(out / STORE_NAME) as started, ResultStore(out / STORE_NAME) as store, \
+                api_faults_recorded(out):
             ctx = RunContext(out, store, ex, progress)
             study.prepare(ctx)
             identity = study.identity()
             ctx.run_id = content_key(study.name, identity)
             store.start_run(ctx.run_id, study.name, identity)
+            started.append(ctx.run_id)
             for phase in study.phases(ctx):
                 run_phase(phase, ctx)
             result = study.finish(ctx)
             result.run_id = ctx.run_id
             store.set_rows(ctx.run_id, "rows", result.rows)
     return result
+
+
+@contextmanager
+def _unused_store_removed(path: Path) -> Iterator[list]:
+    """A results store this run creates is removed again when the run fails before it started
+    (bad data found while preparing leaves no store behind); the block appends to the yielded list
+    once the run has started, from when the store keeps its work for a resume."""
+    new, started = not path.exists(), []
+    try:
+        yield started
+    except BaseException:
+        if new and not started:
+            for p in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+                try:
+                    p.unlink()
+                except OSError:
+                    pass
+        raise
+
+
+@contextmanager
+def api_faults_recorded(out: Path) -> Iterator[Any]:
+    """Record the API clients used inside the block; on leaving it (normally or by an error) write
+    their faults to ``out / faults.json`` when any API model was used (nothing otherwise)."""
+    from ..models.api_client import FaultRecorder
+
+    with FaultRecorder() as recorder:
+        try:
+            yield recorder
+        finally:
+            if recorder.used:
+                recorder.write(out / FAULTS_NAME)
 
 
 def run_phase(phase: Phase, ctx: RunContext) -> Phase:

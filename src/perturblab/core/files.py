@@ -5,6 +5,10 @@ file in the same directory, are flushed to disk, and replace the target in one `
 crash or a full disk leaves the previous file (or none), never a truncated one. An ``OSError``
 (read-only directory, full disk, a directory where a file should be) becomes one
 :class:`~perturblab.errors.InputError` naming the file.
+
+Inside :func:`all_or_nothing` (the command line saves a study's files in one) every file is first
+written whole to its temporary file and the targets are replaced only when all of them were
+written: a full disk half-way through a save leaves every earlier output as it was.
 """
 
 from __future__ import annotations
@@ -15,8 +19,10 @@ import json
 import math
 import os
 import tempfile
+import threading
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 from ..errors import InputError
 
@@ -33,6 +39,42 @@ def json_safe(value: Any) -> Any:
     if hasattr(value, "tolist") and callable(value.tolist):  # numpy scalar or array
         return json_safe(value.tolist())
     return value
+
+
+_staged = threading.local()  # .pending: [(temporary file, target)] of the innermost all_or_nothing
+
+
+@contextmanager
+def all_or_nothing() -> Iterator[None]:
+    """Files written by :func:`atomic_write_bytes` in this block (in this thread) replace their
+    targets together when the block ends without an error; on an error every temporary file is
+    removed and no target is created or changed. Nested blocks join the outer one."""
+    if getattr(_staged, "pending", None) is not None:
+        yield
+        return
+    _staged.pending = pending = []
+    try:
+        yield
+    except BaseException:
+        for tmp, _ in pending:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+        raise
+    finally:
+        _staged.pending = None
+    for i, (tmp, target) in enumerate(pending):
+        try:
+            os.replace(tmp, target)
+        except OSError as e:
+            for rest, _ in pending[i:]:
+                try:
+                    os.unlink(rest)
+                except OSError:
+                    pass
+            raise InputError(f"cannot write {target}: {e.strerror or e}; choose a writable output directory "
+                             "(--out)") from None
 
 
 def _umask() -> int:
@@ -58,6 +100,10 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
+        pending = getattr(_staged, "pending", None)
+        if pending is not None:
+            pending.append((tmp, path))
+            return path
         os.replace(tmp, path)
     except OSError as e:
         try:

@@ -5,6 +5,10 @@ operating system when the process dies, so a killed run never leaves a stale loc
 process asking for the same directory is refused at once with an error naming the holder's pid.
 The same thread may take the lock again (a study that runs other studies into its directory);
 another thread of the same process is refused like another process.
+
+A block that fails leaves no trace of the lock: the lock file it created is removed, and so are
+the directories it created when they are empty again (bad input refused inside the block creates
+no output directory).
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ def output_lock(out: str | Path, *, name: str = LOCK_NAME, what: str = "a study"
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise InputError(f"--out {out} is an existing file; give a directory (it is created if missing)")
+    created = [d for d in (out, *out.parents) if not d.exists()]  # deepest first
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
@@ -56,11 +61,14 @@ def output_lock(out: str | Path, *, name: str = LOCK_NAME, what: str = "a study"
             with _held_lock:
                 entry[1] -= 1
         return
+    new_lock = not os.path.exists(path)
     try:
         f = open(path, "a+")
     except OSError as e:
+        _remove_empty(created)
         raise InputError(f"cannot write to the output directory {out}: {e.strerror or e}; "
                          "choose a writable --out") from None
+    failed = False
     with f:
         try:
             fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -77,7 +85,26 @@ def output_lock(out: str | Path, *, name: str = LOCK_NAME, what: str = "a study"
             _held[path] = [me, 1]
         try:
             yield out
+        except BaseException:
+            failed = True
+            raise
         finally:
             with _held_lock:
                 _held.pop(path, None)
+            if failed and new_lock:
+                try:
+                    os.unlink(path)  # still held: no other process can have taken it
+                except OSError:
+                    pass
             fcntl.flock(f, fcntl.LOCK_UN)
+            if failed:
+                _remove_empty(created)
+
+
+def _remove_empty(dirs: list[Path]) -> None:
+    """Remove the directories ``dirs`` (deepest first) that are empty; stop at the first that is not."""
+    for d in dirs:
+        try:
+            d.rmdir()
+        except OSError:
+            return

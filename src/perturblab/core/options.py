@@ -59,8 +59,16 @@ def count_or_all(s: str) -> int | None:
 
 
 def csv_list(s: str) -> list[str]:
-    """A comma-separated list (``a,b`` -> ``['a', 'b']``)."""
-    return [x.strip() for x in s.split(",") if x.strip()]
+    """A comma-separated list (``a,b`` -> ``['a', 'b']``); commas inside ``[...]`` belong to the
+    item (a model spec's options: ``m[batch_size=8,max_length=128],tfidf-lr`` is two items)."""
+    items, depth, start = [], 0, 0
+    for i, ch in enumerate(s):
+        depth += (ch == "[") - (ch == "]" and depth > 0)
+        if ch == "," and depth == 0:
+            items.append(s[start:i])
+            start = i + 1
+    items.append(s[start:])
+    return [x.strip() for x in items if x.strip()]
 
 
 def int_list(s: str) -> list[int]:
@@ -321,6 +329,15 @@ class StudyArgs:
             if len(given) != 1:
                 raise InputError(f"{study} needs exactly one of {', '.join(m.replace('_', '-') for m in members)}"
                                  + (f"; got {', '.join(given)}" if given else ""))
+
+    def problems(self) -> list[tuple[str, str]]:
+        """Every problem of these values found without loading a model (counts below 1, unknown
+        capability or perturbation names, missing or unreadable data files, misspelt columns), as
+        ``(field, message)`` pairs (:func:`perturblab.core.checks.option_problems`; a study may add
+        its own by overriding this method)."""
+        from .checks import option_problems
+
+        return option_problems(self)
 
     # -- the study function -----------------------------------------------------------------
     def kwargs(self) -> dict[str, Any]:

@@ -280,10 +280,11 @@ def _read_hf(name: str, split: str, text_column: str) -> Corpus:
     try:
         hf = datasets.load_dataset(name, split=split)
     except Exception as e:  # network, unknown name / split: keep the library's words
-        raise InputError(f"cannot load Hugging Face data set {name!r} ({split=}): {e}") from e
+        raise InputError(f"cannot load Hugging Face data set {name!r} (split {split!r}): {e}") from e
     if text_column not in hf.column_names:
         raise InputError(f"text column {text_column!r} not in hf:{name}:{split}; columns are: "
-                         f"{', '.join(hf.column_names) or '(none)'}; pass text_column=")
+                         f"{', '.join(hf.column_names) or '(none)'}; name the text column with --text-column "
+                         "(selfcheck)")
     return _from_documents(hf[text_column], f"hf:{name}:{split}")
 
 
@@ -341,7 +342,8 @@ def load_corpus(spec: str | Path, *, text_column: str = "text", min_words: int =
             frame = read_frame(path, infer_format(path)).rename(columns=str)
             if text_column not in frame.columns:
                 raise InputError(f"text column {text_column!r} not in {path.name}; columns are:"
-                                 f" {', '.join(frame.columns) or '(none)'}; pass text_column=")
+                                 f" {', '.join(frame.columns) or '(none)'}; rename that column to 'text' or name "
+                                 "it with --text-column (selfcheck)")
             corpus = _from_documents(frame[text_column].tolist(), stem)
     corpus = corpus.filter(min_words)
     ids = np.asarray(corpus.doc_ids)

@@ -4,13 +4,15 @@ Label rules for classification (also used for Hugging Face data sets):
 
 * ``label_names`` given: labels equal to a name (compared as strings) map to its index;
   otherwise integer labels in ``0..len(label_names)-1`` are kept as indices.
-* no ``label_names``: non-negative integer labels are kept (class names ``"0".."max"``);
-  other labels (strings, negative integers such as ``-1/1``) map to their sorted distinct
-  values (numeric order for integers).
+* no ``label_names``: integer labels ``0..k-1`` (every one present) are kept as they are
+  (class names ``"0".."k-1"``); other labels (strings, negative integers such as ``-1/1``,
+  integers with gaps such as ``1/5``) map to their sorted distinct values (numeric order for
+  integers), so ``{1, 5}`` are two classes named ``"1"`` and ``"5"``, never six.
+* a missing, empty or ``NaN`` label (any case) is an error naming its rows: it is no class.
 
 Regression labels become floats. Texts are stripped; a text that is missing or empty is an
 error naming the first offending rows (1-based data rows, header not counted) unless
-``drop_empty=True``.
+``drop_empty=True``. A file with a header but no data rows is an error.
 """
 
 from __future__ import annotations
@@ -52,8 +54,8 @@ def infer_format(path: Path, fmt: str | None = None) -> str:
         suffixes = suffixes[:-1]
     if suffixes and suffixes[-1] in FORMATS:
         return FORMATS[suffixes[-1]]
-    raise InputError(f"cannot tell the format of {path.name} from its suffix; rename it or "
-                     f"pass fmt= one of {', '.join(names)}")
+    raise InputError(f"cannot tell the format of {path.name} from its suffix; rename it to end in one of "
+                     f"{', '.join(sorted(FORMATS))}")
 
 
 def _read_json(path: Path, fmt: str, encoding: str) -> list[dict[str, Any]] | dict[str, list]:
@@ -100,8 +102,8 @@ def read_frame(path: Path, fmt: str, encoding: str = "utf-8-sig"):
     except InputError:
         raise
     except (ValueError, OSError) as e:  # pandas/pyarrow parser errors, decoding errors
-        hint = (f"pass encoding= (it was {encoding!r}), e.g. 'latin-1'"
-                if isinstance(e, UnicodeDecodeError) else "check the file or pass fmt=")
+        hint = (f"save it as UTF-8 text (it was read as {encoding!r})"
+                if isinstance(e, UnicodeDecodeError) else "check the file's format and contents")
         raise InputError(f"cannot read {path.name} as {fmt.upper()}: {e}; {hint}") from e
 
 
@@ -143,10 +145,12 @@ def class_labels(values: Sequence[Any], label_names: Sequence[str] | None,
         if all(i is not None and 0 <= i < len(names) for i in ints):
             return [int(i) for i in ints], names  # type: ignore[arg-type]
         unknown = sorted({k for k in keys if k not in index})
-        raise InputError(f"label value(s) {unknown[:_SHOW]} in {where} are not in label_names "
-                         f"{names}; fix label_names or use integer labels 0..{len(names) - 1}")
+        raise InputError(f"label value(s) {unknown[:_SHOW]} in {where} are not among the class names "
+                         f"{names}; use those names or integer labels 0..{len(names) - 1}")
+    if not values:
+        raise InputError(f"{where} has no labels; give at least one labelled row")
     if all(i is not None for i in ints):
-        if min(ints) >= 0:  # type: ignore[type-var]
+        if set(ints) == set(range(max(ints) + 1)):  # type: ignore[type-var, operator]
             return [int(i) for i in ints], [str(c) for c in range(max(ints) + 1)]  # type: ignore
         classes: list[Any] = sorted(set(ints))
     else:
@@ -169,12 +173,18 @@ def from_frame(frame, *, source: str = "data", text_column: str = "text",
     if task not in ("classification", "regression"):
         raise InputError(f"task must be 'classification' or 'regression', not {task!r}")
     columns = [str(c) for c in frame.columns]
+    fix = {"text": "name the text column with --text-fields A (or A,B for a text pair)",
+           "text_b": "name the two text columns with --text-fields A,B",
+           "label": "name the label column with --label-column",
+           "id": "name an existing id column"}
     for role, col in (("text", text_column), ("text_b", text_b_column),
                       ("label", label_column), ("id", id_column)):
         if col is not None and col not in columns:
-            flag = "--" + role.replace("_", "-") + "-column"
-            raise InputError(f"{role} column {col!r} not in {source}; columns are: "
-                             f"{', '.join(columns) or '(none)'}; pass {role}_column= ({flag})")
+            raise InputError(f"{role.replace('_', ' ')} column {col!r} not in {source}; columns are: "
+                             f"{', '.join(columns) or '(none)'}; {fix[role]}")
+    if len(frame) == 0:
+        raise InputError(f"{source} has no data rows (only a header: {', '.join(columns) or '(none)'}); "
+                         "add rows or give another file")
     frame = frame.rename(columns=str)
     text_cols = [c for c in (text_column, text_b_column) if c is not None]
     texts = {c: [None if _missing(v) else (str(v).strip() or None) for v in frame[c].tolist()]
@@ -186,7 +196,7 @@ def from_frame(frame, *, source: str = "data", text_column: str = "text",
         if not drop_empty:
             raise InputError(f"{len(bad)} row(s) of {source} have an empty {what} (data rows "
                              f"{_rows(bad)}; 1-based, header not counted); fill them in or "
-                             "pass drop_empty=True")
+                             "delete those rows")
         dropped = set(bad)
         keep = [i for i in keep if i not in dropped]
         log.info("%s: dropped %d row(s) with an empty %s", source, len(bad), what)
@@ -197,17 +207,18 @@ def from_frame(frame, *, source: str = "data", text_column: str = "text",
         values = [raw[i] for i in keep]
         where = f"label column {label_column!r} of {source}"
         absent = [keep[j] for j, v in enumerate(values)
-                  if _missing(v) or (isinstance(v, str) and not v.strip())]
+                  if _missing(v) or (isinstance(v, str) and (not v.strip() or v.strip().lower() == "nan"))]
         if absent:
-            raise InputError(f"{len(absent)} row(s) of {source} have no label in column "
-                             f"{label_column!r} (data rows {_rows(absent)}); fill them in or "
-                             "drop the rows")
+            raise InputError(f"{len(absent)} row(s) of {source} have no label in column {label_column!r} "
+                             f"(data rows {_rows(absent)}); an empty or NaN label is no class: fill them in or delete "
+                             "those rows")
         if task == "regression":
             numbers = [_as_float(v) for v in values]
             wrong = [keep[j] for j, x in enumerate(numbers) if x is None]
             if wrong:
                 raise InputError(f"{where} has non-numeric value(s) for a regression task (data "
-                                 f"rows {_rows(wrong)}); fix them or use task='classification'")
+                                 f"rows {_rows(wrong)}); fix them or treat the labels as classes (--task "
+                                 "classification)")
             labels, names = numbers, []
         else:
             labels, names = class_labels(values, label_names, where)

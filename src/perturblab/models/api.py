@@ -36,6 +36,26 @@ Mode = Literal["auto", "logprobs", "sample"]
 DEFAULT_TEMPLATE = "{text}\nQuestion: Is the sentiment of this text {choices}?\nAnswer:"
 
 
+def label_words_for(owner: str, words: Any, labels: Sequence[str]) -> list[str] | None:
+    """The answer word of each of the data's ``labels``, in their order, from ``words``: None, a
+    list in label order, or label -> word pairs (a mapping or a list of pairs). ``owner`` names
+    the model in the error when a label has no word or the counts differ."""
+    if words is None:
+        return None
+    labels = list(labels)
+    if isinstance(words, dict) or (words and isinstance(words[0], tuple)):
+        mapping = dict(words)
+        missing = [lab for lab in labels if lab not in mapping]
+        if missing:
+            raise InputError(f"{owner}: label_words has no word for the data's labels {missing}; the data's labels "
+                             f"are {labels}")
+        return [mapping[lab] for lab in labels]
+    if len(words) != len(labels):
+        raise InputError(f"{owner}: {len(words)} label_words for {len(labels)} labels {labels} (give them in that "
+                         "order, or as label:word pairs)")
+    return list(words)
+
+
 class ApiClassifier:
     """A :class:`~.base.Classifier` answered by a completions endpoint (see the module docstring)."""
 
@@ -61,6 +81,7 @@ class ApiClassifier:
         self.top_logprobs, self.n_samples = int(top_logprobs), int(n_samples)
         self.temperature, self.max_tokens = float(temperature), int(max_tokens)
         self.name = name or f"api:{client.config.model or client.config.base_url}"
+        client.name = client.name or self.name  # faults are reported under the model's name
         self.unmatched = 0
         self.fingerprint: str = fingerprint_of("ApiClassifier", client.config.base_url, client.config.model,
                                                self.template, self.labels, self.label_words, mode,
@@ -117,7 +138,7 @@ class ApiClassifier:
         try:
             texts = [str(c.get("text", "")) for c in answer["choices"]]
         except (KeyError, TypeError, AttributeError):
-            raise ApiError(f"{self.name}: completions answer without choices: {str(answer)[:200]}") from None
+            raise ApiError(f"{self.name}: completions answer without choices: {self.client.redact(answer, 200)}") from None
         counts = np.zeros(len(self.labels))
         for text in texts:
             hits = [(m.start(), j) for j, pat in enumerate(self._patterns) if (m := pat.search(text))]

@@ -6,13 +6,30 @@
   with full jitter (a uniform draw below it), or the server's ``Retry-After`` seconds when it
   sends one; at most ``max_retries`` retries, then :class:`ApiError`. Other 4xx answers (a bad
   request, a wrong key) are not retried.
-* **Timeouts** per request (``timeout`` seconds); **concurrency**: :meth:`ApiClient.post_many`
-  keeps at most ``concurrency`` requests in flight and returns answers in input order.
+* **A deadline per request**: ``timeout`` seconds bound a whole attempt (connecting, sending,
+  the answer's headers and every read of its body), not each read: a server that sends one byte
+  a second times out like one that sends nothing. Every network operation waits at most the time
+  left until the deadline (an httpcore network backend, :func:`_deadline_backend`), and the body
+  loop checks it between reads.
+* **A size limit**: answers are streamed and refused (:class:`~perturblab.errors.ApiResponseTooLargeError`,
+  not retried) as soon as they exceed ``max_response_bytes`` (16 MiB by default), or before
+  any of the body is read when ``Content-Length`` announces more. Compressed answers are not asked
+  for; a gzip/deflate answer is inflated under the same limit.
+* **Concurrency and failing fast**: :meth:`ApiClient.post_many` keeps at most ``concurrency``
+  requests in flight and returns answers in input order. The first request that fails for good
+  (a status that is not retried, retries exhausted, an answer too large) stops the batch: queued
+  requests are not sent, the others in flight are interrupted and do not retry, and one
+  :class:`~perturblab.errors.ApiError` says what failed and how many requests were stopped.
 * **Accounting**: :attr:`ApiClient.usage` sums the ``usage`` blocks of the answers
-  (prompt/completion tokens) and counts requests, retries and failures; every fault is kept in
-  :attr:`ApiClient.faults` (kind, status, attempt, path), so a study can report them.
+  (prompt/completion tokens) and counts requests, retries, failures and bytes received; every
+  fault is kept in :attr:`ApiClient.faults` (kind, status, attempt, path, redacted detail).
+  A :class:`FaultRecorder` collects the clients used while it is active, so the study driver can
+  write every model's faults to ``faults.json`` (:func:`perturblab.core.driver.run_study`).
 * **The API key** is read from the environment variable named by ``api_key_env`` at request
   time and sent as ``Authorization: Bearer``; it never appears in ``repr``, faults, errors or logs.
+  Every text a server sends is passed through :func:`redact` before it is shown, logged or stored:
+  a server or proxy that reflects the request headers cannot put the key on the console or in an
+  output file.
 * **Spec strings** name an API model where a model name is expected: ``api:MODEL@BASE_URL``
   (:func:`parse_api_spec`, :func:`api_config_from_spec`); the key variable is ``OPENAI_API_KEY``
   unless ``PERTURBLAB_API_KEY_ENV`` names another one (:func:`default_api_key_env`).
@@ -25,25 +42,56 @@ import logging
 import os
 import random
 import re
+import socket
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+import weakref
+import zlib
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
-from typing import Any, Sequence
+from pathlib import Path
+from typing import Any, Iterable, Sequence
 
-from ..errors import InputError, PerturblabError
+from ..errors import ApiError, ApiResponseTooLargeError, InputError
+
+__all__ = ["ApiClient", "ApiConfig", "ApiError", "ApiResponseTooLargeError", "Fault", "FaultRecorder", "Usage",
+           "api_config_from_spec", "default_api_key_env", "is_api_spec", "parse_api_spec", "redact"]
 
 log = logging.getLogger(__name__)
 RETRY_STATUS = frozenset({408, 409, 429}) | frozenset(range(500, 600))
+#: The default of :attr:`ApiConfig.max_response_bytes`: far above any completions answer perturblab
+#: asks for (a few KiB; echo with logprobs of a 4k-token text is about 1 MiB).
+DEFAULT_MAX_RESPONSE_BYTES = 16 * 2 ** 20
+REDACTED = "[REDACTED]"
+_HEADER_SECRET = re.compile(
+    r"""(?ix)
+    (?P<name>(?:proxy-)?authorization|x-api-key|api[-_]?key|apikey|access[-_]?token|client[-_]?secret|password)
+    (?P<sep>["']?\s*[:=]\s*["']?)                    # "name": "value", name: value, name=value
+    (?P<value>(?:(?:bearer|basic|token)\s+)?[^"'\s,;&}\]\)]+)""")
+_BEARER = re.compile(r"(?i)\b(?P<scheme>bearer)(?P<sp>\s+)[A-Za-z0-9._~+/=:-]+")
+_URL_USERINFO = re.compile(r"(?i)\b(?P<scheme>https?://)[^/\s@:]+:[^/\s@]+@")
+_QUERY_SECRET = re.compile(r"(?i)(?P<name>[?&](?:key|token|sig|signature)=)[^&\s\"']+")
 
 
-class ApiError(PerturblabError):
-    """An API request failed for good (after retries, or with an answer that retrying cannot fix).
-    ``status`` is the HTTP status of a refused (not retried) request, else None."""
+def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
+    """``text`` with every secret replaced by ``[REDACTED]``: each of ``secrets`` (the API key,
+    also in its JSON-escaped form), the value of any ``Authorization``, ``Proxy-Authorization``,
+    ``api-key``/``x-api-key``/``api_key``, ``access_token``, ``client_secret`` or ``password``
+    field (``name: value``, ``"name": "value"``, ``name=value``), any ``Bearer`` token, the
+    credentials of a URL (``https://user:pass@host``) and ``key``/``token``/``sig`` query values.
 
-    def __init__(self, message: str, status: int | None = None) -> None:
-        super().__init__(message)
-        self.status = status
+    Applied to every text a server sends before it is shown, logged or stored, and before it is
+    shortened, so a cut never leaves part of a key behind (the secret-redaction practice of
+    OWASP's Logging Cheat Sheet: never log session identifiers, access tokens or passwords)."""
+    out = _HEADER_SECRET.sub(lambda m: m.group("name") + m.group("sep") + REDACTED, str(text))
+    out = _BEARER.sub(lambda m: m.group("scheme") + m.group("sp") + REDACTED, out)
+    out = _URL_USERINFO.sub(lambda m: m.group("scheme") + REDACTED + "@", out)
+    out = _QUERY_SECRET.sub(lambda m: m.group("name") + REDACTED, out)
+    for secret in secrets:  # wherever else the key shows up
+        if secret and len(secret) >= 4:
+            for form in {secret, json.dumps(secret)[1:-1], json.dumps(secret)[1:-1].replace("/", "\\/")}:
+                out = out.replace(form, REDACTED)
+    return out
 
 
 @dataclass
@@ -58,12 +106,15 @@ class ApiConfig:
     backoff_base: float = 0.5
     backoff_max: float = 30.0
     concurrency: int = 4
+    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES  # larger answers are refused
 
     def __post_init__(self) -> None:
         if not str(self.base_url).startswith(("http://", "https://")):
-            raise InputError(f"base_url must start with http:// or https://, got {self.base_url!r}")
+            raise InputError(f"base_url must start with http:// or https://, got {redact(self.base_url)!r}")
         if self.timeout <= 0 or self.max_retries < 0 or self.backoff_base < 0 or self.concurrency < 1:
             raise InputError("need timeout > 0, max_retries >= 0, backoff_base >= 0 and concurrency >= 1")
+        if self.max_response_bytes < 1024:
+            raise InputError(f"max_response_bytes must be at least 1024, got {self.max_response_bytes}")
 
 
 #: Where the API key is read from unless ``PERTURBLAB_API_KEY_ENV`` names another variable.
@@ -77,12 +128,20 @@ def parse_api_spec(spec: str) -> tuple[str, str]:
 
     The URL starts at the first ``@http://`` or ``@https://``, so model names may contain ``/``,
     ``:`` and ``@``. There is no default URL: a spec always says where the texts are sent.
+    A URL that carries credentials (``https://user:pass@host``, ``?key=...``) is refused: the key
+    is only read from the environment variable the configuration names.
     """
     m = _SPEC.match(str(spec).strip())
     if m is None:
-        raise InputError(f"API model spec {spec!r} is not of the form api:MODEL@BASE_URL, e.g. "
+        raise InputError(f"API model spec {redact(spec)!r} is not of the form api:MODEL@BASE_URL, e.g. "
                          "api:gpt-3.5-turbo-instruct@https://api.openai.com/v1")
-    return m.group("model"), m.group("url").rstrip("/")
+    url = m.group("url").rstrip("/")
+    if redact(url) != url:
+        raise InputError(f"API model spec for {m.group('model')!r}: its URL carries credentials "
+                         f"({redact(url)}); secrets are never taken on the command line or in a spec: put the "
+                         "key in an environment variable and name it (api_key_env=VARIABLE, or "
+                         "PERTURBLAB_API_KEY_ENV)")
+    return m.group("model"), url
 
 
 def is_api_spec(name: str) -> bool:
@@ -113,6 +172,7 @@ class Usage:
     failures: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    bytes_received: int = 0  # answer bytes read, refused answers included
 
     def as_dict(self) -> dict[str, int]:
         return asdict(self)
@@ -120,7 +180,8 @@ class Usage:
 
 @dataclass(frozen=True)
 class Fault:
-    """One failed attempt: ``kind`` is status, timeout, connection or malformed."""
+    """One failed attempt: ``kind`` is status, timeout, connection, malformed or too_large;
+    ``detail`` is the start of the server's text, redacted (:func:`redact`)."""
 
     path: str
     attempt: int
@@ -129,14 +190,137 @@ class Fault:
     detail: str = ""
 
 
-@dataclass
+class _Cancelled(Exception):
+    """A request stopped because another request of its batch failed for good (internal)."""
+
+
+class _Call:
+    """One attempt in flight: its deadline (``time.monotonic()``), the batch's stop signal, and the
+    network stream it is reading (so a stopped batch can interrupt the read)."""
+
+    __slots__ = ("deadline", "abort", "stream")
+
+    def __init__(self, deadline: float, abort: threading.Event | None) -> None:
+        self.deadline, self.abort, self.stream = deadline, abort, None
+
+
+class _Batch:
+    """The requests of one :meth:`ApiClient.post_many` call: the first permanent failure sets
+    ``error`` and ``abort`` and interrupts the reads in flight."""
+
+    def __init__(self) -> None:
+        self.abort = threading.Event()
+        self.error: BaseException | None = None
+        self.calls: set[_Call] = set()
+        self.lock = threading.Lock()
+
+    def fail(self, error: BaseException) -> None:
+        with self.lock:
+            if self.error is None:
+                self.error = error
+            self.abort.set()
+            calls = list(self.calls)
+        for call in calls:
+            stream = call.stream
+            if stream is not None:
+                stream.interrupt()
+
+
+_CURRENT = threading.local()  # .call: the _Call this thread is running, if any
+
+
+def _time_left(timeout: float | None, exc: type[Exception]) -> float | None:
+    """The wait allowed for one network operation of this thread's attempt: ``timeout``, at most
+    the time left until the attempt's deadline; ``exc`` once it has passed or the batch stopped."""
+    call = getattr(_CURRENT, "call", None)
+    if call is None:
+        return timeout
+    if call.abort is not None and call.abort.is_set():
+        raise exc("the request's batch was stopped")
+    left = call.deadline - time.monotonic()
+    if left <= 0:
+        raise exc("the request's deadline passed")
+    return left if timeout is None else min(timeout, left)
+
+
+def _deadline_backend() -> Any:
+    """An httpcore network backend whose every connect, read and write waits at most until the
+    deadline of the attempt that runs in the calling thread (httpx itself bounds each operation
+    separately, so a server that keeps sending a byte now and then would never time out)."""
+    import httpcore
+
+    class Stream(httpcore.NetworkStream):
+        def __init__(self, inner: Any) -> None:
+            self._inner = inner
+
+        def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+            wait_s = _time_left(timeout, httpcore.ReadTimeout)
+            call = getattr(_CURRENT, "call", None)
+            if call is not None:
+                call.stream = self
+            try:
+                return self._inner.read(max_bytes, wait_s)
+            finally:
+                if call is not None:
+                    call.stream = None
+
+        def write(self, buffer: bytes, timeout: float | None = None) -> None:
+            self._inner.write(buffer, _time_left(timeout, httpcore.WriteTimeout))
+
+        def close(self) -> None:
+            self._inner.close()
+
+        def start_tls(self, ssl_context: Any, server_hostname: str | None = None,
+                      timeout: float | None = None) -> "Stream":
+            return Stream(self._inner.start_tls(ssl_context, server_hostname,
+                                                _time_left(timeout, httpcore.ConnectTimeout)))
+
+        def get_extra_info(self, info: str) -> Any:
+            return self._inner.get_extra_info(info)
+
+        def interrupt(self) -> None:
+            """Wake a read blocked in another thread (its batch was stopped)."""
+            sock = self._inner.get_extra_info("socket")
+            if sock is not None:
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    class Backend(httpcore.NetworkBackend):
+        def __init__(self) -> None:
+            self._inner = httpcore.SyncBackend()
+
+        def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
+                        socket_options: Any = None) -> Stream:
+            return Stream(self._inner.connect_tcp(host, port, _time_left(timeout, httpcore.ConnectTimeout),
+                                                  local_address, socket_options))
+
+        def connect_unix_socket(self, path: str, timeout: float | None = None, socket_options: Any = None) -> Stream:
+            return Stream(self._inner.connect_unix_socket(path, _time_left(timeout, httpcore.ConnectTimeout),
+                                                          socket_options))
+
+        def sleep(self, seconds: float) -> None:
+            self._inner.sleep(seconds)
+
+    return Backend()
+
+
+_LIVE: "weakref.WeakSet[ApiClient]" = weakref.WeakSet()
+_RECORDERS: list["FaultRecorder"] = []
+_RECORDERS_LOCK = threading.Lock()
+
+
+@dataclass(eq=False)
 class ApiClient:
-    """POSTs JSON payloads to ``config.base_url + path`` with retries (see the module docstring)."""
+    """POSTs JSON payloads to ``config.base_url + path`` with retries (see the module docstring).
+    ``name`` is the model the client serves (set by the API models; faults are reported under it)."""
 
     config: ApiConfig
     usage: Usage = field(default_factory=Usage)
     faults: list[Fault] = field(default_factory=list)
     seed: int | None = None  # fixes the backoff jitter (tests)
+    name: str = ""
 
     def __post_init__(self) -> None:
         import httpx
@@ -145,9 +329,22 @@ class ApiClient:
         self._rng = random.Random(self.seed)
         self._http = httpx.Client(timeout=self.config.timeout,
                                   limits=httpx.Limits(max_connections=self.config.concurrency))
+        # every pool (the direct one and any proxy's) connects through the deadline backend
+        self.deadline_backend = False
+        for transport in [self._http._transport, *self._http._mounts.values()]:
+            pool = getattr(transport, "_pool", None)
+            if pool is not None and hasattr(pool, "_network_backend"):
+                pool._network_backend = _deadline_backend()
+                self.deadline_backend = True
+        if not self.deadline_backend:  # pragma: no cover - another httpx layout
+            log.warning("httpx has no pool to put the request deadline on; reads are bounded between chunks only")
+        with _RECORDERS_LOCK:
+            _LIVE.add(self)
+            for recorder in _RECORDERS:
+                recorder._add(self, fresh=True)
 
     def __repr__(self) -> str:  # no key, no headers
-        return f"ApiClient({self.config.base_url!r}, model={self.config.model!r}, usage={self.usage.as_dict()})"
+        return f"ApiClient({redact(self.config.base_url)!r}, model={self.config.model!r}, usage={self.usage.as_dict()})"
 
     def close(self) -> None:
         self._http.close()
@@ -158,14 +355,22 @@ class ApiClient:
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
-    def _headers(self) -> dict[str, str]:
-        headers = {"Content-Type": "application/json"}
+    def _key(self) -> str | None:
         env = self.config.api_key_env
-        if env:
-            key = os.environ.get(env)
-            if key:
-                headers["Authorization"] = f"Bearer {key}"
+        return os.environ.get(env) or None if env else None
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"Content-Type": "application/json", "Accept-Encoding": "identity"}
+        key = self._key()
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
         return headers
+
+    def redact(self, text: Any, limit: int | None = None) -> str:
+        """``text`` (a server's answer, an error) with this client's key and every credential-like
+        value replaced (:func:`redact`), then cut to ``limit`` characters."""
+        out = redact(str(text), [self._key()])
+        return out if limit is None else out[:limit]
 
     def _fault(self, fault: Fault) -> None:
         with self._lock:
@@ -173,7 +378,12 @@ class ApiClient:
         log.warning("API %s attempt %d failed: %s%s", fault.path, fault.attempt, fault.kind,
                     f" {fault.status}" if fault.status else "")
 
-    def _wait(self, attempt: int, retry_after: str | None) -> None:
+    def _failed(self, fault: Fault) -> None:
+        self._fault(fault)
+        with self._lock:
+            self.usage.failures += 1
+
+    def _wait(self, attempt: int, retry_after: str | None, batch: _Batch | None) -> None:
         try:
             delay = float(retry_after) if retry_after is not None else None
         except ValueError:
@@ -182,66 +392,243 @@ class ApiClient:
             cap = min(self.config.backoff_max, self.config.backoff_base * 2 ** attempt)
             with self._lock:
                 delay = self._rng.uniform(0, cap)
-        time.sleep(min(max(delay, 0.0), self.config.backoff_max))
+        delay = min(max(delay, 0.0), self.config.backoff_max)
+        if batch is None:
+            time.sleep(delay)
+        elif batch.abort.wait(delay):
+            raise _Cancelled()
+
+    def _read(self, url: str, data: bytes, batch: _Batch | None) -> tuple[int, Any, bytes]:
+        """One attempt under its deadline: (status, headers, body), the body at most
+        ``max_response_bytes`` long (:class:`ApiResponseTooLargeError` past it)."""
+        import httpx
+
+        cap = self.config.max_response_bytes
+        call = _Call(time.monotonic() + self.config.timeout, batch.abort if batch is not None else None)
+        if batch is not None:
+            with batch.lock:
+                batch.calls.add(call)
+        before, _CURRENT.call = getattr(_CURRENT, "call", None), call
+        try:
+            with self._http.stream("POST", url, content=data, headers=self._headers()) as resp:
+                declared = resp.headers.get("content-length", "")
+                if declared.isdigit() and int(declared) > cap:
+                    raise ApiResponseTooLargeError(
+                        f"{url} announced an answer of {int(declared)} bytes (Content-Length), more than "
+                        f"max_response_bytes={cap}; refused unread (raise max_response_bytes if it is expected)",
+                        status=resp.status_code)
+                encoding = resp.headers.get("content-encoding", "identity").strip().lower()
+                if encoding not in ("identity", "", "gzip", "deflate"):
+                    raise ApiError(f"{url} answered with Content-Encoding {encoding!r} although none was asked "
+                                   "for; perturblab reads identity, gzip or deflate answers", status=resp.status_code)
+                inflate = zlib.decompressobj(wbits=47) if encoding in ("gzip", "deflate") else None  # 32+15: auto
+                chunks: list[bytes] = []
+                size = 0
+                for raw in resp.iter_raw():
+                    with self._lock:
+                        self.usage.bytes_received += len(raw)
+                    parts = [raw]
+                    if inflate is not None:  # never more than the limit allows at once (no zip bombs)
+                        parts = [inflate.decompress(raw, cap + 1 - size)]
+                        while inflate.unconsumed_tail and size + len(parts[-1]) <= cap:
+                            parts.append(inflate.decompress(inflate.unconsumed_tail, cap + 1 - size - len(parts[-1])))
+                    for part in parts:
+                        size += len(part)
+                        chunks.append(part)
+                    if size > cap:
+                        raise ApiResponseTooLargeError(
+                            f"{url} sent an answer of more than max_response_bytes={cap} bytes; refused after "
+                            f"{size} bytes (raise max_response_bytes if it is expected)", status=resp.status_code)
+                    if time.monotonic() > call.deadline:
+                        raise httpx.ReadTimeout("the request's deadline passed", request=resp.request)
+                return resp.status_code, resp.headers, b"".join(chunks)
+        finally:
+            _CURRENT.call = before
+            if batch is not None:
+                with batch.lock:
+                    batch.calls.discard(call)
 
     def post(self, path: str, payload: dict[str, Any]) -> dict[str, Any]:
         """The JSON answer to one request (retried as the module docstring says)."""
+        return self._post(path, payload, None)
+
+    def _post(self, path: str, payload: dict[str, Any], batch: _Batch | None) -> dict[str, Any]:
         import httpx
 
         body = dict(payload)
         if self.config.model and "model" not in body:
             body["model"] = self.config.model
         url = self.config.base_url.rstrip("/") + "/" + path.lstrip("/")
+        data = json.dumps(body).encode()
         for attempt in range(self.config.max_retries + 1):
+            if batch is not None and batch.abort.is_set():
+                raise _Cancelled()
             retry_after = None
             try:
-                resp = self._http.post(url, content=json.dumps(body), headers=self._headers())
+                status, headers, raw = self._read(url, data, batch)
+            except ApiResponseTooLargeError as e:
+                self._failed(Fault(path, attempt, "too_large", e.status, self.redact(e, 80)))
+                raise type(e)(self.redact(e), status=e.status) from None
+            except ApiError as e:
+                self._failed(Fault(path, attempt, "malformed", e.status, self.redact(e, 80)))
+                raise type(e)(self.redact(e), status=e.status) from None
             except httpx.TimeoutException:
+                if batch is not None and batch.abort.is_set():
+                    raise _Cancelled() from None
                 fault = Fault(path, attempt, "timeout")
             except httpx.TransportError as e:
+                if batch is not None and batch.abort.is_set():
+                    raise _Cancelled() from None
                 fault = Fault(path, attempt, "connection", detail=type(e).__name__)
             else:
-                if resp.status_code == 200:
+                text = raw.decode("utf-8", "replace")
+                if status == 200:
                     try:
-                        answer = resp.json()
+                        answer = json.loads(text)
                     except ValueError:
                         answer = None
                     if isinstance(answer, dict):
                         self._account(answer)
                         return answer
-                    fault = Fault(path, attempt, "malformed", 200, resp.text[:80])
-                elif resp.status_code in RETRY_STATUS:
-                    fault = Fault(path, attempt, "status", resp.status_code, resp.text[:80])
-                    retry_after = resp.headers.get("retry-after")
+                    fault = Fault(path, attempt, "malformed", 200, self.redact(text, 80))
+                elif status in RETRY_STATUS:
+                    fault = Fault(path, attempt, "status", status, self.redact(text, 80))
+                    retry_after = headers.get("retry-after")
                 else:
-                    self._fault(Fault(path, attempt, "status", resp.status_code, resp.text[:200]))
-                    with self._lock:
-                        self.usage.failures += 1
-                    raise ApiError(f"{path} answered HTTP {resp.status_code}: {resp.text[:200]} "
+                    self._failed(Fault(path, attempt, "status", status, self.redact(text, 80)))
+                    raise ApiError(f"{path} answered HTTP {status}: {self.redact(text, 200)} "
                                    "(not retried: check the request, the model name and the API key)",
-                                   status=resp.status_code)
+                                   status=status)
             self._fault(fault)
             if attempt < self.config.max_retries:
                 with self._lock:
                     self.usage.retries += 1
-                self._wait(attempt, retry_after)
+                self._wait(attempt, retry_after, batch)
         with self._lock:
             self.usage.failures += 1
-        raise ApiError(f"{path} failed {self.config.max_retries + 1} times (last: {fault.kind}"
-                       f"{' ' + str(fault.status) if fault.status else ''}); see the client's faults")
+        n = self.config.max_retries + 1
+        raise ApiError(f"{path} failed {n} time{'s' if n != 1 else ''} (last: {fault.kind}"
+                       f"{' ' + str(fault.status) if fault.status else ''}"
+                       f"{' after the ' + format(self.config.timeout, 'g') + ' s deadline' if fault.kind == 'timeout' else ''}"
+                       "); every attempt is listed in the client's faults (faults.json in a study's outputs)")
 
     def _account(self, answer: dict[str, Any]) -> None:
         usage = answer.get("usage") or {}
         with self._lock:
             self.usage.requests += 1
-            self.usage.prompt_tokens += int(usage.get("prompt_tokens") or 0)
-            self.usage.completion_tokens += int(usage.get("completion_tokens") or 0)
+            try:
+                self.usage.prompt_tokens += int(usage.get("prompt_tokens") or 0)
+                self.usage.completion_tokens += int(usage.get("completion_tokens") or 0)
+            except (TypeError, ValueError, AttributeError):  # a usage block we cannot read costs nothing
+                pass
 
     def post_many(self, path: str, payloads: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         """Answers to ``payloads`` in their order, at most ``concurrency`` requests at a time.
-        The first request that fails for good raises :class:`ApiError` once all have ended."""
+
+        The first request that fails for good stops the batch: queued requests are not sent, those
+        in flight are interrupted and not retried, and one :class:`ApiError` (of the failure's type)
+        says what failed and how many requests did not complete."""
+        payloads = list(payloads)
         if self.config.concurrency == 1 or len(payloads) <= 1:
-            return [self.post(path, p) for p in payloads]
-        with ThreadPoolExecutor(self.config.concurrency) as pool:
-            futures = [pool.submit(self.post, path, p) for p in payloads]
+            return [self.post(path, p) for p in payloads]  # the first failure ends the loop
+        batch = _Batch()
+
+        def run(payload: dict[str, Any]) -> dict[str, Any]:
+            if batch.abort.is_set():
+                raise _Cancelled()
+            try:
+                return self._post(path, payload, batch)
+            except _Cancelled:
+                raise
+            except BaseException as e:
+                batch.fail(e)
+                raise
+
+        pool = ThreadPoolExecutor(min(self.config.concurrency, len(payloads)))
+        try:
+            futures = [pool.submit(run, p) for p in payloads]
+            wait(futures, return_when=FIRST_EXCEPTION)
+            if batch.error is not None:
+                for f in futures:
+                    f.cancel()
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+        error = batch.error
+        if error is None:
             return [f.result() for f in futures]
+        done = sum(1 for f in futures if not f.cancelled() and f.exception() is None)
+        if not isinstance(error, ApiError):
+            raise error
+        raise type(error)(f"{error} [stopped the batch at this first permanent failure: {done} of {len(payloads)} "
+                          f"requests completed, {len(payloads) - done - 1} stopped or never sent]",
+                          status=error.status) from None
+
+
+class FaultRecorder:
+    """Collects the :class:`ApiClient` objects used while it is active (those created meanwhile,
+    and older ones that send requests meanwhile), so a study driver can report every API model's
+    faults: :meth:`report` (JSON-able, per model), :meth:`write` (``faults.json``) and
+    :meth:`line` (one console line). Recorders nest; each sees what happened while it was active.
+    Clients in other processes (Ray workers) are not seen."""
+
+    def __init__(self) -> None:
+        self._clients: dict[int, tuple[ApiClient, int, dict[str, int], bool]] = {}
+
+    def __enter__(self) -> "FaultRecorder":
+        with _RECORDERS_LOCK:
+            for client in list(_LIVE):
+                self._add(client, fresh=False)
+            _RECORDERS.append(self)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        with _RECORDERS_LOCK:
+            if self in _RECORDERS:
+                _RECORDERS.remove(self)
+
+    def _add(self, client: ApiClient, fresh: bool) -> None:
+        with client._lock:
+            self._clients.setdefault(id(client), (client, len(client.faults), client.usage.as_dict(), fresh))
+
+    def report(self) -> dict[str, Any]:
+        """``{"total_faults": n, "models": {name: {...}}}``: per model its endpoint (redacted), usage
+        (requests, retries, failures, tokens, bytes) and every fault while recording (kind, status,
+        attempt, path, redacted detail), in order."""
+        models: dict[str, Any] = {}
+        for client, n_before, usage_before, fresh in list(self._clients.values()):
+            with client._lock:
+                faults = [asdict(f) for f in client.faults[n_before:]]
+                usage = {k: v - usage_before.get(k, 0) for k, v in client.usage.as_dict().items()}
+            if not fresh and not faults and not usage["requests"]:
+                continue  # an older client that did nothing meanwhile
+            name = client.name or f"api:{client.config.model}@{redact(client.config.base_url)}"
+            key, k = name, 2
+            while key in models:
+                key, k = f"{name} ({k})", k + 1
+            kinds: dict[str, int] = {}
+            for f in faults:
+                label = f["kind"] + (f" {f['status']}" if f["status"] else "")
+                kinds[label] = kinds.get(label, 0) + 1
+            models[key] = {"base_url": redact(client.config.base_url), "model": client.config.model,
+                           "usage": usage, "fault_counts": kinds, "faults": faults}
+        return {"total_faults": sum(len(m["faults"]) for m in models.values()), "models": models}
+
+    @property
+    def used(self) -> bool:
+        """Whether any API model was in use while recording."""
+        return bool(self.report()["models"])
+
+    def write(self, path: str | Path) -> Path:
+        """Write :meth:`report` to ``path`` (atomically); returns the path."""
+        from ..core.files import write_json
+
+        return write_json(Path(path), self.report())
+
+    def line(self, where: str = "faults.json") -> str:
+        """One console line: the number of faults, per model by kind, and where the details are."""
+        rep = self.report()
+        per = "; ".join(f"{name}: " + (", ".join(f"{n} {k}" for k, n in m["fault_counts"].items()) or "none")
+                        + f" in {m['usage']['requests']} answered requests"
+                        for name, m in rep["models"].items())
+        n = rep["total_faults"]
+        return f"API faults: {n} failed attempt{'s' if n != 1 else ''} ({per}); details in {where}"

@@ -13,7 +13,11 @@ What a completions endpoint (``POST /completions``, the OpenAI legacy format) ca
   without a start token); a server that puts a start token first (null) scores every text token.
   So the result has exactly the scored tokens, like the protocol asks. Servers that refuse
   ``max_tokens=0`` take ``score_max_tokens=1``: tokens at or after the end of the prompt
-  (``text_offset``) are dropped.
+  (``text_offset``) are dropped. ``scoring="prompt_logprobs"`` asks vLLM's extension instead
+  (``prompt_logprobs=0, max_tokens=1``): the answer's ``choices[0].prompt_logprobs`` holds, per
+  prompt token, ``null`` (the first, without context) or ``{token_id: {"logprob", "rank",
+  "decoded_token"}}`` with the prompt token's entry (vLLM ``vllm/logprobs.py``, ``PromptLogprobs``);
+  with ``prompt_token_ids`` in the answer the entry is taken by id, else it must be the only one.
 * **generations** (:meth:`~ApiLanguageModel.generate`): a plain completion, ``temperature=0``
   (greedy) unless ``sample=True``, which sends ``temperature`` and ``seed``.
 
@@ -57,21 +61,29 @@ class ApiLanguageModel:
     cannot fit; without a tokenizer they bound a text's tokens by its UTF-8 bytes); ``vocab_size``
     is the vocabulary size when known, 0 otherwise (no method here returns vocabulary-sized rows).
     ``logprobs`` is the ``logprobs`` value sent with scoring requests (1: the sampled token and
-    its top alternative; some servers give nothing for 0).
+    its top alternative; some servers give nothing for 0). ``scoring`` is how prompt log-probs are
+    asked for: ``"echo"`` (OpenAI legacy ``echo`` with ``logprobs``, default) or
+    ``"prompt_logprobs"`` (vLLM's extension; see the module docstring).
     """
 
     capabilities: frozenset[str] = frozenset({"token_logprobs", "generate"})
 
     def __init__(self, client: ApiClient, *, name: str | None = None, max_length: int = 4096,
-                 vocab_size: int = 0, logprobs: int = 1, score_max_tokens: int = 0) -> None:
+                 vocab_size: int = 0, logprobs: int = 1, score_max_tokens: int = 0, scoring: str = "echo") -> None:
         if max_length < 2 or vocab_size < 0 or logprobs < 0 or score_max_tokens not in (0, 1):
             raise InputError("need max_length >= 2, vocab_size >= 0, logprobs >= 0 and score_max_tokens 0 or 1")
+        if scoring not in ("echo", "prompt_logprobs"):
+            raise InputError(f"scoring must be 'echo' (OpenAI echo with logprobs) or 'prompt_logprobs' (vLLM), "
+                             f"got {scoring!r}")
+        self.scoring = scoring
         self.client = client
         self.name = name or f"api:{client.config.model or client.config.base_url}"
+        client.name = client.name or self.name  # faults are reported under the model's name
         self.max_length, self.vocab_size = int(max_length), int(vocab_size)
         self.logprobs, self.score_max_tokens = int(logprobs), int(score_max_tokens)
         self.fingerprint: str = fingerprint_of("ApiLanguageModel", client.config.base_url, client.config.model,
-                                               self.logprobs, self.score_max_tokens)
+                                               self.logprobs, self.score_max_tokens,
+                                               *([scoring] if scoring != "echo" else []))
 
     def __repr__(self) -> str:  # no key, no headers
         return f"ApiLanguageModel({self.name!r}, capabilities={sorted(self.capabilities)})"
@@ -126,8 +138,11 @@ class ApiLanguageModel:
         one request per distinct text."""
         texts = self._texts(inputs, "token_logprobs")
         uniq = list(dict.fromkeys(texts))
-        payloads = [{"prompt": t, "echo": True, "max_tokens": self.score_max_tokens, "temperature": 0,
-                     "logprobs": self.logprobs} for t in uniq]
+        if self.scoring == "prompt_logprobs":
+            payloads = [{"prompt": t, "max_tokens": 1, "temperature": 0, "prompt_logprobs": 0} for t in uniq]
+        else:
+            payloads = [{"prompt": t, "echo": True, "max_tokens": self.score_max_tokens, "temperature": 0,
+                         "logprobs": self.logprobs} for t in uniq]
         try:
             answers = self.client.post_many("completions", payloads)
         except ApiError as e:
@@ -149,19 +164,51 @@ class ApiLanguageModel:
             "supported there, e.g. chat or newer completion models); use a local model (a preset, a Hugging "
             "Face directory or a .gguf file) or an endpoint that echoes prompt log-probabilities")
 
+    def _vllm_prompt_logprobs(self, i: int, choice: dict[str, Any], answer: dict[str, Any]) -> list[Any]:
+        """Per prompt token its log-prob (None where the server gives none) from vLLM's
+        ``prompt_logprobs`` (module docstring)."""
+        entries = choice.get("prompt_logprobs", answer.get("prompt_logprobs"))
+        if not isinstance(entries, list):
+            raise self._no_logprobs(i, "without prompt_logprobs (scoring='prompt_logprobs' is a vLLM extension; "
+                                       "other servers take scoring='echo')")
+        ids = choice.get("prompt_token_ids", answer.get("prompt_token_ids"))
+        ids = ids if isinstance(ids, list) and len(ids) == len(entries) else None
+        values: list[Any] = []
+        for j, entry in enumerate(entries):
+            if entry is None:
+                values.append(None)
+                continue
+            if not isinstance(entry, dict) or not entry:
+                raise ApiError(f"{self.name}: prompt_logprobs[{j}] for inputs[{i}] is "
+                               f"{self.client.redact(repr(entry), 80)}, not a {{token_id: {{logprob, ...}}}} mapping")
+            if ids is not None and str(ids[j]) in entry:
+                item = entry[str(ids[j])]
+            elif len(entry) == 1:
+                item = next(iter(entry.values()))
+            else:
+                raise ApiError(f"{self.name}: prompt_logprobs[{j}] for inputs[{i}] has {len(entry)} candidates and the "
+                               "answer has no prompt_token_ids, so the prompt token's log-prob cannot be told from "
+                               "the alternatives; the server must honour prompt_logprobs=0")
+            values.append(item.get("logprob") if isinstance(item, dict) else item)
+        return values
+
     def _prompt_logprobs(self, i: int, text: str, answer: dict[str, Any]) -> np.ndarray:
         try:
-            lp = answer["choices"][0].get("logprobs")
+            choice = answer["choices"][0]
+            lp = choice.get("logprobs")
         except (KeyError, IndexError, TypeError, AttributeError):
-            raise ApiError(f"{self.name}: completions answer without choices: {str(answer)[:200]}") from None
-        if not isinstance(lp, dict) or not isinstance(lp.get("token_logprobs"), list):
-            raise self._no_logprobs(i, "without log-probabilities")
-        values, offsets = lp["token_logprobs"], lp.get("text_offset")
-        if isinstance(offsets, list) and len(offsets) == len(values) and all(isinstance(o, int) for o in offsets):
-            values = [v for v, o in zip(values, offsets) if o < len(text)]  # the prompt's tokens only
-        elif self.score_max_tokens:
-            raise ApiError(f"{self.name}: the answer has no text_offset, so the prompt's tokens cannot be told "
-                           "from the generated one; use score_max_tokens=0")
+            raise ApiError(f"{self.name}: completions answer without choices: {self.client.redact(answer, 200)}") from None
+        if self.scoring == "prompt_logprobs":
+            values = self._vllm_prompt_logprobs(i, choice, answer)
+        else:
+            if not isinstance(lp, dict) or not isinstance(lp.get("token_logprobs"), list):
+                raise self._no_logprobs(i, "without log-probabilities")
+            values, offsets = lp["token_logprobs"], lp.get("text_offset")
+            if isinstance(offsets, list) and len(offsets) == len(values) and all(isinstance(o, int) for o in offsets):
+                values = [v for v, o in zip(values, offsets) if o < len(text)]  # the prompt's tokens only
+            elif self.score_max_tokens:
+                raise ApiError(f"{self.name}: the answer has no text_offset, so the prompt's tokens cannot be told "
+                               "from the generated one; use score_max_tokens=0")
         if not values:
             raise self._no_logprobs(i, "without any prompt token")
         k = 0
@@ -171,7 +218,8 @@ class ApiLanguageModel:
         bad = [j for j, v in enumerate(rest) if isinstance(v, bool) or not isinstance(v, (int, float)) or not v <= 1e-6]
         if bad:
             raise ApiError(f"{self.name}: the answer for inputs[{i}] has an invalid log-probability "
-                           f"{rest[bad[0]]!r} at scored token {bad[0]} (log-probabilities are numbers <= 0)")
+                           f"{self.client.redact(repr(rest[bad[0]]), 80)} at scored token {bad[0]} "
+                           "(log-probabilities are numbers <= 0)")
         if not rest:
             raise InputError(f"inputs[{i}] ({text[:60]!r}) is a single token for {self.name} and the endpoint "
                              "scores no token without context; use longer texts")
@@ -194,5 +242,5 @@ class ApiLanguageModel:
             try:
                 out.append(str(a["choices"][0]["text"]))
             except (KeyError, IndexError, TypeError):
-                raise ApiError(f"{self.name}: completions answer without choices[0].text: {str(a)[:200]}") from None
+                raise ApiError(f"{self.name}: completions answer without choices[0].text: {self.client.redact(a, 200)}") from None
         return out

@@ -12,6 +12,7 @@ config simply substitutes, or an OpenAI-compatible endpoint::
         template: "{text}\\nSentiment ({choices}):"    # optional; classifier prompt
         mode: auto                          # logprobs | sample | auto (classifiers)
         timeout: 60, max_retries: 5, concurrency: 4, n_samples: 10, ...
+        max_response_bytes: 16777216        # larger answers are refused (16 MiB)
 
 An API model serves as a classifier (SCoPE, robustness) and as a language model (selfcheck,
 scope-lm) where the endpoint can do what the metric needs. :func:`define` registers definitions
@@ -27,7 +28,7 @@ from typing import Any, Sequence
 from ..errors import InputError
 
 CLIENT_KEYS = ("base_url", "model", "api_key_env", "timeout", "max_retries", "backoff_base", "backoff_max",
-               "concurrency")
+               "concurrency", "max_response_bytes")
 CLASSIFIER_KEYS = ("label_words", "template", "mode", "top_logprobs", "n_samples", "temperature", "max_tokens")
 ROLES = ("classifier", "language_model")
 _DEFINED: dict[str, dict[str, Any]] = {}
@@ -113,19 +114,11 @@ def _client(settings: dict[str, Any]):
 
 def api_classifier(name: str, labels: Sequence[str]):
     """The :class:`~.api.ApiClassifier` defined as ``name``, answering with the data's ``labels``."""
-    from .api import ApiClassifier
+    from .api import ApiClassifier, label_words_for
 
     settings = api_definition(name, "classifier")
     if settings is None:
         return None
-    words = settings.get("label_words")
-    if isinstance(words, dict):
-        missing = [lab for lab in labels if lab not in words]
-        if missing:
-            raise InputError(f"model {name!r}: label_words has no word for the data's labels {missing}; "
-                             f"the data's labels are {list(labels)}")
-        words = [words[lab] for lab in labels]
-    elif words is not None and len(words) != len(labels):
-        raise InputError(f"model {name!r}: {len(words)} label_words for {len(labels)} labels {list(labels)}")
+    words = label_words_for(f"model {name!r}", settings.get("label_words"), labels)
     kw = {k: settings[k] for k in CLASSIFIER_KEYS if k in settings and k != "label_words"}
     return ApiClassifier(_client(settings), list(labels), label_words=words, name=name, **kw)

@@ -10,16 +10,20 @@
 
 :func:`load_classifier` trains a preset's classifier on a training set (a logistic-regression
 head on mean-pooled last-layer states for the encoders) and stores it under
-``paths.heads_dir()/<preset>__<data fingerprint>__seed<seed>.npz|.pkl``; the next call with
-the same data and seed loads it. A local Hugging Face directory or a hub id
-(``owner/name``) is loaded as a fine-tuned :class:`~.hf.HFSequenceClassifier` instead. On a
-regression task, :func:`~.regression.load_regressor` gives the encoder presets a ridge head.
+``paths.heads_dir()/<preset>__<data fingerprint>__seed<seed>.npz``; the next call with
+the same data and seed loads it. The stored files are data only (an encoder head's coefficients;
+``tfidf-lr`` in the format of :mod:`.estimator_file`): reading one runs no code, and a file that
+cannot be read (corrupt, altered, another library version) is trained again with a warning.
+A local Hugging Face directory or a hub id (``owner/name``) is loaded as a fine-tuned
+:class:`~.hf.HFSequenceClassifier` instead. On a regression task,
+:func:`~.regression.load_regressor` gives the encoder presets a ridge head.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Literal
@@ -32,6 +36,8 @@ from .base import Classifier
 from .head import EncoderClassifier, train_encoder_head
 from .sklearn_backend import SklearnClassifier, train_tfidf_lr
 from .sources import local_or_hub
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:  # pragma: no cover
     from .hf import HFEncoder
@@ -171,8 +177,7 @@ def load_encoder(name: str, *, fresh: bool = False) -> "HFEncoder":
 def head_path(name: str, train: Dataset, seed: int) -> Path:
     """Where :func:`load_classifier` keeps the trained classifier of preset ``name``."""
     preset = PRESETS.create(name)
-    ext = ".pkl" if preset.kind == "tfidf" else ".npz"
-    return heads_dir() / f"{preset.name}__{data_fingerprint(train)}__seed{seed}{ext}"
+    return heads_dir() / f"{preset.name}__{data_fingerprint(train)}__seed{seed}.npz"
 
 
 def load_classifier(name: str, train: Dataset, *, seed: int = 0, data_name: str | None = None,
@@ -220,8 +225,8 @@ def stored_or_trained(path: Path, load: Callable[[Path], Any], train: Callable[[
     if path.is_file() and not retrain:
         try:
             return load(path)
-        except InputError:
-            pass
+        except InputError as e:
+            log.warning("not using the stored model: %s; training it again", e)
     model = train()
     if extra is None:
         model.save(path)

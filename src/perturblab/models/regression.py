@@ -30,7 +30,7 @@ from ..data.examples import Dataset
 from ..errors import InputError
 from .base import POOLINGS, Encoder, Pooling, Regressor, TextInput, check_inputs, fingerprint_of
 from .head import dataset_inputs, pooled_states
-from .sklearn_backend import PickledEstimator, estimator_fingerprint, join_pair
+from .sklearn_backend import StoredEstimator, estimator_fingerprint, join_pair
 
 SAVE_FORMAT = 1
 RIDGE_ALPHA = 1.0
@@ -48,7 +48,7 @@ def regression_targets(dataset: Dataset, purpose: str) -> np.ndarray:
     return y
 
 
-class SklearnRegressor(PickledEstimator):
+class SklearnRegressor(StoredEstimator):
     """A fitted scikit-learn regressor (anything with ``predict``) on raw texts as a
     :class:`~.base.Regressor`; ``fingerprint`` is :func:`~.sklearn_backend.estimator_fingerprint`."""
 
@@ -181,7 +181,7 @@ def load_regressor(name: str, train: Dataset, *, seed: int = 0, retrain: bool = 
     if preset.kind == "tfidf" and preset.name != "tfidf-ridge":
         raise InputError(f"{preset.name} is a classifier; for a regression task use tfidf-ridge")
     path = heads_dir() / f"{preset.name}{'' if preset.kind == 'tfidf' else '-ridge'}__{data_fingerprint(train)}" \
-                         f"__seed{seed}{'.pkl' if preset.kind == 'tfidf' else '.npz'}"
+                         f"__seed{seed}.npz"
     if preset.kind == "tfidf":
         return stored_or_trained(path, SklearnRegressor.load, lambda: train_tfidf_ridge(train, seed, name=preset.name),
                                  retrain=retrain)

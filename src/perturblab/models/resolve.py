@@ -9,10 +9,18 @@ A spec is ``[NAME=]SOURCE[[OPTION=VALUE,...]]``:
   before ``=`` that contains ``/`` is a path, not a name (``/data/run=7`` is one source);
 * ``[OPTION=VALUE,...]`` — backend options: ``batch_size`` and ``max_length`` for Hugging Face
   models and language models; ``device`` and ``dtype`` are read and checked (``cpu`` and
-  ``float32`` only in this version).
+  ``float32`` only in this version). An ``api:`` source takes the settings a study config's
+  ``api:`` block takes (:data:`API_OPTIONS`): ``api_key_env`` (the *name* of the environment
+  variable holding the key; ``none`` sends no key), ``timeout``, ``max_retries``,
+  ``concurrency``, ``max_response_bytes``, ``backoff_base``, ``backoff_max``; for classifiers ``label_words`` (``negative|positive``
+  in the data's label order, or ``neg:negative|pos:positive``), ``mode``, ``top_logprobs``,
+  ``n_samples``, ``temperature``, ``max_tokens``; for language models ``max_length``,
+  ``logprobs``, ``score_max_tokens`` and ``scoring`` (``echo`` or ``prompt_logprobs``). A key is
+  never taken as a value (``api_key=...`` is refused without being echoed).
 
-``minilm-l6``, ``ref=models/ft-run-3``, ``models/ft-run-3[batch_size=8,max_length=128]`` and
-``lm=smollm2-135m[batch_size=4]`` are specs. :func:`load_model` loads one for a role
+``minilm-l6``, ``ref=models/ft-run-3``, ``models/ft-run-3[batch_size=8,max_length=128]``,
+``lm=smollm2-135m[batch_size=4]`` and
+``gpt=api:gpt-3.5-turbo-instruct@https://api.openai.com/v1[api_key_env=MY_KEY,mode=sample]`` are specs. :func:`load_model` loads one for a role
 (``classifier``, ``regressor``, ``encoder`` or ``language_model``); a model object passes through.
 """
 
@@ -20,6 +28,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
 from ..errors import InputError
@@ -61,6 +70,68 @@ OPTIONS: dict[str, Any] = {
     "device": _one_of("device", DEVICES, "the model backends run on the CPU in this version; drop device="),
     "dtype": _one_of("dtype", DTYPES, "the model backends compute in float32 in this version; drop dtype="),
 }
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+#: Option names that would carry a secret: refused on sight, and never echoed.
+SECRET_OPTIONS = frozenset({"api_key", "apikey", "key", "token", "access_token", "secret", "password",
+                            "authorization", "bearer"})
+
+
+def _env_name(text: str) -> str | None:
+    if text.lower() == "none":
+        return None
+    if not _ENV_NAME.match(text):  # the value is not echoed: it may be the key itself
+        raise InputError("model option api_key_env takes the NAME of an environment variable (letters, digits and "
+                         "_, e.g. api_key_env=OPENAI_API_KEY; none sends no key), never the key itself")
+    return text
+
+
+def _number(key: str, least: float, *, above: bool = False) -> Any:
+    def convert(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise InputError(f"model option {key}={text!r} is not a number") from None
+        if value < least or (above and value == least):
+            raise InputError(f"model option {key}={value:g} must be {'above' if above else 'at least'} {least:g}")
+        return value
+    return convert
+
+
+def _label_words(text: str) -> tuple[str, ...] | tuple[tuple[str, str], ...]:
+    items = [w.strip() for w in text.split("|")]
+    if len(items) < 2 or not all(items):
+        raise InputError(f"model option label_words={text!r}: give one word per label separated by '|', in the "
+                         "data's label order (negative|positive) or as label:word pairs (neg:negative|pos:positive)")
+    if all(":" in w for w in items):
+        return tuple(tuple(x.strip() for x in w.split(":", 1)) for w in items)  # type: ignore[misc]
+    return tuple(items)
+
+
+#: Options of ``api:`` sources (the settings of a config's ``api:`` block, the key's variable by name).
+API_CLIENT_OPTIONS: dict[str, Any] = {
+    "api_key_env": _env_name,
+    "timeout": _number("timeout", 0.0, above=True),
+    "max_retries": _positive("max_retries", 0),
+    "concurrency": _positive("concurrency", 1),
+    "max_response_bytes": _positive("max_response_bytes", 1024),
+    "backoff_base": _number("backoff_base", 0.0),
+    "backoff_max": _number("backoff_max", 0.0),
+}
+API_CLASSIFIER_OPTIONS: dict[str, Any] = {
+    "label_words": _label_words,
+    "mode": _one_of("mode", ("auto", "logprobs", "sample"), "mode is auto, logprobs or sample"),
+    "top_logprobs": _positive("top_logprobs", 1),
+    "n_samples": _positive("n_samples", 1),
+    "temperature": _number("temperature", 0.0),
+    "max_tokens": _positive("max_tokens", 1),
+}
+API_LM_OPTIONS: dict[str, Any] = {
+    "logprobs": _positive("logprobs", 0),
+    "score_max_tokens": _one_of("score_max_tokens", ("0", "1"), "score_max_tokens is 0 or 1"),
+    "scoring": _one_of("scoring", ("echo", "prompt_logprobs"), "scoring is echo or prompt_logprobs"),
+}
+API_OPTIONS: dict[str, Any] = {**API_CLIENT_OPTIONS, **API_CLASSIFIER_OPTIONS, **API_LM_OPTIONS,
+                               "max_length": OPTIONS["max_length"]}
 
 
 @dataclass(frozen=True)
@@ -85,14 +156,27 @@ class ModelSpec:
         if m.group("name") is not None and not _NAME.match(name):
             raise InputError(f"model name {name!r} in {spec!r}: a name uses letters, digits, '.', '_', ':' or '-' "
                              "(NAME=SOURCE gives a model a short name)")
+        from .api_client import is_api_spec, parse_api_spec, redact
+
+        api = is_api_spec(source)
+        if api:
+            parse_api_spec(source)  # malformed, or a URL with credentials: refused before anything else
+        known = API_OPTIONS if api else OPTIONS
         options: dict[str, Any] = {}
         for item in filter(None, (x.strip() for x in (m.group("options") or "").split(","))):
             key, eq, value = item.partition("=")
             key = key.strip().replace("-", "_")
-            if not eq or key not in OPTIONS:
-                raise InputError(f"model option {item!r} in {spec!r}: give option=value with one of "
-                                 f"{', '.join(OPTIONS)}")
-            options[key] = OPTIONS[key](value.strip())
+            if key.lower() in SECRET_OPTIONS:
+                raise InputError(f"model option {key}=... ({name or source}): secrets are never taken on the command "
+                                 "line or in a model spec; export the key in an environment variable and name the "
+                                 "variable with api_key_env=VARIABLE (e.g. api_key_env=OPENAI_API_KEY)")
+            if not eq or key not in known:
+                where = "an api: model" if api else "this model"
+                extra = ("" if api or key not in API_OPTIONS else
+                         f"; {key} is a setting of api: models (api:MODEL@BASE_URL)")
+                raise InputError(f"model option {redact(item)!r} in {redact(spec)!r}: give option=value with one of "
+                                 f"{', '.join(known)} for {where}{extra}")
+            options[key] = known[key](value.strip())
         return cls(source=source, name=name or source, options=tuple(sorted(options.items())))
 
     @property
@@ -119,7 +203,12 @@ def load_model(spec: "str | ModelSpec | Any", role: str = "classifier", *, train
             raise InputError(f"{type(spec).__name__} is not a model: give a spec or an object with a fingerprint")
         return spec
     ms = spec if isinstance(spec, ModelSpec) else ModelSpec.parse(spec)
+    _check_equals(ms)
     kw = ms.kwargs
+    from .api_client import is_api_spec
+
+    if is_api_spec(ms.source):
+        return _api_model(ms, role, train)
     if role == "language_model":
         from .lm_presets import load_language_model
 
@@ -134,6 +223,69 @@ def load_model(spec: "str | ModelSpec | Any", role: str = "classifier", *, train
     if role == "regressor":
         return _regressor(ms, train, seed)
     return _classifier(ms, train, seed, data_name)
+
+
+def _check_equals(ms: ModelSpec) -> None:
+    """A source with ``=`` that names no existing file or directory was meant as NAME=SOURCE with a
+    name that is none (``a/b=minilm-l6``, ``=minilm-l6``): say so rather than "unknown preset"."""
+    source = ms.source
+    if "=" not in source or "://" in source or Path(source).expanduser().exists():
+        return
+    name, _, rest = source.partition("=")
+    name = name.strip()
+    if not name:
+        why = "nothing comes before '='"
+    elif _NAME.match(name) and rest.startswith("="):
+        why = "'==' is no separator: write one '='"
+    else:
+        why = "a name uses letters, digits, '.', '_', ':' or '-'"
+    raise InputError(f"model spec {source!r}: {why} (NAME=SOURCE gives a model a short name, e.g. ref=minilm-l6), "
+                     f"and no file or directory {source!r} exists; fix the name or the path")
+
+
+def _api_model(ms: ModelSpec, role: str, train: "Dataset | None") -> Any:
+    """The model an ``api:MODEL@BASE_URL`` spec names for ``role``: an
+    :class:`~.api.ApiClassifier` answering with the training split's labels, or an
+    :class:`~.api_lm.ApiLanguageModel`; the key is read from the variable ``api_key_env`` names
+    (default :func:`~.api_client.default_api_key_env`), which must be set when it is named."""
+    import os
+
+    from .api_client import ApiClient, api_config_from_spec
+
+    opts = dict(ms.options)
+    client = {k: opts.pop(k) for k in list(opts) if k in API_CLIENT_OPTIONS}
+    env = client.get("api_key_env", "")
+    if env and not os.environ.get(env):
+        raise InputError(f"{ms.name}: api_key_env names the environment variable {env}, which is not set; export "
+                         f"{env}=<your key> first (or api_key_env=none for a server that needs no key)")
+    if role == "language_model":
+        wrong = sorted(set(opts) - set(API_LM_OPTIONS) - {"max_length"})
+        if wrong:
+            raise InputError(f"{ms}: {', '.join(wrong)} set an API classifier, not a language model; language-model "
+                             f"options are {', '.join([*API_LM_OPTIONS, 'max_length'])}")
+        from .lm_presets import load_api_language_model
+
+        if "score_max_tokens" in opts:
+            opts["score_max_tokens"] = int(opts["score_max_tokens"])
+        return load_api_language_model(ms.source, name=ms.name, **client, **opts)
+    if role != "classifier":
+        raise InputError(f"{ms.name}: an API model serves as a classifier or a language model, not as a {role}; "
+                         "use a local model for it")
+    wrong = sorted(set(opts) - set(API_CLASSIFIER_OPTIONS))
+    if wrong:
+        raise InputError(f"{ms}: {', '.join(wrong)} set an API language model, not a classifier; classifier options "
+                         f"are {', '.join(API_CLASSIFIER_OPTIONS)}")
+    if train is None or not train.label_names:
+        raise InputError(f"{ms.name}: an API classifier needs the data's class labels (a classification training "
+                         "split); regression targets cannot be asked of it")
+    from .api import ApiClassifier
+
+    from .api import label_words_for
+
+    labels = list(train.label_names)
+    words = label_words_for(ms.name, opts.pop("label_words", None), labels)
+    config = api_config_from_spec(ms.source, **client)
+    return ApiClassifier(ApiClient(config), labels, label_words=words, name=ms.name, **opts)
 
 
 def _no_options(ms: ModelSpec, what: str) -> None:

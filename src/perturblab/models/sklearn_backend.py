@@ -2,13 +2,13 @@
 
 Any fitted pipeline with ``predict_proba`` over raw strings works. A text pair is joined
 into one string as ``text_a + " [SEP] " + text_b`` (:data:`PAIR_SEPARATOR`) both when
-training and when predicting. Saved models are pickles: load only files you created.
+training and when predicting. Saved models are plain data (:mod:`.estimator_file`): loading one
+runs no code named by the file.
 """
 
 from __future__ import annotations
 
 import hashlib
-import pickle
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -19,7 +19,6 @@ from ..errors import InputError
 from .base import TextInput, check_inputs
 
 PAIR_SEPARATOR = " [SEP] "
-SAVE_FORMAT = 1
 
 
 #: attributes that hold a memory address, not a learned value (``TfidfVectorizer`` records
@@ -82,38 +81,63 @@ def join_pair(x: TextInput) -> str:
     return x if isinstance(x, str) else x[0] + PAIR_SEPARATOR + x[1]
 
 
-class PickledEstimator:
-    """Saving and loading a scikit-learn model as a pickle of its constructor's arguments
-    (:meth:`_payload`); shared by :class:`SklearnClassifier` and
-    :class:`~.regression.SklearnRegressor`. Only load files you created."""
+class StoredEstimator:
+    """Saving and loading a scikit-learn model with its constructor's other arguments
+    (:meth:`_payload`) in the code-free format of :mod:`.estimator_file` (an ``.npz`` archive);
+    shared by :class:`SklearnClassifier` and :class:`~.regression.SklearnRegressor`."""
 
     def _payload(self) -> dict[str, Any]:
         raise NotImplementedError
 
     def save(self, path: str | Path) -> Path:
-        """Pickle the estimator and what else the constructor takes to ``path`` (atomically)."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_bytes(pickle.dumps({"format": SAVE_FORMAT, **self._payload()}, protocol=4))
-        tmp.replace(path)
-        return path
+        """Write the estimator and what else the constructor takes to ``path`` (atomically).
+
+        Raises:
+            InputError: the estimator holds a function or a non-scikit-learn object.
+        """
+        from .estimator_file import save_model
+
+        return save_model(path, type(self).__name__, self._payload())
 
     @classmethod
     def load(cls, path: str | Path):
-        """Load a model written by :meth:`save` (a pickle: only load files you trust)."""
+        """Load a model written by :meth:`save`; reading it runs no code named by the file.
+
+        Raises:
+            InputError: the file is not such a model (an older pickle, a corrupt or altered
+                file, another scikit-learn version); the message names it and the fix.
+        """
+        from .estimator_file import load_model
+
+        payload = load_model(path, cls.__name__)
         try:
-            obj = pickle.loads(Path(path).read_bytes())
-            return cls(**{k: v for k, v in obj.items() if k != "format"})
-        except (OSError, pickle.UnpicklingError, KeyError, TypeError, EOFError, AttributeError) as e:
+            return cls(**payload)
+        except TypeError as e:
             raise InputError(f"{path} is not a saved {cls.__name__} ({e}); delete it and retrain") from e
 
 
-class SklearnClassifier(PickledEstimator):
+def _class_columns(classes: Any, labels: Sequence[str], what: str) -> np.ndarray:
+    """The column of ``labels`` each of an estimator's ``classes_`` stands for: classes that are
+    all label names (compared as strings) map by name; otherwise they must be class indices."""
+    values = np.asarray(classes)
+    index = {name: i for i, name in enumerate(labels)}
+    if values.dtype.kind in "OUS" and all(str(c) in index for c in values.tolist()):
+        return np.asarray([index[str(c)] for c in values.tolist()], dtype=np.int64)
+    try:
+        return values.astype(np.int64)
+    except (TypeError, ValueError):
+        unknown = [str(c) for c in values.tolist() if str(c) not in index]
+        raise InputError(f"{what} was fitted on the classes {[str(c) for c in values.tolist()][:10]}, but "
+                         f"{unknown[:5]} are not among the labels {list(labels)}; give labels that name every class "
+                         "it was fitted on (or fit it on class indices 0..k-1)") from None
+
+
+class SklearnClassifier(StoredEstimator):
     """A fitted scikit-learn estimator/pipeline on raw texts as a :class:`~.base.Classifier`.
 
-    ``labels[i]`` names class index ``i``; the estimator's ``classes_`` must be integer
-    indices into ``labels`` (classes it never saw get probability 0). ``fingerprint`` is
+    ``labels[i]`` names class index ``i``. The estimator's ``classes_`` are the label names
+    themselves (a pipeline fitted on string labels, the usual case; compared as strings) or
+    integer indices into ``labels``; classes it never saw get probability 0. ``fingerprint`` is
     :func:`estimator_fingerprint` of the estimator and the labels.
     """
 
@@ -125,10 +149,7 @@ class SklearnClassifier(PickledEstimator):
         if classes is None:
             raise InputError(f"{type(pipeline).__name__} is not fitted (no classes_); fit it first")
         self.labels: list[str] = [str(x) for x in labels]
-        try:
-            self._columns = np.asarray(classes).astype(int)
-        except (TypeError, ValueError) as e:
-            raise InputError(f"classes_ {list(classes)[:5]} are not class indices; fit on integer labels") from e
+        self._columns = _class_columns(classes, self.labels, type(pipeline).__name__)
         if len(self.labels) < 2 or self._columns.min() < 0 or self._columns.max() >= len(self.labels):
             raise InputError(f"classes_ {self._columns.tolist()} do not index the labels {self.labels}")
         self.pipeline = pipeline

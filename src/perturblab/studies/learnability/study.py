@@ -128,7 +128,12 @@ class LearnabilityStudy(Study):
         if config.perturb_field not in FIELDS:
             raise InputError(f"perturb_field must be one of {', '.join(FIELDS)}, got {config.perturb_field!r}")
         if config.seeds < 1:
-            raise InputError(f"seeds must be >= 1 (models trained per model and perturbation), got {config.seeds}")
+            raise InputError(f"--trials must be at least 1 (models trained per model, perturbation and p), got "
+                             f"{config.seeds}")
+        ps = list(config.ps)
+        if len(ps) < 2 or not all(0 < float(p) <= 1 for p in ps) or any(b <= a for a, b in zip(ps, ps[1:])):
+            raise InputError(f"--ps needs at least two increasing perturbation probabilities in (0, 1], e.g. 0.1,0.5,1 "
+                             f"(learnability is the area under the curve over them; Eq. 5), got {ps}")
         self.config = config
         self.fits = {m: _trainer(m, trainers) for m in config.models}
         for fit in self.fits.values():  # a trainer with no stable fingerprint is refused before any work

@@ -123,7 +123,7 @@ def _check(config: RobustnessConfig) -> None:
     if not config.models:
         raise InputError("models is empty; name at least one classifier (a preset, zoo model or HF id)")
     if config.seeds < 1:
-        raise InputError(f"seeds must be >= 1 (draws of each perturbation), got {config.seeds}")
+        raise InputError(f"--trials must be at least 1 (draws of each perturbation), got {config.seeds}")
     if config.perturb_field not in FIELDS:
         raise InputError(f"perturb_field must be one of {', '.join(FIELDS)}, got {config.perturb_field!r}")
     for name in config.perturbations:

@@ -15,8 +15,11 @@ from ...measures.quality import interval_se, tied_with_best
 
 
 def _cell(summary: dict[str, Any], model: str, pert: str, metric: str) -> dict[str, Any]:
-    return next((c for c in summary["cells"] if (c["model"], c["perturbation"], c["metric"]) == (model, pert, metric)),
+    """One cell of the summary; an undefined mean (NaN, written as null in ``summary.json``) is NaN,
+    so a summary read back from disk renders like the one in memory."""
+    cell = next((c for c in summary["cells"] if (c["model"], c["perturbation"], c["metric"]) == (model, pert, metric)),
                 {"mean": math.nan, "std": math.nan})
+    return {**cell, "mean": math.nan if cell.get("mean") is None else cell["mean"]}
 
 
 def summarise(rows: Sequence[dict[str, Any]],
