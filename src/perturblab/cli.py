@@ -127,7 +127,7 @@ def study_command(name: str) -> Callable[[argparse.Namespace], int]:
     def command(args: argparse.Namespace) -> int:
         from .core.files import all_or_nothing
         from .core.lock import output_lock
-        from .models.api_client import FaultRecorder
+        from .core.faults import FAULTS_FILE, FaultRecorder
         from .studies.registry import entry
 
         study = entry(name)
@@ -141,7 +141,7 @@ def study_command(name: str) -> Callable[[argparse.Namespace], int]:
                     paths = res.save(out)
             finally:
                 if faults.used:
-                    print(faults.line(str(out / "faults.json")), file=sys.stderr)
+                    print(faults.line(str(out / FAULTS_FILE)), file=sys.stderr)
         print(res.console())
         print(f"\n{time.time() - t0:.0f} s; outputs in {out.resolve()}: {', '.join(p.name for p in paths)}, "
               "results.sqlite")

@@ -18,7 +18,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_doctor(args) -> int:
-    from .assets import doctor, permission_warnings
+    from .asset_checks import doctor
+    from .assets import permission_warnings
 
     rows = doctor()  # loads every present asset
     required = [r for r in rows if not r.optional]

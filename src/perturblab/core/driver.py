@@ -14,7 +14,7 @@
   recomputes exactly what changed;
 * it shows a progress bar with ETA per phase (and progress lines for slow set-up steps);
 * it records the faults of every API model used during the run
-  (:class:`~perturblab.models.api_client.FaultRecorder`) and writes them, per model and redacted,
+  (:func:`~.faults.faults_recorded`) and writes them, per model and redacted,
   to ``faults.json`` beside the results, also when the run fails (the failure's cause is there).
 """
 
@@ -27,12 +27,12 @@ from pathlib import Path
 from typing import Any, Hashable, Iterator
 
 from ..executor import Cell, LocalExecutor
+from .faults import faults_recorded
 from .keys import content_key
 from .lock import output_lock
 from .study import Lazy, Phase, RunContext, Study, StudyResult
 
 STORE_NAME = "results.sqlite"
-FAULTS_NAME = "faults.json"
 
 
 def quiet_libraries() -> None:
@@ -63,7 +63,7 @@ def run_study(study: Study, out: str | Path, *, executor: Any = None, progress: 
         quiet_libraries()
     with output_lock(out, what=f"the {study.name} study") if lock else nullcontext(out):
         with _unused_store_removed(out / STORE_NAME) as started, ResultStore(out / STORE_NAME) as store, \
-                api_faults_recorded(out):
+                faults_recorded(out):
             ctx = RunContext(out, store, ex, progress)
             study.prepare(ctx)
             identity = study.identity()
@@ -94,20 +94,6 @@ def _unused_store_removed(path: Path) -> Iterator[list]:
                 except OSError:
                     pass
         raise
-
-
-@contextmanager
-def api_faults_recorded(out: Path) -> Iterator[Any]:
-    """Record the API clients used inside the block; on leaving it (normally or by an error) write
-    their faults to ``out / faults.json`` when any API model was used (nothing otherwise)."""
-    from ..models.api_client import FaultRecorder
-
-    with FaultRecorder() as recorder:
-        try:
-            yield recorder
-        finally:
-            if recorder.used:
-                recorder.write(out / FAULTS_NAME)
 
 
 def run_phase(phase: Phase, ctx: RunContext) -> Phase:

@@ -138,18 +138,16 @@ def _parse_of(f: dataclasses.Field, opt: Opt, hints: Mapping[str, Any]) -> Calla
     if opt.parse is not None:
         return opt.parse
     kind = hints.get(f.name, str)
-    optional = False
+    optional = _takes_none(kind)
     if isinstance(kind, types.UnionType) or typing.get_origin(kind) is typing.Union:
-        optional = type(None) in typing.get_args(kind)
         kind = next((a for a in typing.get_args(kind) if a is not type(None)), str)
     if kind not in (int, float):
         return None
     return _none_or(kind) if optional else kind
 
 
-def _optional(cls: type, f: dataclasses.Field) -> bool:
-    """Whether field ``f`` of ``cls`` takes None (its type is ``X | None``)."""
-    kind = typing.get_type_hints(cls).get(f.name)
+def _takes_none(kind: Any) -> bool:
+    """Whether a type hint admits None (``X | None``)."""
     return (isinstance(kind, types.UnionType) or typing.get_origin(kind) is typing.Union) \
         and type(None) in typing.get_args(kind)
 
@@ -266,7 +264,7 @@ class StudyArgs:
             if not isinstance(value, bool):
                 raise InputError(f"expected true or false, got {value!r}")
             return value
-        if value is None and _optional(cls, f):
+        if value is None and _takes_none(typing.get_type_hints(cls).get(f.name)):
             return None
         if opt.repeat:
             items = value if isinstance(value, list) else [value]
@@ -329,15 +327,6 @@ class StudyArgs:
             if len(given) != 1:
                 raise InputError(f"{study} needs exactly one of {', '.join(m.replace('_', '-') for m in members)}"
                                  + (f"; got {', '.join(given)}" if given else ""))
-
-    def problems(self) -> list[tuple[str, str]]:
-        """Every problem of these values found without loading a model (counts below 1, unknown
-        capability or perturbation names, missing or unreadable data files, misspelt columns), as
-        ``(field, message)`` pairs (:func:`perturblab.core.checks.option_problems`; a study may add
-        its own by overriding this method)."""
-        from .checks import option_problems
-
-        return option_problems(self)
 
     # -- the study function -----------------------------------------------------------------
     def kwargs(self) -> dict[str, Any]:

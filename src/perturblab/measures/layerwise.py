@@ -113,7 +113,7 @@ def _pair_values(names: Sequence[str], p: _Prepared, q: _Prepared, allow_forced:
         for convention in dict.fromkeys(INFO[n].convention for n in cca):
             mine = [n for n in cca if INFO[n].convention == convention]
             pw = [n for n in mine if n.startswith("pwcca_distance")]
-            rho, alpha = _cca_terms(p.svd, q.svd, str(convention), weights=bool(pw))
+            rho, alpha = _cca_terms(p.svd, q.svd, str(convention), weights=bool(pw), cosines=m)
             for n in mine:
                 if n.startswith("cca_mean"):
                     out[n] = float(rho.mean())

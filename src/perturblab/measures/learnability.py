@@ -115,6 +115,16 @@ def log_auc(ps: Sequence[float], values: Sequence[float]) -> float:
     return float(((v[1:] + v[:-1]) / 2.0 * np.diff(x)).sum())
 
 
+def check_grid(ps: Sequence[float], what: str = "ps") -> list[float]:
+    """The grid of perturbation probabilities of a learnability curve (Eq. 5) as floats; raises
+    InputError (naming ``what``) unless it holds at least two increasing probabilities in (0, 1]."""
+    grid = [float(p) for p in ps]
+    if len(grid) < 2 or not all(0 < p <= 1 for p in grid) or any(b <= a for a, b in zip(grid, grid[1:])):
+        raise InputError(f"{what} needs at least two increasing perturbation probabilities in (0, 1], e.g. 0.1,0.5,1 "
+                         f"(learnability is the area under the curve over them; Eq. 5), got {grid}")
+    return grid
+
+
 def random_pseudo_labels(n: int, rng: np.random.Generator) -> np.ndarray:
     """Step ① of Algorithm 1: labels drawn uniformly from {0, 1}, independent of the data."""
     if n < 1:

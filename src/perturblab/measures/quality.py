@@ -96,13 +96,10 @@ def classification_quality(y_true: Sequence[Any], y_pred: Sequence[Any],
         detail.append(f"predicts one class ({only!s}) on all {n} clean test inputs")
     if chance:
         flags.append(CHANCE_LEVEL)
-        why = []
-        if below_acc:
-            why.append(f"accuracy {acc:.3f} is not above the majority-class rate {p0:.3f} by more than "
-                       f"{Z:g} s.e. ({Z * acc_se:.3f})")
-        if below_mcc:
-            why.append(f"MCC {m:.3f} is not above 0 by more than {Z:g} s.e. ({Z * m_se:.3f})")
-        detail.append("at chance level: " + "; ".join(why) + f" (n = {n})")
+        mcc_text = ("MCC is undefined (one class predicted or present)" if math.isnan(m)
+                    else f"MCC {m:.3f} is not above 0 by more than {Z:g} s.e. ({Z * m_se:.3f})")
+        detail.append(f"at chance level: accuracy {acc:.3f} is not above the majority-class rate {p0:.3f} by more "
+                      f"than {Z:g} s.e. ({Z * acc_se:.3f}); {mcc_text} (n = {n})")
     return {"n": n, "accuracy": acc, "majority_rate": p0, "accuracy_se": acc_se,
             "mcc": None if math.isnan(m) else m, "mcc_se": m_se, "predicted_classes": int(len(predicted)),
             "one_class": one_class, "chance_level": chance, "flags": flags, "detail": detail}

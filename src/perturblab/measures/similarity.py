@@ -191,8 +191,10 @@ def _check_pair(measure: str, p: _SVD, q: _SVD, allow_forced: bool) -> int:
     return forced
 
 
-def _cca_terms(p: _SVD, q: _SVD, convention: str, weights: bool) -> tuple[np.ndarray, np.ndarray | None]:
-    """``(rho, alpha)`` of two decomposed representations under ``convention``.
+def _cca_terms(p: _SVD, q: _SVD, convention: str, weights: bool,
+               cosines: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray | None]:
+    """``(rho, alpha)`` of two decomposed representations under ``convention``; ``cosines`` is
+    ``p.u.T @ q.u`` when the caller has it already (a layer × layer matrix), else it is formed here.
 
     ``"paper"``: the min(rank_x, rank_y) canonical correlations and the PWCCA weights of the
     matched canonical variates of x only (null directions dropped).
@@ -207,12 +209,13 @@ def _cca_terms(p: _SVD, q: _SVD, convention: str, weights: bool) -> tuple[np.nda
     (= Σ_j |⟨h_i, x_j⟩|), so the weights are normalised over all of x's directions, matched or
     not. ``alpha`` is None unless ``weights``.
     """
-    m = p.u[:, : p.rank].T @ q.u[:, : q.rank]  # (r_x, r_y): cosines of the two column spaces
+    # (r_x, r_y): cosines of the two column spaces
+    m = p.u[:, : p.rank].T @ q.u[:, : q.rank] if cosines is None else cosines[: p.rank, : q.rank]
     if convention == "paper":
         if not weights:
             return np.clip(np.linalg.svd(m, compute_uv=False), 0.0, 1.0), None
         w, rho, _ = np.linalg.svd(m, full_matrices=False)
-        w = _break_ties(w, rho, p.s[: p.rank, None] ** 2 * np.eye(p.rank))
+        w = _break_ties(w, rho, np.diag(p.s[: p.rank] ** 2))
         alpha = np.abs(w.T @ (p.s[: p.rank, None] * p.vt[: p.rank])).sum(axis=1)
         return np.clip(rho, 0.0, 1.0), alpha
     if convention != "released":

@@ -23,11 +23,12 @@
 * **Accounting**: :attr:`ApiClient.usage` sums the ``usage`` blocks of the answers
   (prompt/completion tokens) and counts requests, retries, failures and bytes received; every
   fault is kept in :attr:`ApiClient.faults` (kind, status, attempt, path, redacted detail).
-  A :class:`FaultRecorder` collects the clients used while it is active, so the study driver can
-  write every model's faults to ``faults.json`` (:func:`perturblab.core.driver.run_study`).
+  A :class:`~perturblab.core.faults.FaultRecorder` collects the clients used while it is active,
+  so the study driver can write every model's faults to ``faults.json``
+  (:func:`perturblab.core.driver.run_study`).
 * **The API key** is read from the environment variable named by ``api_key_env`` at request
   time and sent as ``Authorization: Bearer``; it never appears in ``repr``, faults, errors or logs.
-  Every text a server sends is passed through :func:`redact` before it is shown, logged or stored:
+  Every text a server sends is passed through :func:`~perturblab.core.faults.redact` before it is shown, logged or stored:
   a server or proxy that reflects the request headers cannot put the key on the console or in an
   output file.
 * **Spec strings** name an API model where a model name is expected: ``api:MODEL@BASE_URL``
@@ -45,13 +46,12 @@ import re
 import socket
 import threading
 import time
-import weakref
 import zlib
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Sequence
 
+from ..core.faults import REDACTED, FaultRecorder, redact, register_client  # noqa: F401 - FaultRecorder, REDACTED: public here too
 from ..errors import ApiError, ApiResponseTooLargeError, InputError
 
 __all__ = ["ApiClient", "ApiConfig", "ApiError", "ApiResponseTooLargeError", "Fault", "FaultRecorder", "Usage",
@@ -62,38 +62,6 @@ RETRY_STATUS = frozenset({408, 409, 429}) | frozenset(range(500, 600))
 #: The default of :attr:`ApiConfig.max_response_bytes`: far above any completions answer perturblab
 #: asks for (a few KiB; echo with logprobs of a 4k-token text is about 1 MiB).
 DEFAULT_MAX_RESPONSE_BYTES = 16 * 2 ** 20
-REDACTED = "[REDACTED]"
-_HEADER_SECRET = re.compile(
-    r"""(?ix)
-    (?P<name>(?:proxy-)?authorization|x-api-key|api[-_]?key|apikey|access[-_]?token|client[-_]?secret|password)
-    (?P<sep>["']?\s*[:=]\s*["']?)                    # "name": "value", name: value, name=value
-    (?P<value>(?:(?:bearer|basic|token)\s+)?[^"'\s,;&}\]\)]+)""")
-_BEARER = re.compile(r"(?i)\b(?P<scheme>bearer)(?P<sp>\s+)[A-Za-z0-9._~+/=:-]+")
-_URL_USERINFO = re.compile(r"(?i)\b(?P<scheme>https?://)[^/\s@:]+:[^/\s@]+@")
-_QUERY_SECRET = re.compile(r"(?i)(?P<name>[?&](?:key|token|sig|signature)=)[^&\s\"']+")
-
-
-def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
-    """``text`` with every secret replaced by ``[REDACTED]``: each of ``secrets`` (the API key,
-    also in its JSON-escaped form), the value of any ``Authorization``, ``Proxy-Authorization``,
-    ``api-key``/``x-api-key``/``api_key``, ``access_token``, ``client_secret`` or ``password``
-    field (``name: value``, ``"name": "value"``, ``name=value``), any ``Bearer`` token, the
-    credentials of a URL (``https://user:pass@host``) and ``key``/``token``/``sig`` query values.
-
-    Applied to every text a server sends before it is shown, logged or stored, and before it is
-    shortened, so a cut never leaves part of a key behind (the secret-redaction practice of
-    OWASP's Logging Cheat Sheet: never log session identifiers, access tokens or passwords)."""
-    out = _HEADER_SECRET.sub(lambda m: m.group("name") + m.group("sep") + REDACTED, str(text))
-    out = _BEARER.sub(lambda m: m.group("scheme") + m.group("sp") + REDACTED, out)
-    out = _URL_USERINFO.sub(lambda m: m.group("scheme") + REDACTED + "@", out)
-    out = _QUERY_SECRET.sub(lambda m: m.group("name") + REDACTED, out)
-    for secret in secrets:  # wherever else the key shows up
-        if secret and len(secret) >= 4:
-            for form in {secret, json.dumps(secret)[1:-1], json.dumps(secret)[1:-1].replace("/", "\\/")}:
-                out = out.replace(form, REDACTED)
-    return out
-
-
 @dataclass
 class ApiConfig:
     """Where the API is and how to talk to it."""
@@ -306,11 +274,6 @@ def _deadline_backend() -> Any:
     return Backend()
 
 
-_LIVE: "weakref.WeakSet[ApiClient]" = weakref.WeakSet()
-_RECORDERS: list["FaultRecorder"] = []
-_RECORDERS_LOCK = threading.Lock()
-
-
 @dataclass(eq=False)
 class ApiClient:
     """POSTs JSON payloads to ``config.base_url + path`` with retries (see the module docstring).
@@ -338,10 +301,7 @@ class ApiClient:
                 self.deadline_backend = True
         if not self.deadline_backend:  # pragma: no cover - another httpx layout
             log.warning("httpx has no pool to put the request deadline on; reads are bounded between chunks only")
-        with _RECORDERS_LOCK:
-            _LIVE.add(self)
-            for recorder in _RECORDERS:
-                recorder._add(self, fresh=True)
+        register_client(self)
 
     def __repr__(self) -> str:  # no key, no headers
         return f"ApiClient({redact(self.config.base_url)!r}, model={self.config.model!r}, usage={self.usage.as_dict()})"
@@ -562,73 +522,3 @@ class ApiClient:
         raise type(error)(f"{error} [stopped the batch at this first permanent failure: {done} of {len(payloads)} "
                           f"requests completed, {len(payloads) - done - 1} stopped or never sent]",
                           status=error.status) from None
-
-
-class FaultRecorder:
-    """Collects the :class:`ApiClient` objects used while it is active (those created meanwhile,
-    and older ones that send requests meanwhile), so a study driver can report every API model's
-    faults: :meth:`report` (JSON-able, per model), :meth:`write` (``faults.json``) and
-    :meth:`line` (one console line). Recorders nest; each sees what happened while it was active.
-    Clients in other processes (Ray workers) are not seen."""
-
-    def __init__(self) -> None:
-        self._clients: dict[int, tuple[ApiClient, int, dict[str, int], bool]] = {}
-
-    def __enter__(self) -> "FaultRecorder":
-        with _RECORDERS_LOCK:
-            for client in list(_LIVE):
-                self._add(client, fresh=False)
-            _RECORDERS.append(self)
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        with _RECORDERS_LOCK:
-            if self in _RECORDERS:
-                _RECORDERS.remove(self)
-
-    def _add(self, client: ApiClient, fresh: bool) -> None:
-        with client._lock:
-            self._clients.setdefault(id(client), (client, len(client.faults), client.usage.as_dict(), fresh))
-
-    def report(self) -> dict[str, Any]:
-        """``{"total_faults": n, "models": {name: {...}}}``: per model its endpoint (redacted), usage
-        (requests, retries, failures, tokens, bytes) and every fault while recording (kind, status,
-        attempt, path, redacted detail), in order."""
-        models: dict[str, Any] = {}
-        for client, n_before, usage_before, fresh in list(self._clients.values()):
-            with client._lock:
-                faults = [asdict(f) for f in client.faults[n_before:]]
-                usage = {k: v - usage_before.get(k, 0) for k, v in client.usage.as_dict().items()}
-            if not fresh and not faults and not usage["requests"]:
-                continue  # an older client that did nothing meanwhile
-            name = client.name or f"api:{client.config.model}@{redact(client.config.base_url)}"
-            key, k = name, 2
-            while key in models:
-                key, k = f"{name} ({k})", k + 1
-            kinds: dict[str, int] = {}
-            for f in faults:
-                label = f["kind"] + (f" {f['status']}" if f["status"] else "")
-                kinds[label] = kinds.get(label, 0) + 1
-            models[key] = {"base_url": redact(client.config.base_url), "model": client.config.model,
-                           "usage": usage, "fault_counts": kinds, "faults": faults}
-        return {"total_faults": sum(len(m["faults"]) for m in models.values()), "models": models}
-
-    @property
-    def used(self) -> bool:
-        """Whether any API model was in use while recording."""
-        return bool(self.report()["models"])
-
-    def write(self, path: str | Path) -> Path:
-        """Write :meth:`report` to ``path`` (atomically); returns the path."""
-        from ..core.files import write_json
-
-        return write_json(Path(path), self.report())
-
-    def line(self, where: str = "faults.json") -> str:
-        """One console line: the number of faults, per model by kind, and where the details are."""
-        rep = self.report()
-        per = "; ".join(f"{name}: " + (", ".join(f"{n} {k}" for k, n in m["fault_counts"].items()) or "none")
-                        + f" in {m['usage']['requests']} answered requests"
-                        for name, m in rep["models"].items())
-        n = rep["total_faults"]
-        return f"API faults: {n} failed attempt{'s' if n != 1 else ''} ({per}); details in {where}"

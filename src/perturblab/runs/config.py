@@ -183,11 +183,13 @@ def _study(entry: Any, i: int, where: _Where, models: dict, data: dict, base: Pa
 
 
 def _check_values(args: Any, options: dict[str, Any], given: dict[str, str], where: "_Where", keys: tuple) -> None:
-    """Add every problem of a study's values (:meth:`StudyArgs.problems`: counts, names, data files
-    and their columns) to ``where``, each at the key that set it."""
+    """Add every problem of a study's values (:func:`.checks.option_problems`: counts, names, data
+    files and their columns) to ``where``, each at the key that set it."""
+    from .checks import option_problems
+
     names = {f.name for f, _ in args.fields()}
     try:
-        problems = args(**{k: v for k, v in options.items() if k in names}).problems()
+        problems = option_problems(args(**{k: v for k, v in options.items() if k in names}))
     except InputError as e:
         problems = [("", str(e))]
     found = [(keys + ((given[dest],) if dest in given else ()), message) for dest, message in problems]

@@ -178,7 +178,7 @@ def _call_study(s: StudySpec, sdir: Path, ex: Any, progress: bool) -> None:
     kwargs = dict(s.options)
     if "executor" in inspect.signature(fn).parameters:
         kwargs["executor"] = ex
-    from ..models.api_client import FaultRecorder
+    from ..core.faults import FAULTS_FILE, FaultRecorder
 
     with output_lock(sdir, what=f"study {s.name}"), FaultRecorder() as faults:
         try:
@@ -187,7 +187,7 @@ def _call_study(s: StudySpec, sdir: Path, ex: Any, progress: bool) -> None:
                 res.save(sdir)
         finally:  # API models took part: one line counts their faults (details in the study's faults.json)
             if faults.used:
-                print(f"{s.name}: " + faults.line(str(sdir / "faults.json")), file=sys.stderr)
+                print(f"{s.name}: " + faults.line(str(sdir / FAULTS_FILE)), file=sys.stderr)
     print(f"{s.name} ({s.kind}):\n{res.console()}\n")
 
 

@@ -36,7 +36,7 @@ from ...core.lock import output_lock
 from ...core.study import Phase, RunContext, Study, StudyResult, Task
 from ...errors import InputError
 from ...executor import Executor, LocalExecutor
-from ...measures.learnability import LEARNABILITY_GRID, log_auc, post_augmentation_delta, robustness
+from ...measures.learnability import LEARNABILITY_GRID, check_grid, log_auc, post_augmentation_delta, robustness
 from ...measures.grounding import rank_correlations
 from ...measures.quality import tied_with_best
 from ...measures.stats import spearman
@@ -130,10 +130,7 @@ class LearnabilityStudy(Study):
         if config.seeds < 1:
             raise InputError(f"--trials must be at least 1 (models trained per model, perturbation and p), got "
                              f"{config.seeds}")
-        ps = list(config.ps)
-        if len(ps) < 2 or not all(0 < float(p) <= 1 for p in ps) or any(b <= a for a, b in zip(ps, ps[1:])):
-            raise InputError(f"--ps needs at least two increasing perturbation probabilities in (0, 1], e.g. 0.1,0.5,1 "
-                             f"(learnability is the area under the curve over them; Eq. 5), got {ps}")
+        check_grid(config.ps, "--ps")
         self.config = config
         self.fits = {m: _trainer(m, trainers) for m in config.models}
         for fit in self.fits.values():  # a trainer with no stable fingerprint is refused before any work

@@ -200,14 +200,13 @@ class RobustnessStudy(Study):
         with the perturbation known by what it does (:func:`~perturblab.perturb.catalogue.perturbation_key`)."""
         name, sep, draw = setting.partition("|")
         if sep:
-            if name not in self._pert_keys:
-                self._pert_keys[name] = perturbation_key(name)
             setting = f"{self._pert_keys[name]}|{draw}"
         return content_key(STUDY, model_fingerprint(clf), self._test_key, self.config.perturb_field, setting, columns)
 
     def phases(self, ctx: RunContext) -> Iterator[Phase]:
         self._test_key = content_key(inputs_hash(self.inputs), self.y.tolist())
-        self._pert_keys: dict[str, str] = {}
+        names = dict.fromkeys(p for p, _ in perturbation_draws(self.config))
+        self._pert_keys = {p: perturbation_key(p) for p in names}
         perturbed: dict[tuple[str, int], tuple[list, float]] = {}
 
         def inputs_of(pert: str | None, seed: int) -> tuple[list, float | None]:

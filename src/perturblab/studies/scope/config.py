@@ -185,7 +185,7 @@ class CheckpointsArgs(SearchLimitArgs, SearchDataArgs, StudyArgs):
                             help="with --finetune: checkpoints as fractions of the training steps (0 = initialised "
                                  "model)")
     epochs: int = option(1, help="with --finetune: training epochs")
-    max_seconds: float = option(300.0, help="with --finetune: training time budget (CPU)")
+    max_seconds: float = option(300.0, help="with --finetune: training time budget, seconds of wall time")
     lr: float = option(5e-5, help="with --finetune: learning rate")
     n_train: int | None = option(None, help="with --finetune: training examples (seeded sample of the training "
                                             "split; default all)")

@@ -53,8 +53,8 @@ def fmt(v: float, se: float | None = None) -> str:
 
 #: what the flags of the console table mean (:mod:`perturblab.measures.quality`)
 FLAG_LEGEND = ("flags: 'one-class' = the model predicts one class on every base sample (it then keeps its prediction "
-               "under any perturbation: Hard-SCoPE 1 by construction); 'chance-level' = its accuracy is not above the "
-               "majority-class rate by more than 2 s.e., or its MCC not above 0 by more than 2 s.e. The SCoPE numbers "
+               "under any perturbation: Hard-SCoPE 1 by construction); 'chance-level' = neither its accuracy is above "
+               "the majority-class rate by more than 2 s.e., nor its MCC above 0 by more than 2 s.e. The SCoPE numbers "
                "of a flagged pair mean nothing.")
 
 

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from ..errors import InputError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .options import StudyArgs
+    from ..core.options import StudyArgs
 
 #: options that count something (repetitions, examples, resamples, batch sizes): at least 1 when set
 COUNT_OPTIONS = frozenset({"trials", "n", "n_train", "n_eval", "n_boot", "beam_width", "chunk", "chunk_size",
@@ -70,10 +70,9 @@ def _check(name: str, value: Any, opt: Any, values: dict[str, Any]) -> None:
         if not test(value):
             raise InputError(f"expected {allowed}, got {value}")
     if name == "ps" and value:
-        ps = [float(x) for x in value]
-        if len(ps) < 2 or not all(0 < x <= 1 for x in ps) or any(b <= a for a, b in zip(ps, ps[1:])):
-            raise InputError(f"expected at least two increasing perturbation probabilities in (0, 1], e.g. 0.1,0.5,1; "
-                             f"got {ps}")
+        from ..measures.learnability import check_grid
+
+        check_grid(value, "the grid")
     if name in ("capabilities", "capability"):
         from ..perturb.capabilities import CAPABILITIES
 
@@ -96,7 +95,7 @@ def _check(name: str, value: Any, opt: Any, values: dict[str, Any]) -> None:
 
 
 def _items(value: Any) -> list[str]:
-    from .options import csv_list
+    from ..core.options import csv_list
 
     return csv_list(value) if isinstance(value, str) else [str(v) for v in value]
 
