@@ -181,7 +181,6 @@ def run_fast(cfg, lm, corpus, benign, out_dir):
         sc.Scorer = original
     rows = {(m, s): {r["example_id"]: r for r in study.result.examples
                      if (r["model"], r["metric"], r["setting"]) == (MODEL, m, s)} for m, s, _ in study.units()}
-    study.close()
     return study, wall, times, rows
 
 

@@ -179,7 +179,6 @@ def test_selfcheck_negation_scores_like_the_local_model(tmp_path, local):
             study = SelfCheckStudy(SelfCheckConfig(models=[name], **cfg), tmp_path / name, models={name: lm},
                                    corpus=corpus, benign=BENIGN, progress=False)
             runs[name] = (study.run(), study.result.examples)
-            study.close()
     (rows_l, ex_l), (rows_a, ex_a) = runs["local"], runs["api"]
     assert len(rows_l) == len(rows_a) == 4 and ex_l and len(ex_l) == len(ex_a)  # 3 scores of "not", 1 benign
     for a, b in zip(rows_l, rows_a):
@@ -236,7 +235,6 @@ def test_metric_needs_are_exactly_what_scoring_calls(tmp_path, local):
                                                max_new_tokens=3), tmp_path / metric, models={"m": model},
                                corpus=_corpus(), benign=BENIGN, progress=False)
         assert study.run(), metric
-        study.close()
         assert model.used == METRIC_NEEDS[metric], metric
 
 
@@ -273,7 +271,6 @@ def test_key_from_env_is_sent_and_never_written(tmp_path, monkeypatch, caplog, l
         study = SelfCheckStudy(SelfCheckConfig(models=[spec], corpus="hand", n=20, metrics=["negation"]),
                                tmp_path / "out", corpus=_corpus(), benign=BENIGN, progress=False)
         rows = study.run()  # loads the model from its spec
-        study.close()
     assert server.auth == {f"Bearer {KEY}"} and rows and all(np.isfinite(r["value"]) for r in rows)
     assert "failed" in caplog.text  # the faults were logged ...
     written = [p.read_bytes() for p in (tmp_path / "out").rglob("*") if p.is_file()]

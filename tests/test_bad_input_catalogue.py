@@ -100,9 +100,7 @@ def _setup_capability(t: Path) -> list[str]:
 
 
 def _setup_model_name(t: Path) -> list[str]:
-    labelled_csv(t / "data.csv")
-    args = [a if a != "tfidf-lr" else "a/b=tfidf-lr" for a in SCOPE]
-    return args + ["--data", str(t / "data.csv"), "--out", str(t / "out")]
+    return _setup_missing_model_dir("--targets", "a/b=tfidf-lr")(t)  # one bad option: one line
 
 
 def _setup_config_utf8(t: Path) -> list[str]:
@@ -122,6 +120,40 @@ def _setup_check_missing_file(t: Path) -> list[str]:
     return ["run", str(t / "cfg.yaml"), "--check"]
 
 
+def _setup_duplicated_text_header(t: Path) -> list[str]:
+    """The label column's header written as a second ``text`` (pandas would read it as ``text.1``)."""
+    labelled_csv(t / "dup.csv")
+    (t / "dup.csv").write_text((t / "dup.csv").read_text().replace("text,label", "text,text", 1))
+    return LEARN + ["--data", str(t / "dup.csv"), "--label-column", "text", "--out", str(t / "out")]
+
+
+def _setup_texts_as_labels(t: Path) -> list[str]:
+    """The header names the columns in the wrong order: every "label" is a different sentence."""
+    rows = labelled_csv(t / "swapped.csv").read_text().splitlines()
+    (t / "swapped.csv").write_text("\n".join(["label,text"] + rows[1:]) + "\n")
+    return LEARN + ["--data", str(t / "swapped.csv"), "--out", str(t / "out")]
+
+
+def _setup_missing_model_dir(option: str, spec: str) -> Callable[[Path], list[str]]:
+    def setup(t: Path) -> list[str]:
+        labelled_csv(t / "data.csv")
+        i = SCOPE.index(option)
+        args = SCOPE[:i + 1] + [spec.replace("TMP", str(t))] + SCOPE[i + 2:]
+        return args + ["--data", str(t / "data.csv"), "--out", str(t / "out")]
+    return setup
+
+
+def _setup_unknown_model(t: Path) -> list[str]:
+    return _setup_missing_model_dir("--targets", "minilm-l7")(t)
+
+
+def _setup_report_corrupt_results(t: Path) -> list[str]:
+    (t / "study").mkdir()
+    (t / "study" / "results.json").write_text('[{"model": "a", "clean": 0.9}')  # cut off mid-write
+    (t / "study" / "table.md").write_text("| model | clean |\n|---|---|\n| a | 0.900 |\n")
+    return ["report", str(t / "study")]
+
+
 # (id, setup(tmp_path) -> argv, words the one error line holds: the input and the fix)
 CASES = [
     ("header-only-csv", _setup_header_only, ["header.csv", "no data rows", "add rows"]),
@@ -138,6 +170,21 @@ CASES = [
     ("run-out-is-a-file", _setup_run_out_is_file, ["--out", "taken", "existing file"]),
     ("check-missing-data-file", _setup_check_missing_file, ["cfg.yaml:6", "studies.0.data", "'missing.csv'",
                                                              "check the path"]),
+    ("duplicated-text-header", _setup_duplicated_text_header,
+     ["column 'text' is duplicated in the header of dup.csv", "columns 1 and 2 of: text, text",
+      "rename the repeated columns in the file's header line", "e.g. text,label"]),
+    ("label-column-holds-texts", _setup_texts_as_labels,
+     ["of swapped has only 1 example", "add examples of that class or delete its rows",
+      "look like texts, not classes", "--label-column"]),
+    ("missing-model-dir-relative", _setup_missing_model_dir("--reference", "./no/such/dir"),
+     ["--reference", "'./no/such/dir': no such directory", "check the path"]),
+    ("missing-model-dir-absolute", _setup_missing_model_dir("--targets", "TMP/nope"),
+     ["--targets", "/nope': no such directory", "check the path", "config.json"]),
+    ("unknown-model-name", _setup_unknown_model,
+     ["--targets", "unknown model preset 'minilm-l7'", "known model presets: minilm-l3, minilm-l6, minilm-l6-int8",
+      "models trained here: hf-finetune, minilm-probe, textrnn", "or give a model directory or a hub id"]),
+    ("report-corrupt-results-json", _setup_report_corrupt_results,
+     ["/study/results.json is not readable JSON (Expecting ',' delimiter", "re-run the study or delete the file"]),
 ]
 
 
@@ -158,7 +205,9 @@ def test_bad_input_gives_one_line_exit_2_and_changes_nothing(tmp_path, capsys, s
     assert len(lines) == 1 and lines[0].startswith("error: "), err
     for needle in needles:
         assert needle in lines[0], (needle, lines[0])
-    assert "unknown model preset" not in lines[0]  # a bad NAME= is not mistaken for a preset
+    if "minilm-l7" not in argv:
+        assert "unknown model preset" not in lines[0]  # a bad NAME= or a missing path is not mistaken for a preset
+    assert "stratify=False" not in lines[0]  # no command takes it
     assert snapshot(tmp_path) == before  # no output file created or changed, no directory made
 
 

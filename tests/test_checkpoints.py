@@ -21,7 +21,7 @@ from perturblab.models.base import CountingClassifier  # noqa: E402
 from perturblab.models.checkpoints import list_checkpoints, percent_label, read_checkpoint_meta  # noqa: E402
 from perturblab.models.finetune import FinetuneConfig, finetune_classifier, read_finetune_meta  # noqa: E402
 from perturblab.models.hf import HFSequenceClassifier  # noqa: E402
-from perturblab.store import ResultStore  # noqa: E402
+from perturblab.core.store import ResultStore  # noqa: E402
 from perturblab.studies.scope.checkpoints import (Checkpoint, CheckpointConfig, CheckpointStudy,  # noqa: E402
                                             checkpoints_from_dirs)
 from perturblab.studies.scope import ScopeConfig, ScopeStudy, summarise  # noqa: E402
@@ -339,6 +339,8 @@ def test_cli_finetunes_a_preset_with_checkpoints(tmp_path, monkeypatch):
                                       num_attention_heads=2, intermediate_size=32, max_position_embeddings=64)
         return HFEncoder(transformers.BertModel(cfg).eval(), tok, name="tiny-ck")
 
+    monkeypatch.setattr(presets.PRESETS, "_items", {**presets.PRESETS._items})  # the preset is gone after the test
+    monkeypatch.setattr(presets.PRESETS, "_docs", {**presets.PRESETS._docs})
     presets.PRESETS.add("tiny-ck", lambda: presets.ModelPreset("tiny-ck", "encoder", "test", make), overwrite=True)
     monkeypatch.setattr(presets, "_ENCODERS", {})
     data = write_csv(tmp_path / "d.csv", marker_data(120, seed=3))

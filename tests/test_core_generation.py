@@ -70,6 +70,7 @@ def test_a_rerun_generates_only_what_changed(tmp_path):
 def test_save_writes_what_the_command_writes(tmp_path, capsys, monkeypatch):
     data = write_pairs(tmp_path / "pairs.jsonl", DOCS[:3])
     monkeypatch.setattr("perturblab.models.lm_presets.load_language_model", lambda name, **kw: LeadCopier())
+    monkeypatch.setattr("perturblab.studies.args.check_model_spec", lambda spec, role: None)  # a made-up name
     argv = ["generation", "--models", "copier", "--data", data, "--source-column", "article", "--reference-column",
             "summary", "--perturbations", "drop_first,change_char", "--trials", "2", "--metrics", "rouge1,rougeL",
             "--n-boot", "100", "--out", str(tmp_path / "cli"), "--quiet"]

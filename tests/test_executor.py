@@ -7,7 +7,7 @@ import time
 import pytest
 
 from perturblab.errors import InputError
-from perturblab.executor import Cell, LocalExecutor, RayExecutor, make_executor
+from perturblab.core.executor import Cell, LocalExecutor, RayExecutor, make_executor
 
 
 def _square(x):
@@ -59,7 +59,7 @@ def ray_executor():
 
 def test_ray_runs_a_learnability_grid_byte_identical_to_local(tmp_path, marker_csv, ray_executor):
     from perturblab.studies.learnability.study import LearnabilityConfig, run_learnability
-    from perturblab.store import ResultStore
+    from perturblab.core.store import ResultStore
 
     data = marker_csv(tmp_path / "d.csv", 160, n_words=5)
     # TextRNN trained in a Ray worker (1 torch thread) is covered by the robustness grid below
@@ -77,7 +77,7 @@ def test_ray_runs_a_learnability_grid_byte_identical_to_local(tmp_path, marker_c
 
 def test_ray_runs_a_robustness_grid_byte_identical_to_local(tmp_path, marker_csv, ray_executor):
     from perturblab.studies.robustness.study import RobustnessConfig, run_robustness
-    from perturblab.store import ResultStore
+    from perturblab.core.store import ResultStore
 
     data = marker_csv(tmp_path / "d.csv", 200, n_words=5)
     cfg = RobustnessConfig(models=["tfidf-lr", "rnn=textrnn"], perturbations=["change_char", "drop_first"],
@@ -109,7 +109,7 @@ def test_ray_runs_scope_searches_byte_identical_to_local(tmp_path, ray_executor)
     import numpy as np
 
     from perturblab.data import Dataset, Example
-    from perturblab.store import ResultStore
+    from perturblab.core.store import ResultStore
     from perturblab.studies.scope import ScopeConfig, ScopeStudy
 
     rng = np.random.default_rng(3)

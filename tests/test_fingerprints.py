@@ -240,7 +240,7 @@ class Named:
 
 
 def test_once_per_process_keeps_a_model_per_fingerprint():
-    from perturblab.executor import once_per_process
+    from perturblab.core.executor import once_per_process
 
     made = []
 

@@ -129,6 +129,7 @@ def test_cli_generation_end_to_end(tmp_path, pairs_file, capsys, monkeypatch):
     from perturblab.cli import main
 
     monkeypatch.setattr("perturblab.models.lm_presets.load_language_model", lambda name, **kw: tiny_lm())
+    monkeypatch.setattr("perturblab.studies.args.check_model_spec", lambda spec, role: None)  # a made-up name
     assert main(["generation", "--models", "tiny", "--data", str(pairs_file), "--source-column", "article",
                  "--reference-column", "summary", "--perturbations", "drop_first", "--n", "3",
                  "--max-new-tokens", "4", "--out", str(tmp_path / "cli"), "--quiet"]) == 0

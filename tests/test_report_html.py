@@ -298,6 +298,42 @@ def test_cli_report_and_errors(tmp_path, robustness_study, capsys, monkeypatch):
         write_report(robustness_study / "table.md")
 
 
+@pytest.mark.parametrize("broken,content,fix", [
+    ("b/results.json", '[{"model": "a", "value": 0.5}', "re-run the study or delete the file"),
+    ("b/summary.json", b'{"cells": "\xff"}', "re-run the study or delete the file"),
+    ("a/study.json", "", "re-run the study or delete the file"),
+    ("run.json", "{", "delete it (the study outputs are kept) or run the config again"),
+])
+def test_a_corrupt_json_input_is_refused_and_no_page_is_written(tmp_path, capsys, broken, content, fix):
+    """A run directory of two studies with one damaged JSON file (truncated, not UTF-8, empty): exit 2,
+    one error line naming the file and the fix, and no report (nor a temporary file) written; the
+    same directory with the file repaired gets its page."""
+    run = tmp_path / "run"
+    for name in ("a", "b"):
+        (run / name).mkdir(parents=True)
+        (run / name / "results.json").write_text('[{"model": "m", "value": 0.5}]')
+        (run / name / "summary.json").write_text('{"cells": []}')
+        (run / name / "study.json").write_text(json.dumps({"name": name, "kind": "robustness"}))
+        (run / name / "table.md").write_text("| x |\n|---|\n| 1 |\n")
+    (run / "run.json").write_text(json.dumps({"name": "r", "order": ["a", "b"]}))
+    good = (run / broken).read_bytes()
+    (run / broken).write_bytes(content.encode() if isinstance(content, str) else content)
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    capsys.readouterr()
+    assert main(["report", str(run)]) == 2
+    captured = capsys.readouterr()
+    err = captured.err.strip().splitlines()
+    assert len(err) == 1 and "Traceback" not in captured.err, captured.err
+    assert err[0].startswith(f"error: report: {run / broken} is not readable JSON (") and err[0].endswith(fix), err
+    assert captured.out == ""
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before  # no report.html, no .tmp
+    with pytest.raises(InputError, match="is not readable JSON"):
+        write_report(run, out_path=tmp_path / "elsewhere.html")
+    assert not (tmp_path / "elsewhere.html").exists()
+    (run / broken).write_bytes(good)
+    assert main(["report", str(run)]) == 0 and (run / "report.html").is_file()
+
+
 # ----------------------------------------------------------------------------- (e) browser
 @pytest.fixture(scope="module")
 def chromium() -> str:

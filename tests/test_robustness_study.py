@@ -126,6 +126,32 @@ def test_summary_means_and_markdown_marks():
     assert "| p2 | <u>1.000 ± 0.000</u> | **<u>1.100 ± 0.000</u>** |" in md
 
 
+def test_markdown_of_a_summary_read_back_with_nulls_shows_n_a():
+    """summary.json writes every NaN as null: model a's clean score is undefined (so are its relative
+    robustness, interval, s.e. and its change rate here); the tables of the summary read back show
+    n/a there, the same text as the summary in memory, and b stays the most robust."""
+    from perturblab.core.files import json_safe
+
+    rows = []
+    for seed in range(2):
+        rows.append({"model": "a", "perturbation": "p", "metric": "pearson", "seed": seed, "clean": float("nan"),
+                     "perturbed": float("nan"), "relative_robustness": None, "change_rate": float("nan"), "n": 10})
+        rows.append({"model": "b", "perturbation": "p", "metric": "pearson", "seed": seed, "clean": 0.8,
+                     "perturbed": 0.6 + 0.1 * seed, "relative_robustness": 0.75 + 0.125 * seed,
+                     "change_rate": 0.5, "n": 10})
+    s = summarise(rows, {("a", "p", "pearson"): [float("nan"), float("nan")], ("b", "p", "pearson"): [0.7, 0.9]})
+    back = json.loads(json.dumps(json_safe(s)))
+    a = next(c for c in back["cells"] if c["model"] == "a")
+    assert back["clean"][0]["value"] is None and a["mean"] is None and a["ci"] == [None, None]
+    assert a["change_rate"] is None and a["se"] is None
+    md = robustness_markdown(back)
+    assert md == robustness_markdown(s)
+    assert "| pearson | n/a | 0.800 |" in md
+    assert "| p | n/a | **<u>0.812 ± 0.088</u>** | 50% |" in md
+    assert "| p | n/a | [0.700, 0.900] |" in md
+    assert "- pearson, p: b (0.812 ± 0." in md
+    assert "nan" not in md.lower().replace("n/a", "")
+
 def test_bad_config_errors(tmp_path):
     data = toy_csv(tmp_path / "toy.csv")
     with pytest.raises(InputError, match="rouge1"):
@@ -213,3 +239,21 @@ def test_model_names_and_sources():
     assert name_source(" l3 = minilm-l3 ") == ("l3", "minilm-l3")
     ms = ModelSpec.parse("/odd/path=x[batch_size=4]")
     assert (ms.name, ms.source, ms.kwargs) == ("/odd/path=x", "/odd/path=x", {"batch_size": 4})
+
+
+def test_no_reproduction_config_stops_a_fine_tune_on_the_clock():
+    """Every fine-tune of reproductions/ runs a fixed number of epochs (max_seconds null), so a busy
+    machine cannot change the published numbers; Fig. 1's is the documented 2 epochs."""
+    from pathlib import Path
+
+    from perturblab.runs.config import load_config
+
+    configs = sorted((Path(__file__).resolve().parents[1] / "reproductions").glob("*.yaml"))
+    assert [p.name for p in configs] == ["grounding.yaml", "learnability.yaml", "robustness.yaml", "scope.yaml",
+                                         "selfcheck.yaml"]
+    budgets = {(p.name, s.name): s.options["max_seconds"] for p in configs for s in load_config(p).studies
+               if "max_seconds" in s.options}
+    assert budgets == {("grounding.yaml", "grounding"): None,
+                       ("robustness.yaml", "pretrained-vs-finetuned"): None}
+    fig1 = next(s for s in load_config(configs[2]).studies if s.name == "pretrained-vs-finetuned")
+    assert (fig1.options["epochs"], fig1.options["n_train"]) == (2, 3000)  # 2 × ⌈3000 / 32⌉ = 188 steps

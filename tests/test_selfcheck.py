@@ -323,5 +323,5 @@ def test_the_new_options_on_the_command_line_and_in_configs():
     assert SelfCheckArgs.from_config({"models": "m", "max_sentence_words": "all"}).max_sentence_words is None
     with pytest.raises(InputError, match="paper, byod-code"):
         SelfCheckArgs.from_config({"models": "m", "negation-rule": "code"})
-    with pytest.raises(SystemExit):
-        parse_args(["selfcheck", "--models", "m", "--out", "o", "--max-sentence-words", "0"])
+    ns = parse_args(["selfcheck", "--models", "m", "--out", "o", "--max-sentence-words", "0"])
+    assert ("max_sentence_words", "must be at least 1, got 0") in SelfCheckArgs.from_cli(ns).problems()

@@ -13,7 +13,7 @@ from conftest import LexiconClassifier
 from perturblab.data import Dataset, Example
 import perturblab as pl
 from perturblab.errors import InputError
-from perturblab.store import ResultStore
+from perturblab.core.store import ResultStore
 from perturblab.studies.scope import ScopeConfig, ScopeStudy, summarise
 
 WORDS = ["good", "great", "bad", "awful", "movie", "film", "story", "acting", "plot", "music",

@@ -125,23 +125,14 @@ def study_command(name: str) -> Callable[[argparse.Namespace], int]:
     the study failed."""
 
     def command(args: argparse.Namespace) -> int:
-        from .core.files import all_or_nothing
-        from .core.lock import output_lock
-        from .core.faults import FAULTS_FILE, FaultRecorder
+        from .core.entry import run_saved
         from .studies.registry import entry
 
         study = entry(name)
         options = study.options().from_cli(args)
-        out = Path(options.out)
         t0 = time.time()
-        with output_lock(out, what=f"the {study.name} study"), FaultRecorder() as faults:
-            try:
-                res = study.load_function()(**options.kwargs())
-                with all_or_nothing():  # a failed save changes no output file
-                    paths = res.save(out)
-            finally:
-                if faults.used:
-                    print(faults.line(str(out / FAULTS_FILE)), file=sys.stderr)
+        res, paths = run_saved(study.load_function(), options, out=options.out, what=f"the {study.name} study")
+        out = Path(options.out)
         print(res.console())
         print(f"\n{time.time() - t0:.0f} s; outputs in {out.resolve()}: {', '.join(p.name for p in paths)}, "
               "results.sqlite")

@@ -36,6 +36,12 @@ class Registry(Generic[T]):
         self._items[key] = factory
         self._docs[key] = (doc or (factory.__doc__ or "")).strip().split("\n")[0]
 
+    def remove(self, name: str) -> None:
+        """Forget ``name`` (nothing happens when it is not registered)."""
+        key = name.strip().lower()
+        self._items.pop(key, None)
+        self._docs.pop(key, None)
+
     def get(self, name: str) -> Callable[..., T]:
         key = name.strip().lower()
         if key not in self._items:

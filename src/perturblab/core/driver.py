@@ -26,7 +26,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Hashable, Iterator
 
-from ..executor import Cell, LocalExecutor
+from .executor import Cell, LocalExecutor
 from .faults import faults_recorded
 from .keys import content_key
 from .lock import output_lock
@@ -51,10 +51,10 @@ def run_study(study: Study, out: str | Path, *, executor: Any = None, progress: 
     """Run (or resume) ``study`` into ``out``; returns its result (nothing is written but the
     store: the caller saves the result's files with :meth:`StudyResult.save`).
 
-    ``executor`` is a :mod:`perturblab.executor` executor (default: one cell after the other in
+    ``executor`` is a :mod:`perturblab.core.executor` executor (default: one cell after the other in
     this thread). ``lock=False`` leaves locking to a caller that already holds the directory.
     """
-    from ..store import ResultStore
+    from .store import ResultStore
 
     out = Path(out)
     study.check()  # bad input fails here: no lock file, no results store, no model loaded

@@ -21,7 +21,16 @@ KEY_LENGTH = 32
 
 def _canonical(value: Any) -> str:
     return json.dumps(json_safe(value), sort_keys=True, ensure_ascii=False, separators=(",", ":"),
-                      default=repr)
+                      default=_digest_of)
+
+
+def _digest_of(value: Any) -> dict[str, str]:
+    """A part of a key that JSON cannot write (a path, a set, a compiled pattern, a function): its
+    :func:`~.stable_hash.stable_digest`, which depends on its content only, never on where it
+    lies in memory; what has no stable content is refused (:class:`~.stable_hash.NoStableHash`)."""
+    from .stable_hash import stable_digest
+
+    return {"__digest__": stable_digest(value, f"a part of a content key ({type(value).__name__})")}
 
 
 def content_key(*parts: Any) -> str:

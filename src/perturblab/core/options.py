@@ -46,16 +46,14 @@ ROLES = ("classifier", "language_model", "encoder")
 
 
 def count_or_all(s: str) -> int | None:
-    """``--n``: a positive number of examples, or ``all`` (None)."""
+    """``--n``: a number of examples, or ``all`` (None); its bounds are the option's rule
+    (``min=1``)."""
     if s.strip().lower() == "all":
         return None
     try:
-        n = int(s)
+        return int(s)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a positive number or 'all', got {s!r}") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive number or 'all', got {n}")
-    return n
 
 
 def csv_list(s: str) -> list[str]:
@@ -112,22 +110,66 @@ class Opt:
     data: bool = False
     runner: bool = False
     one_of: str | None = None
+    min: float | None = None
+    max: float | None = None
+    above: float | None = None
+    below: float | None = None
+    check: Callable[[Any], Any] | None = None
 
     def __post_init__(self) -> None:
         if self.role is not None and self.role not in ROLES:
             raise ValueError(f"unknown role {self.role!r}")
 
+    def problem(self, value: Any) -> str | None:
+        """What is wrong with ``value`` by this option's own rules (None: nothing). ``None`` values
+        and switches are not checked (they mean "not given")."""
+        if value is None or self.flag:
+            return None
+        items = value if isinstance(value, (list, tuple)) else [value]
+        for v in items:
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                continue
+            if self.min is not None and v < self.min:
+                return f"must be at least {_num(self.min)}, got {_num(v)}"
+            if self.max is not None and v > self.max:
+                return f"must be at most {_num(self.max)}, got {_num(v)}"
+            if self.above is not None and not v > self.above:
+                return f"must be above {_num(self.above)}{self._range()}, got {_num(v)}"
+            if self.below is not None and not v < self.below:
+                return f"must be below {_num(self.below)}{self._range()}, got {_num(v)}"
+        if self.choices is not None and not self.repeat and value not in self.choices:
+            return f"{value!r} is not one of {', '.join(map(str, self.choices))}"
+        if self.check is not None:
+            try:
+                self.check(value)
+            except (ValueError, TypeError) as e:
+                return str(e)
+        return None
+
+    def _range(self) -> str:
+        if self.above is not None and self.below is not None:
+            return f" (a number in ({_num(self.above)}, {_num(self.below)}))"
+        return ""
+
+
+def _num(x: float) -> str:
+    return str(int(x)) if isinstance(x, float) and x.is_integer() and abs(x) < 1e15 else str(x)
+
 
 def option(default: Any = None, *, help: str = "", aliases: Sequence[str] = (), parse: Callable[[str], Any] | None = None,
            choices: Sequence[Any] | None = None, metavar: str | None = None, required: bool = False,
            flag: bool = False, repeat: bool = False, role: str | None = None, data: bool = False,
-           runner: bool = False, one_of: str | None = None) -> Any:
+           runner: bool = False, one_of: str | None = None, min: float | None = None, max: float | None = None,
+           above: float | None = None, below: float | None = None, check: Callable[[Any], Any] | None = None) -> Any:
     """A field of a :class:`StudyArgs` dataclass (see :class:`Opt`); a list default is copied
-    for each instance."""
+    for each instance.
+
+    Example: ``n_boot: int = option(1000, min=1, help="bootstrap resamples")`` declares the
+    option, its default, its help and its valid values in one place."""
     meta = {"option": Opt(help=help, aliases=tuple(aliases), parse=parse,
                           choices=tuple(choices) if choices is not None else None, metavar=metavar,
                           required=required, flag=flag, repeat=repeat, role=role, data=data, runner=runner,
-                          one_of=one_of)}
+                          one_of=one_of, min=min, max=max, above=above, below=below, check=check)}
     if isinstance(default, (list, dict)):
         return field(default_factory=lambda: type(default)(default), metadata=meta)
     return field(default=default, metadata=meta)
@@ -266,6 +308,8 @@ class StudyArgs:
             return value
         if value is None and _takes_none(typing.get_type_hints(cls).get(f.name)):
             return None
+        if isinstance(value, tuple):
+            value = list(value)
         if opt.repeat:
             items = value if isinstance(value, list) else [value]
             return [cls._text_value(f, opt, v) for v in items]
@@ -333,6 +377,78 @@ class StudyArgs:
         """The study function's keyword arguments."""
         return {f.name: getattr(self, f.name) for f, _ in self.fields()}
 
+    @classmethod
+    def from_python(cls, kwargs: Mapping[str, Any]) -> "StudyArgs":
+        """The options of a Python call of the study function: each plain value (text, number,
+        switch, list of those) read as a config entry reads it (:meth:`value`); objects (models,
+        data sets, mappings) and Python-only keywords are left at None, so :meth:`problems` checks
+        every value that a command line could also have given. Old names are accepted."""
+        names = cls.names()
+        values = {f.name: None for f, o in cls.fields() if not o.flag}
+        for key, v in kwargs.items():
+            name = names.get(key)
+            if name is None or key in cls.python_only or not _plain(v):
+                continue
+            if v is None and key != name:  # an old name not given
+                continue
+            try:
+                values[name] = cls.value(name, v) if v is not None else None
+            except InputError as e:
+                raise InputError(f"{option_name(name)}: {e}") from None
+        defaults = {f.name: d for (f, o), d in zip(cls.fields(), cls.defaults().values()) if o.flag}
+        return cls(**{**defaults, **values})
+
+    # -- the value rules --------------------------------------------------------------------
+    def field_problem(self, name: str, opt: Opt, value: Any) -> str | None:
+        """What is wrong with one option's value (None: nothing): its declared rules
+        (:meth:`Opt.problem`). A subclass adds what its ``role`` and ``data`` options mean."""
+        return opt.problem(value)
+
+    def relations(self) -> list[tuple[str, str]]:
+        """Rules across options, as ``(field, message)`` pairs (default: none); checked when every
+        option is valid on its own."""
+        return []
+
+    def problems(self) -> list[tuple[str, str]]:
+        """Every problem of these options, as ``(field, message)`` pairs in field order: each
+        option's own rules, then (when those hold) the rules across options. The one check of a
+        study's values: the command, ``perturblab run --check``, ``perturblab run`` and the Python
+        function all call it before anything is locked, loaded or written."""
+        out: list[tuple[str, str]] = []
+        for f, opt in self.fields():
+            value = getattr(self, f.name)
+            if opt.runner or value is None or opt.flag:
+                continue
+            try:
+                message = self.field_problem(f.name, opt, value)
+            except (ValueError, TypeError) as e:  # InputError is a ValueError
+                message = str(e)
+            if message:
+                out.append((f.name, message))
+        if not out:
+            out += self.relations()
+        return out
+
+    def check(self) -> None:
+        """Raise :class:`InputError` naming every problem (:meth:`problems`), one line each, with
+        the option as the command line names it."""
+        found = self.problems()
+        if found:
+            raise InputError("\n".join(f"{option_name(f)}: {m}" for f, m in found))
+
+
+def option_name(field_name: str) -> str:
+    """``n_boot`` -> ``--n-boot`` (how messages name an option)."""
+    return "--" + field_name.replace("_", "-")
+
+
+def _plain(value: Any) -> bool:
+    """A value a command line or a config could give: text, number, switch, None or a flat list
+    of those."""
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return True
+    return isinstance(value, (list, tuple)) and all(isinstance(v, (str, int, float, bool)) for v in value)
+
 
 @dataclass(kw_only=True)
 class ExecutorArgs:
@@ -343,4 +459,4 @@ class ExecutorArgs:
                            help="run the work cells here (default) or on Ray")
     address: str | None = option(None, runner=True, help="Ray cluster address ('auto', 'ray://host:10001'); "
                                  "default: start a local Ray instance")
-    num_cpus: int | None = option(None, runner=True, help="CPUs of a local Ray instance")
+    num_cpus: int | None = option(None, runner=True, min=1, help="CPUs of a local Ray instance")

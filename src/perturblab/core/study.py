@@ -23,13 +23,14 @@ import time
 from abc import ABC, abstractmethod
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import wraps
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Hashable, Iterator, Sequence
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
-    from ..store import ResultStore
+    from .store import ResultStore
 
 
 @dataclass(frozen=True)
@@ -101,6 +102,22 @@ class StudyResult:
     tables) and the files :meth:`save` writes. Subclasses add the study's own fields and files."""
 
     study: ClassVar[str] = ""
+
+    def __init_subclass__(cls, **kw: Any) -> None:
+        """Every subclass's :meth:`save` writes all its files or none (a failure part-way, such
+        as a full disk, changes no output file), from Python as from the command line."""
+        super().__init_subclass__(**kw)
+        save = cls.__dict__.get("save")
+        if save is not None and not getattr(save, "_all_or_nothing", False):
+            @wraps(save)
+            def saved(self: "StudyResult", out: str | Path, *a: Any, **k: Any) -> list[Path]:
+                from .files import all_or_nothing
+
+                with all_or_nothing():
+                    return save(self, out, *a, **k)
+
+            saved._all_or_nothing = True  # type: ignore[attr-defined]
+            cls.save = saved  # type: ignore[method-assign]
 
     def __init__(self, rows: Sequence[dict[str, Any]], summary: Sequence[dict[str, Any]] | dict[str, Any] = (),
                  run_id: str | None = None) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import csv
 import html
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Iterable
@@ -25,11 +25,14 @@ from .files import FORMATS, infer_format, read_frame
 OANC_FILE = "tagged-en-oanc.txt"
 CONLL_FILE = "uncertainty-conll2010.csv"
 TEXT_SUFFIXES = (".txt", ".text")
+#: how :func:`load_corpus` cuts a text file into examples (the ``split`` argument)
+SPLITS = ("auto", "lines", "paragraphs", "sentences")
 
-__all__ = ["CORPORA", "Corpus", "available_corpora", "conll2010", "load_corpus", "oanc",
+__all__ = ["CORPORA", "Corpus", "SPLITS", "available_corpora", "conll2010", "load_corpus", "oanc",
            "register_corpus", "split_sentences"]
 
 _TERMINAL = re.compile(r"[.!?\u2026][\"'\u201d\u2019)\]]*$")  # then closing quotes / brackets
+_BLANK_LINES = re.compile(r"\n[ \t\r\f\v]*\n")  # what separates paragraphs (documents)
 _FALLBACK_END = re.compile(  # group 1: the word before the mark
     r"(\S*?)[.!?\u2026]+[\"'\u201d\u2019)\]]*(?=\s+[\"'\u201c\u2018(\[]?[A-Z0-9])")
 _ABBREVIATIONS = frozenset(
@@ -102,11 +105,15 @@ def _choose(total: int, n: int, seed: int) -> list[int]:
 
 @dataclass
 class Corpus:
-    """Sentences in corpus order; consecutive sentences with equal ``doc_ids`` are a document."""
+    """Sentences in corpus order; consecutive sentences with equal ``doc_ids`` are a document.
+
+    ``reading`` says in words how many examples were read and how (set by :func:`load_corpus`,
+    e.g. ``"200 texts, one per line, from notes.txt"``; empty for a corpus built by hand)."""
 
     sentences: list[str]
     doc_ids: list[int]
     name: str = "corpus"
+    reading: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
         if len(self.sentences) != len(self.doc_ids):
@@ -165,8 +172,12 @@ class Corpus:
             raise InputError(f"none of the {len(self)} sentences of corpus {self.name!r} has "
                              f"{min_words}..{max_words or ''} words; give more text or widen "
                              "min_words..max_words")
+        reading = self.reading
+        if reading and len(keep) < len(self):
+            words = f"at least {min_words}" if max_words is None else f"{min_words}..{max_words}"
+            reading += f"; {len(keep):,} with {words} words kept"
         return Corpus([self.sentences[i] for i in keep], [self.doc_ids[i] for i in keep],
-                      self.name)
+                      self.name, reading)
 
 
 def _from_documents(texts: Iterable[Any], name: str) -> Corpus:
@@ -174,6 +185,59 @@ def _from_documents(texts: Iterable[Any], name: str) -> Corpus:
     pairs = [(s, doc) for doc, text in enumerate(texts) if isinstance(text, str)
              for s in split_sentences(text)]
     return Corpus([s for s, _ in pairs], [d for _, d in pairs], name)
+
+
+def _from_texts(texts: Iterable[Any], name: str) -> Corpus:
+    """One document per text, each text whole (whitespace runs become one space); None / NaN /
+    blank texts are skipped."""
+    kept = [" ".join(t.split()) for t in texts if isinstance(t, str) and t.strip()]
+    return Corpus(kept, list(range(len(kept))), name)
+
+
+def _text_blocks(text: str) -> list[list[str]]:
+    """The non-blank lines of each blank-line-separated block of ``text`` (without the line end)."""
+    return [[line for line in block.split("\n") if line.strip()] for block in _BLANK_LINES.split(text)]
+
+
+def _inner_end(line: str) -> bool:
+    """Whether a sentence ends inside ``line``: ``.!?…`` (closing quotes / brackets) then space and
+    a capital or digit (an opening quote / bracket first), not after an abbreviation (``Mr.``)."""
+    return any(not _abbreviation(m[1]) for m in _FALLBACK_END.finditer(line))
+
+
+def _running_text(blocks: list[list[str]]) -> str:
+    """Why the ``blocks`` of a text file are running text (the rule of ``split="auto"``, see
+    :func:`load_corpus`); empty when they are not."""
+    lines = [line for block in blocks for line in block]
+    inner = sum(map(_inner_end, lines))
+    breaks = [(a, b) for block in blocks for a, b in zip(block, block[1:])]
+    mid = sum(1 for a, b in breaks if not _TERMINAL.search(a.rstrip()) and b.lstrip()[:1].islower())
+    if breaks and 5 * mid >= len(breaks) and inner:
+        return "hard-wrapped lines"
+    if (len(lines) == 1 or sum(1 for block in blocks if block) > 1) and 2 * inner >= len(lines):
+        return "paragraphs of several sentences"
+    return ""
+
+
+def _read_text_file(path: Path, split: str, name: str) -> tuple[Corpus, str]:
+    """A ``.txt`` file read by ``split`` (see :func:`load_corpus`) and how it was read, in words
+    (without the count)."""
+    text = path.read_text(encoding="utf-8-sig")
+    blocks = _text_blocks(text)
+    how = ""
+    if split == "auto":
+        why = _running_text(blocks)
+        split, how = ("sentences", f" (auto: {why})") if why else ("lines", " (auto)")
+    if split == "sentences":  # blank lines separate documents
+        docs = _BLANK_LINES.split(text)
+        return (_from_documents((" ".join(b.split()) for b in docs), name),
+                f"sentences split from the running text of {path.name}{how}")
+    if split == "paragraphs":
+        return (_from_texts((" ".join(lines) for lines in blocks), name),
+                f"texts, one per blank-line-separated paragraph, from {path.name}{how}")
+    pairs = [(" ".join(line.split()), d) for d, lines in enumerate(blocks) for line in lines]
+    return (Corpus([t for t, _ in pairs], [d for _, d in pairs], name),
+            f"texts, one per line, from {path.name}{how}")
 
 
 def _with_headings(lines: list[str], name: str) -> Corpus:
@@ -270,8 +334,9 @@ def conll2010() -> Corpus:
     return _with_headings([" ".join(html.unescape(row[1]).split()) for row in rows], "conll2010")
 
 
-def _read_hf(name: str, split: str, text_column: str) -> Corpus:
-    """A Hugging Face data set: each row's ``text_column`` is one document."""
+def _read_hf(name: str, split: str, text_column: str, whole: bool = False) -> Corpus:
+    """A Hugging Face data set: each row's ``text_column`` is one document, split into
+    sentences (``whole``: kept as one text)."""
     try:
         import datasets  # optional dependency
     except ImportError as e:
@@ -285,7 +350,7 @@ def _read_hf(name: str, split: str, text_column: str) -> Corpus:
         raise InputError(f"text column {text_column!r} not in hf:{name}:{split}; columns are: "
                          f"{', '.join(hf.column_names) or '(none)'}; name the text column with --text-column "
                          "(selfcheck)")
-    return _from_documents(hf[text_column], f"hf:{name}:{split}")
+    return (_from_texts if whole else _from_documents)(hf[text_column], f"hf:{name}:{split}")
 
 
 CORPORA: Registry[Corpus] = Registry("corpus")
@@ -308,24 +373,55 @@ def available_corpora() -> dict[str, str]:
     return CORPORA.describe()
 
 
-def load_corpus(spec: str | Path, *, text_column: str = "text", min_words: int = 3) -> Corpus:
-    """A corpus from a registered name, a file, or ``hf:<name>[:<split>]`` (split: train).
+def load_corpus(spec: str | Path, *, text_column: str = "text", min_words: int = 3,
+                split: str = "auto") -> Corpus:
+    """A corpus from a registered name, a file, or ``hf:<name>[:<split>]`` (the Hugging Face
+    split, default train; the ``split`` argument is another thing).
 
-    ``.txt``: blank lines separate documents. CSV / TSV / JSONL / JSON / Parquet files and
-    Hugging Face rows: one document per record in ``text_column``. Documents go through
-    :func:`split_sentences`; sentences under ``min_words`` whitespace words are dropped and
-    documents renumbered 0, 1, 2, ... A registered name wins over a file of that name.
+    ``split`` says how a text file is cut into examples; blank lines always separate documents
+    and, in every reading, whitespace runs become one space:
+
+    - ``"lines"``: each non-blank line is one text, never cut or joined to another; the lines
+      between two blank lines are one document.
+    - ``"paragraphs"``: each blank-line-separated block is one text (its lines joined by a space)
+      and its own document.
+    - ``"sentences"``: each blank-line-separated block is one document of running text, cut by
+      :func:`split_sentences`.
+    - ``"auto"`` (the default): ``"sentences"`` when the file is running text, else ``"lines"``.
+      It is running text when it is either (1) hard-wrapped: at least one in five of the line
+      breaks inside its blocks falls mid-sentence (the line before ends without ``.``, ``!``,
+      ``?`` or ``…``, closing quotes and brackets aside, and the line after starts with a
+      lower-case letter) and some line holds a sentence end; or (2) paragraphs of several
+      sentences: it has blank lines or a single line, and at least half of its non-blank lines
+      hold a sentence end. A sentence end *in* a line is ``.``, ``!``, ``?`` or ``…`` (then any closing quotes or
+      brackets), then a space and a capital letter or digit (an opening quote or bracket may come
+      first), not after an abbreviation (``Mr.``, ``Jan.``, ``U.S.``). So a file of one text per
+      line, with or without blank lines between the texts, is read one text per line unless
+      most of its texts hold several sentences and blank lines separate them (or it is one line).
+
+    CSV / TSV / JSONL / JSON / Parquet files and Hugging Face rows: one document per record in
+    ``text_column``, cut by :func:`split_sentences` (``"auto"``, ``"sentences"``) or kept whole as
+    one text (``"lines"``, ``"paragraphs"``). Registered corpora are read their own way (``split``
+    is not used), so their texts never change. Sentences under ``min_words`` whitespace words
+    are dropped and documents renumbered 0, 1, 2, ... A registered name wins over a file of
+    that name. The corpus's :attr:`~Corpus.reading` says how many examples were read and how.
     """
     min_words, text = _count(min_words, "min_words"), str(spec).strip()
+    if split not in SPLITS:
+        raise InputError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
+    whole = split in ("lines", "paragraphs")
     formats = ", ".join(sorted(set(TEXT_SUFFIXES) | set(FORMATS)))
     if not isinstance(spec, Path) and text.lower().startswith("hf:"):
         parts = text[3:].split(":")
         if not parts[0] or len(parts) > 2 or (len(parts) == 2 and not parts[1]):
             raise InputError(f"bad Hugging Face spec {spec!r}; write hf:<name>[:<split>], "
                              "e.g. hf:wikitext:test")
-        corpus = _read_hf(parts[0], parts[1] if len(parts) == 2 else "train", text_column)
+        corpus = _read_hf(parts[0], parts[1] if len(parts) == 2 else "train", text_column, whole)
+        how = (f"texts, one per row of column {text_column!r}" if whole
+               else f"sentences split from the rows of column {text_column!r}") + f" of {corpus.name}"
     elif not isinstance(spec, Path) and text in CORPORA:
         corpus = CORPORA.create(text)
+        how = f"sentences of the registered corpus {text}"
     else:
         path = Path(text).expanduser()
         if not (path.is_file() and {s.lower() for s in path.suffixes} & {*TEXT_SUFFIXES, *FORMATS}):
@@ -335,17 +431,24 @@ def load_corpus(spec: str | Path, *, text_column: str = "text", min_words: int =
         if path.stat().st_size == 0:
             raise InputError(f"corpus file {path.name} is empty; give a file with text")
         stem = path.name.split(".")[0] or path.name
-        if path.suffix.lower() in TEXT_SUFFIXES:  # blank lines separate documents
-            blocks = re.split(r"\n[ \t\r\f\v]*\n", path.read_text(encoding="utf-8-sig"))
-            corpus = _from_documents((" ".join(b.split()) for b in blocks), stem)
+        if path.suffix.lower() in TEXT_SUFFIXES:
+            corpus, how = _read_text_file(path, split, stem)
         else:
             frame = read_frame(path, infer_format(path)).rename(columns=str)
             if text_column not in frame.columns:
                 raise InputError(f"text column {text_column!r} not in {path.name}; columns are:"
                                  f" {', '.join(frame.columns) or '(none)'}; rename that column to 'text' or name "
                                  "it with --text-column (selfcheck)")
-            corpus = _from_documents(frame[text_column].tolist(), stem)
+            texts = frame[text_column].tolist()
+            corpus = _from_texts(texts, stem) if whole else _from_documents(texts, stem)
+            how = (f"texts, one per record of column {text_column!r}" if whole
+                   else f"sentences split from the records of column {text_column!r}") + f" of {path.name}"
+    read = len(corpus)
     corpus = corpus.filter(min_words)
     ids = np.asarray(corpus.doc_ids)
     corpus.doc_ids = np.concatenate([[0], np.cumsum(ids[1:] != ids[:-1])]).tolist()
+    dropped = f"; {read - len(corpus):,} under {min_words} words left out" if len(corpus) < read else ""
+    if len(corpus) == 1:  # "1 text, ...", "1 sentence ..."
+        how = re.sub(r"^(text|sentence)s", r"\1", how)
+    corpus.reading = f"{len(corpus):,} {how}{dropped}"
     return corpus

@@ -12,7 +12,8 @@ Label rules for classification (also used for Hugging Face data sets):
 
 Regression labels become floats. Texts are stripped; a text that is missing or empty is an
 error naming the first offending rows (1-based data rows, header not counted) unless
-``drop_empty=True``. A file with a header but no data rows is an error.
+``drop_empty=True``. A file with a header but no data rows is an error, and so is a column the
+data set uses (text, text b, label, id) whose name the header holds more than once.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ FORMATS: dict[str, str] = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".jsonl"
 _OPENERS = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}
 _INT = re.compile(r"[+-]?\d+")
 _SHOW = 10  # offending rows / values named in an error
+_MANGLED = re.compile(r"(.+)\.\d+")  # pandas' name for the second, third... column of a repeated name
 
 
 def infer_format(path: Path, fmt: str | None = None) -> str:
@@ -94,8 +96,15 @@ def read_frame(path: Path, fmt: str, encoding: str = "utf-8-sig"):
 
     try:
         if fmt in ("csv", "tsv"):
-            return pd.read_csv(path, sep="," if fmt == "csv" else "\t", dtype=str,
-                               keep_default_na=False, na_values=[""], encoding=encoding)
+            sep = "," if fmt == "csv" else "\t"
+            frame = pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False, na_values=[""], encoding=encoding)
+            names = [str(c) for c in frame.columns]
+            if any((m := _MANGLED.fullmatch(c)) and m.group(1) in names for c in names):
+                # pandas renamed a repeated name (text, text -> text, text.1): keep the header as written
+                raw = pd.read_csv(path, sep=sep, header=None, nrows=1, dtype=str, keep_default_na=False,
+                                  encoding=encoding)
+                frame.attrs["header"] = [str(v) for v in raw.iloc[0].tolist()]
+            return frame
         if fmt == "parquet":
             return pd.read_parquet(path)
         return pd.DataFrame(_read_json(path, fmt, encoding))
@@ -173,6 +182,15 @@ def from_frame(frame, *, source: str = "data", text_column: str = "text",
     if task not in ("classification", "regression"):
         raise InputError(f"task must be 'classification' or 'regression', not {task!r}")
     columns = [str(c) for c in frame.columns]
+    header = [str(c) for c in frame.attrs.get("header") or columns]  # as written (pandas renames repeats)
+    for role, col in (("text", text_column), ("text_b", text_b_column),
+                      ("label", label_column), ("id", id_column)):
+        where = [i + 1 for i, h in enumerate(header) if h == col]
+        if len(where) > 1:
+            raise InputError(f"{role.replace('_', ' ')} column {col!r} is duplicated in the header of {source} "
+                             f"(columns {', '.join(map(str, where[:-1]))} and {where[-1]} of: {', '.join(header)}); "
+                             "rename the repeated columns in the file's header line so that each name is used once "
+                             "(e.g. text,label)")
     fix = {"text": "name the text column with --text-fields A (or A,B for a text pair)",
            "text_b": "name the two text columns with --text-fields A,B",
            "label": "name the label column with --label-column",

@@ -236,6 +236,13 @@ def _stratified_counts(sizes: np.ndarray, n_test: int) -> np.ndarray:
     return counts
 
 
+def _texts_as_labels(k: int, n: int) -> str:
+    """A hint for an error of a split whose ``k`` classes are many for ``n`` examples (most of them
+    alone in their class): the label column probably holds texts."""
+    return (f"; {k} distinct labels in {n} examples look like texts, not classes: check that the "
+            "label column (--label-column) holds the labels") if k > n / 2 else ""
+
+
 def train_test_split(ds: Dataset, test_size: float | int = 0.25, seed: int = 0,
                      stratify: bool = True) -> tuple[Dataset, Dataset]:
     """Split ``ds`` into (train, test), deterministic for a given ``seed``.
@@ -272,13 +279,13 @@ def train_test_split(ds: Dataset, test_size: float | int = 0.25, seed: int = 0,
         if small:
             c, s = small[0]
             raise InputError(f"class {ds.label_names[c]!r} of {ds.name} has only {s} example; a "
-                             "stratified split needs at least 2 per class; pass stratify=False "
-                             "or drop the class")
+                             "stratified split needs at least 2 per class: add examples of that "
+                             "class or delete its rows" + _texts_as_labels(len(classes), n))
         k = len(classes)
         if not k <= n_test <= n - k:
             raise InputError(f"a stratified split of {n} examples in {k} classes needs between "
-                             f"{k} and {n - k} test examples, not {n_test}; change test_size "
-                             "or pass stratify=False")
+                             f"{k} and {n - k} test examples, not {n_test}; use more data, fewer "
+                             "classes or another test size" + _texts_as_labels(k, n))
         counts = _stratified_counts(sizes, n_test)
         test = np.concatenate([rng.permutation(np.flatnonzero(labels == c))[:m]
                                for c, m in zip(classes, counts)])

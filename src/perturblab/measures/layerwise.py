@@ -41,7 +41,9 @@ _CCA = CCA_MEASURES
 def resolve_measures(names: str | Sequence[str]) -> list[str]:
     """Canonical measure names from a comma list or sequence (``cka``, ``pwcca``, … are aliases;
     ``all`` is every measure)."""
-    items = [n.strip() for n in (names.split(",") if isinstance(names, str) else names) if n.strip()]
+    from ..core.options import csv_list
+
+    items = csv_list(names) if isinstance(names, str) else [n.strip() for n in names if n.strip()]
     if items == ["all"]:
         return list(MEASURES)
     out = []

@@ -27,6 +27,7 @@ and :func:`save_model` says which attribute is in the way.
 from __future__ import annotations
 
 import importlib
+import io
 import json
 import re
 import zipfile
@@ -37,12 +38,41 @@ import numpy as np
 
 from ..errors import InputError
 
-__all__ = ["FORMAT", "FORMAT_VERSION", "load_model", "save_model"]
+__all__ = ["FORMAT", "FORMAT_VERSION", "load_model", "save_model", "write_npz"]
 
 FORMAT = "perturblab-sklearn"
 FORMAT_VERSION = 1
 _MODULE = re.compile(r"sklearn(\.[A-Za-z_][A-Za-z0-9_]*)+")
 _MAX_DEPTH = 64
+
+
+#: the modification time written for every member of an archive (the earliest a zip file holds)
+_ZIP_TIME = (1980, 1, 1, 0, 0, 0)
+
+
+def write_npz(path: str | Path, arrays: dict[str, Any], *, compress: bool = False) -> Path:
+    """Write ``arrays`` to ``path`` as an ``.npz`` archive that ``numpy.load(allow_pickle=False)``
+    reads, atomically (a temporary file, then a rename) and byte-reproducibly: members in the
+    given order, each with a fixed time stamp. ``numpy.savez`` stamps every member with the time
+    of writing, so a model trained and saved again would never give the same file twice.
+
+    Raises:
+        ValueError: an array holds Python objects (it could only be stored as a pickle).
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    method = zipfile.ZIP_DEFLATED if compress else zipfile.ZIP_STORED
+    tmp = path.with_name(path.name + ".tmp.npz")
+    with zipfile.ZipFile(tmp, "w", compression=method, allowZip64=True) as zf:
+        for name, value in arrays.items():
+            buf = io.BytesIO()
+            np.lib.format.write_array(buf, np.asanyarray(value), allow_pickle=False)
+            info = zipfile.ZipInfo(f"{name}.npy", date_time=_ZIP_TIME)
+            info.compress_type = method
+            info.external_attr = 0o600 << 16  # -rw------- as zipfile gives its own members
+            zf.writestr(info, buf.getvalue())
+    tmp.replace(path)
+    return path
 
 
 class _Unstorable(Exception):
@@ -236,12 +266,7 @@ def save_model(path: str | Path, kind: str, payload: dict[str, Any]) -> Path:
                          "estimators with numbers, strings, arrays and containers of them (no functions, "
                          "so that loading it runs no code); use built-in options instead of custom ones") from e
     meta = {"format": FORMAT, "version": FORMAT_VERSION, "sklearn": _sklearn_version(), "kind": kind, "tree": tree}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp.npz")
-    with open(tmp, "wb") as fh:
-        np.savez_compressed(fh, __meta__=np.asarray(json.dumps(meta)), **writer.arrays)
-    tmp.replace(path)
-    return path
+    return write_npz(path, {"__meta__": np.asarray(json.dumps(meta)), **writer.arrays}, compress=True)
 
 
 def load_model(path: str | Path, kind: str) -> dict[str, Any]:

@@ -102,18 +102,15 @@ class EncoderClassifier:
 
         ``extra`` is JSON-serialisable provenance (data name, seed) stored under ``"extra"``.
         """
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        from .estimator_file import write_npz
+
         meta = {"format": HEAD_FORMAT, "labels": self.labels, "layer": self.layer, "pooling": self.pooling,
                 "encoder_fingerprint": self.encoder.fingerprint, "head_hash": self.head_hash,
                 "extra": extra or {}}
         arrays = {"coef": self.coef, "intercept": self.intercept}
         if self.mean is not None:
             arrays.update(mean=self.mean, scale=self.scale)
-        tmp = path.with_name(path.name + ".tmp.npz")
-        np.savez(tmp, meta=np.asarray(json.dumps(meta)), **arrays)
-        tmp.replace(path)
-        return path
+        return write_npz(path, {"meta": np.asarray(json.dumps(meta)), **arrays})  # the same head, the same bytes
 
     @staticmethod
     def read_meta(path: str | Path) -> dict[str, Any]:

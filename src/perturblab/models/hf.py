@@ -11,6 +11,7 @@ tokenised once, sorted by length, padded per batch (dynamic padding) and run und
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 from pathlib import Path
 from typing import Any, Iterator, Sequence
@@ -43,10 +44,74 @@ def _load_tokenizer(tokenizer: Any, source: str | None) -> Any:
     return tok
 
 
-def _tokenizer_fingerprint(tok: Any) -> str:
+#: Entries of a ``tokenizers`` JSON description that hold the truncation and padding of the last
+#: call. transformers sets both from each call's own arguments (``truncation``, ``max_length``,
+#: ``padding``) before it encodes, so they never change an output; but the first call replaces
+#: the values read from ``tokenizer.json`` (MiniLM's ``max_length`` 128 and fixed padding to 128),
+#: and hashing them would make a fingerprint move the first time a model is used.
+_PER_CALL_STATE = ("truncation", "padding")
+#: Settings that say where files were read from, not what they hold: left out so the same model
+#: has the same fingerprint wherever it is installed or cached.
+_LOCATION_KEYS = frozenset({"name_or_path", "_name_or_path", "is_local", "local_files_only", "cache_dir",
+                            "_commit_hash"})
+_LOCATION_SUFFIXES = ("_file", "_files", "_path", "_dir")
+#: Settings of the transformers tokenizer itself (beside the backend tokenizer) that shape inputs
+#: and outputs: where padding and truncation go, the length limit, the special tokens.
+_TOKENIZER_SETTINGS = ("model_max_length", "padding_side", "truncation_side", "clean_up_tokenization_spaces",
+                       "split_special_tokens", "model_input_names", "special_tokens_map", "pad_token_id")
+
+
+def _is_location(key: object) -> bool:
+    return str(key) in _LOCATION_KEYS or str(key).endswith(_LOCATION_SUFFIXES)
+
+
+def _plain(obj: Any, depth: int = 0) -> Any:
+    """``obj`` as JSON data with the same content in every process: dictionaries with string
+    keys (sorted when dumped), sets sorted, added tokens by their content and flags, numpy
+    scalars by value and any other object by its class name only (never its ``repr``, which may
+    hold a memory address)."""
+    if obj is None or isinstance(obj, (str, bool, int, float)):
+        return obj
+    if depth > 32:
+        return "..."
+    if isinstance(obj, dict):
+        return {str(k): _plain(v, depth + 1) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_plain(v, depth + 1) for v in obj]
+    if isinstance(obj, (set, frozenset)):
+        return sorted((_plain(v, depth + 1) for v in obj), key=repr)
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if hasattr(obj, "content") and hasattr(obj, "special"):  # tokenizers.AddedToken
+        return {"added_token": str(obj.content), **{k: bool(getattr(obj, k, False)) for k in
+                                                   ("single_word", "lstrip", "rstrip", "normalized", "special")}}
+    return f"{type(obj).__module__}.{type(obj).__qualname__}"
+
+
+def _tokenizer_description(tok: Any) -> dict[str, Any]:
+    """What a tokenizer does, as loaded: its backend's full JSON description (vocabulary, added
+    tokens, normaliser, pre-tokeniser, post-processor, decoder) without the per-call state
+    (:data:`_PER_CALL_STATE`), or the sorted vocabulary of a tokenizer without a backend; its
+    constructor settings (``init_kwargs``) without file locations; and
+    :data:`_TOKENIZER_SETTINGS`. None of these change when the tokenizer is used."""
     backend = getattr(tok, "backend_tokenizer", None)
-    body = backend.to_str() if backend is not None else sorted(tok.get_vocab().items())
-    return fingerprint_of(type(tok).__name__, len(tok), hashlib.sha256(repr(body).encode()).hexdigest())
+    if backend is not None:
+        body: Any = json.loads(backend.to_str())
+        for key in _PER_CALL_STATE:
+            body.pop(key, None)
+    else:
+        body = sorted(tok.get_vocab().items())
+    init = {k: v for k, v in (getattr(tok, "init_kwargs", None) or {}).items() if not _is_location(k)}
+    settings = {k: getattr(tok, k, None) for k in _TOKENIZER_SETTINGS}
+    return _plain({"class": type(tok).__name__, "size": len(tok), "backend": body, "init": init,
+                   "settings": settings})
+
+
+def _tokenizer_fingerprint(tok: Any) -> str:
+    """Hash of :func:`_tokenizer_description` (keys sorted): the same before and after the
+    tokenizer is first used, and in every process."""
+    text = json.dumps(_tokenizer_description(tok), sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
 def _files_fingerprint(source: str | None) -> str | None:
@@ -64,10 +129,14 @@ def _files_fingerprint(source: str | None) -> str | None:
 
 def _model_fingerprint(model: Any, files: str | None) -> str:
     """Weights fingerprint: ``files`` (:func:`_files_fingerprint` of the directory the model was
-    loaded from) when there is one, else a hash of all parameters."""
+    loaded from) when there is one, else a hash of the configuration (without the directory it
+    was read from, ``_name_or_path``, which says nothing of its outputs) and all parameters."""
     if files is not None:
         return files
-    h = hashlib.sha256(model.config.to_json_string(use_diff=False).encode())
+    config = json.loads(model.config.to_json_string(use_diff=False))
+    for key in [k for k in config if _is_location(k)]:  # where it was loaded from, not what it is
+        del config[key]
+    h = hashlib.sha256(json.dumps(config, sort_keys=True).encode())
     for name, t in model.state_dict().items():
         h.update(name.encode())
         h.update(t.detach().to("cpu").contiguous().numpy().tobytes())
@@ -83,7 +152,7 @@ class _Batching:
     max_length: int
     _source: str | None
     _files: str | None
-    _fingerprint: str | None
+    _fingerprint: str
 
     def _setup(self, batch_size: int, max_length: int, fingerprint: str | None) -> None:
         if batch_size < 1 or max_length < 2:
@@ -92,16 +161,18 @@ class _Batching:
         limits = (getattr(self.tokenizer, "model_max_length", None),
                   getattr(self.model.config, "max_position_embeddings", None))
         self.max_length = int(min([max_length, *[x for x in limits if isinstance(x, int) and x > 1]]))
-        self._fingerprint = fingerprint
-        self._files = None if fingerprint else _files_fingerprint(self._source)  # now, not at first use
+        self._files = None if fingerprint else _files_fingerprint(self._source)
         self.model.eval()
+        # computed now, from the model and tokenizer as loaded: asked for first before or after
+        # the first use, in this process or another, it is the same (heads and stores keyed on it)
+        self._fingerprint = fingerprint or fingerprint_of(
+            type(self).__name__, _model_fingerprint(self.model, self._files), _tokenizer_fingerprint(self.tokenizer),
+            self.max_length)
 
     @property
     def fingerprint(self) -> str:
-        """Changes whenever outputs could: weights, tokenizer, ``max_length`` (computed once)."""
-        if self._fingerprint is None:
-            self._fingerprint = fingerprint_of(type(self).__name__, _model_fingerprint(self.model, self._files),
-                                               _tokenizer_fingerprint(self.tokenizer), self.max_length)
+        """Changes whenever outputs could: weights, tokenizer, ``max_length``. Computed once, when
+        the model is loaded."""
         return self._fingerprint
 
     def _load_sequence_model(self, model: Any, tokenizer: Any, name: str | None) -> int:

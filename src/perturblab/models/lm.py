@@ -199,14 +199,17 @@ class HFCausalLM(LocalLanguageModel):
         self.prefix = self._start_ids(start_token)
         limit = getattr(model.config, "max_position_embeddings", None) or 1024
         self.max_length = int(min(limit, max_length or limit))
-        self._fingerprint = fingerprint
-        from .hf import _files_fingerprint
+        from .hf import _files_fingerprint, _model_fingerprint, _tokenizer_fingerprint
 
         # the weight files as loaded, not as they are when the fingerprint is first asked for
         self._files = None if fingerprint else _files_fingerprint(self._source)
         self._keep = "logits_to_keep" in inspect.signature(model.forward).parameters
         self._gather: bool | None = None
         self.start_token = start_token  # as given ("auto", a token or None); prefix is the result
+        # computed now, from the model and tokenizer as loaded, so it never moves with use
+        self._fingerprint: str = fingerprint or fingerprint_of(
+            type(self).__name__, _model_fingerprint(self.model, self._files), _tokenizer_fingerprint(self.tokenizer),
+            self.prefix)
 
     def __repr__(self) -> str:
         return f"HFCausalLM({self.name!r}, vocab={self.vocab_size}, start={self.prefix})"
@@ -231,12 +234,8 @@ class HFCausalLM(LocalLanguageModel):
 
     @property
     def fingerprint(self) -> str:
-        """Changes whenever outputs could: weights, tokenizer, start tokens."""
-        if self._fingerprint is None:
-            from .hf import _model_fingerprint, _tokenizer_fingerprint
-
-            self._fingerprint = fingerprint_of(type(self).__name__, _model_fingerprint(self.model, self._files),
-                                               _tokenizer_fingerprint(self.tokenizer), self.prefix)
+        """Changes whenever outputs could: weights, tokenizer, start tokens. Computed once, when
+        the model is loaded."""
         return self._fingerprint
 
     def _ids(self, inputs: Sequence[LMInput], min_tokens: int = 1) -> list[list[int]]:

@@ -22,8 +22,9 @@ for this process; :func:`snapshot`/:func:`restore` carry them to executor worker
 from __future__ import annotations
 
 import threading
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 from ..errors import InputError
 
@@ -75,6 +76,21 @@ def define(name: str, definition: dict[str, Any]) -> None:
         _DEFINED[name] = dict(definition)
 
 
+@contextmanager
+def defined(definitions: dict[str, dict[str, Any]]) -> Iterator[None]:
+    """The API models of ``definitions`` defined for the block only (a config's values are checked
+    before its run defines them); the definitions before the block are restored after it."""
+    before = snapshot()
+    for name, d in definitions.items():
+        if "api" in d:
+            define(name, d)
+    try:
+        yield
+    finally:
+        clear()
+        restore(before)
+
+
 def clear() -> None:
     """Forget every definition."""
     with _LOCK:
@@ -122,3 +138,12 @@ def api_classifier(name: str, labels: Sequence[str]):
     words = label_words_for(f"model {name!r}", settings.get("label_words"), labels)
     kw = {k: settings[k] for k in CLASSIFIER_KEYS if k in settings and k != "label_words"}
     return ApiClassifier(_client(settings), list(labels), label_words=words, name=name, **kw)
+
+
+def _share() -> None:
+    from ..core.executor import share_with_workers
+
+    share_with_workers(snapshot, restore)  # Ray workers see the driver's named models
+
+
+_share()

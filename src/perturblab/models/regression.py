@@ -124,14 +124,12 @@ class EncoderRegressor:
 
     def save(self, path: str | Path, extra: dict[str, Any] | None = None) -> Path:
         """Write the head (not the encoder) to ``path`` (.npz) with provenance ``extra``."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        from .estimator_file import write_npz
+
         meta = {"format": SAVE_FORMAT, "intercept": self.intercept, "layer": self.layer, "pooling": self.pooling,
                 "encoder_fingerprint": self.encoder.fingerprint, "head_hash": self.head_hash, "extra": extra or {}}
-        tmp = path.with_name(path.name + ".tmp.npz")
-        np.savez(tmp, meta=np.asarray(json.dumps(meta)), coef=self.coef)
-        tmp.replace(path)
-        return path
+        # the same head gives the same bytes
+        return write_npz(path, {"meta": np.asarray(json.dumps(meta)), "coef": self.coef})
 
     @classmethod
     def load(cls, path: str | Path, encoder: Encoder) -> "EncoderRegressor":

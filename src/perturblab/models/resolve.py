@@ -22,6 +22,8 @@ A spec is ``[NAME=]SOURCE[[OPTION=VALUE,...]]``:
 ``lm=smollm2-135m[batch_size=4]`` and
 ``gpt=api:gpt-3.5-turbo-instruct@https://api.openai.com/v1[api_key_env=MY_KEY,mode=sample]`` are specs. :func:`load_model` loads one for a role
 (``classifier``, ``regressor``, ``encoder`` or ``language_model``); a model object passes through.
+:func:`check_spec` refuses a spec that cannot load for its role without loading anything: an
+unknown name lists the known ones, a path that names nothing says so (as :func:`load_model` does).
 """
 
 from __future__ import annotations
@@ -189,6 +191,152 @@ class ModelSpec:
         return (f"{self.name}=" if self.name != self.source else "") + self.source + opts
 
 
+def _looks_like_path(source: str) -> bool:
+    """Whether ``source`` is written as a path (``./m``, ``~/m``, ``/tmp/m``, ``runs/a/b``) rather than a name."""
+    return "/" in source or "\\" in source or source.startswith((".", "~"))
+
+
+def _unknown(kind: str, name: str, known: list[str], also: str) -> InputError:
+    """:class:`~perturblab.errors.UnknownNameError` for ``name`` listing ``known``, then ``also``
+    (the other kinds of source the role takes)."""
+    from ..errors import UnknownNameError
+
+    e = UnknownNameError(kind, name, known)
+    e.args = (f"{e.args[0]}; {also}",)
+    return e
+
+
+def _no_such_path(ms: ModelSpec, role: str, *, gguf: bool = False) -> InputError:
+    """The error of a source written as a path where nothing (or no directory) is."""
+    path = Path(ms.source).expanduser()
+    what = role.replace("_", " ")
+    where = f" ({path})" if ms.source.startswith("~") else ""  # where ~ points
+    takes = "a directory holding config.json and the weights" + (", or a .gguf file" if gguf else "")
+    if gguf and path.suffix == ".gguf":
+        return InputError(f"{what} {ms.source!r}: no such GGUF file{where}; check the path")
+    if path.exists():
+        return InputError(f"{what} {ms.source!r} is a file, not a model directory; give {takes}")
+    return InputError(f"{what} {ms.source!r}: no such directory{where}; check the path (a model given by its path "
+                      f"is {takes})")
+
+
+def _is_local_or_hub(source: str) -> bool:
+    from .sources import local_or_hub
+
+    return local_or_hub(source) is not None
+
+
+def _check_source(ms: ModelSpec, role: str) -> None:
+    """Refuse, without loading anything, a (parsed) spec whose source cannot give a ``role`` model:
+    an unknown name (listing the known ones), a path where no directory (or ``.gguf`` file) is,
+    an API model for a role it cannot serve or with options of another role, backend options a
+    source does not take. A hub id (``org/name``) is taken as it is."""
+    from .api_client import is_api_spec
+
+    if is_api_spec(ms.source):
+        _api_options(ms, role)
+        return
+    from . import named
+
+    name = ms.source
+    if role == "language_model":
+        from .lm_presets import LM_PRESETS
+        from .sources import HUB_ID
+
+        if named.api_definition(name, role) is not None or name in LM_PRESETS:
+            return
+        path = Path(name).expanduser()
+        if path.suffix == ".gguf":
+            if not path.is_file():
+                raise _no_such_path(ms, role, gguf=True)
+            return
+        if path.is_dir() or HUB_ID.match(name):
+            return
+        if _looks_like_path(name):
+            raise _no_such_path(ms, role, gguf=True)
+        raise _unknown("language model preset", name, LM_PRESETS.names(),
+                       "or give a model directory, a .gguf file, a hub id (org/name) or api:MODEL@BASE_URL")
+    from . import presets, zoo
+
+    if role == "encoder":
+        from .lm_presets import LM_PRESETS
+
+        _no_options(ms, "encoders")
+        encoders = [n for n in presets.PRESETS.names() if presets.PRESETS.create(n).kind == "encoder"]
+        if name in presets.PRESETS:
+            if presets.PRESETS.create(name).make_encoder is None:
+                raise InputError(f"model preset {name!r} has no encoder (no hidden states); choose one of "
+                                 + ", ".join(encoders))
+            return
+        if name in LM_PRESETS:
+            return
+        if Path(name).expanduser().suffix == ".gguf":
+            if not Path(name).expanduser().is_file():
+                raise _no_such_path(ms, role, gguf=True)
+            return
+        if _is_local_or_hub(name):
+            return
+        if _looks_like_path(name):
+            raise _no_such_path(ms, role, gguf=True)
+        raise _unknown("encoder", name, encoders + LM_PRESETS.names(),
+                       "or give a model directory, a .gguf file or a hub id (org/name)")
+    if role == "regressor":
+        if name.lower() in zoo.TRAINABLE.names() and name not in presets.PRESETS:
+            _no_options(ms, "models trained here")
+            if name.lower() != "hf-finetune":
+                raise InputError(f"{name} trains classifiers only; on a regression task use hf-finetune, an encoder "
+                                 "preset (a ridge head), tfidf-ridge, or a fine-tuned one-output HF model directory")
+            return
+        if name in presets.PRESETS:
+            _no_options(ms, "presets")
+            preset = presets.PRESETS.create(name)
+            if preset.kind == "tfidf" and preset.name != "tfidf-ridge":
+                raise InputError(f"{preset.name} is a classifier; for a regression task use tfidf-ridge")
+            return
+    else:  # classifier (a classifier option may name a regressor: the data's task decides)
+        if named.api_definition(name, "classifier") is not None:
+            return
+        if name in presets.PRESETS:
+            _no_options(ms, "presets")
+            return
+        if name.lower() in zoo.TRAINABLE.names():
+            _no_options(ms, "models trained here")
+            return
+    if _is_local_or_hub(name):
+        return
+    raise _not_found(ms, role)
+
+
+def _not_found(ms: ModelSpec, role: str) -> InputError:
+    """The error of a classifier or regressor source that is no preset, no model trained here, no
+    directory and no hub id: no such directory when it is written as a path, else the known names."""
+    from . import presets, zoo
+
+    if _looks_like_path(ms.source):
+        return _no_such_path(ms, role)
+    trained = [n for n in zoo.TRAINABLE.names() if n not in presets.PRESETS
+               and (role == "classifier" or n == "hf-finetune")]
+    return _unknown("model preset", ms.source, presets.PRESETS.names(),
+                    f"models trained here: {', '.join(trained)}; or give a model directory or a hub id (org/name)")
+
+
+def check_spec(spec: "str | ModelSpec", role: str) -> None:
+    """Refuse a model spec that cannot give a ``role`` model (``classifier``, ``regressor``,
+    ``encoder`` or ``language_model``) with an :class:`InputError` naming the spec and the fix,
+    without loading a model or reading a model file: the spec is parsed (:meth:`ModelSpec.parse`),
+    a preset or trainable name must be known for the role, a path must name an existing model
+    directory (or ``.gguf`` file, for language models and encoders), an ``api:`` spec must parse and
+    carry options of its role (a variable it names in ``api_key_env`` must be set). A string of the
+    form of a hub id (``org/name``) is accepted as it is: whether the hub has it is known only when
+    it is fetched. A classifier option may name a regressor (``tfidf-ridge``, ``r3=minilm-l3``):
+    whether the data is a regression task decides later."""
+    if role not in ROLES:
+        raise InputError(f"role must be one of {', '.join(ROLES)}, got {role!r}")
+    ms = spec if isinstance(spec, ModelSpec) else ModelSpec.parse(spec)
+    _check_equals(ms)
+    _check_source(ms, role)
+
+
 def load_model(spec: "str | ModelSpec | Any", role: str = "classifier", *, train: "Dataset | None" = None,
                seed: int = 0, data_name: str | None = None) -> Any:
     """The model ``spec`` names, for ``role`` (see the module docstring).
@@ -204,6 +352,8 @@ def load_model(spec: "str | ModelSpec | Any", role: str = "classifier", *, train
         return spec
     ms = spec if isinstance(spec, ModelSpec) else ModelSpec.parse(spec)
     _check_equals(ms)
+    if _looks_like_path(ms.source):  # a path that names no model: said before any loader runs
+        _check_source(ms, role)
     kw = ms.kwargs
     from .api_client import is_api_spec
 
@@ -248,33 +398,15 @@ def _api_model(ms: ModelSpec, role: str, train: "Dataset | None") -> Any:
     :class:`~.api.ApiClassifier` answering with the training split's labels, or an
     :class:`~.api_lm.ApiLanguageModel`; the key is read from the variable ``api_key_env`` names
     (default :func:`~.api_client.default_api_key_env`), which must be set when it is named."""
-    import os
-
     from .api_client import ApiClient, api_config_from_spec
 
-    opts = dict(ms.options)
-    client = {k: opts.pop(k) for k in list(opts) if k in API_CLIENT_OPTIONS}
-    env = client.get("api_key_env", "")
-    if env and not os.environ.get(env):
-        raise InputError(f"{ms.name}: api_key_env names the environment variable {env}, which is not set; export "
-                         f"{env}=<your key> first (or api_key_env=none for a server that needs no key)")
+    client, opts = _api_options(ms, role)
     if role == "language_model":
-        wrong = sorted(set(opts) - set(API_LM_OPTIONS) - {"max_length"})
-        if wrong:
-            raise InputError(f"{ms}: {', '.join(wrong)} set an API classifier, not a language model; language-model "
-                             f"options are {', '.join([*API_LM_OPTIONS, 'max_length'])}")
         from .lm_presets import load_api_language_model
 
         if "score_max_tokens" in opts:
             opts["score_max_tokens"] = int(opts["score_max_tokens"])
         return load_api_language_model(ms.source, name=ms.name, **client, **opts)
-    if role != "classifier":
-        raise InputError(f"{ms.name}: an API model serves as a classifier or a language model, not as a {role}; "
-                         "use a local model for it")
-    wrong = sorted(set(opts) - set(API_CLASSIFIER_OPTIONS))
-    if wrong:
-        raise InputError(f"{ms}: {', '.join(wrong)} set an API language model, not a classifier; classifier options "
-                         f"are {', '.join(API_CLASSIFIER_OPTIONS)}")
     if train is None or not train.label_names:
         raise InputError(f"{ms.name}: an API classifier needs the data's class labels (a classification training "
                          "split); regression targets cannot be asked of it")
@@ -286,6 +418,34 @@ def _api_model(ms: ModelSpec, role: str, train: "Dataset | None") -> Any:
     words = label_words_for(ms.name, opts.pop("label_words", None), labels)
     config = api_config_from_spec(ms.source, **client)
     return ApiClassifier(ApiClient(config), labels, label_words=words, name=ms.name, **opts)
+
+
+def _api_options(ms: ModelSpec, role: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(client settings, model options) of an ``api:`` spec after checking that it serves ``role``
+    (a classifier or a language model), that its options are those of that role and that a
+    variable it names in ``api_key_env`` is set."""
+    import os
+
+    opts = dict(ms.options)
+    client = {k: opts.pop(k) for k in list(opts) if k in API_CLIENT_OPTIONS}
+    if role not in ("classifier", "language_model"):
+        raise InputError(f"{ms.name}: an API model serves as a classifier or a language model, not as a "
+                         f"{role}; use a local model for it")
+    env = client.get("api_key_env", "")
+    if env and not os.environ.get(env):
+        raise InputError(f"{ms.name}: api_key_env names the environment variable {env}, which is not set; export "
+                         f"{env}=<your key> first (or api_key_env=none for a server that needs no key)")
+    if role == "language_model":
+        wrong = sorted(set(opts) - set(API_LM_OPTIONS) - {"max_length"})
+        if wrong:
+            raise InputError(f"{ms}: {', '.join(wrong)} set an API classifier, not a language model; language-model "
+                             f"options are {', '.join([*API_LM_OPTIONS, 'max_length'])}")
+    else:
+        wrong = sorted(set(opts) - set(API_CLASSIFIER_OPTIONS))
+        if wrong:
+            raise InputError(f"{ms}: {', '.join(wrong)} set an API language model, not a classifier; classifier "
+                             f"options are {', '.join(API_CLASSIFIER_OPTIONS)}")
+    return client, opts
 
 
 def _no_options(ms: ModelSpec, what: str) -> None:
@@ -310,6 +470,7 @@ def _classifier(ms: ModelSpec, train: "Dataset", seed: int, data_name: str | Non
             from .hf import HFSequenceClassifier
 
             return HFSequenceClassifier(source, name=ms.name, **ms.kwargs)
+        raise _not_found(ms, "classifier")
     _no_options(ms, "presets")
     return presets.load_classifier(name, train, seed=seed, data_name=data_name)
 
@@ -332,6 +493,8 @@ def _regressor(ms: ModelSpec, train: "Dataset", seed: int) -> Any:
         raise InputError(f"{name} trains classifiers only; on a regression task use hf-finetune, an encoder preset "
                          "(a ridge head), tfidf-ridge, or a fine-tuned one-output HF model directory")
     source = None if name in PRESETS else local_or_hub(name)
+    if source is None and name not in PRESETS:
+        raise _not_found(ms, "regressor")
     if source is not None:
         from .hf import HFSequenceRegressor
 

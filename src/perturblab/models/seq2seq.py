@@ -88,7 +88,6 @@ class HFSeq2SeqLM(LocalLanguageModel):
             raise InputError(f"max_length must be >= 2, got {self.max_length}")
         # learned decoder positions (BART) bound the output; relative ones (T5) do not
         self._decoder_limit: int | None = getattr(cfg, "max_position_embeddings", None)
-        self._fingerprint = fingerprint
         from .hf import _files_fingerprint
 
         # the weight files as loaded, not as they are when the fingerprint is first asked for
@@ -102,6 +101,8 @@ class HFSeq2SeqLM(LocalLanguageModel):
         if isinstance(start, (list, tuple)):
             start = start[0] if start else None
         self._start = None if start is None else int(start)
+        # computed now, from the model and tokenizer as loaded, so it never moves with use
+        self._fingerprint: str = fingerprint or self._computed_fingerprint()
 
     @staticmethod
     def _check_encoder_decoder(config: Any, what: str) -> None:
@@ -112,17 +113,20 @@ class HFSeq2SeqLM(LocalLanguageModel):
     def __repr__(self) -> str:
         return f"HFSeq2SeqLM({self.name!r}, vocab={self.vocab_size}, max_length={self.max_length})"
 
+    def _computed_fingerprint(self) -> str:
+        """Weights, tokenizer and the decoding tokens of the generation config, as loaded."""
+        from .hf import _model_fingerprint, _tokenizer_fingerprint
+
+        gen = getattr(self.model, "generation_config", None)
+        tokens = [getattr(gen, k, None) for k in ("decoder_start_token_id", "eos_token_id",
+                                                 "forced_bos_token_id", "forced_eos_token_id")]
+        return fingerprint_of(type(self).__name__, _model_fingerprint(self.model, self._files),
+                              _tokenizer_fingerprint(self.tokenizer), tokens)
+
     @property
     def fingerprint(self) -> str:
-        """Changes whenever outputs could: weights, tokenizer, decoder start and end tokens."""
-        if self._fingerprint is None:
-            from .hf import _model_fingerprint, _tokenizer_fingerprint
-
-            gen = getattr(self.model, "generation_config", None)
-            tokens = [getattr(gen, k, None) for k in ("decoder_start_token_id", "eos_token_id",
-                                                     "forced_bos_token_id", "forced_eos_token_id")]
-            self._fingerprint = fingerprint_of(type(self).__name__, _model_fingerprint(self.model, self._files),
-                                               _tokenizer_fingerprint(self.tokenizer), tokens)
+        """Changes whenever outputs could: weights, tokenizer, decoder start and end tokens.
+        Computed once, when the model is loaded."""
         return self._fingerprint
 
     def _source_ids(self, texts: Sequence[str], what: str) -> list[list[int]]:

@@ -205,3 +205,22 @@ def perturb_inputs(perturbation: Transformation | str, inputs: Sequence, seed: i
     out_pairs = list(zip(a, b))
     return out_pairs, np.array([o != x for o, x in zip(out_pairs, items)], dtype=bool)
 
+
+#: the learnability paper's eight perturbations (Table 2), ``--perturbations all``
+LEARNABILITY_EIGHT = ("whitespace", "shuffle_word", "duplicate_punctuations", "butter_fingers", "random_upper",
+                      "insert_abbreviation", "visual_attack_letters", "leet_letters")
+#: the robustness paper's eight perturbations (Table 1), ``--perturbations robustness``
+ROBUSTNESS_EIGHT = ("drop_nouns", "drop_verbs", "drop_first", "drop_last", "swap_words", "change_char",
+                    "add_text", "gender_swap")
+
+
+def perturbation_names(spec: "str | Sequence[str]") -> list[str]:
+    """``all`` = the learnability paper's eight, ``robustness`` = the robustness paper's eight,
+    ``every`` = every registered perturbation; otherwise a comma list (or a list) of names."""
+    from ..core.options import csv_list
+
+    if not isinstance(spec, str):
+        return list(spec)
+    named = {"all": list(LEARNABILITY_EIGHT), "robustness": list(ROBUSTNESS_EIGHT), "every": PERTURBATIONS.names()}
+    return named.get(spec.strip().lower(), csv_list(spec))
+

@@ -6,6 +6,8 @@ manifest config, its flags (:func:`read_flags`: models at chance level or predic
 perturbations that affect no layer beyond noise), the tables of ``table.md``, every ``*.png``
 figure embedded as a base64 data URI, the JSON outputs as tables and the first rows of every CSV file. The file references
 nothing outside itself (no scripts, no style sheets, no URLs) and all study text is escaped.
+A JSON file of the report's input that cannot be read (a corrupt ``results.json``, say) is an
+:class:`~perturblab.errors.InputError` naming the file, raised before anything is written.
 """
 
 from __future__ import annotations
@@ -20,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from .html_tables import (Block, JsonFile, Table, json_tables, key_value_table, parse_markdown, read_csv_table,
-                          read_json_file)
+from .html_tables import (Block, JsonFile, Table, json_file, json_tables, key_value_table, parse_markdown,
+                          read_csv_table)
 
 STUDY_MARKERS = ("results.json", "study.json", "table.md")
 MANIFEST = "study.json"
@@ -125,11 +127,19 @@ def embed_png(path: Path) -> Figure:
     return Figure(path.name, uri="data:image/png;base64," + base64.b64encode(data).decode("ascii"))
 
 
-def _read_manifest(path: Path) -> tuple[dict[str, Any] | None, str]:
+def load_json(path: Path, fix: str = "re-run the study or delete the file") -> Any:
+    """The content of the JSON file ``path``; :class:`InputError` naming the file and ``fix`` when it
+    is not readable JSON (truncated, damaged, not UTF-8) or cannot be read at all."""
     try:
-        obj = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        return None, f"{path.name} could not be read: {e}"
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise InputError(f"report: {path} is not readable JSON ({e}); {fix}") from None
+    except OSError as e:
+        raise InputError(f"report: cannot read {path}: {e.strerror or e}; check its permissions, or {fix}") from None
+
+
+def _read_manifest(path: Path, fix: str = "re-run the study or delete the file") -> tuple[dict[str, Any] | None, str]:
+    obj = load_json(path, fix)
     if not isinstance(obj, dict):
         return None, f"{path.name} is not a JSON object"
     return obj, ""
@@ -151,21 +161,20 @@ FLAG_WHAT = ("capability", "perturbation")
 MAX_FLAGS = 40
 
 
-def read_flags(study: Path) -> list[str]:
+def read_flags(study: Path, loaded: dict[str, Any] | None = None) -> list[str]:
     """The warnings a study's ``summary.json`` (else its ``results.json``) carries: one line per
     record with a non-empty ``flags`` list (models that predict one class or are at chance level,
     perturbations that affect no layer beyond noise; :mod:`perturblab.measures.quality`), named by the record's
     ``model`` / ``target`` / ``checkpoint`` with its ``capability`` or ``perturbation``, with its
-    ``detail`` sentences when it has them; at most ``MAX_FLAGS`` lines (the last says how many more)."""
+    ``detail`` sentences when it has them; at most ``MAX_FLAGS`` lines (the last says how many more).
+    ``loaded``: file name -> content of the study's JSON files already read (:func:`load_json`)."""
     path = study / FLAGS_FILE
     if not path.is_file():
         path = study / "results.json"  # a study whose rows are its summary (checkpoints)
     if not path.is_file():
         return []
-    try:
-        obj = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        return []  # the JSON table of the file carries the note
+    loaded = loaded or {}
+    obj = loaded[path.name] if path.name in loaded else load_json(path)
     found: list[str] = []
 
     def walk(o: Any) -> None:
@@ -211,17 +220,18 @@ def build_section(study: Path, root: Path, taken: set[str], run_state: dict[str,
             config = manifest.get("config", manifest.get("options"))
             if isinstance(config, dict) and config:
                 sec.config = key_value_table(config, title="config")
-    sec.flags = read_flags(study)
     files = sorted(p for p in study.iterdir() if p.is_file() and not p.name.startswith("."))
+    json_paths = sorted((p for p in files if p.suffix == ".json" and p.name not in (MANIFEST, RUN_MANIFEST)),
+                        key=_json_sort_key)
+    loaded = {p.name: load_json(p) for p in json_paths}
+    sec.flags = read_flags(study, loaded)
     if (study / "table.md").is_file():
         try:
             sec.markdown = parse_markdown((study / "table.md").read_text(encoding="utf-8", errors="replace"))
         except OSError as e:
             sec.notes.append(f"table.md could not be read: {e}")
     sec.figures = [embed_png(p) for p in sorted((p for p in files if p.suffix.lower() == ".png"), key=_figure_sort_key)]
-    json_paths = sorted((p for p in files if p.suffix == ".json" and p.name not in (MANIFEST, RUN_MANIFEST)),
-                        key=_json_sort_key)
-    sec.json_files = [read_json_file(p) for p in json_paths]
+    sec.json_files = [json_file(name, obj) for name, obj in loaded.items()]
     sec.csv_tables = [read_csv_table(p) for p in files if p.suffix.lower() == ".csv"]
     for i, j in enumerate(sec.json_files):
         j.id = f"{sec.id}-json-{i}"
@@ -285,7 +295,8 @@ def render_report(root: str | Path, title: str | None = None) -> str:
     run_notes: list[str] = []
     run: dict[str, Any] = {}
     if (root / RUN_MANIFEST).is_file():
-        manifest, note = _read_manifest(root / RUN_MANIFEST)
+        manifest, note = _read_manifest(root / RUN_MANIFEST, "delete it (the study outputs are kept) or run the "
+                                        "config again")
         run_notes += [note] if note else []
         run = manifest or {}
         if run:

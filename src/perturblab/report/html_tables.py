@@ -258,17 +258,12 @@ def json_tables(obj: Any, source: str, *, max_rows: int = MAX_JSON_ROWS,
     return found, note
 
 
-def read_json_file(path: Path) -> JsonFile:
-    """The tables of one JSON file; a file that cannot be read gets a note instead."""
-    jf = JsonFile(name=path.name)
-    try:
-        obj = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        jf.note = f"{path.name} could not be read: {e}"
-        return jf
-    jf.tables, jf.note = json_tables(obj, path.name)
+def json_file(name: str, obj: Any) -> JsonFile:
+    """The tables of ``obj``, the content of the JSON file ``name``; a note when it has none."""
+    jf = JsonFile(name=name)
+    jf.tables, jf.note = json_tables(obj, name)
     if not jf.tables and not jf.note:
-        jf.note = f"{path.name} is empty"
+        jf.note = f"{name} is empty"
     return jf
 
 

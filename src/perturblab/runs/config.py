@@ -178,18 +178,20 @@ def _study(entry: Any, i: int, where: _Where, models: dict, data: dict, base: Pa
     except InputError as e:  # a required option missing, or one of a group of exclusive options
         where.add(where.error(keys, str(e)))
     if len(where.errors) == before:  # the values are well-formed: check what they name
-        _check_values(args, options, {**origin, **given}, where, keys)
+        from ..models.named import defined
+
+        with defined(models):  # the config's API models, as its run will define them
+            _check_values(args, options, {**origin, **given}, where, keys)
     return StudySpec(name, kind, options, where.lines.get(keys, 0), defaults)
 
 
 def _check_values(args: Any, options: dict[str, Any], given: dict[str, str], where: "_Where", keys: tuple) -> None:
-    """Add every problem of a study's values (:func:`.checks.option_problems`: counts, names, data
-    files and their columns) to ``where``, each at the key that set it."""
-    from .checks import option_problems
-
+    """Add every problem of a study's values (:meth:`~perturblab.core.options.StudyArgs.problems`:
+    each option's rules, the models and data files it names, the rules across options) to
+    ``where``, each at the key that set it."""
     names = {f.name for f, _ in args.fields()}
     try:
-        problems = option_problems(args(**{k: v for k, v in options.items() if k in names}))
+        problems = args(**{k: v for k, v in options.items() if k in names}).problems()
     except InputError as e:
         problems = [("", str(e))]
     found = [(keys + ((given[dest],) if dest in given else ()), message) for dest, message in problems]

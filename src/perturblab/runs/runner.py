@@ -15,15 +15,14 @@ import fcntl
 import json
 import logging
 import os
-import sys
 import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
-from ..core.files import all_or_nothing, atomic_write_text, write_json
+from ..core.files import atomic_write_text, write_json
 from ..errors import InputError
-from ..executor import make_executor
+from ..core.executor import make_executor
 from ..models import named
 from .config import RunConfig, StudySpec, load_config
 
@@ -167,27 +166,18 @@ def _run_study(s: StudySpec, out: Path, ex: Any, progress: bool, state: dict) ->
 
 
 def _call_study(s: StudySpec, sdir: Path, ex: Any, progress: bool) -> None:
-    """Run one study of the config: its Python function with the entry's options, the run's
-    executor where the study takes one, then the result's files and what its command prints."""
-    import inspect
-
-    from ..core.lock import output_lock
+    """Run one study of the config through the one entry (:func:`~perturblab.core.entry.run_saved`):
+    its Python function with the entry's options, the run's executor where the study takes one,
+    then the result's files and what its command prints."""
+    from ..core.entry import run_saved
     from ..studies.registry import entry
 
-    fn = entry(s.kind).load_function()
-    kwargs = dict(s.options)
-    if "executor" in inspect.signature(fn).parameters:
-        kwargs["executor"] = ex
-    from ..core.faults import FAULTS_FILE, FaultRecorder
-
-    with output_lock(sdir, what=f"study {s.name}"), FaultRecorder() as faults:
-        try:
-            res = fn(**kwargs, out=sdir, quiet=not progress)
-            with all_or_nothing():  # a failed save changes none of the study's files
-                res.save(sdir)
-        finally:  # API models took part: one line counts their faults (details in the study's faults.json)
-            if faults.used:
-                print(f"{s.name}: " + faults.line(str(sdir / FAULTS_FILE)), file=sys.stderr)
+    study = entry(s.kind)
+    args = study.options()
+    names = {f.name for f, _ in args.fields()}
+    options = args(**{k: v for k, v in s.options.items() if k in names}, quiet=not progress)
+    res, _ = run_saved(study.load_function(), options, out=sdir, what=f"study {s.name}", executor=ex,
+                       prefix=f"{s.name}: ")
     print(f"{s.name} ({s.kind}):\n{res.console()}\n")
 
 

@@ -10,14 +10,17 @@ from ..errors import InputError
 from ..models.base import TextInput
 
 
-def sample_size(n: int | None, available: int, what: str = "examples", option: str = "--n") -> int:
+def sample_size(n: int | None, available: int, what: str = "examples", option: str = "--n",
+                takes_all: bool = True) -> int:
     """The number of examples to draw: ``n``, or all ``available`` when ``n`` is None (``--n all``);
-    an ``n`` larger than what there is is an error naming the available count (never silently cut)."""
+    an ``n`` larger than what there is is an error naming the available count (never silently cut).
+    ``takes_all``: the option also takes ``all`` (the message offers it)."""
     if n is None:
         return available
     if n > available:
+        alt = f" (or {option} all)" if takes_all else ""
         raise InputError(f"{option} {n} asks for more {what} than the {available} there are; use {option} "
-                         f"{available} (or {option} all), or give more data")
+                         f"{available}{alt}, or give more data")
     return n
 
 

@@ -28,7 +28,9 @@ def _load(where: str) -> Any:
 class StudyEntry:
     """One study: ``name`` (its command), ``args`` and ``function`` (``module:name`` of its
     options dataclass and of its Python function), ``help`` (the command's one line) and
-    ``defaults`` (defaults of this command that differ from the options', e.g. ``demo``'s)."""
+    ``defaults`` (defaults of this command that differ from the options', e.g. ``demo``'s);
+    ``example``: options (beside ``out``) that run the study in seconds on the packaged models,
+    with which the conformance suite runs every study through each entry point."""
 
     name: str
     args: str
@@ -36,6 +38,7 @@ class StudyEntry:
     help: str
     defaults: dict[str, Any] = field(default_factory=dict)
     config: bool = True  # may be an entry of a study config
+    example: dict[str, Any] = field(default_factory=dict)
 
     def options(self) -> "type[StudyArgs]":
         """The options dataclass."""
@@ -50,10 +53,23 @@ STUDIES: Registry[StudyEntry] = Registry("study")
 _ORDER: list[str] = []  # the order of the command list
 
 
+def register_study(entry: StudyEntry) -> None:
+    """Register a study: its command, config kind and Python function come from ``entry``
+    (``args`` and ``function`` as ``module:name``; see ``docs/adding_a_study.md``)."""
+    STUDIES.add(entry.name, lambda: entry, doc=entry.help)
+    _ORDER.append(entry.name.strip().lower())
+
+
+def unregister_study(name: str) -> None:
+    """Forget the study ``name`` (a study registered for a while, e.g. by a test)."""
+    key = name.strip().lower()
+    STUDIES.remove(key)
+    if key in _ORDER:
+        _ORDER.remove(key)
+
+
 def _add(name: str, args: str, function: str, help: str, **kw: Any) -> None:
-    entry = StudyEntry(name, f"perturblab.studies.{args}", f"perturblab.{function}", help, **kw)
-    STUDIES.add(name, lambda: entry, doc=help)
-    _ORDER.append(name)
+    register_study(StudyEntry(name, f"perturblab.studies.{args}", f"perturblab.{function}", help, **kw))
 
 
 def entry(name: str) -> StudyEntry:
@@ -68,27 +84,44 @@ def entries(*, config_only: bool = False) -> list[StudyEntry]:
 
 
 # by paper: SCoPE, learnability, self-supervised evaluation, robustness, grounding
-_add("scope", "scope.config:ScopeArgs", "functions:scope", "shared-invariance study (SCoPE)")
-_add("demo", "scope.config:ScopeArgs", "functions:scope", "the SCoPE study on packaged models, small default size",
+_add("scope", "scope.config:ScopeArgs", "studies.scope.function:scope", "shared-invariance study (SCoPE)",
+     example=dict(reference="tfidf-lr", targets="minilm-l3", capabilities="typo", n=8, trials=1, n_boot=50))
+_add("demo", "scope.config:ScopeArgs", "studies.scope.function:scope", "the SCoPE study on packaged models, small default size",
      defaults=dict(reference="minilm-l6", targets="minilm-l6-int8,minilm-l3,tfidf-lr",
-                   capabilities="synonym,typo,fairness", n=60, trials=3, out="out/demo"), config=False)
-_add("scope-lm", "scope.config:LMScopeArgs", "functions:scope_lm",
-     "shared invariances of language models (SCoPE App. G)")
-_add("checkpoints", "scope.config:CheckpointsArgs", "functions:checkpoints",
+                   capabilities="synonym,typo,fairness", n=60, trials=3, out="out/demo"), config=False,
+     example=dict(reference="tfidf-lr", targets="minilm-l3", capabilities="typo", n=8, trials=1, n_boot=50))
+_add("scope-lm", "scope.config:LMScopeArgs", "studies.scope.function:scope_lm",
+     "shared invariances of language models (SCoPE App. G)",
+     example=dict(reference="smollm2-135m", targets="smollm2-135m-int8", capabilities="typo", corpus="conll2010",
+                  n=2, trials=1, n_boot=50, max_words=1, max_candidates=1))
+_add("checkpoints", "scope.config:CheckpointsArgs", "studies.scope.function:checkpoints",
      "shared invariances over training checkpoints (SCoPE App. D, Figs. 9-10)")
-_add("learnability", "learnability.config:LearnabilityArgs", "functions:learnability",
-     "perturbation learnability, robustness and post-augmentation gain")
-_add("selfcheck", "selfcheck.config:SelfCheckArgs", "functions:selfcheck",
-     "self-supervised LM evaluation (five sensitivity scores)")
-_add("robustness", "robustness.config:RobustnessArgs", "functions:robustness",
-     "relative robustness of classifiers and regressors to perturbations (Table 3 style)")
-_add("generation", "robustness.config:GenerationArgs", "functions:generation",
-     "robustness of generated summaries to perturbed sources (ROUGE, Table 4)")
+_add("learnability", "learnability.config:LearnabilityArgs", "studies.learnability.function:learnability",
+     "perturbation learnability, robustness and post-augmentation gain",
+     example=dict(models="tfidf-lr", perturbations="leet_letters", trials=1, n_train=40, n_eval=20, ps=[0.1, 1.0],
+                  workers=1))
+_add("selfcheck", "selfcheck.config:SelfCheckArgs", "studies.selfcheck.function:selfcheck",
+     "self-supervised LM evaluation (five sensitivity scores)",
+     example=dict(models="smollm2-135m", corpus="conll2010", benign_corpus="none", metrics="negation,entropy", n=4,
+                  max_new_tokens=4))
+_add("robustness", "robustness.config:RobustnessArgs", "studies.robustness.function:robustness",
+     "relative robustness of classifiers and regressors to perturbations (Table 3 style)",
+     example=dict(models="tfidf-lr", perturbations="change_char", n_train=20, n_eval=20, trials=1, metrics="accuracy",
+                  n_boot=50))
+_add("generation", "robustness.config:GenerationArgs", "studies.robustness.function:generation",
+     "robustness of generated summaries to perturbed sources (ROUGE, Table 4)",
+     example=dict(models="smollm2-135m", data="lead:conll2010", perturbations="drop_first", metrics="rouge1", n=2,
+                  trials=1, max_new_tokens=8, n_boot=50))
 _add("finetuning", "robustness.finetuning.config:FinetuningArgs", "studies.robustness.finetuning:finetuning",
-     "pretrained vs fine-tuned encoder per layer: CKA, STIR both ways, probes")
+     "pretrained vs fine-tuned encoder per layer: CKA, STIR both ways, probes",
+     example=dict(base="minilm-l6", finetuned="minilm-l6-int8", n_train=40, n_eval=20, k=2))
 _add("layer-probes", "robustness.layer_probes.config:LayerProbesArgs",
-     "studies.robustness.layer_probes:layer_probes", "per-layer probes on clean vs perturbed inputs; top affected layers")
-_add("similarity", "grounding.config:SimilarityArgs", "functions:similarity",
-     "layer x layer representation similarity of two models")
+     "studies.robustness.layer_probes:layer_probes", "per-layer probes on clean vs perturbed inputs; top affected layers",
+     example=dict(model="minilm-l3", perturbations="change_char", n_train=40, n_eval=20, top=1))
+_add("similarity", "grounding.config:SimilarityArgs", "studies.grounding.similarity_function:similarity",
+     "layer x layer representation similarity of two models",
+     example=dict(a="minilm-l3", b="minilm-l6", measures="cka", n=40))
 _add("grounding", "grounding.config:GroundingArgs", "studies.grounding:grounding",
-     "rank correlation of similarity measures with probe accuracy (Table 1)")
+     "rank correlation of similarity measures with probe accuracy (Table 1)",
+     example=dict(variants="minilm-l6,minilm-l6-int8,minilm-l3", measures="cka", n_train=40, n_eval=20,
+                  pc_layers=[6], pc_fractions=[0.0, 0.5], n_boot=50))

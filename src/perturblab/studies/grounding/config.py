@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Any, Sequence
 
-from ...core.options import TEXT_FIELDS_HELP, StudyArgs, csv_list, float_list, int_list, option
+from ...core.options import TEXT_FIELDS_HELP, csv_list, float_list, int_list, option
+from ..args import Args, one_text_option
 from ...errors import InputError
 from ...models.base import POOLINGS, Pooling
 from ...models.finetune import FinetuneConfig
@@ -66,7 +67,7 @@ class GroundingConfig:
 
 
 @dataclass(kw_only=True)
-class SimilarityArgs(StudyArgs):
+class SimilarityArgs(Args):
     """The options of ``perturblab similarity`` and :func:`perturblab.similarity` (the one schema)."""
 
     a: str | None = option(required=True, role="encoder",
@@ -77,21 +78,24 @@ class SimilarityArgs(StudyArgs):
                                 "r2cca, pwcca_distance (pwcca), procrustes_distance (procrustes); the CCA measures follow "
                                 "the grounding paper's released code, their *_paper twins (cca_paper, pwcca_paper, "
                                 "r2cca_paper) the letter of its Eq. 5")
-    n: int = option(2000, help="inputs (CCA measures need more inputs than dimensions)")
+    n: int = option(2000, min=1, help="inputs (CCA measures need more inputs than dimensions)")
     pooling_b: str | None = option(None, choices=POOLINGS, help="pooling of model B (default: --pooling)")
     text_column: str | None = option(None, help="text column of a data file (default: 'text')")
     text_fields: list[str] = option([], parse=csv_list, metavar="A[,B]",
                                     help="text column(s) of a data file: one, or two for a text pair (replaces "
                                          "--text-column)")
     data: str = option("rotten_tomatoes", data=True, help=DATA_HELP)
-    seed: int = option(0, help="seed of the sample of inputs")
+    seed: int = option(0, min=0, help="seed of the sample of inputs")
     pooling: str = option("mean", choices=POOLINGS, help=POOLING_HELP)
-    chunk_size: int = option(1000, help="inputs whose states are computed and cached together (the numbers do not "
+    chunk_size: int = option(1000, min=1, help="inputs whose states are computed and cached together (the numbers do not "
                                         "depend on it)")
+
+    def relations(self) -> list[tuple[str, str]]:
+        return one_text_option(self)
 
 
 @dataclass(kw_only=True)
-class GroundingArgs(StudyArgs):
+class GroundingArgs(Args):
     """The options of ``perturblab grounding`` and :func:`~.function.grounding` (the one schema)."""
 
     variants: str = option(",".join(VARIANTS), role="encoder",
@@ -100,24 +104,37 @@ class GroundingArgs(StudyArgs):
     measures: str = option("procrustes,cka,pwcca", help="comma list of similarity measures (names or short names "
                                                         "as for the similarity command; pwcca follows the paper's "
                                                         "released code, pwcca_paper the letter of Eq. 5)")
-    n_train: int = option(2000, help="training examples: the probes' and those of the ft:<seed> fine-tunes")
-    n_eval: int = option(1000, help="evaluation examples: the representations compared and the probes' accuracy")
-    pc_layers: list[int] = option([4, 5, 6], parse=int_list, help="layers for the PC-deletion benchmark")
+    n_train: int = option(2000, min=1, help="training examples: the probes' and those of the ft:<seed> fine-tunes")
+    n_eval: int = option(1000, min=1, help="evaluation examples: the representations compared and the probes' accuracy")
+    pc_layers: list[int] = option([4, 5, 6], parse=int_list, min=0, help="layers for the PC-deletion benchmark")
     pc_fractions: list[float] = option(list(PC_FRACTIONS), parse=float_list,
-                                       help="fractions of the principal components deleted (smallest first) in the "
+                                       min=0, below=1, help="fractions of the principal components deleted (smallest first) in the "
                                             "PC-deletion benchmark")
     include_embeddings: bool = option(False, flag=True, help="count the embedding layer as a member of the "
                                                              "layer-depth set (the paper leaves it out)")
     warmup: list[str] | None = option(None, parse=csv_list, metavar="A,B",
                                       help="the pair of equally deep variants of the warm-up tests (default: the first "
                                            "two ft:<seed>)")
-    n_boot: int = option(2000, help="bootstrap resamples for the 95%% intervals")
-    probe_c: float = option(0.01, help=PROBE_C_HELP)
-    epochs: int = option(1, help="fine-tuning epochs")
-    max_seconds: float | None = option(300.0, help=MAX_SECONDS_HELP)
-    lr: float = option(5e-5, help="fine-tuning learning rate")
+    n_boot: int = option(2000, min=1, help="bootstrap resamples for the 95%% intervals")
+    probe_c: float = option(0.01, above=0, help=PROBE_C_HELP)
+    epochs: int = option(1, min=1, help="fine-tuning epochs")
+    max_seconds: float | None = option(300.0, above=0, help=MAX_SECONDS_HELP)
+    lr: float = option(5e-5, above=0, help="fine-tuning learning rate")
     data: str = option("rotten_tomatoes", data=True, help=DATA_HELP)
-    seed: int = option(0, help="seed of the data sample, the probes and the bootstrap")
+    seed: int = option(0, min=0, help="seed of the data sample, the probes and the bootstrap")
     pooling: str = option("mean", choices=POOLINGS, help=POOLING_HELP)
     text_fields: list[str] = option([], parse=csv_list, metavar="A[,B]", help=TEXT_FIELDS_HELP)
     label_column: str | None = option(None, help=LABEL_COLUMN_HELP)
+
+    def field_problem(self, name: str, opt: Any, value: Any) -> str | None:
+        if name == "variants":  # ft:<seed> is a fine-tune of --base made here, not a model spec
+            from ..args import items
+
+            given = items(value)
+            bad = [v for v in given if v.startswith("ft:") and not v[3:].lstrip("-").isdigit()]
+            if bad:
+                return f"variant {bad[0]!r}: write ft:<integer seed>, e.g. ft:0"
+            if len(given) < 2:
+                return "give at least two variants (e.g. minilm-l6,minilm-l6-int8,ft:0,ft:1)"
+            value = [v for v in given if not v.startswith("ft:")]
+        return super().field_problem(name, opt, value)

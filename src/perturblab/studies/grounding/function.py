@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import tempfile
-from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, Sequence
 
 from ...core.driver import run_study
+from ...core.entry import run, study_function
 from ...core.lock import output_lock
 from ...data.examples import Dataset
-from ...errors import InputError
 from ...models.finetune import FinetuneConfig
 from ..robustness.layer_probes.function import as_list, data_splits
 from .config import PC_FRACTIONS, VARIANTS, GroundingConfig
@@ -20,24 +18,12 @@ from .study import GroundingStudy
 
 def _variants(variants: str | Sequence[Any]) -> tuple[list[str], dict[str, Any]]:
     """Variant names, and the ready encoder objects among them by name."""
-    if isinstance(variants, str):
-        return as_list(variants), {}
-    names, given = [], {}
-    for i, v in enumerate(variants):
-        if isinstance(v, str):
-            names.append(v)
-            continue
-        if not isinstance(getattr(v, "fingerprint", None), str):
-            raise InputError(f"variant {i} is a {type(v).__name__} without a fingerprint; give an encoder spec "
-                             "(preset, directory, hub id), ft:<seed>, or an encoder object with a `fingerprint`")
-        name = str(getattr(v, "name", "") or f"variant{i}")
-        if name in names:
-            raise InputError(f"two variants are named {name!r}; give each encoder object its own `name`")
-        names.append(name)
-        given[name] = v
-    return names, given
+    from ..models import model_list
+
+    return model_list(variants, option="--variants", prefix="variant", what="encoder")
 
 
+@study_function("perturblab.studies.grounding.config:GroundingArgs")
 def grounding(variants: str | Sequence[Any] = VARIANTS, *, base: str = "minilm-l6",
               measures: str | Sequence[str] = "procrustes,cka,pwcca",
               data: "str | Dataset | tuple[Dataset, Dataset]" = "rotten_tomatoes", n_train: int = 2000,
@@ -91,9 +77,7 @@ def grounding(variants: str | Sequence[Any] = VARIANTS, *, base: str = "minilm-l
                           finetune=FinetuneConfig(epochs=epochs, max_seconds=max_seconds, lr=lr),
                           text_fields=as_list(text_fields), label_column=label_column, **kw)
     study = GroundingStudy(cfg, encoders=given, splits=splits, progress=not quiet)
-    with ExitStack() as stack:
-        where = Path(out) if out is not None else Path(stack.enter_context(tempfile.TemporaryDirectory()))
-        result = run_study(study, where, progress=not quiet)
+    result = run(study, out, quiet=quiet)
     assert isinstance(result, GroundingStudyResult)
     return result
 

@@ -6,29 +6,30 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ...core.options import TEXT_FIELDS_HELP, ExecutorArgs, StudyArgs, csv_list, float_list, option
+from ...core.options import TEXT_FIELDS_HELP, ExecutorArgs, csv_list, float_list, option
+from ..args import Args, known_perturbations, probability_grid
 
 
 @dataclass(kw_only=True)
-class LearnabilityArgs(ExecutorArgs, StudyArgs):
+class LearnabilityArgs(ExecutorArgs, Args):
     """The options of ``perturblab learnability`` and :func:`perturblab.learnability` (the one schema)."""
 
     python_only: ClassVar[tuple[str, ...]] = ("trainers",)
 
     models: str = option("tfidf-lr,textrnn", help="comma list of trainable models (tfidf-lr, textrnn, minilm-probe, "
                                                   "hf-finetune)")
-    perturbations: str = option("all", help="'all' (the learnability paper's eight), 'robustness' (the robustness "
+    perturbations: str = option("all", check=known_perturbations, help="'all' (the learnability paper's eight), 'robustness' (the robustness "
                                             "paper's eight), 'every', or a comma list")
     data: str = option("rotten_tomatoes", data=True, help="a labelled data set, file, hf:NAME or glue:TASK")
     text_fields: list[str] = option([], parse=csv_list, metavar="A[,B]", help=TEXT_FIELDS_HELP)
     label_column: str | None = option(None, help="label column of a data file (default: 'label')")
     perturb_field: str = option("both", choices=("a", "b", "both"),
                                 help="for text-pair data: perturb the first text, the second or both (default)")
-    trials: int = option(3, aliases=("seeds",), help="repetitions: training seeds of each model and perturbation "
+    trials: int = option(3, aliases=("seeds",), min=1, help="repetitions: training seeds of each model and perturbation "
                                                       "(--seeds is the old name)")
-    n_train: int = option(2000, help="balanced training subsample")
-    n_eval: int = option(500, aliases=("n_test",), help="balanced evaluation subsample (--n-test is the old name)")
+    n_train: int = option(2000, min=1, help="balanced training subsample")
+    n_eval: int = option(500, aliases=("n_test",), min=1, help="balanced evaluation subsample (--n-test is the old name)")
     ps: list[float] | None = option(None, parse=float_list,
-                                    help="perturbation probabilities (default: the paper's grid)")
-    workers: int = option(2, help="models trained at once in threads (default 2; each gets its share of torch's "
+                                    check=probability_grid, help="perturbation probabilities (default: the paper's grid)")
+    workers: int = option(2, min=1, help="models trained at once in threads (default 2; each gets its share of torch's "
                                   "threads; 1 = one at a time)")

@@ -35,19 +35,18 @@ from ...core.keys import content_key, examples_fingerprint
 from ...core.lock import output_lock
 from ...core.study import Phase, RunContext, Study, StudyResult, Task
 from ...errors import InputError
-from ...executor import Executor, LocalExecutor
+from ...core.executor import Executor, LocalExecutor
 from ...measures.learnability import LEARNABILITY_GRID, check_grid, log_auc, post_augmentation_delta, robustness
 from ...measures.grounding import rank_correlations
 from ...measures.quality import tied_with_best
 from ...measures.stats import spearman
 from ...models.base import TextInput
 from ...models.head import dataset_inputs
-from ...perturb.catalogue import FIELDS, get_perturbation, perturb_inputs, perturbation_key
+from ...perturb.catalogue import LEARNABILITY_EIGHT, FIELDS, get_perturbation, perturb_inputs, perturbation_key
 from .algorithm import Fit, LearnabilityPoint, learnability_curve
 
 log = logging.getLogger(__name__)
-NOISE = ("whitespace", "shuffle_word", "duplicate_punctuations", "butter_fingers", "random_upper",
-         "insert_abbreviation", "visual_attack_letters", "leet_letters")
+NOISE = LEARNABILITY_EIGHT
 
 
 @dataclass(kw_only=True)
@@ -136,6 +135,20 @@ class LearnabilityStudy(Study):
         for fit in self.fits.values():  # a trainer with no stable fingerprint is refused before any work
             trainer_fingerprint(fit)
         self.result: LearnabilityResult | None = None
+
+    def check(self) -> None:
+        """The sizes asked for fit the data's splits: a larger ``--n-train`` or ``--n-eval`` is
+        refused, naming what there is (never silently cut), before any model trains."""
+        from ...data.loaders import train_test_split
+        from ..inputs import load_study_data, sample_size
+
+        cfg = self.config
+        ds = load_study_data(cfg.data, text_fields=cfg.text_fields, label_column=cfg.label_column)
+        train, test = train_test_split(ds, test_size=0.25, seed=0)
+        sample_size(cfg.n_train, len(train), "training examples (the training split's size)", option="--n-train",
+                    takes_all=False)
+        sample_size(cfg.n_test, len(test), "evaluation examples (the held-out split's size)", option="--n-eval",
+                    takes_all=False)
 
     def prepare(self, ctx: RunContext) -> None:
         self.train, self.test = _split(self.config)
@@ -247,7 +260,7 @@ def run_learnability(config: LearnabilityConfig, out_dir: str | Path, *, trainer
 
     The work is one cell per model × seed (the clean and augmented models of Eq. 1–2) and one per
     model × perturbation × seed (the learnability curve), run by ``executor`` (default: a
-    :class:`~perturblab.executor.LocalExecutor` with ``workers`` threads; on 2 cores, 2 workers
+    :class:`~perturblab.core.executor.LocalExecutor` with ``workers`` threads; on 2 cores, 2 workers
     train TextRNNs about twice as fast as one worker with 2 threads; trainers must then be
     thread-safe, as the zoo's are). Only the calling thread writes the store, one transaction
     per cell; the outputs are assembled in grid order, so any executor writes the same files.

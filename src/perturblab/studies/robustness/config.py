@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...core.options import TEXT_FIELDS_HELP, ExecutorArgs, StudyArgs, csv_list, option
+from ...core.options import TEXT_FIELDS_HELP, ExecutorArgs, csv_list, option
+from ...errors import InputError
+from ..args import Args, items, known_perturbations
 
 # With "Summary:" and no line break SmolLM2-Instruct ended half of its answers at once; with this
 # prompt none of 16 (and ROUGE-L against the lead sentence rose from 0.14 to 0.32).
@@ -16,8 +18,26 @@ PERTURBATIONS_HELP = ("'robustness' (the robustness paper's eight, default), 'al
                       "'every', or a comma list")
 
 
+#: the ROUGE variants the generation study scores with
+ROUGE = ("rouge1", "rouge2", "rougeL")
+
+
+def prompt_template(value: str) -> None:
+    """A generation prompt with the ``{source}`` placeholder."""
+    if "{source}" not in str(value):
+        raise InputError("the prompt must contain {source} where the (perturbed) source text goes")
+
+
+def rouge_metrics(value: str) -> None:
+    """ROUGE variants the generation study scores with (at least one)."""
+    names = items(value)
+    bad = [m for m in names if m not in ROUGE]
+    if not names or bad:
+        raise InputError(f"generation robustness is scored by {', '.join(ROUGE)}; got {bad or 'none'}")
+
+
 @dataclass(kw_only=True)
-class RobustnessArgs(ExecutorArgs, StudyArgs):
+class RobustnessArgs(ExecutorArgs, Args):
     """The options of ``perturblab robustness`` and :func:`perturblab.robustness` (the one schema)."""
 
     models: str | None = option(required=True, role="classifier",
@@ -27,7 +47,7 @@ class RobustnessArgs(ExecutorArgs, StudyArgs):
                                      "presets get a ridge head, tfidf-ridge, or one-output HF models; NAME=SOURCE "
                                      "gives a short name, SOURCE[batch_size=8,max_length=128] an HF model's "
                                      "backend options")
-    perturbations: str = option("robustness", help=PERTURBATIONS_HELP)
+    perturbations: str = option("robustness", check=known_perturbations, help=PERTURBATIONS_HELP)
     data: str = option("rotten_tomatoes", data=True, help="a labelled data set, file, hf:NAME or glue:TASK")
     text_fields: list[str] = option([], parse=csv_list, metavar="A[,B]", help=TEXT_FIELDS_HELP)
     label_column: str | None = option(None, help="label column of a data file (default: 'label')")
@@ -37,22 +57,33 @@ class RobustnessArgs(ExecutorArgs, StudyArgs):
     metrics: str | None = option(None, help="comma list of accuracy, mcc, f1 (classification; default accuracy,mcc) "
                                             "or pearson, spearman (regression; default both)")
     trials: int = option(3, aliases=("seeds",),
-                         help="repetitions: draws of each random perturbation (--seeds is the old name)")
-    n_train: int = option(2000, help="training split for presets and trainable models")
-    n_eval: int = option(1000, aliases=("n_test",), help="evaluation examples (--n-test is the old name)")
+                         min=1, help="repetitions: draws of each random perturbation (--seeds is the old name)")
+    n_train: int = option(2000, min=1, help="training split for presets and trainable models")
+    n_eval: int = option(1000, aliases=("n_test",), min=1, help="evaluation examples (--n-test is the old name)")
     perturb_field: str = option("both", choices=("a", "b", "both"),
                                 help="for text-pair data: perturb the first text, the second or both (default)")
     label_map: list[str] | None = option(None, repeat=True, metavar="[MODEL:]LABEL=DATA_LABEL,...",
                                          help="map a model's output labels to the data's labels (repeatable; "
                                               "without MODEL: for every model that has these labels); needed only "
                                               "when names do not match")
-    n_boot: int = option(1000, help="paired-bootstrap resamples of the 95%% intervals")
-    train_seed: int = option(0, help="seed of training the preset heads and trainable models, and of the bootstrap "
+    n_boot: int = option(1000, min=1, help="paired-bootstrap resamples of the 95%% intervals")
+    train_seed: int = option(0, min=0, help="seed of training the preset heads and trainable models, and of the bootstrap "
                                      "resamples")
+
+    def relations(self) -> list[tuple[str, str]]:
+        """A ``--label-map`` for one model names one of ``--models`` (as given there)."""
+        models = items(self.models or "")
+        for v in self.label_map or []:
+            spec = v.rpartition(":")[0].strip()
+            if spec and spec not in models:
+                return [("label_map", f"{v!r} names the model {spec!r}, which is not one of --models "
+                                      f"({', '.join(models)}); give MODEL as in --models, or leave it out to map "
+                                      "every model's labels")]
+        return []
 
 
 @dataclass(kw_only=True)
-class GenerationArgs(StudyArgs):
+class GenerationArgs(Args):
     """The options of ``perturblab generation`` and :func:`perturblab.generation` (the one schema)."""
 
     models: str | None = option(required=True, role="language_model",
@@ -63,12 +94,12 @@ class GenerationArgs(StudyArgs):
                             "docs) or a CSV/JSONL file of source/reference pairs")
     source_column: str = option("source", help="source column of a data file")
     reference_column: str = option("reference", help="reference column of a data file")
-    perturbations: str = option("robustness", help=PERTURBATIONS_HELP)
-    metrics: str = option("rouge1,rouge2,rougeL", help="comma list of rouge1, rouge2, rougeL")
-    n: int = option(100, help="examples (a seeded sample of the data)")
+    perturbations: str = option("robustness", check=known_perturbations, help=PERTURBATIONS_HELP)
+    metrics: str = option("rouge1,rouge2,rougeL", check=rouge_metrics, help="comma list of rouge1, rouge2, rougeL")
+    n: int = option(100, min=1, help="examples (a seeded sample of the data)")
     trials: int = option(3, aliases=("seeds",),
-                         help="repetitions: draws of each random perturbation (--seeds is the old name)")
-    max_new_tokens: int = option(40, help="generation length (greedy)")
-    prompt: str = option(DEFAULT_PROMPT, help="prompt template with {source}")
-    seed: int = option(0, help="seed of the sample of --n examples")
-    n_boot: int = option(1000, help="paired-bootstrap resamples of the 95%% intervals")
+                         min=1, help="repetitions: draws of each random perturbation (--seeds is the old name)")
+    max_new_tokens: int = option(40, min=1, help="generation length (greedy)")
+    prompt: str = option(DEFAULT_PROMPT, check=prompt_template, help="prompt template with {source}")
+    seed: int = option(0, min=0, help="seed of the sample of --n examples")
+    n_boot: int = option(1000, min=1, help="paired-bootstrap resamples of the 95%% intervals")

@@ -37,13 +37,12 @@ from ...measures.stats import percentile_interval
 from ...measures.task_metrics import rouge_scores
 from ...models.base import fingerprint_of
 from ...perturb.catalogue import apply_perturbation
-from .config import DEFAULT_PROMPT
+from .config import DEFAULT_PROMPT, ROUGE
 from .layer_probes import DEFAULT_PERTURBATIONS as ROBUSTNESS_EIGHT
 from .study import perturbation_draws
 from .summary import clean_table, relative_robustness_figures, summarise
 
 STUDY = "generation"
-ROUGE = ("rouge1", "rouge2", "rougeL")
 
 
 @dataclass

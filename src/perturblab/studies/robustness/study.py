@@ -58,7 +58,7 @@ from ...core.keys import content_key, examples_fingerprint, model_fingerprint
 from ...core.lock import output_lock
 from ...core.study import Lazy, Phase, RunContext, Study, StudyResult, Task
 from ...errors import InputError
-from ...executor import Executor, once_per_process
+from ...core.executor import Executor, once_per_process
 from ...measures.learnability import relative_robustness, relative_robustness_many
 from ...measures.quality import classification_quality, regression_quality
 from ...measures.stats import percentile_interval

@@ -14,6 +14,16 @@ import numpy as np
 from ...measures.quality import interval_se, tied_with_best
 
 
+def _undefined(v: Any) -> bool:
+    """Whether a number of the summary is undefined: None (NaN read back from ``summary.json``) or NaN."""
+    return v is None or (isinstance(v, (float, np.floating)) and math.isnan(v))
+
+
+def _num(v: Any, fmt: str = ".3f") -> str:
+    """``v`` formatted, ``n/a`` when it is undefined (:func:`_undefined`)."""
+    return "n/a" if _undefined(v) else format(v, fmt)
+
+
 def _cell(summary: dict[str, Any], model: str, pert: str, metric: str) -> dict[str, Any]:
     """One cell of the summary; an undefined mean (NaN, written as null in ``summary.json``) is NaN,
     so a summary read back from disk renders like the one in memory."""
@@ -81,7 +91,7 @@ def most_robust(summary: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _mean_se(mean: float, se: float | None) -> str:
-    return f"{mean:.3f}" + ("" if se is None else f" ± {se:.3f}")
+    return _num(mean) + ("" if _undefined(se) or _undefined(mean) else f" ± {se:.3f}")
 
 
 def ranking_lines(summary: dict[str, Any]) -> list[str]:
@@ -113,7 +123,7 @@ def clean_table(summary: dict[str, Any]) -> list[str]:
     value = {(c["model"], c["metric"]): c["value"] for c in summary["clean"]}
     lines = ["| metric | " + " | ".join(models) + " |", "|---|" + "---|" * len(models)]
     for metric in dict.fromkeys(c["metric"] for c in summary["clean"]):
-        lines.append(f"| {metric} | " + " | ".join(f"{value[(m, metric)]:.3f}" for m in models) + " |")
+        lines.append(f"| {metric} | " + " | ".join(_num(value.get((m, metric))) for m in models) + " |")
     return lines
 
 
@@ -143,21 +153,21 @@ def robustness_markdown(summary: dict[str, Any]) -> str:
             cells = []
             for m, v in zip(models, means):
                 sd = grid[(p, m)]["std"]
-                text = "n/a" if math.isnan(v) else f"{v:.3f}" + ("" if sd is None else f" ± {sd:.3f}")
+                text = _num(v) + ("" if _undefined(v) or _undefined(sd) else f" ± {sd:.3f}")
                 if p in worst[m]:
                     text = f"<u>{text}</u>"
                 if m in best and len(models) > 1:
                     text = f"**{text}**"
                 cells.append(text)
-            rate = np.mean([grid[(p, m)].get("change_rate", math.nan) for m in models])
-            lines.append(f"| {p} | " + " | ".join(cells) + f" | {rate:.0%} |")
+            rates = [r for r in (grid[(p, m)].get("change_rate") for m in models) if not _undefined(r)]
+            lines.append(f"| {p} | " + " | ".join(cells) + f" | {_num(np.mean(rates) if rates else None, '.0%')} |")
         if any(grid[k].get("ci") for k in grid):
             lines += ["", f"95 % paired-bootstrap intervals over test examples, {metric}:", "",
                       "| perturbation | " + " | ".join(models) + " |", "|---|" + "---|" * len(models)]
             for p in perts:
-                ci = [grid[(p, m)].get("ci") or [math.nan, math.nan] for m in models]
-                lines.append(f"| {p} | " + " | ".join("n/a" if math.isnan(lo) else f"[{lo:.3f}, {hi:.3f}]"
-                                                      for lo, hi in ci) + " |")
+                ci = [grid[(p, m)].get("ci") or [None, None] for m in models]
+                lines.append(f"| {p} | " + " | ".join("n/a" if _undefined(lo) or _undefined(hi)
+                                                      else f"[{lo:.3f}, {hi:.3f}]" for lo, hi in ci) + " |")
     lines += ranking_lines(summary)
     return "\n".join(lines) + "\n"
 

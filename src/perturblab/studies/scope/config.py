@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar
 
-from ...core.options import TEXT_FIELDS_HELP, ExecutorArgs, StudyArgs, count_or_all, csv_list, option
+from ...core.options import TEXT_FIELDS_HELP, ExecutorArgs, count_or_all, csv_list, option
+from ..args import Args, capability_names, fraction_list, nonempty, one_text_option, soft_decay
 from ...errors import InputError
 from ...measures.scope import DEFAULT_CUTOFF, DEFAULT_TOLERANCE
 from ...perturb.capabilities import CAPABILITIES
@@ -97,16 +98,16 @@ class SearchDataArgs:
 class SearchLimitArgs:
     """The limits of a perturbation search (every SCoPE study: scope, scope-lm, checkpoints)."""
 
-    max_words: int | None = option(None, help="largest number of changed words")
-    patience: int | None = option(None, help="stop a search after this many words in a row bring no improvement "
+    max_words: int | None = option(None, min=1, help="largest number of changed words")
+    patience: int | None = option(None, min=1, help="stop a search after this many words in a row bring no improvement "
                                              "(faster)")
-    max_candidates: int | None = option(None, help="cap on candidates per word")
+    max_candidates: int | None = option(None, min=1, help="cap on candidates per word")
     allow_non_alphabetic: bool = option(False, flag=True,
                                         help="let words with digits or symbols change too (drops our alphabetic-only "
                                              "word constraint; SCoPE Sec. 3.2 excludes only stopwords, words shorter "
                                              "than four and words already changed)")
     synonym_min_similarity: float | None = option(
-        None, help="synonym swaps: keep only perturbed texts whose MiniLM-L6 sentence embedding has at least this "
+        None, min=-1, max=1, help="synonym swaps: keep only perturbed texts whose MiniLM-L6 sentence embedding has at least this "
                    "cosine with the original's, e.g. 0.85 (default: off, as in the SCoPE paper)")
     reinflect_synonyms: bool = option(False, flag=True,
                                       help="synonym swaps: give each WordNet synonym the inflection of the word it "
@@ -119,32 +120,35 @@ class SearchGoalArgs:
 
     loss: str = option("l1", choices=("l1", "kl"), help="goal objective L (Eq. 1 / App. I)")
     search: str = option("greedy", choices=("greedy", "beam"), help="search method")
-    beam_width: int = option(3, help="beam width of --search beam")
+    beam_width: int = option(3, min=1, help="beam width of --search beam")
 
 
 @dataclass(kw_only=True)
-class ScopeArgs(SearchGoalArgs, SearchLimitArgs, SearchDataArgs, ExecutorArgs, StudyArgs):
+class ScopeArgs(SearchGoalArgs, SearchLimitArgs, SearchDataArgs, ExecutorArgs, Args):
     """The options of ``perturblab scope`` and :func:`perturblab.scope` (the one schema)."""
 
     python_only: ClassVar[tuple[str, ...]] = ("models",)
 
     reference: str | None = option(required=True, role="classifier",
                                    help="reference model m1: a preset name (see `perturblab models`) or HF path/id")
-    targets: str | None = option(required=True, role="classifier", help="comma-separated target models m2")
-    capabilities: str = option("synonym,typo", help="comma-separated capabilities (see `perturblab capabilities`)")
-    n: int | None = option(500, parse=count_or_all, help="base samples per trial (a number, or 'all': the whole test "
+    targets: str | None = option(required=True, role="classifier", check=nonempty, help="comma-separated target models m2")
+    capabilities: str = option("synonym,typo", check=capability_names, help="comma-separated capabilities (see `perturblab capabilities`)")
+    n: int | None = option(500, parse=count_or_all, min=1, help="base samples per trial (a number, or 'all': the whole test "
                                                          "split)")
-    trials: int = option(3, help="trials (independent draws of base samples)")
-    seed: int = option(0, help="seed of the base samples and of every random choice of the search")
-    tolerance: float | None = option(None, help="Soft-SCoPE decay: full weight up to this distance (default 0)")
-    cutoff: float | None = option(None, help="Soft-SCoPE decay: zero weight from this distance (default 2, the "
+    trials: int = option(3, min=1, help="trials (independent draws of base samples)")
+    seed: int = option(0, min=0, help="seed of the base samples and of every random choice of the search")
+    tolerance: float | None = option(None, min=0, help="Soft-SCoPE decay: full weight up to this distance (default 0)")
+    cutoff: float | None = option(None, above=0, help="Soft-SCoPE decay: zero weight from this distance (default 2, the "
                                              "largest distance of two argmax-invariant changes in a binary task)")
-    n_boot: int = option(1000, help="bootstrap resamples of the intervals")
-    test_size: float = option(0.25, help="share of the data held out as the test split (a fraction in (0, 1))")
+    n_boot: int = option(1000, min=1, help="bootstrap resamples of the intervals")
+    test_size: float = option(0.25, above=0, below=1, help="share of the data held out as the test split (a fraction in (0, 1))")
+
+    def relations(self) -> list[tuple[str, str]]:
+        return soft_decay(self) + one_text_option(self)
 
 
 @dataclass(kw_only=True)
-class LMScopeArgs(SearchGoalArgs, SearchLimitArgs, StudyArgs):
+class LMScopeArgs(SearchGoalArgs, SearchLimitArgs, Args):
     """The options of ``perturblab scope-lm`` and :func:`perturblab.scope_lm` (the one schema)."""
 
     python_only: ClassVar[tuple[str, ...]] = ("sentences",)
@@ -152,25 +156,34 @@ class LMScopeArgs(SearchGoalArgs, SearchLimitArgs, StudyArgs):
     reference: str | None = option(required=True, role="language_model",
                                    help="reference language model (e.g. smollm2-135m)")
     targets: str | None = option(required=True, role="language_model",
-                                 help="comma-separated target language models sharing the reference's vocabulary "
+                                 check=nonempty, help="comma-separated target language models sharing the reference's vocabulary "
                                       "(e.g. smollm2-135m-int8)")
-    capabilities: str = option("synonym,typo", help="comma-separated capabilities")
+    capabilities: str = option("synonym,typo", check=capability_names, help="comma-separated capabilities")
     corpus: str = option("oanc", data=True, help="corpus of base sentences (as for selfcheck)")
-    n: int | None = option(100, parse=count_or_all, help="base sentences per trial (a number, or 'all')")
-    trials: int = option(3, help="trials (independent draws of base sentences)")
-    seed: int = option(0, help="seed of the base sentences and of every random choice of the search")
-    tolerance: float | None = option(None, help="Soft-SCoPE decay: full weight up to this distance (default 0)")
-    cutoff: float | None = option(None, help="Soft-SCoPE decay: zero weight from this distance (default 2, the "
+    corpus_split: str = option(
+        "auto", choices=("auto", "lines", "paragraphs", "sentences"),
+        help="how a --corpus file is cut into base sentences: 'lines' (one text per non-blank line), "
+             "'paragraphs' (one text per blank-line-separated block), 'sentences' (running text split into "
+             "sentences) or 'auto' (sentences for running text: hard-wrapped lines, or blank-line-separated "
+             "paragraphs of several sentences; else lines); the packaged corpora are always read their own way")
+    n: int | None = option(100, parse=count_or_all, min=1, help="base sentences per trial (a number, or 'all')")
+    trials: int = option(3, min=1, help="trials (independent draws of base sentences)")
+    seed: int = option(0, min=0, help="seed of the base sentences and of every random choice of the search")
+    tolerance: float | None = option(None, min=0, help="Soft-SCoPE decay: full weight up to this distance (default 0)")
+    cutoff: float | None = option(None, above=0, help="Soft-SCoPE decay: zero weight from this distance (default 2, the "
                                              "largest L1 distance of two distributions)")
-    n_boot: int = option(1000, help="bootstrap resamples of the SCoPE intervals")
-    chunk_size: int = option(8, help="base sentences searched and scored together in one work cell (smaller: less "
+    n_boot: int = option(1000, min=1, help="bootstrap resamples of the SCoPE intervals")
+    chunk_size: int = option(8, min=1, help="base sentences searched and scored together in one work cell (smaller: less "
                                      "lost to a crash)")
-    max_batch: int = option(256, help="about this many texts scored at once (candidates per search round, texts per "
+    max_batch: int = option(256, min=1, help="about this many texts scored at once (candidates per search round, texts per "
                                       "model call; smaller: less memory)")
+
+    def relations(self) -> list[tuple[str, str]]:
+        return soft_decay(self)
 
 
 @dataclass(kw_only=True)
-class CheckpointsArgs(SearchLimitArgs, SearchDataArgs, StudyArgs):
+class CheckpointsArgs(SearchLimitArgs, SearchDataArgs, Args):
     """The options of ``perturblab checkpoints`` and :func:`perturblab.checkpoints` (the one schema):
     ``--checkpoints`` or ``--finetune``, exactly one."""
 
@@ -182,18 +195,21 @@ class CheckpointsArgs(SearchLimitArgs, SearchDataArgs, StudyArgs):
                                   help="fine-tune this encoder (preset such as minilm-l3, or a local directory) here, "
                                        "saving checkpoints at --fractions (cached under the data home)")
     fractions: str = option("0,0.2,0.4,0.6,0.8,1",
-                            help="with --finetune: checkpoints as fractions of the training steps (0 = initialised "
+                            check=fraction_list, help="with --finetune: checkpoints as fractions of the training steps (0 = initialised "
                                  "model)")
-    epochs: int = option(1, help="with --finetune: training epochs")
-    max_seconds: float = option(300.0, help="with --finetune: training time budget, seconds of wall time")
-    lr: float = option(5e-5, help="with --finetune: learning rate")
-    n_train: int | None = option(None, help="with --finetune: training examples (seeded sample of the training "
+    epochs: int = option(1, min=1, help="with --finetune: training epochs")
+    max_seconds: float = option(300.0, above=0, help="with --finetune: training time budget, seconds of wall time")
+    lr: float = option(5e-5, above=0, help="with --finetune: learning rate")
+    n_train: int | None = option(None, min=1, help="with --finetune: training examples (seeded sample of the training "
                                             "split; default all)")
-    capabilities: str = option("synonym,typo", help="comma-separated capabilities")
+    capabilities: str = option("synonym,typo", check=capability_names, help="comma-separated capabilities")
     comparisons: str = option("vs_final,vs_previous",
                               help="vs_final (reference: the final checkpoint), vs_previous (reference: m_{t-1}), or "
                                    "both")
-    n: int | None = option(200, parse=count_or_all, help="base samples per trial (a number, or 'all')")
-    trials: int = option(3, help="trials (independent draws of base samples)")
-    seed: int = option(0, help="seed of the data split, of the fine-tune and its training sample, of the base samples "
+    n: int | None = option(200, parse=count_or_all, min=1, help="base samples per trial (a number, or 'all')")
+    trials: int = option(3, min=1, help="trials (independent draws of base samples)")
+    seed: int = option(0, min=0, help="seed of the data split, of the fine-tune and its training sample, of the base samples "
                                "and of every random choice of the search")
+
+    def relations(self) -> list[tuple[str, str]]:
+        return one_text_option(self)

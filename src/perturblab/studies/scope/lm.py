@@ -113,6 +113,7 @@ class LMScopeConfig(SearchOptions, SynonymOptions):
     targets: list[str]
     capabilities: list[str] = field(default_factory=lambda: ["synonym", "typo"])
     corpus: str = "oanc"
+    corpus_split: str = "auto"  # how a corpus file is read (:data:`~perturblab.data.corpus.SPLITS`)
     n: int | None = 100  # base sentences per trial; None: the whole pool
     trials: int = 3
     seed: int = 0
@@ -200,7 +201,14 @@ class LMScopeStudy(Study):
         if self._pool is None:
             from ...data.corpus import load_corpus  # only when no sentences were given
             cfg = self.config
-            corpus = load_corpus(cfg.corpus).filter(cfg.min_sentence_words, cfg.max_sentence_words)
+            corpus = load_corpus(cfg.corpus, split=cfg.corpus_split).filter(
+                cfg.min_sentence_words, cfg.max_sentence_words)
+            if self.progress:  # one console line: how many base sentences were read, and how
+                import sys
+
+                from tqdm.auto import tqdm
+
+                tqdm.write(f"corpus {cfg.corpus}: {corpus.reading}", file=sys.stderr)
             self._pool = _texts(corpus.sentences, "sentences")
         return self._pool
 

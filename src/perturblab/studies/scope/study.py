@@ -34,7 +34,7 @@ from ...core.keys import content_key, examples_fingerprint, model_fingerprint
 from ...core.study import Phase, RunContext, Study, Task
 from ...data.examples import Dataset, Example
 from ...errors import InputError
-from ...executor import once_per_process
+from ...core.executor import once_per_process
 from ...measures.scope import (gap_iid_accuracy, hard_scope_terms, iid_agreement, ood_agreement,
                                reference_invariant, soft_scope_terms)
 from ...measures.quality import ONE_CLASS, classification_quality
@@ -172,9 +172,9 @@ class ScopeStudy(Study):
         the whole :class:`ScopeResult`).
 
         The searches (one work cell per chunk of ``chunk_size`` samples of a capability and
-        trial) run on ``executor`` (:mod:`perturblab.executor`): ``None`` or a local executor
+        trial) run on ``executor`` (:mod:`perturblab.core.executor`): ``None`` or a local executor
         runs them here one after the other (the reference is shared, so not in threads); a
-        :class:`~perturblab.executor.RayExecutor` runs them as Ray tasks. Fairness searches
+        :class:`~perturblab.core.executor.RayExecutor` runs them as Ray tasks. Fairness searches
         finish before the ``synonym*``/``typo*`` searches on their samples start. Scoring runs
         here, in a fixed order, whatever ran the searches."""
         ex = executor if executor is not None and executor.name != "local" else None

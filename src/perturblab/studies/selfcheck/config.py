@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from ...core.options import StudyArgs, count_or_all, option
+from ...core.options import count_or_all, option
+from ..args import Args
 from ...errors import InputError
 from ...models.base import fingerprint_of
 from ...perturb.selfcheck import NEGATION_RULES
@@ -46,6 +47,7 @@ class SelfCheckConfig:
     max_sentence_words: int | None = 64
     chunk: int = 128
     text_column: str = "text"
+    corpus_split: str = "auto"  # how a corpus file is read (:data:`~perturblab.data.corpus.SPLITS`)
     #: where negation puts "not": "paper" or "byod-code" (:class:`~perturblab.perturb.selfcheck.Negate`)
     negation_rule: str = "paper"
 
@@ -95,7 +97,7 @@ class SelfCheckConfig:
 
 
 @dataclass(kw_only=True)
-class SelfCheckArgs(StudyArgs):
+class SelfCheckArgs(Args):
     """The options of ``perturblab selfcheck`` and :func:`perturblab.selfcheck` (the one schema)."""
 
     models: str | None = option(required=True, role="language_model",
@@ -107,18 +109,24 @@ class SelfCheckArgs(StudyArgs):
     benign_corpus: str = option("oanc", data=True,
                                 help="corpus for the normalised negation score ('none' to leave it out)")
     text_column: str = option("text", help="text column of a JSONL/CSV/Parquet/HF corpus")
-    n: int = option(1000, help="examples per metric and setting")
-    seed: int = option(0, help="seed of the examples drawn from the corpus and of every random perturbation")
+    corpus_split: str = option(
+        "auto", choices=("auto", "lines", "paragraphs", "sentences"),
+        help="how a corpus file (--corpus, --benign-corpus) is cut into examples: 'lines' (one text per non-blank "
+             "line), 'paragraphs' (one text per blank-line-separated block), 'sentences' (running text split into "
+             "sentences) or 'auto' (sentences for running text: hard-wrapped lines, or blank-line-separated "
+             "paragraphs of several sentences; else lines); the packaged corpora are always read their own way")
+    n: int = option(1000, min=1, help="examples per metric and setting")
+    seed: int = option(0, min=0, help="seed of the examples drawn from the corpus and of every random perturbation")
     metrics: str = option(",".join(METRICS), help=f"comma-separated subset of {', '.join(METRICS)}")
     no_ablations: bool = option(False, flag=True, help="only the headline setting of each metric (much faster)")
-    max_new_tokens: int = option(32, help="generation length of the toxicity metric")
+    max_new_tokens: int = option(32, min=1, help="generation length of the toxicity metric")
     max_sentence_words: int | None = option(
-        64, parse=count_or_all, help="longest sentence drawn, in whitespace-separated words ('all': no limit); "
+        64, parse=count_or_all, min=1, help="longest sentence drawn, in whitespace-separated words ('all': no limit); "
                                      "applies to every metric but long-range context and to the benign corpus")
     negation_rule: str = option(
         "paper", choices=NEGATION_RULES,
         help="where negation puts 'not': 'paper' (first whole-word is/was/were, no negation anywhere; Sec. 4) or "
              "'byod-code' (the authors' released code: first ' is ', else ' was ', ' are ', ' were '; for "
              "comparisons with the published numbers)")
-    chunk: int = option(128, help="examples scored and stored together (smaller: less lost to a crash; the scores "
+    chunk: int = option(128, min=1, help="examples scored and stored together (smaller: less lost to a crash; the scores "
                                   "do not depend on it)")

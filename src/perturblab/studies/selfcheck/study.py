@@ -159,13 +159,23 @@ class SelfCheckStudy(Study):
         self.models = dict(models or {})
         self.check_capabilities()
         self.progress = progress
-        corpus = corpus if corpus is not None else load_corpus(config.corpus, text_column=config.text_column)
+        split, read = config.corpus_split, []
+        if corpus is None:
+            corpus = load_corpus(config.corpus, text_column=config.text_column, split=split)
+            read.append(f"corpus {config.corpus}: {corpus.reading}")
         if benign is None and config.benign_corpus and "negation" in config.metrics:
-            benign = load_corpus(config.benign_corpus, text_column=config.text_column)
+            benign = load_corpus(config.benign_corpus, text_column=config.text_column, split=split)
+            read.append(f"benign corpus {config.benign_corpus}: {benign.reading}")
             if config.benign_corpus == config.corpus:
                 log.warning("the benign corpus is the evaluated corpus (%s): the normalised negation score "
                             "uses other sentences of it, but the paper wants text without clear truth "
                             "values (e.g. fiction); pass another --benign-corpus", config.corpus)
+        if progress and read:  # one console line per corpus read: how many examples, and how
+            import sys
+
+            from tqdm.auto import tqdm
+
+            tqdm.write("\n".join(read), file=sys.stderr)
         self.examples = Examples(config, corpus, benign if config.benign_corpus else None)
         self.result: Any = None
 
@@ -262,9 +272,6 @@ class SelfCheckStudy(Study):
             self.result = run_study(self, self.out, progress=self.progress)
             self.result.save(self.out)
         return self.result.rows
-
-    def close(self) -> None:
-        """Nothing to release (kept for callers of the earlier interface)."""
 
 
 class _ModelScorer:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from ....core.options import TEXT_FIELDS_HELP, StudyArgs, csv_list, option
+from ....core.options import TEXT_FIELDS_HELP, csv_list, option
+from ...args import Args, capability_names
 from ....errors import InputError
 from ....models.base import POOLINGS, Pooling
 from ....models.finetune import FinetuneConfig
@@ -49,25 +50,25 @@ class FinetuningConfig:
 
 
 @dataclass(kw_only=True)
-class FinetuningArgs(StudyArgs):
+class FinetuningArgs(Args):
     """The options of ``perturblab finetuning`` and :func:`~.function.finetuning` (the one schema)."""
 
     base: str = option("minilm-l6", role="encoder", help="the pretrained encoder")
     finetuned: str | None = option(None, role="classifier",
                                    help="an existing fine-tuned copy of --base (directory or hub id); default: "
                                         "fine-tune one here")
-    n_train: int = option(3000, help="training examples: the probes' and those of the fine-tune made here")
-    n_eval: int = option(1000, help="evaluation examples: the comparison and the probes' accuracy")
-    k: int = option(20, help="STIR: random halves")
+    n_train: int = option(3000, min=1, help="training examples: the probes' and those of the fine-tune made here")
+    n_eval: int = option(1000, min=1, help="evaluation examples: the comparison and the probes' accuracy")
+    k: int = option(20, min=1, help="STIR: random halves")
     text_stir: bool = option(False, flag=True, help="also text-space STIR (synonym search on the pretrained model)")
-    capability: str = option("synonym", help="capability whose search makes the counterparts of the text-space "
+    capability: str = option("synonym", check=capability_names, help="capability whose search makes the counterparts of the text-space "
                                              "STIR (with --text-stir; see `perturblab capabilities`)")
-    probe_c: float = option(0.01, help=PROBE_C_HELP)
-    epochs: int = option(2, help="fine-tuning epochs")
-    max_seconds: float | None = option(900.0, help=MAX_SECONDS_HELP)
-    lr: float = option(5e-5, help="fine-tuning learning rate")
+    probe_c: float = option(0.01, above=0, help=PROBE_C_HELP)
+    epochs: int = option(2, min=1, help="fine-tuning epochs")
+    max_seconds: float | None = option(900.0, above=0, help=MAX_SECONDS_HELP)
+    lr: float = option(5e-5, above=0, help="fine-tuning learning rate")
     data: str = option("rotten_tomatoes", data=True, help=DATA_HELP)
-    seed: int = option(0, help="seed of the data sample, the fine-tune made here, the probes and STIR")
+    seed: int = option(0, min=0, help="seed of the data sample, the fine-tune made here, the probes and STIR")
     pooling: str = option("mean", choices=POOLINGS, help=POOLING_HELP)
     text_fields: list[str] = option([], parse=csv_list, metavar="A[,B]", help=TEXT_FIELDS_HELP)
     label_column: str | None = option(None, help=LABEL_COLUMN_HELP)

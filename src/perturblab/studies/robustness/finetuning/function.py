@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import tempfile
-from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, Sequence
 
-from ....core.driver import run_study
+from ....core.entry import run, study_function
 from ....data.examples import Dataset
 from ....models.finetune import FinetuneConfig
 from ..layer_probes.function import as_list, data_splits, model_name
@@ -16,6 +14,7 @@ from .result import FinetuningResult
 from .study import FinetuningStudy
 
 
+@study_function("perturblab.studies.robustness.finetuning.config:FinetuningArgs")
 def finetuning(base: Any = "minilm-l6", *, finetuned: Any = None,
                data: "str | Dataset | tuple[Dataset, Dataset]" = "rotten_tomatoes", n_train: int = 3000,
                n_eval: int = 1000, k: int = 20, text_stir: bool = False, probe_c: float = 0.01, epochs: int = 2,
@@ -66,8 +65,6 @@ def finetuning(base: Any = "minilm-l6", *, finetuned: Any = None,
     study = FinetuningStudy(cfg, pre=None if isinstance(base, str) else base,
                             ft=None if finetuned is None or isinstance(finetuned, str) else finetuned,
                             splits=splits, progress=not quiet)
-    with ExitStack() as stack:
-        where = Path(out) if out is not None else Path(stack.enter_context(tempfile.TemporaryDirectory()))
-        result = run_study(study, where, progress=not quiet)
+    result = run(study, out, quiet=quiet)
     assert isinstance(result, FinetuningResult)
     return result

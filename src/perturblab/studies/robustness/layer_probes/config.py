@@ -5,13 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Sequence
 
-from ....core.options import TEXT_FIELDS_HELP, StudyArgs, csv_list, option
+from ....core.options import TEXT_FIELDS_HELP, csv_list, option
+from ....perturb.catalogue import ROBUSTNESS_EIGHT
+from ...args import Args, known_perturbations
 from ....errors import InputError
 from ....models.base import POOLINGS, Pooling
 
 # the robustness paper's eight (Sec. 3.2)
-DEFAULT_PERTURBATIONS = ("drop_nouns", "drop_verbs", "drop_first", "drop_last", "swap_words", "change_char",
-                         "add_text", "gender_swap")
+DEFAULT_PERTURBATIONS = ROBUSTNESS_EIGHT
 PERTURB_FIELDS = ("a", "b", "both")
 
 #: the help of ``--data`` of the representation studies (similarity, finetuning, layer-probes, grounding)
@@ -68,7 +69,7 @@ class LayerProbeConfig:
 
 
 @dataclass(kw_only=True)
-class LayerProbesArgs(StudyArgs):
+class LayerProbesArgs(Args):
     """The options of ``perturblab layer-probes`` and :func:`~.function.layer_probes` (the one schema)."""
 
     python_only: ClassVar[tuple[str, ...]] = ("perturbation_params",)
@@ -76,15 +77,15 @@ class LayerProbesArgs(StudyArgs):
     model: str = option("minilm-l6", role="encoder",
                         help="the encoder: a preset (see `perturblab models`), a local directory or a hub id")
     perturbations: str = option(",".join(DEFAULT_PERTURBATIONS),
-                                help="comma list of catalogue perturbations (default: the robustness paper's eight)")
-    n_train: int = option(2000, help="training examples of the probes (clean inputs)")
-    n_eval: int = option(1000, help="evaluation examples, scored clean and perturbed")
-    top: int = option(3, help="most affected layers reported per perturbation")
+                                check=known_perturbations, help="comma list of catalogue perturbations (default: the robustness paper's eight)")
+    n_train: int = option(2000, min=1, help="training examples of the probes (clean inputs)")
+    n_eval: int = option(1000, min=1, help="evaluation examples, scored clean and perturbed")
+    top: int = option(3, min=1, help="most affected layers reported per perturbation")
     perturb_field: str = option("both", choices=PERTURB_FIELDS,
                                 help="for text-pair data: perturb the first text, the second or both (default)")
-    probe_c: float = option(0.01, help=PROBE_C_HELP)
+    probe_c: float = option(0.01, above=0, help=PROBE_C_HELP)
     data: str = option("rotten_tomatoes", data=True, help=DATA_HELP)
-    seed: int = option(0, help="seed of the data sample, the probes and the perturbations")
+    seed: int = option(0, min=0, help="seed of the data sample, the probes and the perturbations")
     pooling: str = option("mean", choices=POOLINGS, help=POOLING_HELP)
     text_fields: list[str] = option([], parse=csv_list, metavar="A[,B]", help=TEXT_FIELDS_HELP)
     label_column: str | None = option(None, help=LABEL_COLUMN_HELP)

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import tempfile
-from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from ....core.driver import run_study
+from ....core.entry import run, study_function
 from ....data.examples import Dataset
 from ....errors import InputError
 from .config import DEFAULT_PERTURBATIONS, LayerProbeConfig
@@ -16,9 +14,12 @@ from .study import LayerProbeStudy
 
 
 def as_list(value: str | Sequence[str]) -> list[str]:
-    """A comma-separated string or a list of names, as a list."""
+    """A comma-separated string (commas inside a spec's ``[...]`` belong to it) or a list of
+    names, as a list."""
     if isinstance(value, str):
-        return [x.strip() for x in value.split(",") if x.strip()]
+        from ....core.options import csv_list
+
+        return csv_list(value)
     return [str(x) for x in value]
 
 
@@ -49,6 +50,7 @@ def data_splits(data: "str | Dataset | tuple[Dataset, Dataset]", n_train: int, n
     return str(data), None
 
 
+@study_function("perturblab.studies.robustness.layer_probes.config:LayerProbesArgs")
 def layer_probes(model: Any = "minilm-l6", *, perturbations: str | Sequence[str] = DEFAULT_PERTURBATIONS,
                  data: "str | Dataset | tuple[Dataset, Dataset]" = "rotten_tomatoes", n_train: int = 2000,
                  n_eval: int = 1000, top: int = 3, perturb_field: str = "both", probe_c: float = 0.01, seed: int = 0,
@@ -91,8 +93,6 @@ def layer_probes(model: Any = "minilm-l6", *, perturbations: str | Sequence[str]
                            text_fields=as_list(text_fields), label_column=label_column, perturb_field=perturb_field)
     study = LayerProbeStudy(cfg, encoder=None if isinstance(model, str) else model, splits=splits,
                             progress=not quiet)
-    with ExitStack() as stack:
-        where = Path(out) if out is not None else Path(stack.enter_context(tempfile.TemporaryDirectory()))
-        result = run_study(study, where, progress=not quiet)
+    result = run(study, out, quiet=quiet)
     assert isinstance(result, LayerProbeResult)
     return result

@@ -28,7 +28,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Protocol, Sequence
 
-from .errors import InputError
+from ..errors import InputError
 
 log = logging.getLogger(__name__)
 EXECUTORS = ("local", "ray")
@@ -126,12 +126,24 @@ def once_per_process(key: tuple, make: Callable[[], Any], *, fingerprint: str | 
         return obj
 
 
-def _run_cell(fn: Callable[[], Any], num_cpus: float, models: dict[str, Any]) -> Any:
-    """Body of a Ray task: the driver's named models are defined, torch gets the cell's CPUs as
-    intra-op threads."""
-    from .models import named
+#: what a worker process must share with the driver before it runs a cell (e.g. the models defined
+#: by name): ``(snapshot, restore)`` pairs, registered by the modules that hold such state
+_WORKER_STATE: list[tuple[Callable[[], Any], Callable[[Any], None]]] = []
 
-    named.restore(models)
+
+def share_with_workers(snapshot: Callable[[], Any], restore: Callable[[Any], None]) -> None:
+    """Register state a worker process needs: ``snapshot()`` is taken in the driver when cells are
+    sent, ``restore(state)`` runs in the worker before each cell. The executor knows nothing of
+    what the state is (it is registered by the module that owns it)."""
+    if (snapshot, restore) not in _WORKER_STATE:
+        _WORKER_STATE.append((snapshot, restore))
+
+
+def _run_cell(fn: Callable[[], Any], num_cpus: float, state: list[tuple[Callable[[Any], None], Any]]) -> Any:
+    """Body of a Ray task: the driver's shared state is restored (:func:`share_with_workers`),
+    torch gets the cell's CPUs as intra-op threads."""
+    for restore, value in state:
+        restore(value)
     try:
         import torch
 
@@ -177,6 +189,10 @@ class RayExecutor:
                              "or drop it to start a local instance") from e
         self._started = True
 
+    def start(self) -> None:
+        """Start or join Ray now (otherwise at the first cells)."""
+        self._init()
+
     def shutdown(self) -> None:
         """Stop the local Ray instance this executor started (a joined cluster is left running)."""
         import ray
@@ -192,9 +208,7 @@ class RayExecutor:
         import ray
 
         self._init()
-        from .models import named
-
-        remote, models = ray.remote(_run_cell), named.snapshot()
+        remote, models = ray.remote(_run_cell), [(restore, snapshot()) for snapshot, restore in _WORKER_STATE]
         limit = self.max_in_flight or max(1, len(cells))
         pending: dict[Any, Cell] = {}
         todo = list(cells)

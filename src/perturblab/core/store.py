@@ -28,8 +28,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
-from .core.files import dumps_json
-from .errors import InputError
+from .files import dumps_json
+from ..errors import InputError
 
 _SQL_CHUNK = 500
 

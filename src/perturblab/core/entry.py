@@ -1,0 +1,145 @@
+"""The one entry of every study: its values checked once, then run in a workspace, then saved.
+
+Three ways start a study — its command, an entry of a study config (``perturblab run``) and its
+Python function (``pl.<study>``) — and they share this module, so they cannot disagree:
+
+* :func:`study_function` makes a study's Python function from its options class
+  (:class:`~.options.StudyArgs`): every call's plain values are checked by
+  :meth:`~.options.StudyArgs.check` before the body runs (nothing locked, loaded or written);
+* :func:`run` is the body's last step: it owns the temporary directory (``out=None``), the
+  executor's lifetime (made from its name, shut down afterwards) and hands the study to the
+  driver (:func:`~.driver.run_study`: lock, store, resume, progress, faults);
+* :func:`run_saved` is what the command and the config runner do: check the options, hold the
+  output directory's lock, record the faults of API models, call the function and save its
+  files all or nothing (:func:`~.files.all_or_nothing`).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import sys
+import tempfile
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Iterator, TypeVar
+
+from ..errors import InputError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .options import StudyArgs
+    from .study import Study, StudyResult
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def study_function(args: "type[StudyArgs] | str") -> Callable[[F], F]:
+    """Decorate a study's Python function: a call's plain values (those a command line could give)
+    are read and checked by ``args`` (:meth:`~.options.StudyArgs.from_python` then
+    :meth:`~.options.StudyArgs.check`) before the function runs; model objects, data sets and
+    Python-only keywords are the function's to check. ``args`` may be given as ``module:Class``
+    (imported at the first call). ``fn.__wrapped__`` is the unchecked body (for callers that
+    checked already).
+
+    Example::
+
+        >>> from dataclasses import dataclass
+        >>> from perturblab.core.options import StudyArgs, option
+        >>> @dataclass(kw_only=True)
+        ... class ToyArgs(StudyArgs):
+        ...     n_boot: int = option(1000, min=1, help="bootstrap resamples")
+        >>> @study_function(ToyArgs)
+        ... def toy(*, n_boot=1000, out=None, quiet=False):
+        ...     return n_boot
+        >>> toy(n_boot=5)
+        5
+        >>> toy(n_boot=0)
+        Traceback (most recent call last):
+        ...
+        perturblab.errors.InputError: --n-boot: must be at least 1, got 0
+    """
+
+    def decorate(fn: F) -> F:
+        signature = inspect.signature(fn)
+
+        @functools.wraps(fn)
+        def checked(*a: Any, **kw: Any) -> Any:
+            bound = signature.bind(*a, **kw)
+            options_class(args).from_python(bound.arguments).check()
+            return fn(*a, **kw)
+
+        return checked  # type: ignore[return-value]
+
+    return decorate
+
+
+def options_class(args: "type[StudyArgs] | str") -> "type[StudyArgs]":
+    """The options class itself, or the one ``module:Class`` names."""
+    if not isinstance(args, str):
+        return args
+    import importlib
+
+    module, _, name = args.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+@contextmanager
+def workspace(out: str | Path | None, executor: Any = "local", *, address: str | None = None,
+              num_cpus: int | None = None, workers: int = 1) -> Iterator[tuple[Path, Any]]:
+    """The output directory (a temporary one, removed afterwards, when ``out`` is None) and the
+    executor: one given as an object is used as it is; one named (``local``, ``threads``, ``ray``)
+    is made here and shut down when the block ends, also when it fails."""
+    if out is not None and not str(out).strip():
+        raise InputError("--out is empty; give an output directory (it is created if missing)")
+    with ExitStack() as stack:
+        where = Path(out) if out is not None else Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        ex = executor
+        if isinstance(executor, str) or executor is None:
+            from .executor import make_executor
+
+            ex = make_executor(executor or "local", workers=workers, address=address, num_cpus=num_cpus)
+            if hasattr(ex, "shutdown"):
+                stack.callback(ex.shutdown)
+            if address and hasattr(ex, "start"):
+                ex.start()  # an unreachable cluster is refused before any model loads or file is written
+        yield where, ex
+
+
+def run(study: "Study", out: str | Path | None = None, *, executor: Any = "local", address: str | None = None,
+        num_cpus: int | None = None, workers: int = 1, quiet: bool = False) -> "StudyResult":
+    """Run (or resume) ``study`` in :func:`workspace` ``out`` on ``executor``; returns its result
+    (the caller saves its files)."""
+    from .driver import run_study
+
+    with workspace(out, executor, address=address, num_cpus=num_cpus, workers=workers) as (where, ex):
+        return run_study(study, where, executor=ex, progress=not quiet)
+
+
+def run_saved(function: Callable[..., "StudyResult"], options: "StudyArgs", *, out: str | Path,
+              what: str, executor: Any = None, prefix: str = "") -> tuple["StudyResult", list[Path]]:
+    """Check ``options``, then, under ``out``'s lock and with the faults of API models recorded,
+    call the study ``function`` (its unchecked body) with them and save the result's files all or
+    nothing; returns the result and the paths written. ``executor`` (an object) replaces the
+    options' named one where the function takes one. One line on stderr counts the faults of API
+    models (``prefix`` first), also when the study failed."""
+    from .faults import FAULTS_FILE, FaultRecorder
+    from .files import all_or_nothing
+    from .lock import output_lock
+
+    options.check()
+    if not str(out).strip():
+        raise InputError("--out is empty; give an output directory (it is created if missing)")
+    out = Path(out)
+    body = getattr(function, "__wrapped__", function)
+    kwargs = {**options.kwargs(), "out": out}
+    if executor is not None and "executor" in inspect.signature(body).parameters:
+        kwargs["executor"] = executor
+    with output_lock(out, what=what), FaultRecorder() as faults:
+        try:
+            result = body(**kwargs)
+            with all_or_nothing():  # a failed save changes no output file
+                paths = result.save(out)
+        finally:
+            if faults.used:
+                print(prefix + faults.line(str(out / FAULTS_FILE)), file=sys.stderr)
+    return result, list(paths or [])

@@ -1,0 +1,164 @@
+"""The base of every study's options: :class:`Args`, the one schema
+(:class:`~perturblab.core.options.StudyArgs`) plus what its model and data options mean.
+
+:class:`~perturblab.core.options.StudyArgs` checks each option's declared rules (bounds, choices,
+``check=``); :class:`Args` adds the checks that need the rest of the package, all without loading
+a model:
+
+* an option with a ``role`` names models: every comma-separated spec must be one the resolver can
+  load (a preset of that role, an existing file or directory, a hub id, an ``api:`` spec);
+* an option with ``data`` names a data set or corpus: a registered name, a ``PREFIX:...`` spec,
+  ``none`` for an optional corpus, or an existing file, which is read the way the study reads it
+  (its columns, labels and rows), so a misspelt column or an empty file is found before any work.
+
+The value checks shared by several studies (capability and perturbation names, probability grids)
+are here too, for their options' ``check=``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..core.options import Opt, StudyArgs, csv_list
+from ..errors import InputError
+
+_CORPUS_FIELDS = ("corpus", "benign_corpus")
+
+
+@dataclass(kw_only=True)
+class Args(StudyArgs):
+    """A study's options (see the module docstring)."""
+
+    def field_problem(self, name: str, opt: Opt, value: Any) -> str | None:
+        message = super().field_problem(name, opt, value)
+        if message:
+            return message
+        if opt.role is not None:
+            given = items(value)
+            twice = next((x for i, x in enumerate(given) if x in given[:i]), None)
+            if twice is not None:
+                return (f"gives {twice!r} twice; give each model once (NAME=SOURCE gives a second copy its own "
+                        "name)")
+            for item in given:
+                check_model_spec(item, opt.role)
+        if opt.data and isinstance(value, str):
+            check_data(name, value, {f.name: getattr(self, f.name) for f, _ in self.fields()})
+        return None
+
+
+def soft_decay(args: Any) -> list[tuple[str, str]]:
+    """Soft-SCoPE's decay (Eq. 3): full weight up to ``tolerance``, zero from ``cutoff``, so the
+    cutoff must lie above the tolerance (each defaults to the paper's value when not given)."""
+    from ..measures.scope import DEFAULT_CUTOFF, DEFAULT_TOLERANCE
+
+    tolerance = DEFAULT_TOLERANCE if args.tolerance is None else args.tolerance
+    cutoff = DEFAULT_CUTOFF if args.cutoff is None else args.cutoff
+    if cutoff <= tolerance:
+        return [("cutoff", f"must be above --tolerance ({tolerance:g}), got {cutoff:g}; Soft-SCoPE gives full weight "
+                           "up to the tolerance and none from the cutoff")]
+    return []
+
+
+def one_text_option(args: Any) -> list[tuple[str, str]]:
+    """``--text-fields`` replaces ``--text-column``: not both."""
+    if getattr(args, "text_column", None) and getattr(args, "text_fields", None):
+        return [("text_fields", f"replaces --text-column; give one of them (got --text-fields "
+                                f"{','.join(args.text_fields)} and --text-column {args.text_column})")]
+    return []
+
+
+def items(value: Any) -> list[str]:
+    """A comma list (brackets respected, :func:`~perturblab.core.options.csv_list`) or a list, as
+    a list of strings."""
+    return csv_list(value) if isinstance(value, str) else [str(v) for v in value]
+
+
+def check_model_spec(spec: str, role: str) -> None:
+    """Refuse a model spec that cannot name a model of ``role`` (loads nothing)."""
+    from ..models import resolve
+
+    check = getattr(resolve, "check_spec", None)
+    if check is not None:
+        check(spec, role)
+    else:
+        resolve.ModelSpec.parse(spec)
+
+
+def nonempty(value: Any) -> None:
+    """A comma list with at least one item."""
+    if not items(value):
+        raise InputError("give at least one name")
+
+
+def capability_names(value: Any) -> None:
+    """Known capability names (``synonym*`` is ``synonym`` on the fairness samples)."""
+    from ..perturb.capabilities import CAPABILITIES
+
+    names = items(value)
+    if not names:
+        raise InputError(f"give at least one capability; known: {', '.join(CAPABILITIES.names())}")
+    for c in names:
+        if c.rstrip("*") not in CAPABILITIES:
+            CAPABILITIES.get(c)  # an UnknownNameError listing the known capabilities
+
+
+def known_perturbations(value: Any) -> None:
+    """Registered perturbation names (or ``all`` / ``robustness`` / ``every``), at least one."""
+    from ..perturb.catalogue import get_perturbation, perturbation_names
+
+    names = perturbation_names(value)
+    if not names:
+        raise InputError("give at least one perturbation (a name, or all / robustness / every)")
+    for p in names:
+        get_perturbation(p)
+
+
+def probability_grid(value: Any) -> None:
+    """At least two increasing probabilities (the learnability grid)."""
+    from ..measures.learnability import check_grid
+
+    check_grid(list(value), "the grid")
+
+
+def check_data(name: str, value: str, values: dict[str, Any]) -> None:
+    """A data set or corpus option: a registered name, a ``PREFIX:...`` spec, ``none`` (an optional
+    corpus), or an existing file read the way the study reads it (``values``: the study's other
+    options, for the columns)."""
+    from ..data.corpus import CORPORA, TEXT_SUFFIXES, load_corpus
+    from ..data.loaders import DATASETS
+
+    text = value.strip()
+    if text in DATASETS or text in CORPORA or ":" in text or (name == "benign_corpus" and text.lower() == "none"):
+        return
+    if not text:
+        raise InputError("is empty; give a data set name or a data file")
+    path = Path(text).expanduser()
+    if not path.exists():
+        known = sorted(set(DATASETS.names()) | set(CORPORA.names()))
+        raise InputError(f"{text!r} is neither an existing file nor a registered data set or corpus "
+                         f"({', '.join(known)}); check the path or the spelling")
+    if path.is_dir():
+        raise InputError(f"{text!r} is a directory; give a data file (CSV, TSV, JSONL, JSON, Parquet or .txt)")
+    if name in _CORPUS_FIELDS or path.suffix.lower() in TEXT_SUFFIXES:
+        load_corpus(path, text_column=values.get("text_column") or "text", split=values.get("corpus_split") or "auto")
+        return
+    if "label_column" not in values:  # a study whose data files have columns of their own (generation)
+        return
+    from .inputs import load_study_data
+
+    fields = list(values.get("text_fields") or [])
+    if not fields and values.get("text_column"):
+        fields = [values["text_column"]]
+    load_study_data(str(path), text_fields=fields, label_column=values.get("label_column"), task=values.get("task"))
+
+
+def fraction_list(value: Any) -> None:
+    """Comma-separated fractions in [0, 1] (checkpoints of a fine-tune)."""
+    try:
+        xs = [float(x) for x in items(value)]
+    except ValueError:
+        raise InputError(f"takes comma-separated numbers in [0, 1], e.g. 0,0.5,1; got {value!r}") from None
+    if not xs or any(not 0 <= x <= 1 for x in xs):
+        raise InputError(f"takes comma-separated numbers in [0, 1], e.g. 0,0.5,1; got {value!r}")

@@ -1,0 +1,60 @@
+"""The public function of the similarity study, named like its command.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Sequence
+
+from ...core.entry import run, study_function
+from ...errors import InputError
+from ..models import names_of
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .similarity import SimilarityResult
+
+
+@study_function("perturblab.studies.grounding.config:SimilarityArgs")
+def similarity(a: Any, b: Any, *, data: str = "rotten_tomatoes", text_column: str | None = None,
+               text_fields: str | Sequence[str] = (), n: int = 2000, seed: int = 0,
+               measures: str | Sequence[str] = "cka,pwcca,procrustes", pooling: str = "mean",
+               pooling_b: str | None = None, chunk_size: int = 1000, out: str | Path | None = None,
+               quiet: bool = False) -> "SimilarityResult":
+    """Layer × layer representation similarity of two models on the same inputs (the
+    ``similarity`` command): CKA, CCA, PWCCA, Procrustes … for every pair of layers.
+
+    ``a`` and ``b`` are encoder specs (encoder or language-model presets, ``.gguf`` files,
+    directories, hub ids) or :class:`~perturblab.models.base.Encoder` objects; ``data`` a data set,
+    file or corpus (``text_column`` / ``text_fields`` name a file's text column(s)).
+
+    Example (a tiny encoder against itself: linear CKA 1 on the same layer)::
+
+        >>> import numpy as np, perturblab as pl
+        >>> class Words:  # an encoder of its own: two layers from word counts
+        ...     fingerprint, num_layers, name = "doctest-words-v3", 1, "words"
+        ...     def hidden_states(self, inputs, pooling="mean"):
+        ...         x = np.array([[t.count(w) for w in ("a", "e", "o", " ")] for t in inputs], float)
+        ...         return [x, np.sqrt(x) + x ** 2]
+        >>> texts = [f"text number {i} says {'a' * (i % 5)} and {'o' * (i % 3)}" for i in range(40)]
+        >>> import tempfile, pathlib
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "t.txt"
+        >>> _ = path.write_text("\\n\\n".join(texts))
+        >>> res = pl.similarity(Words(), Words(), data=str(path), n=30, measures="cka", quiet=True)
+        >>> [round(r["value"], 6) for r in res.rows if r["layer_a"] == r["layer_b"]]
+        [1.0, 1.0]
+    """
+    from ...studies.grounding.similarity import SimilarityConfig, SimilarityStudy
+
+    fields = names_of(text_fields) if text_fields else ([text_column] if text_column else [])
+    if text_column and text_fields:
+        raise InputError("--text-fields replaces --text-column; give one of them")
+    encoders, names = {}, []
+    for role, m in (("a", a), ("b", b)):
+        name = m if isinstance(m, str) else str(getattr(m, "name", "") or role)
+        if not isinstance(m, str):
+            name = name if name not in names else f"{name}-{role}"
+            encoders[name] = m
+        names.append(name)
+    cfg = SimilarityConfig(a=names[0], b=names[1], data=data, n=n, seed=seed, measures=names_of(measures),
+                           pooling=pooling, pooling_b=pooling_b, chunk_size=chunk_size, text_fields=fields)
+    return run(SimilarityStudy(cfg, encoders=encoders, progress=not quiet), out, quiet=quiet)

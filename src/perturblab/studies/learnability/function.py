@@ -1,0 +1,69 @@
+"""The public function of the learnability study, named like its command.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
+from ...core.entry import run, study_function
+from ...errors import InputError
+from ...perturb.catalogue import perturbation_names
+from ..models import names_of, renamed
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .study import LearnabilityResult
+
+
+@study_function("perturblab.studies.learnability.config:LearnabilityArgs")
+def learnability(models: Any = ("tfidf-lr", "textrnn"), *, perturbations: str | Sequence[str] = "all",
+                 data: str = "rotten_tomatoes", text_fields: str | Sequence[str] = (), label_column: str | None = None,
+                 perturb_field: str = "both", trials: int = 3, n_train: int = 2000,
+                 n_eval: int = 500, ps: Sequence[float] | None = None, workers: int = 2,
+                 trainers: Mapping[str, Any] | None = None, out: str | Path | None = None, quiet: bool = False,
+                 executor: Any = "local", address: str | None = None, num_cpus: int | None = None,
+                 seeds: int | None = None, n_test: int | None = None) -> "LearnabilityResult":
+    """Perturbation learnability, robustness and post-augmentation gain (learnability paper,
+    Tables 2-3; the ``learnability`` command).
+
+    ``models`` are trainable model names (``tfidf-lr``, ``textrnn``, ``minilm-probe``,
+    ``hf-finetune``), or names given a ``fit(texts, labels, seed)`` function in ``trainers``;
+    ``perturbations`` a list or ``all`` (the paper's eight) / ``robustness`` / ``every``; ``ps`` the
+    perturbation probabilities (default: the paper's grid); ``trials`` training seeds;
+    ``n_eval`` evaluation examples. ``workers`` models train at once in threads.
+    ``out`` keeps the results store (``None``: a temporary directory). ``seeds`` and ``n_test``
+    are the old names of ``trials`` and ``n_eval``.
+
+    Example (a trainer of your own: a bag-of-words logistic regression)::
+
+        >>> import numpy as np, perturblab as pl, pathlib, tempfile
+        >>> from perturblab.models.sklearn_backend import SklearnClassifier
+        >>> from sklearn.feature_extraction.text import CountVectorizer
+        >>> from sklearn.linear_model import LogisticRegression
+        >>> from sklearn.pipeline import make_pipeline
+        >>> def fit(texts, labels, seed):
+        ...     pipe = make_pipeline(CountVectorizer(), LogisticRegression()).fit(texts, labels)
+        ...     return SklearnClassifier(pipe, labels=["0", "1"])
+        >>> rng = np.random.default_rng(0)
+        >>> words = "good bad film plot actor scene music story".split()
+        >>> lines = ["text,label"] + [" ".join(rng.choice(words, 6)) + f",{i % 2}" for i in range(80)]
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "d.csv"
+        >>> _ = path.write_text("\\n".join(lines) + "\\n")
+        >>> res = pl.learnability(["bow"], trainers={"bow": fit}, perturbations="leet_letters", data=str(path),
+        ...                       trials=1, n_train=40, n_eval=20, ps=[0.1, 1.0], workers=1, quiet=True)
+        >>> sorted({r["metric"] for r in res.rows})[:3]
+        ['acc_augmented', 'acc_clean', 'acc_perturbed']
+    """
+    from ...measures.learnability import LEARNABILITY_GRID
+    from ...studies.learnability.study import LearnabilityConfig, LearnabilityStudy
+
+    if not isinstance(workers, int) or workers < 1:
+        raise InputError(f"workers must be a positive integer, got {workers!r}")
+    trials = renamed(trials, seeds, 3, "trials", "seeds")
+    n_eval = renamed(n_eval, n_test, 500, "n_eval", "n_test")
+    cfg = LearnabilityConfig(models=names_of(models), perturbations=perturbation_names(perturbations), data=data,
+                             n_train=n_train, n_test=n_eval, seeds=trials, ps=list(ps) if ps else LEARNABILITY_GRID,
+                             text_fields=names_of(text_fields) if text_fields else (), label_column=label_column,
+                             perturb_field=perturb_field)
+    return run(LearnabilityStudy(cfg, trainers=dict(trainers or {})), out, executor=executor, address=address,
+               num_cpus=num_cpus, workers=workers, quiet=quiet)

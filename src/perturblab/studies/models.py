@@ -1,0 +1,137 @@
+"""The models and data a study function is given: comma lists or lists of specs and objects,
+turned into display names, ready objects and specs (one function for every study)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Sequence
+
+from ..errors import InputError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..data.examples import Dataset
+
+
+def names_of(value: str | Sequence[Any] | Any) -> list[Any]:
+    """A comma-separated string (commas inside a spec's ``[...]`` options belong to it) or a list
+    of specs / model objects, as a list."""
+    if isinstance(value, str):
+        from ..core.options import csv_list
+
+        return csv_list(value)
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    return [value]
+
+
+def model_table(models: Sequence[Any], role: str) -> tuple[list[str], dict[str, Any], dict[str, str]]:
+    """Display names for ``models`` (a spec's ``NAME=``, else its source; an object's ``name``
+    attribute, else ``<role><i>``), the ready objects by name and the specs by name."""
+    from ..models.resolve import ModelSpec
+
+    names, given, specs = [], {}, {}
+    for i, m in enumerate(models):
+        if isinstance(m, str):
+            ms = ModelSpec.parse(m)
+            if specs.get(ms.name, m) != m or ms.name in given:
+                raise InputError(f"two different {role}s are named {ms.name!r}; give one another name (NAME=SOURCE)")
+            names.append(ms.name)
+            specs[ms.name] = m
+            continue
+        if not hasattr(m, "fingerprint"):
+            raise InputError(f"{role} {i} is a {type(m).__name__}; give a model spec (a preset name, a directory "
+                             "or a hub id) or a model object with a fingerprint (perturblab.models)")
+        name = str(getattr(m, "name", "") or f"{role}{i}")
+        if given.get(name, m) is not m or name in specs:
+            raise InputError(f"two different {role}s are named {name!r}; give one another name attribute")
+        names.append(name)
+        given[name] = m
+    return names, given, specs
+
+
+def models_of(reference: Any, targets: Any) -> tuple[str, list[str], dict[str, Any], dict[str, str]]:
+    """The reference's and targets' display names, ready objects and specs; one name may not
+    stand for two different models."""
+    ref_names, given, specs = model_table(names_of(reference)[:1] if isinstance(reference, str) else [reference],
+                                           "reference")
+    tgt_names, given_t, specs_t = model_table(names_of(targets), "target")
+    seen: dict[str, Any] = {}
+    for table in (given, specs, given_t, specs_t):
+        for name, model in table.items():
+            if name in seen and seen[name] is not model and seen[name] != model:
+                raise InputError(f"two different models are named {name!r}; give one of them another name "
+                                 "(NAME=SOURCE for a spec, the name attribute of an object)")
+            seen[name] = model
+    return ref_names[0], tgt_names, {**given, **given_t}, {**specs, **specs_t}
+
+
+def search_splits(data: "str | Dataset | tuple[Dataset, Dataset]", *, text_column: str | None,
+            text_fields: Sequence[str] | str, label_column: str | None, perturb_field: str, seed: int,
+            test_size: float) -> "tuple[Dataset, Dataset]":
+    from ..data.examples import Dataset
+    from ..data.loaders import train_test_split
+    from .inputs import load_study_data
+
+    if isinstance(data, tuple) and len(data) == 2 and all(isinstance(d, Dataset) for d in data):
+        ds, splits = data[1], data
+    else:
+        fields = names_of(text_fields) if text_fields else []
+        if text_column and fields:
+            raise InputError("--text-fields takes one or two column names (A or A,B) and replaces --text-column; "
+                             f"got --text-fields {','.join(fields)} and --text-column {text_column}")
+        if isinstance(data, Dataset):
+            ds = data
+        else:
+            ds = load_study_data(str(data), text_fields=fields or ([text_column] if text_column else []),
+                                 label_column=label_column)
+        splits = None
+    if perturb_field in ("b", "both") and not ds.is_pair:
+        raise InputError(f"--perturb-field {perturb_field} needs the two texts of a pair, but the data have one "
+                         "text field; name two columns with --text-fields A,B or use --perturb-field a")
+    return splits or train_test_split(ds, test_size=test_size, seed=seed)
+
+
+def renamed(value: Any, old_value: Any, default: Any, name: str, old: str) -> Any:
+    """An option given by its name or by its old name (``old_value`` not None); both, with other
+    values, is an error."""
+    if old_value is None:
+        return value
+    if value != default and value != old_value:
+        raise InputError(f"{name}={value!r} and its old name {old}={old_value!r} disagree; give {name} only")
+    return old_value
+
+
+def model_list(models: Any, *, option: str = "--models", prefix: str = "model", what: str = "model",
+               needs: Sequence[str] = ()) -> tuple[list[str], dict[str, Any]]:
+    """The models of a study that takes a list of them (``--models``): each spec as given (the
+    study resolves it) or each object by its ``name`` (``<prefix><i>`` when it has none), and the
+    ready objects by name. An object without a ``fingerprint`` (or without a method of ``needs``)
+    is refused, and so is a model given twice: the same spec twice would be computed once and
+    shown once, which is never what a comparison meant (give one copy another name, NAME=SOURCE).
+
+    Example::
+
+        >>> model_list("tfidf-lr,r3=minilm-l3")
+        (['tfidf-lr', 'r3=minilm-l3'], {})
+        >>> model_list("tfidf-lr,tfidf-lr")
+        Traceback (most recent call last):
+        ...
+        perturblab.errors.InputError: --models gives 'tfidf-lr' twice; give each model once (NAME=SOURCE gives a second copy its own name)
+    """
+    items: list[str] = []
+    given: dict[str, Any] = {}
+    for i, m in enumerate(names_of(models)):
+        if isinstance(m, str):
+            name = m
+        else:
+            missing = [x for x in needs if not callable(getattr(m, x, None))]
+            if not isinstance(getattr(m, "fingerprint", None), str) or missing:
+                has = "a `fingerprint` string" + "".join(f" and {x}()" for x in needs)
+                raise InputError(f"{option}: item {i} ({type(m).__name__}) is not a {what}: give a spec (a preset "
+                                 f"name, a directory or a hub id) or an object with {has}")
+            name = str(getattr(m, "name", "") or f"{prefix}{i}")
+            given[name] = m
+        if name in items:
+            raise InputError(f"{option} gives {name!r} twice; give each model once (NAME=SOURCE gives a second copy "
+                             "its own name)")
+        items.append(name)
+    return items, given

@@ -1,0 +1,233 @@
+"""The public functions of the SCoPE studies, named like their commands: ``scope``, ``scope-lm``
+and ``checkpoints``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
+from ...core.driver import run_study
+from ...core.entry import study_function, workspace
+from ...errors import InputError
+from ..models import models_of, names_of, search_splits
+
+#: ``perturb_field`` of the search studies -> the index of the text of a pair they change (None: both)
+SEARCH_FIELDS: dict[str, int | None] = {"a": 0, "b": 1, "both": None}
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ...data.examples import Dataset
+    from .checkpoints import CheckpointResult
+    from .lm import LMScopeResult
+    from .result import ScopeResult
+
+
+@study_function("perturblab.studies.scope.config:ScopeArgs")
+def scope(reference: Any, targets: Any, *, capabilities: str | Sequence[str] = ("synonym", "typo"),
+          data: "str | Dataset | tuple[Dataset, Dataset]" = "rotten_tomatoes", text_column: str | None = None,
+          text_fields: str | Sequence[str] = (), label_column: str | None = None, perturb_field: str = "a",
+          n: int = 500, trials: int = 3, seed: int = 0, loss: str = "l1", search: str = "greedy",
+          beam_width: int = 3, max_words: int | None = None, patience: int | None = None,
+          max_candidates: int | None = None, allow_non_alphabetic: bool = False,
+          synonym_min_similarity: float | None = None, reinflect_synonyms: bool = False, tolerance: float | None = None,
+          cutoff: float | None = None, n_boot: int = 1000, test_size: float = 0.25, out: str | Path | None = None,
+          quiet: bool = False,
+          executor: Any = "local", address: str | None = None, num_cpus: int | None = None,
+          models: Mapping[str, Any] | None = None) -> "ScopeResult":
+    """Shared invariances of ``targets`` with ``reference`` (SCoPE; the ``scope`` command).
+
+    ``reference`` and ``targets`` are model specs (``"minilm-l6"``, a directory, a hub id; targets
+    also as one comma-separated string) or classifier objects (``labels``, ``predict_proba``,
+    ``fingerprint``). ``out`` keeps the results store and prediction cache, so calling again
+    resumes and computes only what changed (``None``: a temporary directory). Nothing but the
+    store is written until you call ``.save(dir)``. Eligible words follow SCoPE Sec. 3.2 (no
+    stopwords, none shorter than four, none changed twice) and our alphabetic-only constraint;
+    ``allow_non_alphabetic=True`` (as in :func:`scope_lm` and :func:`checkpoints`) drops the latter.
+    ``synonym_min_similarity`` (a cosine, e.g. 0.85) and ``reinflect_synonyms`` keep synonym swaps'
+    meaning and grammar (:class:`~perturblab.perturb.search.SynonymOptions`; both off by default,
+    as in the paper).
+
+    Example (two small classifiers from :mod:`perturblab.models`, on data of your own)::
+
+        >>> import perturblab as pl
+        >>> from perturblab.data import Dataset, Example
+        >>> from perturblab.models import CallableClassifier
+        >>> import numpy as np
+        >>> def lexicon(words):
+        ...     def proba(texts):
+        ...         s = np.array([sum(w in t for w in words) for t in texts], float)
+        ...         p = 1 / (1 + np.exp(-(s - 0.5)))
+        ...         return np.stack([1 - p, p], axis=1)
+        ...     return proba
+        >>> texts = ["a good film", "a bad film", "good acting", "bad plot", "a good story", "dull and bad"]
+        >>> data = Dataset([Example(t, int("good" in t)) for t in texts * 4], ["negative", "positive"])
+        >>> ref = CallableClassifier(lexicon(["good"]), labels=["negative", "positive"], name="ref")
+        >>> tgt = CallableClassifier(lexicon(["good", "story"]), labels=["negative", "positive"], name="tgt")
+        >>> res = pl.scope(ref, [tgt], capabilities="typo", data=data, n=6, trials=1, quiet=True)
+        >>> sorted(res.summary[0])[:3]
+        ['capability', 'flags', 'gap_iid_acc']
+        >>> res.summary[0]["flags"]  # neither model predicts one class or is at chance level
+        []
+        >>> 0 <= res.rows[0]["soft_scope"] <= res.rows[0]["hard_scope"] <= 1
+        True
+    """
+    from ...measures.scope import DEFAULT_CUTOFF, DEFAULT_TOLERANCE
+    from ...studies.scope import ScopeConfig, ScopeStudy
+
+    if perturb_field not in SEARCH_FIELDS:
+        raise InputError(f"perturb_field must be one of {', '.join(SEARCH_FIELDS)}, got {perturb_field!r}")
+    ref_name, tgt_names, given, specs = models_of(reference, targets)
+    given.update(models or {})
+    data_name = data if isinstance(data, str) else getattr(data, "name", None) or "data"
+    cfg = ScopeConfig(reference=ref_name, targets=tgt_names, capabilities=names_of(capabilities),
+                      data=str(data_name), n=n, trials=trials, seed=seed, loss=loss, search=search,
+                      beam_width=beam_width, max_words=max_words, patience=patience, max_candidates=max_candidates,
+                      alphabetic_only=not allow_non_alphabetic, synonym_min_similarity=synonym_min_similarity,
+                      reinflect_synonyms=reinflect_synonyms,
+                      tolerance=DEFAULT_TOLERANCE if tolerance is None else tolerance,
+                      cutoff=DEFAULT_CUTOFF if cutoff is None else cutoff, n_boot=n_boot, test_size=test_size,
+                      perturb_field=SEARCH_FIELDS[perturb_field])
+    cfg.validate()
+    splits = search_splits(data, text_column=text_column, text_fields=text_fields, label_column=label_column,
+                     perturb_field=perturb_field, seed=seed, test_size=test_size)
+    with workspace(out, executor, address=address, num_cpus=num_cpus) as (where, ex):
+        study = ScopeStudy(cfg, where, models=given, splits=splits, progress=not quiet, specs=specs)
+        return run_study(study, where, executor=ex, progress=not quiet)
+
+
+@study_function("perturblab.studies.scope.config:LMScopeArgs")
+def scope_lm(reference: Any, targets: Any, *, capabilities: str | Sequence[str] = ("synonym", "typo"),
+             corpus: str = "oanc", corpus_split: str = "auto", sentences: Sequence[str] | None = None, n: int | None = 100, trials: int = 3,
+             seed: int = 0, loss: str = "l1", search: str = "greedy", beam_width: int = 3,
+             max_words: int | None = None, patience: int | None = None, max_candidates: int | None = None,
+             allow_non_alphabetic: bool = False, synonym_min_similarity: float | None = None,
+             reinflect_synonyms: bool = False, tolerance: float | None = None, cutoff: float | None = None,
+             n_boot: int = 1000,
+             chunk_size: int = 8, max_batch: int = 256, out: str | Path | None = None,
+             quiet: bool = False) -> "LMScopeResult":
+    """Shared invariances of language models (SCoPE App. G; the ``scope-lm`` command).
+
+    ``reference`` and ``targets`` are language-model specs (``"smollm2-135m"``, a directory, a
+    ``.gguf`` file; targets also as one comma-separated string) or
+    :class:`~perturblab.models.lm.LanguageModel` objects sharing one vocabulary. The base sentences
+    come from ``corpus`` or are given as ``sentences``. ``chunk_size`` base sentences are searched
+    and scored together (one work cell); about ``max_batch`` texts are scored at once (smaller: less
+    memory). ``out`` keeps the results store (``None``: a temporary directory); ``.save(dir)``
+    writes ``results.json``.
+
+    Example (a language model against itself scores 1)::
+
+        >>> import perturblab as pl, transformers
+        >>> from tokenizers import Tokenizer, models, pre_tokenizers
+        >>> from perturblab.models.lm import HFCausalLM
+        >>> texts = ["the cat sat on the warm mat today", "a dog ran in the big green park",
+        ...          "she read the old book by the window", "we walked along the quiet river bank"]
+        >>> vocab = {w: i for i, w in enumerate(["<unk>", *sorted({w for t in texts for w in t.split()})])}
+        >>> words = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+        >>> words.pre_tokenizer = pre_tokenizers.Whitespace()
+        >>> tok = transformers.PreTrainedTokenizerFast(tokenizer_object=words, unk_token="<unk>", pad_token="<unk>")
+        >>> config = transformers.LlamaConfig(vocab_size=len(vocab), hidden_size=16, intermediate_size=32,
+        ...                                   num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=2)
+        >>> lm = HFCausalLM(transformers.LlamaForCausalLM(config), tok, name="tiny")
+        >>> res = pl.scope_lm(lm, [lm], capabilities="typo", sentences=texts, n=4, trials=1, max_words=1,
+        ...                   n_boot=50, quiet=True)
+        >>> res.rows[0]["hard_scope"], res.rows[0]["soft_scope"]
+        (1.0, 1.0)
+    """
+    from ...measures.scope import DEFAULT_TOLERANCE
+    from ...measures.scope_lm import DEFAULT_LM_CUTOFF
+    from ...studies.scope.lm import LMScopeConfig, LMScopeStudy
+
+    ref_name, tgt_names, given, specs = models_of(reference, targets)
+    cfg = LMScopeConfig(reference=ref_name, targets=tgt_names, capabilities=names_of(capabilities), corpus=corpus,
+                        corpus_split=corpus_split,
+                        n=n, trials=trials, seed=seed, loss=loss, search=search, beam_width=beam_width,
+                        max_words=max_words, patience=patience, max_candidates=max_candidates,
+                        alphabetic_only=not allow_non_alphabetic, synonym_min_similarity=synonym_min_similarity,
+                        reinflect_synonyms=reinflect_synonyms,
+                        tolerance=DEFAULT_TOLERANCE if tolerance is None else tolerance,
+                        cutoff=DEFAULT_LM_CUTOFF if cutoff is None else cutoff, n_boot=n_boot,
+                        chunk_size=chunk_size, max_batch=max_batch)
+    with workspace(out) as (where, ex):
+        study = LMScopeStudy(cfg, where, models=given, sentences=sentences, progress=not quiet, specs=specs)
+        return run_study(study, where, executor=ex, progress=not quiet)
+
+
+def _fractions(value: str | Sequence[float]) -> list[float]:
+    if not isinstance(value, str):
+        return [float(x) for x in value]
+    try:
+        return [float(x) for x in names_of(value)]
+    except ValueError:
+        raise InputError(f"--fractions takes comma-separated numbers in [0, 1], e.g. 0,0.5,1; got {value!r}") from None
+
+
+@study_function("perturblab.studies.scope.config:CheckpointsArgs")
+def checkpoints(checkpoints: Any = None, *, finetune: str | None = None, fractions: str | Sequence[float] = "0,0.2,0.4,0.6,0.8,1",
+                epochs: int = 1, max_seconds: float = 300.0, lr: float = 5e-5, n_train: int | None = None,
+                capabilities: str | Sequence[str] = ("synonym", "typo"),
+                comparisons: str | Sequence[str] = ("vs_final", "vs_previous"),
+                data: "str | Dataset | tuple[Dataset, Dataset]" = "rotten_tomatoes", text_column: str | None = None,
+                text_fields: str | Sequence[str] = (), label_column: str | None = None, perturb_field: str = "a",
+                n: int | None = 200, trials: int = 3, seed: int = 0, max_words: int | None = None,
+                patience: int | None = None, max_candidates: int | None = None, allow_non_alphabetic: bool = False,
+                synonym_min_similarity: float | None = None, reinflect_synonyms: bool = False,
+                out: str | Path | None = None, quiet: bool = False) -> "CheckpointResult":
+    """Shared invariances over the checkpoints of one training run (SCoPE App. D; the
+    ``checkpoints`` command).
+
+    ``checkpoints`` are in training order, the last the final model: classifier directories (one
+    string, comma-separated, or a list; one directory holding ``checkpoint-*`` subdirectories
+    stands for those), :class:`~perturblab.studies.scope.checkpoints.Checkpoint` objects, or
+    ``None`` with ``finetune=BASE`` to fine-tune an encoder here with checkpoints at ``fractions``.
+
+    Example (three checkpoints that drift from the final one)::
+
+        >>> import numpy as np, perturblab as pl
+        >>> from perturblab.data import Dataset, Example
+        >>> from perturblab.models import CallableClassifier
+        >>> from perturblab.studies.scope.checkpoints import Checkpoint
+        >>> def lexicon(weight):
+        ...     def proba(texts):
+        ...         s = np.array([weight * ("good" in t) - 0.5 + 0.1 * len(t) % 1 for t in texts])
+        ...         p = 1 / (1 + np.exp(-s))
+        ...         return np.stack([1 - p, p], axis=1)
+        ...     return proba
+        >>> labels = ["negative", "positive"]
+        >>> cks = [Checkpoint(f"step{i}", CallableClassifier(lexicon(w), labels, name=f"step{i}"), 50.0 * i)
+        ...        for i, w in enumerate([0.2, 1.0, 3.0])]
+        >>> texts = ["a good film", "a bad film", "good acting here", "the plot was weak", "a good story"]
+        >>> data = Dataset([Example(t, int("good" in t)) for t in texts * 4], labels)
+        >>> res = pl.checkpoints(cks, capabilities="typo", data=data, n=4, trials=1, quiet=True)
+        >>> [(r["comparison"], r["checkpoint"]) for r in res.rows][:3]
+        [('vs_final', 'step0'), ('vs_final', 'step1'), ('vs_final', 'step2')]
+        >>> res.rows[2]["hard_scope"]  # the final checkpoint against itself
+        1.0
+    """
+    from ...models.finetune import FinetuneConfig
+    from ...studies.scope.checkpoints import (Checkpoint, CheckpointConfig, CheckpointStudy, checkpoints_from_dirs,
+                                            finetune_checkpoints)
+
+    if (checkpoints is None) == (finetune is None):
+        raise InputError("give either checkpoints (--checkpoints DIR,DIR,...) or a model to fine-tune "
+                         "(--finetune BASE), not both and not neither")
+    cfg = CheckpointConfig(capabilities=names_of(capabilities), n=n, trials=trials, seed=seed, max_words=max_words,
+                           patience=patience, max_candidates=max_candidates, alphabetic_only=not allow_non_alphabetic,
+                           synonym_min_similarity=synonym_min_similarity, reinflect_synonyms=reinflect_synonyms,
+                           comparisons=tuple(names_of(comparisons)), perturb_field=SEARCH_FIELDS[perturb_field],
+                           data=data if isinstance(data, str) else getattr(data, "name", None) or "data")
+    splits = search_splits(data, text_column=text_column, text_fields=text_fields, label_column=label_column,
+                     perturb_field=perturb_field, seed=seed, test_size=cfg.test_size)
+    if finetune is not None:
+        train = splits[0] if n_train is None else splits[0].sample(n_train, seed=seed)
+        ft = FinetuneConfig(epochs=epochs, max_seconds=max_seconds, lr=lr)
+        cks = finetune_checkpoints(finetune, train, seed=seed, fractions=_fractions(fractions), config=ft,
+                                   progress=not quiet)
+    else:
+        given = names_of(checkpoints)
+        cks = given if any(isinstance(c, Checkpoint) for c in given) else checkpoints_from_dirs(given)
+    with workspace(out) as (where, _):
+        study = CheckpointStudy(cfg, where, cks, splits=splits, progress=not quiet)
+        study.run()
+        assert study.result is not None
+        return study.result

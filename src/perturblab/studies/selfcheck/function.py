@@ -1,0 +1,76 @@
+"""The public function of the self-supervised evaluation, named like its command (``selfcheck``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Sequence
+
+from ...core.driver import run_study
+from ...core.entry import study_function, workspace
+from ..models import model_list, names_of
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .result import SelfCheckResult
+
+
+@study_function("perturblab.studies.selfcheck.config:SelfCheckArgs")
+def selfcheck(models: Any, *, corpus: "str | Any" = "conll2010", benign_corpus: "str | Any | None" = "oanc",
+              text_column: str = "text", corpus_split: str = "auto", n: int = 1000, seed: int = 0,
+              metrics: str | Sequence[str] = ("negation", "toxicity", "long_range", "word_order", "tokenization",
+                                              "entropy"),
+              no_ablations: bool = False, max_new_tokens: int = 32, max_sentence_words: int | None = 64,
+              negation_rule: str = "paper", chunk: int = 128,
+              out: str | Path | None = None, quiet: bool = False) -> "SelfCheckResult":
+    """Self-supervised sensitivity scores of language models on any text (*Bring your own data!*;
+    the ``selfcheck`` command): negation, toxicity, long-range context, word order, tokenization
+    and entropy, with the ablations unless ``no_ablations``.
+
+    ``models`` are language-model specs or :class:`~perturblab.models.lm.LanguageModel` objects;
+    ``corpus`` and ``benign_corpus`` corpus names, files or :class:`~perturblab.data.corpus.Corpus`
+    objects (``benign_corpus=None`` or ``"none"`` leaves out the normalised negation score).
+    Sentences of more than ``max_sentence_words`` whitespace words (``None``: no limit) are left
+    out of every metric but long-range context. ``negation_rule`` is ``"paper"`` (Sec. 4's text,
+    the default) or ``"byod-code"`` (the authors' released code, for comparisons with the
+    published numbers); see :class:`~perturblab.perturb.selfcheck.Negate`.
+    ``chunk`` examples are scored and stored together (smaller: less lost to a crash; the scores
+    do not depend on it). ``out`` keeps the results store (``None``: a temporary directory).
+
+    Example (the entropy of a tiny random language model on a few sentences)::
+
+        >>> import perturblab as pl, transformers
+        >>> from tokenizers import Tokenizer, models, pre_tokenizers
+        >>> from perturblab.data.corpus import Corpus
+        >>> from perturblab.models.lm import HFCausalLM
+        >>> texts = ["the cat sat on the warm mat today .", "a dog ran in the big green park .",
+        ...          "she read the old book by the window .", "we walked along the quiet river bank ."]
+        >>> vocab = {w: i for i, w in enumerate(["<unk>", *sorted({w for t in texts for w in t.split()})])}
+        >>> words = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+        >>> words.pre_tokenizer = pre_tokenizers.Whitespace()
+        >>> tok = transformers.PreTrainedTokenizerFast(tokenizer_object=words, unk_token="<unk>", pad_token="<unk>")
+        >>> config = transformers.LlamaConfig(vocab_size=len(vocab), hidden_size=16, intermediate_size=32,
+        ...                                   num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=2)
+        >>> lm = HFCausalLM(transformers.LlamaForCausalLM(config), tok, name="tiny")
+        >>> res = pl.selfcheck([lm], corpus=Corpus(texts, [0, 0, 1, 1], name="tiny"), benign_corpus=None,
+        ...                    metrics="entropy", n=4, quiet=True)
+        >>> [(r["metric"], r["n"]) for r in res.rows]
+        [('next_token_entropy', 4), ('token_entropy', 4)]
+    """
+    from ...data.corpus import Corpus
+    from ...studies.selfcheck.study import METRICS, SelfCheckConfig, SelfCheckStudy
+
+    names, given = model_list(models)
+    benign = benign_corpus
+    if isinstance(benign, str) and benign.strip().lower() in ("", "none"):
+        benign = None
+    cfg = SelfCheckConfig(models=names, corpus=corpus if isinstance(corpus, str) else getattr(corpus, "name", "corpus"),
+                          n=n, seed=seed, metrics=names_of(metrics) if metrics else list(METRICS),
+                          benign_corpus=benign if isinstance(benign, str) or benign is None
+                          else getattr(benign, "name", "benign"),
+                          ablations=not no_ablations, max_new_tokens=max_new_tokens, text_column=text_column,
+                          corpus_split=corpus_split,
+                          chunk=chunk, max_sentence_words=max_sentence_words, negation_rule=negation_rule)
+    with workspace(out) as (where, ex):
+        study = SelfCheckStudy(cfg, where, models=given, corpus=corpus if isinstance(corpus, Corpus) else None,
+                               benign=benign if isinstance(benign, Corpus) else None, progress=not quiet)
+        return run_study(study, where, executor=ex, progress=not quiet)
