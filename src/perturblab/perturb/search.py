@@ -22,13 +22,23 @@ attacks; for an invariance goal what matters is how little the best *substitute*
 and step 1 measures exactly that, making the first accepted change the one-word optimum.
 ``order="saliency"`` (leave-one-out deletion, least salient first), ``"left-to-right"`` and
 ``"random"`` are available for comparison.
+
+Long texts. Only the words the model reads are searched: a model with a ``max_length`` (a token
+budget, e.g. the HF backends, which truncate) reads at most that many tokens of each text, and a
+text has at least as many tokens as words, so only the first ``max_length`` words of each text
+(the last ones for a tokenizer that truncates on the left) may change; a change past them could
+not move the output. Memory is bounded by the request, not by the text: candidates are kept as
+(text, word index, new word) and their texts are built only when a request is sent, in requests of
+at most :data:`REQUEST_CHARS` characters (a text of usual length sends one request, as before), and
+of the first pass only each word's best ``width`` candidates are kept (the only ones that can
+enter the beam).
 """
 
 from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Generator, Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -50,6 +60,41 @@ PERTURBED = "perturbed"
 NO_CANDIDATE = "no_candidate"
 
 
+#: the most characters of candidate text a search puts in one request to the model (a request holds
+#: at least one candidate); texts of usual length never reach it, so their candidates go in one request
+REQUEST_CHARS = 1 << 24
+
+
+def model_max_length(model: Any) -> tuple[int, str] | None:
+    """``(max_length, truncation side)`` of the part of each text ``model`` reads, or None when it
+    reads the whole text.
+
+    Read from the model's ``max_length`` (tokens; ``"left"`` when its ``tokenizer`` truncates on
+    the left, else ``"right"``), looking through wrappers that score with another model: a cache or
+    counter (``inner``) and a head on an encoder (``encoder``)."""
+    seen: set[int] = set()
+    while model is not None and id(model) not in seen:
+        seen.add(id(model))
+        n = _attribute(model, "max_length")
+        if isinstance(n, (int, np.integer)) and not isinstance(n, bool) and n >= 1:
+            side = _attribute(_attribute(model, "tokenizer"), "truncation_side")
+            return int(n), "left" if side == "left" else "right"
+        model = next((m for m in (_attribute(model, "inner"), _attribute(model, "encoder")) if m is not None), None)
+    return None
+
+
+def _attribute(obj: Any, name: str) -> Any:
+    try:
+        return getattr(obj, name, None)
+    except Exception:  # noqa: BLE001 - a property of a foreign model may raise anything; then it has none
+        return None
+
+
+def input_chars(x: TextInput) -> int:
+    """Characters of a model input (both texts of a pair)."""
+    return len(x) if isinstance(x, str) else sum(len(t) for t in x)
+
+
 #: joins the fields of a pair searched as one text (``field_index=None``): a symbol that is neither
 #: a word character nor white space, so it stays in the separator between the two texts' words
 FIELD_JOIN = "\u241e"
@@ -67,6 +112,8 @@ class SearchProblem:
     ``checks`` are :class:`~.semantics.CandidateConstraint`\\ s every candidate text must pass
     against the original (none by default, as in the SCoPE paper). ``tags`` are the words' Penn
     tags, attached by the driver when the transformation ``needs_tags`` (re-inflection).
+    ``max_length`` and ``truncation_side`` say which part of each text the model reads (set by the
+    driver from the model, :func:`model_max_length`; None: all of it): see :meth:`visible`.
     """
 
     fields: tuple[str, ...]
@@ -80,6 +127,8 @@ class SearchProblem:
     p0: np.ndarray | None = None  # reference output on the original, set by the driver
     checks: list[CandidateConstraint] = field(default_factory=list)
     tags: list[str | None] | None = None
+    max_length: int | None = None
+    truncation_side: str = "right"
 
     def __post_init__(self):
         if self.field_index is None and len(self.fields) == 1:
@@ -126,18 +175,47 @@ class SearchProblem:
             start += n
         return out
 
+    def visible_spans(self) -> list[tuple[int, int]]:
+        """Per text (one, or one per field when searching all fields), the range ``(lo, hi)`` of its
+        words the model may read, counted within that text: all of them, or with a ``max_length``
+        of N its first N words (its last N with ``truncation_side="left"``). A text has at least
+        as many tokens as words, so the model reads no word outside these."""
+        n, out = self.max_length, []
+        for count in self.word_counts:
+            if n is None or count <= n:
+                out.append((0, count))
+            else:
+                out.append((count - n, count) if self.truncation_side == "left" else (0, n))
+        return out
+
+    def visible(self) -> Sequence[int]:
+        """Indices (in :attr:`words`) of the words the model may read (:meth:`visible_spans`)."""
+        spans = self.visible_spans()
+        if all(span == (0, count) for span, count in zip(spans, self.word_counts)):
+            return range(len(self.words))
+        out: list[int] = []
+        start = 0
+        for (lo, hi), count in zip(spans, self.word_counts):
+            out.extend(range(start + lo, start + hi))
+            start += count
+        return out
+
     def pos_of(self, index: int) -> str | None:
         return None if self.pos is None else self.pos[index]
 
-    def admitted(self, texts: Sequence[WordText]) -> np.ndarray:
-        """Which candidate ``texts`` every one of :attr:`checks` keeps (a boolean array)."""
+    def admitted(self, texts: Sequence[WordText | str]) -> np.ndarray:
+        """Which candidate ``texts`` (word texts or their joined strings) every one of :attr:`checks`
+        keeps (a boolean array)."""
         keep = np.ones(len(texts), dtype=bool)
+        if not self.checks:
+            return keep
         original = self.words.text.replace(FIELD_JOIN, " ")
         for check in self.checks:
             idx = np.flatnonzero(keep)
             if not len(idx):
                 break
-            ok = np.asarray(check.admits(original, [texts[k].text.replace(FIELD_JOIN, " ") for k in idx]), dtype=bool)
+            plain = [(t if isinstance(t, str) else t.text).replace(FIELD_JOIN, " ") for t in (texts[k] for k in idx)]
+            ok = np.asarray(check.admits(original, plain), dtype=bool)
             keep[idx[~ok]] = False
         return keep
 
@@ -169,6 +247,11 @@ class SearchResult:
 
 SearchGen = Generator[list[TextInput], np.ndarray, SearchResult]
 
+#: a candidate not yet built: (text, word index, new word); its text is ``text.replaced_text(index, word)``
+Swap = tuple[WordText, int, str]
+#: a scored beam or pool entry: (loss, the text or a swap, probabilities)
+Entry = tuple[float, Any, Any]
+
 
 class SearchMethod:
     """Base class; subclasses implement :meth:`steps` as a generator."""
@@ -190,6 +273,8 @@ class BeamSearch(SearchMethod):
     """
 
     name = "beam"
+    #: the most characters of candidate text in one request (:data:`REQUEST_CHARS`)
+    request_chars: int = REQUEST_CHARS
 
     def __init__(self, width: int = 3, order: str = "best-swap", max_words: int | None = None,
                  patience: int | None = None, stop_loss: float = 0.0):
@@ -212,65 +297,95 @@ class BeamSearch(SearchMethod):
     def _eligible(self, problem: SearchProblem, text: WordText, index: int) -> bool:
         return all(c.allows(text, index) for c in problem.constraints)
 
-    def _swaps(self, problem: SearchProblem, text: WordText, index: int) -> list[WordText]:
+    def _swaps(self, problem: SearchProblem, text: WordText, index: int) -> list[Swap]:
+        """The candidates for word ``index`` of ``text``, as swaps (their texts are not built)."""
         kw = {} if problem.tags is None else {"tag": problem.tags[index]}
         words = problem.transformation.candidates(text, index, problem.pos_of(index), problem.rng,
                                                   problem.max_candidates, **kw)
-        return [text.replace(index, w) for w in words]
+        return [(text, index, w) for w in words]
 
-    def _admitted(self, problem: SearchProblem, groups: dict[int, list[WordText]]) -> dict[int, list[WordText]]:
-        """The candidates of every word that pass the problem's checks (one batch for all words)."""
+    def _requests(self, items: Iterable[tuple[Any, str]]) -> Iterator[tuple[list[Any], list[str]]]:
+        """``(item, text)`` pairs regrouped in consecutive runs of at most :attr:`request_chars`
+        characters of text (at least one pair a run); texts are built as the pairs are drawn."""
+        run: list[Any] = []
+        texts: list[str] = []
+        size = 0
+        for item, text in items:
+            if run and size + len(text) > self.request_chars:
+                yield run, texts
+                run, texts, size = [], [], 0
+            run.append(item)
+            texts.append(text)
+            size += len(text)
+        if run:
+            yield run, texts
+
+    def _admitted(self, problem: SearchProblem, swaps: Iterable[Swap]) -> Iterator[Swap]:
+        """The ``swaps`` whose texts pass the problem's checks (one check call per request-sized run)."""
         if not problem.checks:
-            return groups
-        flat = [t for ts in groups.values() for t in ts]
-        keep, out, start = problem.admitted(flat), {}, 0
-        for i, ts in groups.items():
-            out[i] = [t for t, k in zip(ts, keep[start:start + len(ts)]) if k]
-            start += len(ts)
-        return out
+            yield from swaps
+            return
+        for run, texts in self._requests((s, s[0].replaced_text(s[1], s[2])) for s in swaps):
+            keep = problem.admitted(texts)
+            del texts
+            yield from (s for s, k in zip(run, keep) if k)
 
-    def _candidates(self, problem: SearchProblem, text: WordText, index: int) -> list[WordText]:
-        return self._admitted(problem, {index: self._swaps(problem, text, index)})[index]
+    def _score(self, problem: SearchProblem, swaps: Iterable[Swap], result: SearchResult,
+               sink: Callable[[list[Entry]], None]) -> Generator[list[TextInput], np.ndarray, int]:
+        """Score ``swaps`` in requests of at most :attr:`request_chars` characters, handing each
+        request's entries (loss, swap, probabilities), in order, to ``sink``; returns how many."""
+        n = 0
+        for run, texts in self._requests((s, s[0].replaced_text(s[1], s[2])) for s in swaps):
+            probs = yield [problem.model_input(t) for t in texts]
+            del texts  # the next request is built without this one
+            result.queries += len(run)
+            losses = problem.goal.loss(problem.p0, probs)
+            sink([(float(losses[k]), run[k], probs[k]) for k in range(len(run))])
+            n += len(run)
+        return n
 
     # -- the search --------------------------------------------------------------------
     def steps(self, problem: SearchProblem) -> SearchGen:
         p0 = problem.p0
         x0 = problem.words
         result = SearchResult(original=problem.original_input, perturbed=None, orig_probs=p0)
-        elig = [i for i in range(len(x0)) if self._eligible(problem, x0, i)]
+        elig = [i for i in problem.visible() if self._eligible(problem, x0, i)]
         if not elig:
             return result
 
         # beam entries: (loss, text, probs); the original itself is not a valid answer
-        beam: list[tuple[float, WordText, np.ndarray | None]] = [(float("inf"), x0, None)]
-        first_pass: dict[int, tuple[list[WordText], np.ndarray, np.ndarray]] = {}
+        beam: list[Entry] = [(float("inf"), x0, None)]
+        # best-swap: the `width` best first-pass entries of each word (no other one can enter the beam)
+        first_pass: dict[int, _Lowest] = {}
 
         if self.order == "best-swap":
-            cands = self._admitted(problem, {i: self._swaps(problem, x0, i) for i in elig})
-            flat = [(i, t) for i in elig for t in cands[i]]
-            if not flat:
-                return result
-            probs = yield [problem.model_input(t.text) for _, t in flat]
-            result.queries += len(flat)
-            losses = problem.goal.loss(p0, probs)
-            start = 0
             best: dict[int, float] = {}
-            for i in elig:
-                n = len(cands[i])
-                if n:
-                    first_pass[i] = (cands[i], probs[start:start + n], losses[start:start + n])
-                    best[i] = float(losses[start:start + n].min())
-                start += n
+
+            def keep_first(entries: list[Entry]) -> None:
+                words: dict[int, list[Entry]] = {}
+                for e in entries:
+                    words.setdefault(e[1][1], []).append(e)
+                for i, es in words.items():
+                    low = float(np.min([e[0] for e in es]))
+                    best[i] = low if i not in best else float(np.minimum(best[i], low))
+                    first_pass.setdefault(i, _Lowest(self.width)).add(es)
+
+            swaps = (s for i in elig for s in self._swaps(problem, x0, i))
+            yield from self._score(problem, self._admitted(problem, swaps), result, keep_first)
+            if not best:
+                return result
             order = sorted(best, key=lambda i: (best[i], i))
         elif self.order == "saliency":
             if len(x0) < 2:
                 order = elig
             else:
-                dels = [x0.delete(i) for i in elig]
-                probs = yield [problem.model_input(d.text) for d in dels]
-                result.queries += len(dels)
-                sal = problem.goal.loss(p0, probs)
-                order = [elig[k] for k in np.argsort(sal, kind="stable")]
+                sal: list[np.ndarray] = []
+                for run, texts in self._requests((i, x0.deleted_text(i)) for i in elig):
+                    probs = yield [problem.model_input(t) for t in texts]
+                    del texts
+                    result.queries += len(run)
+                    sal.append(problem.goal.loss(p0, probs))
+                order = [elig[k] for k in np.argsort(np.concatenate(sal), kind="stable")]
         elif self.order == "random":
             order = [elig[k] for k in problem.rng.permutation(len(elig))]
         else:
@@ -278,31 +393,29 @@ class BeamSearch(SearchMethod):
 
         stale = 0
         for i in order:
-            pre: list[tuple[float, WordText, np.ndarray]] = []  # scored in the first pass
-            fresh: list[WordText] = []
+            pre: list[Entry] = []  # scored in the first pass
+            bases: list[WordText] = []  # beam texts whose candidates at i are scored now
             for _, text, _ in beam:
                 if self.max_words is not None and len(text.modified) >= self.max_words:
                     continue
                 if not self._eligible(problem, text, i):
                     continue
                 if text is x0 and i in first_pass:
-                    ts, P, L = first_pass[i]
-                    pre.extend((float(L[k]), ts[k], P[k]) for k in range(len(ts)))
+                    pre.extend(first_pass[i].entries)
                 else:
-                    fresh.extend(self._candidates(problem, text, i))
-            if not pre and not fresh:
+                    bases.append(text)
+            fresh = _Lowest(self.width)
+            n_fresh = 0
+            if bases:
+                swaps = (s for text in bases for s in self._admitted(problem, self._swaps(problem, text, i)))
+                n_fresh = yield from self._score(problem, swaps, result, fresh.add)
+            if not pre and not n_fresh:
                 continue
-            scored: list[tuple[float, WordText, np.ndarray]] = []
-            if fresh:
-                probs = yield [problem.model_input(t.text) for t in fresh]
-                result.queries += len(fresh)
-                losses = problem.goal.loss(p0, probs)
-                scored = [(float(losses[k]), fresh[k], probs[k]) for k in range(len(fresh))]
             best_before = beam[0][0]
-            pool = beam + pre + scored
+            pool = beam + pre + fresh.entries
             # stable sort: on equal loss the earlier entry (current beam) wins
-            pool.sort(key=lambda e: e[0])
-            beam = pool[: self.width]
+            pool.sort(key=_loss)
+            beam = [_as_text(e) for e in pool[: self.width]]
             if beam[0][0] < best_before:
                 stale = 0
             else:
@@ -321,6 +434,32 @@ class BeamSearch(SearchMethod):
         result.pert_probs = np.asarray(probs)
         result.status = PERTURBED
         return result
+
+
+def _loss(entry: Entry) -> float:
+    return entry[0]
+
+
+def _as_text(entry: Entry) -> Entry:
+    """``entry`` with a swap built into its :class:`WordText`."""
+    loss, text, probs = entry
+    if isinstance(text, WordText):
+        return entry
+    base, index, word = text
+    return loss, base.replace(index, word), probs
+
+
+class _Lowest:
+    """The ``width`` lowest-loss entries added so far, ordered by loss with ties in the order added:
+    a stable sort of everything added would put exactly these first, so no entry left out can
+    reach a beam of that width."""
+
+    def __init__(self, width: int) -> None:
+        self.width = width
+        self.entries: list[Entry] = []
+
+    def add(self, entries: list[Entry]) -> None:
+        self.entries = sorted(self.entries + entries, key=_loss)[: self.width]
 
 
 class GreedySearch(BeamSearch):
