@@ -48,6 +48,20 @@ class Args(StudyArgs):
         return None
 
 
+def corpus_split_option(what: str) -> Any:
+    """``--corpus-split``: how a corpus file of ``what`` is cut into texts (the studies that read
+    corpus files declare it with this one help)."""
+    from ..core.options import option
+    from ..data.corpus import SPLITS
+
+    return option("auto", choices=SPLITS,
+                  help=f"how a corpus file ({what}) is cut into texts: 'lines' (one text per non-blank line), "
+                       "'paragraphs' (one text per blank-line-separated block), 'sentences' (running text split "
+                       "into sentences) or 'auto' (sentences for running text: hard-wrapped lines, or "
+                       "blank-line-separated paragraphs of several sentences; else lines); the packaged corpora "
+                       "are always read their own way")
+
+
 def soft_decay(args: Any) -> list[tuple[str, str]]:
     """Soft-SCoPE's decay (Eq. 3): full weight up to ``tolerance``, zero from ``cutoff``, so the
     cutoff must lie above the tolerance (each defaults to the paper's value when not given)."""

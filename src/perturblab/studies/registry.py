@@ -102,7 +102,7 @@ _add("learnability", "learnability.config:LearnabilityArgs", "studies.learnabili
                   workers=1))
 _add("selfcheck", "selfcheck.config:SelfCheckArgs", "studies.selfcheck.function:selfcheck",
      "self-supervised LM evaluation (five sensitivity scores)",
-     example=dict(models="smollm2-135m", corpus="conll2010", benign_corpus="none", metrics="negation,entropy", n=4,
+     example=dict(models="smollm2-135m", corpus="conll2010", benign_corpus="none", metrics="negation,entropy", n=2,
                   max_new_tokens=4))
 _add("robustness", "robustness.config:RobustnessArgs", "studies.robustness.function:robustness",
      "relative robustness of classifiers and regressors to perturbations (Table 3 style)",
@@ -111,7 +111,7 @@ _add("robustness", "robustness.config:RobustnessArgs", "studies.robustness.funct
 _add("generation", "robustness.config:GenerationArgs", "studies.robustness.function:generation",
      "robustness of generated summaries to perturbed sources (ROUGE, Table 4)",
      example=dict(models="smollm2-135m", data="lead:conll2010", perturbations="drop_first", metrics="rouge1", n=2,
-                  trials=1, max_new_tokens=8, n_boot=50))
+                  trials=1, max_new_tokens=4, n_boot=50))
 _add("finetuning", "robustness.finetuning.config:FinetuningArgs", "studies.robustness.finetuning:finetuning",
      "pretrained vs fine-tuned encoder per layer: CKA, STIR both ways, probes",
      example=dict(base="minilm-l6", finetuned="minilm-l6-int8", n_train=40, n_eval=20, k=2))

@@ -27,9 +27,10 @@ baseline d(A_ℓ, B_ℓ), with the probe accuracy there).
 Stored work (content-keyed, so a re-run computes only what changed): one cell per member's probe
 accuracy (``grounding.probe``), one per distance between two members under one measure
 (``grounding.distance``), and the layer × layer matrices of the warm-up pair
-(``grounding.warmup``). A member's key holds its encoder's fingerprint, the training and
+(``grounding.warmup``). A probe's key holds its encoder's fingerprint, the training and
 evaluation examples as used, the pooling, its layer and deleted components, and the probe's
-settings.
+settings; a distance's and a warm-up matrix's keys hold the same without the training examples,
+which they do not read (a larger ``--n-train`` recomputes the probes only).
 """
 
 from __future__ import annotations
@@ -168,8 +169,16 @@ class GroundingStudy(Study):
         return int(self._pcs[(variant, layer)][1].shape[1])
 
     def member_key(self, m: Member) -> list[Any]:
-        """What a member's states depend on."""
+        """What a member's probe depends on: its states on both splits (the probe trains on one and
+        scores the other)."""
         return [self._fps[m.variant], *self._data, self.config.pooling, m.layer, m.pcs, m.k]
+
+    def state_key(self, m: Member) -> list[Any]:
+        """What a member's evaluation states depend on (the distances and warm-up matrices read
+        only those; the principal directions of PC deletion come from the evaluation split too):
+        a larger training sample leaves their cells as they are. A fine-tuned variant's training
+        is in its fingerprint."""
+        return [self._fps[m.variant], self._data[1], self.config.pooling, m.layer, m.pcs, m.k]
 
     # -- the work cells ------------------------------------------------------------------
     def accuracy(self, m: Member) -> float:
@@ -255,7 +264,7 @@ class GroundingStudy(Study):
                 pairs += [(measure, curve[0], p) for measure in self.measures for p in curve]
                 pairs += [(measure, Member(a, layer), Member(b, layer)) for measure in self.measures]
         self._dist_key = {p: content_key("grounding.distance", measure_key(p[0]), "reference-in-features",
-                                         self.member_key(p[1]), self.member_key(p[2])) for p in pairs}
+                                         self.state_key(p[1]), self.state_key(p[2])) for p in pairs}
         distances = Phase("grounding.distance", [Task(k, p, group=p[0]) for p, k in self._dist_key.items()],
                           self._distance_cells, batch_size=16, label="distances between members")
         yield distances
@@ -264,8 +273,8 @@ class GroundingStudy(Study):
         self._warm = None
         if self._pair is not None:
             a, b = self._pair
-            key = content_key("grounding.warmup", [measure_key(m) for m in self.measures], self.member_key(Member(a, 0)),
-                              self.member_key(Member(b, 0)))
+            key = content_key("grounding.warmup", [measure_key(m) for m in self.measures], self.state_key(Member(a, 0)),
+                              self.state_key(Member(b, 0)))
             warm = Phase("grounding.warmup", [Task(key, (a, b))], self._warmup_cells,
                          label="layer x layer warm-up matrices")
             yield warm

@@ -6,7 +6,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar
 
 from ...core.options import TEXT_FIELDS_HELP, ExecutorArgs, count_or_all, csv_list, option
-from ..args import Args, capability_names, fraction_list, nonempty, one_text_option, soft_decay
+from ..args import (Args, capability_names, corpus_split_option, fraction_list, nonempty, one_text_option,
+                    soft_decay)
 from ...errors import InputError
 from ...measures.scope import DEFAULT_CUTOFF, DEFAULT_TOLERANCE
 from ...perturb.capabilities import CAPABILITIES
@@ -160,12 +161,7 @@ class LMScopeArgs(SearchGoalArgs, SearchLimitArgs, Args):
                                       "(e.g. smollm2-135m-int8)")
     capabilities: str = option("synonym,typo", check=capability_names, help="comma-separated capabilities")
     corpus: str = option("oanc", data=True, help="corpus of base sentences (as for selfcheck)")
-    corpus_split: str = option(
-        "auto", choices=("auto", "lines", "paragraphs", "sentences"),
-        help="how a --corpus file is cut into base sentences: 'lines' (one text per non-blank line), "
-             "'paragraphs' (one text per blank-line-separated block), 'sentences' (running text split into "
-             "sentences) or 'auto' (sentences for running text: hard-wrapped lines, or blank-line-separated "
-             "paragraphs of several sentences; else lines); the packaged corpora are always read their own way")
+    corpus_split: str = corpus_split_option("--corpus")
     n: int | None = option(100, parse=count_or_all, min=1, help="base sentences per trial (a number, or 'all')")
     trials: int = option(3, min=1, help="trials (independent draws of base sentences)")
     seed: int = option(0, min=0, help="seed of the base sentences and of every random choice of the search")

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from ...core.options import count_or_all, option
-from ..args import Args
+from ..args import Args, corpus_split_option
 from ...errors import InputError
 from ...models.base import fingerprint_of
 from ...perturb.selfcheck import NEGATION_RULES
@@ -109,12 +109,7 @@ class SelfCheckArgs(Args):
     benign_corpus: str = option("oanc", data=True,
                                 help="corpus for the normalised negation score ('none' to leave it out)")
     text_column: str = option("text", help="text column of a JSONL/CSV/Parquet/HF corpus")
-    corpus_split: str = option(
-        "auto", choices=("auto", "lines", "paragraphs", "sentences"),
-        help="how a corpus file (--corpus, --benign-corpus) is cut into examples: 'lines' (one text per non-blank "
-             "line), 'paragraphs' (one text per blank-line-separated block), 'sentences' (running text split into "
-             "sentences) or 'auto' (sentences for running text: hard-wrapped lines, or blank-line-separated "
-             "paragraphs of several sentences; else lines); the packaged corpora are always read their own way")
+    corpus_split: str = corpus_split_option("--corpus, --benign-corpus")
     n: int = option(1000, min=1, help="examples per metric and setting")
     seed: int = option(0, min=0, help="seed of the examples drawn from the corpus and of every random perturbation")
     metrics: str = option(",".join(METRICS), help=f"comma-separated subset of {', '.join(METRICS)}")
