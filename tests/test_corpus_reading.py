@@ -232,6 +232,7 @@ PACKAGED = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.assets
 @pytest.mark.parametrize("name", sorted(PACKAGED))
 def test_packaged_corpora_read_as_before(name):
