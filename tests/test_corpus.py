@@ -12,7 +12,8 @@ import pytest
 from perturblab.data import (Corpus, available_corpora, load_corpus, register_corpus,
                              split_sentences)
 from perturblab.data import corpus as corpus_mod
-from perturblab.errors import AssetMissingError, InputError
+from perturblab.errors import InputError
+from conftest import corpus_or_skip
 
 PARAGRAPH = ('Dr. Smith arrived at 5 p.m. on Monday. He met Mr. Jones, who works for the '
              'U.S. Navy!\nDid they talk?   "Yes," said Jones. (They talked for hours.) The end')
@@ -208,19 +209,6 @@ def test_register_corpus(monkeypatch):
 
 
 # --------------------------------------------------------------------------- packaged
-def _asset_or_skip(filename: str) -> None:
-    from perturblab import assets
-
-    try:
-        assets.corpus_path(filename)
-    except AssetMissingError as e:
-        pytest.skip(f"offline asset missing ({e})")
-
-
-@pytest.fixture(scope="module")
-def oanc() -> Corpus:
-    _asset_or_skip(corpus_mod.OANC_FILE)
-    return load_corpus("oanc")
 
 
 @pytest.mark.assets
@@ -245,7 +233,7 @@ def test_oanc_is_detokenized_text(oanc):
 
 @pytest.mark.assets
 def test_conll2010_articles():
-    _asset_or_skip(corpus_mod.CONLL_FILE)
+    corpus_or_skip(corpus_mod.CONLL_FILE)
     wiki = load_corpus("conll2010")
     assert 2_500 <= len(wiki) < 3_000 and 300 <= wiki.n_documents <= 450
     assert load_corpus("wikipedia").sentences == wiki.sentences

@@ -13,7 +13,8 @@ import pytest
 
 from perturblab.data import corpus as corpus_mod
 from perturblab.data.corpus import SPLITS, Corpus, load_corpus
-from perturblab.errors import AssetMissingError, InputError
+from perturblab.errors import InputError
+from conftest import corpus_or_skip
 
 # one text per line: abbreviations that end no sentence, a line that is only "(see above)",
 # lines ending in ")"; the sentence splitter would merge and glue several of them
@@ -204,19 +205,6 @@ def test_filter_adds_to_the_reading(tmp_path):
 
 
 # --------------------------------------------------------------------------- packaged corpora
-def _asset_or_skip(filename: str) -> None:
-    from perturblab import assets
-
-    try:
-        assets.corpus_path(filename)
-    except AssetMissingError as e:
-        pytest.skip(f"offline asset missing ({e})")
-
-
-@pytest.fixture(scope="module")
-def oanc() -> Corpus:
-    _asset_or_skip(corpus_mod.OANC_FILE)
-    return load_corpus("oanc")
 
 
 def _digest(c: Corpus) -> str:
@@ -237,7 +225,7 @@ PACKAGED = {
 @pytest.mark.parametrize("name", sorted(PACKAGED))
 def test_packaged_corpora_read_as_before(name):
     filename, size, docs, digest = PACKAGED[name]
-    _asset_or_skip(filename)
+    corpus_or_skip(filename)
     for split in SPLITS:  # a packaged corpus is read its own way whatever the split
         c = load_corpus(name, split=split)
         assert (len(c), c.n_documents, _digest(c)) == (size, docs, digest), split

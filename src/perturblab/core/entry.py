@@ -11,7 +11,7 @@ Python function (``pl.<study>``) — and they share this module, so they cannot 
   driver (:func:`~.driver.run_study`: lock, store, resume, progress, faults);
 * :func:`run_saved` is what the command and the config runner do: check the options, hold the
   output directory's lock, record the faults of API models, call the function and save its
-  files all or nothing (:func:`~.files.all_or_nothing`).
+  files (all or nothing, as every :meth:`~.study.StudyResult.save`).
 """
 
 from __future__ import annotations
@@ -65,7 +65,8 @@ def study_function(args: "type[StudyArgs] | str") -> Callable[[F], F]:
         @functools.wraps(fn)
         def checked(*a: Any, **kw: Any) -> Any:
             bound = signature.bind(*a, **kw)
-            options_class(args).from_python(bound.arguments).check()
+            options = import_object(args) if isinstance(args, str) else args
+            options.from_python(bound.arguments).check()
             return fn(*a, **kw)
 
         return checked  # type: ignore[return-value]
@@ -73,14 +74,20 @@ def study_function(args: "type[StudyArgs] | str") -> Callable[[F], F]:
     return decorate
 
 
-def options_class(args: "type[StudyArgs] | str") -> "type[StudyArgs]":
-    """The options class itself, or the one ``module:Class`` names."""
-    if not isinstance(args, str):
-        return args
+def import_object(where: str) -> Any:
+    """The object ``module:name`` names (imported now)."""
     import importlib
 
-    module, _, name = args.partition(":")
+    module, _, name = where.partition(":")
     return getattr(importlib.import_module(module), name)
+
+
+def check_out(out: str | Path) -> Path:
+    """``out`` as a directory path; an empty one is refused (it would write into the current
+    directory)."""
+    if not str(out).strip():
+        raise InputError("--out is empty; give an output directory (it is created if missing)")
+    return Path(out)
 
 
 @contextmanager
@@ -89,8 +96,8 @@ def workspace(out: str | Path | None, executor: Any = "local", *, address: str |
     """The output directory (a temporary one, removed afterwards, when ``out`` is None) and the
     executor: one given as an object is used as it is; one named (``local``, ``threads``, ``ray``)
     is made here and shut down when the block ends, also when it fails."""
-    if out is not None and not str(out).strip():
-        raise InputError("--out is empty; give an output directory (it is created if missing)")
+    if out is not None:
+        check_out(out)
     with ExitStack() as stack:
         where = Path(out) if out is not None else Path(stack.enter_context(tempfile.TemporaryDirectory()))
         ex = executor
@@ -123,13 +130,10 @@ def run_saved(function: Callable[..., "StudyResult"], options: "StudyArgs", *, o
     options' named one where the function takes one. One line on stderr counts the faults of API
     models (``prefix`` first), also when the study failed."""
     from .faults import FAULTS_FILE, FaultRecorder
-    from .files import all_or_nothing
     from .lock import output_lock
 
     options.check()
-    if not str(out).strip():
-        raise InputError("--out is empty; give an output directory (it is created if missing)")
-    out = Path(out)
+    out = check_out(out)
     body = getattr(function, "__wrapped__", function)
     kwargs = {**options.kwargs(), "out": out}
     if executor is not None and "executor" in inspect.signature(body).parameters:
@@ -137,8 +141,7 @@ def run_saved(function: Callable[..., "StudyResult"], options: "StudyArgs", *, o
     with output_lock(out, what=what), FaultRecorder() as faults:
         try:
             result = body(**kwargs)
-            with all_or_nothing():  # a failed save changes no output file
-                paths = result.save(out)
+            paths = result.save(out)  # all or nothing (StudyResult.save)
         finally:
             if faults.used:
                 print(prefix + faults.line(str(out / FAULTS_FILE)), file=sys.stderr)

@@ -172,7 +172,8 @@ class RayExecutor:
     def __repr__(self) -> str:
         return f"RayExecutor(address={self.address!r}, num_cpus={self.num_cpus})"
 
-    def _init(self) -> None:
+    def start(self) -> None:
+        """Start or join Ray now (:meth:`run` does it at its first cells otherwise)."""
         import ray
 
         if ray.is_initialized():
@@ -189,10 +190,6 @@ class RayExecutor:
                              "or drop it to start a local instance") from e
         self._started = True
 
-    def start(self) -> None:
-        """Start or join Ray now (otherwise at the first cells)."""
-        self._init()
-
     def shutdown(self) -> None:
         """Stop the local Ray instance this executor started (a joined cluster is left running)."""
         import ray
@@ -207,7 +204,7 @@ class RayExecutor:
             return
         import ray
 
-        self._init()
+        self.start()
         remote, models = ray.remote(_run_cell), [(restore, snapshot()) for snapshot, restore in _WORKER_STATE]
         limit = self.max_in_flight or max(1, len(cells))
         pending: dict[Any, Cell] = {}

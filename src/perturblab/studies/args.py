@@ -21,8 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..core.options import Opt, StudyArgs, csv_list
+from ..core.options import Opt, StudyArgs
 from ..errors import InputError
+from .models import items
 
 _CORPUS_FIELDS = ("corpus", "benign_corpus")
 
@@ -83,21 +84,11 @@ def one_text_option(args: Any) -> list[tuple[str, str]]:
     return []
 
 
-def items(value: Any) -> list[str]:
-    """A comma list (brackets respected, :func:`~perturblab.core.options.csv_list`) or a list, as
-    a list of strings."""
-    return csv_list(value) if isinstance(value, str) else [str(v) for v in value]
-
-
 def check_model_spec(spec: str, role: str) -> None:
     """Refuse a model spec that cannot name a model of ``role`` (loads nothing)."""
-    from ..models import resolve
+    from ..models.resolve import check_spec
 
-    check = getattr(resolve, "check_spec", None)
-    if check is not None:
-        check(spec, role)
-    else:
-        resolve.ModelSpec.parse(spec)
+    check_spec(spec, role)
 
 
 def nonempty(value: Any) -> None:

@@ -23,6 +23,11 @@ def names_of(value: str | Sequence[Any] | Any) -> list[Any]:
     return [value]
 
 
+def items(value: Any) -> list[str]:
+    """:func:`names_of` as strings: the names of a comma list or a list (option values)."""
+    return [str(v) for v in names_of(value)]
+
+
 def model_table(models: Sequence[Any], role: str) -> tuple[list[str], dict[str, Any], dict[str, str]]:
     """Display names for ``models`` (a spec's ``NAME=``, else its source; an object's ``name``
     attribute, else ``<role><i>``), the ready objects by name and the specs by name."""

@@ -9,19 +9,14 @@ entry is used.
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
+from ..core.entry import import_object
 from ..registry import Registry
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..core.options import StudyArgs
-
-
-def _load(where: str) -> Any:
-    module, _, name = where.partition(":")
-    return getattr(importlib.import_module(module), name)
 
 
 @dataclass(frozen=True)
@@ -42,11 +37,11 @@ class StudyEntry:
 
     def options(self) -> "type[StudyArgs]":
         """The options dataclass."""
-        return _load(self.args)
+        return import_object(self.args)
 
     def load_function(self) -> Callable[..., Any]:
         """The Python function (``pl.<name>``)."""
-        return _load(self.function)
+        return import_object(self.function)
 
 
 STUDIES: Registry[StudyEntry] = Registry("study")

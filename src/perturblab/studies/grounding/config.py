@@ -7,6 +7,7 @@ from typing import Any, Sequence
 
 from ...core.options import TEXT_FIELDS_HELP, csv_list, float_list, int_list, option
 from ..args import Args, one_text_option
+from ..models import items
 from ...errors import InputError
 from ...models.base import POOLINGS, Pooling
 from ...models.finetune import FinetuneConfig
@@ -19,6 +20,19 @@ MEASURES = ("procrustes_distance", "linear_cka", "pwcca_distance")
 PC_FRACTIONS = (0.0, 0.25, 0.5, 0.75, 0.85, 0.9, 0.95, 0.97, 0.99)
 #: the representation set S of the default run
 VARIANTS = ("minilm-l6", "minilm-l6-int8", "minilm-l3", "ft:0", "ft:1")
+
+
+def variants_problem(variants: Sequence[str]) -> str | None:
+    """What is wrong with a list of grounding variants (None: nothing): fewer than two, one named
+    twice, or an ``ft:`` variant without an integer seed."""
+    if len(variants) < 2:
+        return "give at least two variants (e.g. minilm-l6,minilm-l6-int8,ft:0,ft:1)"
+    if len(set(variants)) != len(variants):
+        return f"names a variant twice: {list(variants)}"
+    bad = [v for v in variants if v.startswith("ft:") and not v[3:].lstrip("-").isdigit()]
+    if bad:
+        return f"variant {bad[0]!r}: write ft:<integer seed>, e.g. ft:0"
+    return None
 
 
 @dataclass(kw_only=True)
@@ -50,13 +64,9 @@ class GroundingConfig:
 
     def validate(self) -> None:
         """Refuse settings that cannot run, before anything is loaded."""
-        if len(self.variants) < 2:
-            raise InputError("give at least two variants (e.g. minilm-l6,minilm-l6-int8,ft:0,ft:1)")
-        if len(set(self.variants)) != len(self.variants):
-            raise InputError(f"--variants names a variant twice: {list(self.variants)}")
-        for v in self.variants:
-            if v.startswith("ft:") and not v[3:].lstrip("-").isdigit():
-                raise InputError(f"variant {v!r}: write ft:<integer seed>, e.g. ft:0")
+        problem = variants_problem(self.variants)
+        if problem:
+            raise InputError(f"--variants: {problem}")
         if self.n_boot < 1:
             raise InputError(f"--n-boot must be at least 1, got {self.n_boot}")
         bad = [f for f in self.pc_fractions if not 0.0 <= f < 1.0]
@@ -128,13 +138,9 @@ class GroundingArgs(Args):
 
     def field_problem(self, name: str, opt: Any, value: Any) -> str | None:
         if name == "variants":  # ft:<seed> is a fine-tune of --base made here, not a model spec
-            from ..args import items
-
             given = items(value)
-            bad = [v for v in given if v.startswith("ft:") and not v[3:].lstrip("-").isdigit()]
-            if bad:
-                return f"variant {bad[0]!r}: write ft:<integer seed>, e.g. ft:0"
-            if len(given) < 2:
-                return "give at least two variants (e.g. minilm-l6,minilm-l6-int8,ft:0,ft:1)"
+            problem = variants_problem(given)
+            if problem:
+                return problem
             value = [v for v in given if not v.startswith("ft:")]
         return super().field_problem(name, opt, value)

@@ -10,7 +10,8 @@ from ...core.entry import run, study_function
 from ...core.lock import output_lock
 from ...data.examples import Dataset
 from ...models.finetune import FinetuneConfig
-from ..robustness.layer_probes.function import as_list, data_splits
+from ..models import items
+from ..robustness.layer_probes.function import data_splits
 from .config import PC_FRACTIONS, VARIANTS, GroundingConfig
 from .result import GroundingStudyResult
 from .study import GroundingStudy
@@ -71,11 +72,11 @@ def grounding(variants: str | Sequence[Any] = VARIANTS, *, base: str = "minilm-l
     data_name, splits = data_splits(data, n_train, n_eval, seed)
     kw: dict[str, Any] = {} if pc_fractions is None else {"pc_fractions": tuple(float(f) for f in pc_fractions)}
     cfg = GroundingConfig(data=data_name, variants=names, base=base, n_train=n_train, n_eval=n_eval, seed=seed,
-                          pooling=pooling, measures=as_list(measures), include_embeddings=include_embeddings,
-                          pc_layers=[int(x) for x in (as_list(pc_layers) if isinstance(pc_layers, str) else pc_layers)],
-                          warmup=None if warmup is None else as_list(warmup), n_boot=n_boot, probe_c=probe_c,
+                          pooling=pooling, measures=items(measures), include_embeddings=include_embeddings,
+                          pc_layers=[int(x) for x in (items(pc_layers) if isinstance(pc_layers, str) else pc_layers)],
+                          warmup=None if warmup is None else items(warmup), n_boot=n_boot, probe_c=probe_c,
                           finetune=FinetuneConfig(epochs=epochs, max_seconds=max_seconds, lr=lr),
-                          text_fields=as_list(text_fields), label_column=label_column, **kw)
+                          text_fields=items(text_fields), label_column=label_column, **kw)
     study = GroundingStudy(cfg, encoders=given, splits=splits, progress=not quiet)
     result = run(study, out, quiet=quiet)
     assert isinstance(result, GroundingStudyResult)

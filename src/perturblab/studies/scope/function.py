@@ -153,15 +153,6 @@ def scope_lm(reference: Any, targets: Any, *, capabilities: str | Sequence[str] 
         return run_study(study, where, executor=ex, progress=not quiet)
 
 
-def _fractions(value: str | Sequence[float]) -> list[float]:
-    if not isinstance(value, str):
-        return [float(x) for x in value]
-    try:
-        return [float(x) for x in names_of(value)]
-    except ValueError:
-        raise InputError(f"--fractions takes comma-separated numbers in [0, 1], e.g. 0,0.5,1; got {value!r}") from None
-
-
 @study_function("perturblab.studies.scope.config:CheckpointsArgs")
 def checkpoints(checkpoints: Any = None, *, finetune: str | None = None, fractions: str | Sequence[float] = "0,0.2,0.4,0.6,0.8,1",
                 epochs: int = 1, max_seconds: float = 300.0, lr: float = 5e-5, n_train: int | None = None,
@@ -221,7 +212,7 @@ def checkpoints(checkpoints: Any = None, *, finetune: str | None = None, fractio
     if finetune is not None:
         train = splits[0] if n_train is None else splits[0].sample(n_train, seed=seed)
         ft = FinetuneConfig(epochs=epochs, max_seconds=max_seconds, lr=lr)
-        cks = finetune_checkpoints(finetune, train, seed=seed, fractions=_fractions(fractions), config=ft,
+        cks = finetune_checkpoints(finetune, train, seed=seed, fractions=[float(x) for x in names_of(fractions)], config=ft,
                                    progress=not quiet)
     else:
         given = names_of(checkpoints)

@@ -8,19 +8,10 @@ from typing import Any, Mapping, Sequence
 from ....core.entry import run, study_function
 from ....data.examples import Dataset
 from ....errors import InputError
+from ...models import items
 from .config import DEFAULT_PERTURBATIONS, LayerProbeConfig
 from .result import LayerProbeResult
 from .study import LayerProbeStudy
-
-
-def as_list(value: str | Sequence[str]) -> list[str]:
-    """A comma-separated string (commas inside a spec's ``[...]`` belong to it) or a list of
-    names, as a list."""
-    if isinstance(value, str):
-        from ....core.options import csv_list
-
-        return csv_list(value)
-    return [str(x) for x in value]
 
 
 def model_name(model: Any, role: str) -> str:
@@ -87,10 +78,10 @@ def layer_probes(model: Any = "minilm-l6", *, perturbations: str | Sequence[str]
     """
     name = model_name(model, "model")
     data_name, splits = data_splits(data, n_train, n_eval, seed)
-    cfg = LayerProbeConfig(model=name, data=data_name, perturbations=as_list(perturbations), n_train=n_train,
+    cfg = LayerProbeConfig(model=name, data=data_name, perturbations=items(perturbations), n_train=n_train,
                            n_eval=n_eval, seed=seed, pooling=pooling, top=top, probe_c=probe_c,
                            perturbation_params={k: dict(v) for k, v in (perturbation_params or {}).items()},
-                           text_fields=as_list(text_fields), label_column=label_column, perturb_field=perturb_field)
+                           text_fields=items(text_fields), label_column=label_column, perturb_field=perturb_field)
     study = LayerProbeStudy(cfg, encoder=None if isinstance(model, str) else model, splits=splits,
                             progress=not quiet)
     result = run(study, out, quiet=quiet)
