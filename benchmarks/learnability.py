@@ -32,7 +32,9 @@ def main() -> None:
 
     import perturblab.studies.learnability.algorithm as lcurve
     import perturblab.studies.learnability.study as study
+    from perturblab.core.entry import run
     from perturblab.models.zoo import get_trainer
+    from perturblab.studies.learnability.config import LearnabilityArgs
 
     spent: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
     lock = threading.Lock()
@@ -50,24 +52,26 @@ def main() -> None:
     def trainer(name):
         fit = timed(get_trainer(name), "training", name)
 
-        def run(texts, labels, seed):
+        def trained(texts, labels, seed):
             model = fit(texts, labels, seed)
             model.predict_proba = timed(model.predict_proba, "scoring", name)
             return model
-        return run
+        return trained
 
     for module in (lcurve, study):  # both modules perturb through their own reference
-        module.apply_perturbation = timed(module.apply_perturbation, "perturbing", "(all models)")
-    models = [m.strip() for m in args.models.split(",") if m.strip()]
-    cfg = study.LearnabilityConfig(models=models, seeds=args.seeds)
+        module.perturb_inputs = timed(module.perturb_inputs, "perturbing", "(all models)")
+    options = LearnabilityArgs(models=args.models, trials=args.seeds, workers=args.workers)
+    models = options.model_names()
+    bench = study.LearnabilityStudy(options, trainers={m: trainer(m) for m in models})
     out = args.out or tempfile.mkdtemp(prefix="learnability-bench-")
     t0 = time.perf_counter()
-    study.run_learnability(cfg, out, trainers={m: trainer(m) for m in models}, progress=True, workers=args.workers)
+    run(bench, out, workers=args.workers)
     total = time.perf_counter() - t0
-    grid = len(models) * len(cfg.perturbations) * len(cfg.ps) * args.seeds
-    print(f"grid: {len(models)} models x {len(cfg.perturbations)} perturbations x {len(cfg.ps)} p x {args.seeds} seeds "
+    perts, ps = bench.perturbations, bench.ps
+    grid = len(models) * len(perts) * len(ps) * args.seeds
+    print(f"grid: {len(models)} models x {len(perts)} perturbations x {len(ps)} p x {args.seeds} seeds "
           f"= {grid} learnability models (+ {len(models) * args.seeds} clean and "
-          f"{len(models) * len(cfg.perturbations) * args.seeds} augmented models)")
+          f"{len(models) * len(perts) * args.seeds} augmented models)")
     full = len(models) >= 2 and args.seeds >= 3
     verdict = ("met" if total <= TARGET_S else "NOT met") if full else "not judged: this is a partial grid"
     print(f"total wall time {total / 60:.1f} min (target for the full grid of 2 models x 3 seeds: "

@@ -6,7 +6,7 @@ packaged ``conll2010`` corpus, headline settings only (negation ``not`` and, unl
 ``--no-benign``, ``benign`` on ``oanc``; toxicity ``k=2``; long_range ``swapped=2``;
 word_order ``swaps=1``; tokenization ``stride=5``):
 
-* fast  — perturblab: ``SelfCheckStudy(ablations=False)`` in a temporary directory
+* fast  — perturblab: ``SelfCheckStudy`` with ``no_ablations`` in a temporary directory
           (chunks, batched length-sorted right-padded forwards with the output layer only at
           the positions needed,
           batched left-padded generation, a memo of original-text results shared by the
@@ -158,9 +158,11 @@ def naive_scores(metric, setting, rows, benign, seed):
 
 
 # ------------------------------------------------------------------ the two runs
-def run_fast(cfg, lm, corpus, benign, out_dir):
-    """SelfCheckStudy.run with every Scorer call timed: (wall s, {unit: s}, {unit: {id: row}})."""
+def run_fast(args, lm, corpus, benign, out_dir):
+    """The study run and its files saved, with every Scorer call timed:
+    (study, wall s, {unit: s}, {unit: {id: row}})."""
     import perturblab.studies.selfcheck.study as sc
+    from perturblab.core.entry import run
 
     times: dict[tuple[str, str], float] = {}
 
@@ -171,15 +173,16 @@ def run_fast(cfg, lm, corpus, benign, out_dir):
             times[(metric, setting)] = times.get((metric, setting), 0.0) + time.perf_counter() - t0
             return out
 
-    study = sc.SelfCheckStudy(cfg, out_dir, models={MODEL: lm}, corpus=corpus, benign=benign, progress=False)
+    study = sc.SelfCheckStudy(args, models={MODEL: lm}, corpus=corpus, benign=benign, progress=False)
     original, sc.Scorer = sc.Scorer, TimedScorer
     try:
         t0 = time.perf_counter()
-        study.run()
+        result = run(study, out_dir, quiet=True)
+        result.save(out_dir)
         wall = time.perf_counter() - t0
     finally:
         sc.Scorer = original
-    rows = {(m, s): {r["example_id"]: r for r in study.result.examples
+    rows = {(m, s): {r["example_id"]: r for r in result.examples
                      if (r["model"], r["metric"], r["setting"]) == (MODEL, m, s)} for m, s, _ in study.units()}
     return study, wall, times, rows
 
@@ -204,7 +207,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--n", type=int, default=200, help="examples per unit")
     ap.add_argument("--naive-n", type=int, default=None, help="naive examples per unit (default: --n)")
-    ap.add_argument("--max-new-tokens", type=int, default=None, help="default: SelfCheckConfig's")
+    ap.add_argument("--max-new-tokens", type=int, default=None, help="default: the selfcheck command's")
     ap.add_argument("--metrics", default=",".join(HEADLINE))
     ap.add_argument("--no-benign", action="store_true", help="leave out the benign negation unit")
     args = ap.parse_args()
@@ -215,24 +218,26 @@ def main() -> None:
     from perturblab.data.corpus import load_corpus
     from perturblab.models.lm_presets import load_language_model
     from perturblab.resources.profanity import contains_profanity
-    from perturblab.studies.selfcheck.study import SelfCheckConfig, profane_token_ids
+    from perturblab.studies.selfcheck.config import ABLATIONS, SelfCheckArgs
+    from perturblab.studies.selfcheck.study import profane_token_ids
     from perturblab.studies.selfcheck.result import _scores
 
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
     bad = [m for m in metrics if m not in HEADLINE]
     if bad:
         ap.error(f"unknown metric(s) {bad}; choose from {', '.join(HEADLINE)}")
-    cfg = SelfCheckConfig(models=[MODEL], corpus="conll2010", n=args.n, metrics=metrics, ablations=False,
-                          benign_corpus=None if args.no_benign else "oanc")
+    cfg = SelfCheckArgs(models=MODEL, corpus="conll2010", n=args.n, metrics=",".join(metrics), no_ablations=True,
+                        benign_corpus="none" if args.no_benign else "oanc")
     if args.max_new_tokens is not None:
         cfg.max_new_tokens = args.max_new_tokens
+    cfg.check()
     k_naive = args.n if args.naive_n is None else min(args.naive_n, args.n)
     load0 = os.getloadavg()
 
     t0 = time.perf_counter()
     lm = load_language_model(MODEL)
     corpus = load_corpus(cfg.corpus)
-    benign = load_corpus(cfg.benign_corpus) if cfg.benign_corpus and "negation" in metrics else None
+    benign = load_corpus(cfg.benign_name()) if cfg.benign_name() and "negation" in metrics else None
     print(f"model {MODEL} and corpora loaded in {time.perf_counter() - t0:.1f} s; torch threads: "
           f"{torch.get_num_threads()}; cpu cores: {os.cpu_count()}; load average at start "
           f"{load0[0]:.2f} {load0[1]:.2f} {load0[2]:.2f}")
@@ -255,8 +260,9 @@ def main() -> None:
     naive = Naive(lm.model, lm.tokenizer, cfg, profane_token_ids(lm))
     t_profane = time.perf_counter() - t0
     naive_t, naive_rows = run_naive(naive, study.examples, units, k_naive)
-    if ("toxicity", f"k={cfg.trigger_main}") in naive_t:
-        naive_t[("toxicity", f"k={cfg.trigger_main}")] += t_profane  # its token set is part of the metric
+    toxicity_main = ("toxicity", f"k={ABLATIONS['toxicity'][2]}")
+    if toxicity_main in naive_t:
+        naive_t[toxicity_main] += t_profane  # its token set is part of the metric
 
     # ---------------------------------------------------------------- per unit: time and values
     print("\n" + "unit".ljust(20) + "n fast".rjust(7) + "fast s".rjust(9) + "n naive".rjust(8)
@@ -293,9 +299,9 @@ def main() -> None:
     other_fast = t_fast - sum(fast_t.values())
     print(f"{'scorer calls, sum':<20}{'':>7}{tot_fast:>9.2f}{'':>8}{'':>10}{tot_naive:>16.2f}"
           f"{'*' if extrapolated else ' '}{tot_naive / tot_fast:>7.1f}x")
-    print(f"{'study.run() total':<20}{'':>7}{t_fast:>9.2f}{'':>8}{'':>10}{tot_naive:>16.2f}"
+    print(f"{'study run total':<20}{'':>7}{t_fast:>9.2f}{'':>8}{'':>10}{tot_naive:>16.2f}"
           f"{'*' if extrapolated else ' '}{tot_naive / t_fast:>7.1f}x   <- headline speed ratio naive/fast")
-    print(f"(fast: {other_fast:.2f} s of study.run() outside Scorer calls: examples, fit checks, store, "
+    print(f"(fast: {other_fast:.2f} s of the study run outside Scorer calls: examples, fit checks, store, "
           f"results.json/CSV/spider.png; a unit's time includes memo misses it pays for later units; the naive "
           f"toxicity time includes {t_profane:.2f} s for the profane token set"
           + (f"; * = naive time extrapolated from the first {k_naive} examples per unit)" if extrapolated else ")"))

@@ -51,12 +51,12 @@ def word_order(model: str, corpus_name: str, n: int) -> None:
 
     from perturblab.measures.divergence import jsd
     from perturblab.models.resolve import load_model
-    from perturblab.studies.selfcheck.config import SelfCheckConfig
+    from perturblab.studies.selfcheck.config import SelfCheckArgs
     from perturblab.studies.selfcheck.scoring import seeded_rng
     from perturblab.studies.selfcheck.study import Examples
 
-    cfg = SelfCheckConfig(models=[model], corpus=corpus_name, n=n, seed=0)
-    xs = Examples(cfg, load_corpus(corpus_name), None).get("word_order", "swaps=1")
+    args = SelfCheckArgs(models=model, corpus=corpus_name, n=n, seed=0)
+    xs = Examples(args, load_corpus(corpus_name), None).get("word_order", "swaps=1")
     tok, rnd = NLTKWordTokenizer(), random.Random(42)
     respaced, code = [], []
     for x in xs:

@@ -105,15 +105,16 @@ def test_api_model_takes_part_in_a_scope_study_like_the_model_it_serves(tmp_path
     reference-against-itself values (Hard- and Soft-SCoPE 1, agreements 1)."""
     from test_study_scope import make_splits, models
 
-    from perturblab.studies.scope import ScopeConfig, ScopeStudy
+    from perturblab.core.entry import run
+    from perturblab.studies.scope import ScopeArgs, ScopeStudy
 
     ref = models()["ref"]
     with CompletionsServer(respond=serving(ref)) as server:
         client = ApiClient(ApiConfig(base_url=server.url, model="ref", api_key_env=None, timeout=5.0), seed=0)
         api = ApiClassifier(client, ["negative", "positive"])
-        cfg = ScopeConfig(reference="ref", targets=["api", "ref"], capabilities=["typo"], n=30, trials=1, n_boot=50)
-        rows = ScopeStudy(cfg, tmp_path / "scope", models={"ref": ref, "api": api}, splits=make_splits(),
-                          progress=False).run()
+        cfg = ScopeArgs(reference="ref", targets="api,ref", capabilities="typo", n=30, trials=1, n_boot=50)
+        study = ScopeStudy(cfg, models={"ref": ref, "api": api}, splits=make_splits(), progress=False)
+        rows = run(study, tmp_path / "scope").rows
     by_target = {r["target"]: r for r in rows}
     for metric in ("hard_scope", "soft_scope", "iid_agreement", "ood_agreement", "gap_iid_acc"):
         assert by_target["api"][metric] == pytest.approx(by_target["ref"][metric], abs=1e-9), metric

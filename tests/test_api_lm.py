@@ -28,7 +28,9 @@ from perturblab.models.api_client import (ApiClient, ApiConfig, default_api_key_
 from perturblab.models.api_lm import ApiLanguageModel  # noqa: E402
 from perturblab.models.lm import CAPABILITIES, HFCausalLM, require  # noqa: E402
 from perturblab.models.lm_presets import language_model_capabilities, load_language_model  # noqa: E402
-from perturblab.studies.selfcheck.study import METRIC_NEEDS, METRICS, SelfCheckConfig, SelfCheckStudy  # noqa: E402
+from perturblab.core.entry import run  # noqa: E402
+from perturblab.studies.selfcheck.config import SelfCheckArgs  # noqa: E402
+from perturblab.studies.selfcheck.study import METRIC_NEEDS, METRICS, SelfCheckStudy  # noqa: E402
 
 KEY = "sk-test-SECRET-api-lm-0123456789"
 TEXTS = SENTENCES[:6] + ["Hi there.", "A longer sentence, with commas; and a semicolon, that goes on for a while."]
@@ -170,15 +172,16 @@ def test_endpoints_without_prompt_logprobs_give_a_clear_error(local):
 
 # ------------------------------------------------------------------ studies
 def test_selfcheck_negation_scores_like_the_local_model(tmp_path, local):
-    cfg = dict(corpus="hand", n=20, seed=1, metrics=["negation"], chunk=4)
+    opts = dict(corpus="hand", n=20, seed=1, metrics="negation", chunk=4)
     corpus = _corpus()
     runs = {}
     with CompletionsServer(plan={SENTENCES[0]: ["429", "500"]}, respond=serving(local)) as server:
         api = api_model(server)
         for name, lm in (("local", local), ("api", api)):
-            study = SelfCheckStudy(SelfCheckConfig(models=[name], **cfg), tmp_path / name, models={name: lm},
-                                   corpus=corpus, benign=BENIGN, progress=False)
-            runs[name] = (study.run(), study.result.examples)
+            study = SelfCheckStudy(SelfCheckArgs(models=name, **opts), models={name: lm}, corpus=corpus,
+                                   benign=BENIGN, progress=False)
+            result = run(study, tmp_path / name, quiet=True)
+            runs[name] = (result.rows, result.examples)
     (rows_l, ex_l), (rows_a, ex_a) = runs["local"], runs["api"]
     assert len(rows_l) == len(rows_a) == 4 and ex_l and len(ex_l) == len(ex_a)  # 3 scores of "not", 1 benign
     for a, b in zip(rows_l, rows_a):
@@ -194,23 +197,24 @@ def test_unsupported_metrics_are_refused_before_any_request(tmp_path, local):
     with CompletionsServer(respond=serving(local)) as server:
         api = api_model(server, name="api:tiny")
         with pytest.raises(CapabilityError) as err:
-            SelfCheckStudy(SelfCheckConfig(models=["api:tiny", "local"], metrics=["negation", "word_order", "entropy"]),
-                           tmp_path / "a", models={"api:tiny": api, "local": local}, corpus=_corpus(), benign=_corpus())
+            SelfCheckStudy(SelfCheckArgs(models="api:tiny,local", metrics="negation,word_order,entropy"),
+                           models={"api:tiny": api, "local": local}, corpus=_corpus(), benign=_corpus())
         msg = str(err.value)
         assert "api:tiny cannot compute 'word_order' (needs full next-token distributions over the vocabulary)" in msg
         assert "'entropy' (needs full next-token distributions" in msg and "metrics it supports: negation" in msg
         assert not any(line.strip().startswith("local ") for line in msg.splitlines())  # the local model can
         spec = f"api:tiny@{server.url}"  # named by spec: refused without loading it
         with pytest.raises(CapabilityError, match="cannot compute 'long_range'"):
-            SelfCheckStudy(SelfCheckConfig(models=[spec], metrics=["long_range"]), tmp_path / "b", corpus=_corpus())
-        from perturblab.studies.scope.lm import LMScopeConfig, LMScopeStudy
+            SelfCheckStudy(SelfCheckArgs(models=spec, metrics="long_range"), corpus=_corpus())
+        from perturblab.studies.scope.config import LMScopeArgs
+        from perturblab.studies.scope.lm import LMScopeStudy
 
         with pytest.raises(CapabilityError, match=r"(?s)LM SCoPE.*api:tiny cannot compute 'gap_iid_acc'.*"
                                                   r"metrics it supports: none.*ApiClassifier"):
-            LMScopeStudy(LMScopeConfig(reference="local", targets=["api:tiny"]), tmp_path / "c",
-                         models={"local": local, "api:tiny": api}, sentences=TEXTS)
+            LMScopeStudy(LMScopeArgs(reference="local", targets="api:tiny"), models={"local": local, "api:tiny": api},
+                         sentences=TEXTS)
         assert sum(server.counts.values()) == 0
-    assert not (tmp_path / "a").exists()  # nothing written either
+    assert not any(tmp_path.iterdir())  # nothing written either
 
 
 def test_metric_needs_are_exactly_what_scoring_calls(tmp_path, local):
@@ -231,10 +235,10 @@ def test_metric_needs_are_exactly_what_scoring_calls(tmp_path, local):
 
     for metric in METRICS:
         model = Only(local, METRIC_NEEDS[metric])
-        study = SelfCheckStudy(SelfCheckConfig(models=["m"], corpus="hand", n=3, metrics=[metric], ablations=False,
-                                               max_new_tokens=3), tmp_path / metric, models={"m": model},
+        study = SelfCheckStudy(SelfCheckArgs(models="m", corpus="hand", n=3, metrics=metric, no_ablations=True,
+                                             max_new_tokens=3), models={"m": model},
                                corpus=_corpus(), benign=BENIGN, progress=False)
-        assert study.run(), metric
+        assert run(study, tmp_path / metric, quiet=True).rows, metric
         assert model.used == METRIC_NEEDS[metric], metric
 
 
@@ -268,9 +272,11 @@ def test_key_from_env_is_sent_and_never_written(tmp_path, monkeypatch, caplog, l
         api = load_language_model(spec, max_retries=3, backoff_base=0.01, max_length=512)
         assert isinstance(api, ApiLanguageModel) and api.name == spec and api.client.config.max_retries == 3
         assert api.max_length == 512 and api.usage.requests == 0  # nothing sent on loading
-        study = SelfCheckStudy(SelfCheckConfig(models=[spec], corpus="hand", n=20, metrics=["negation"]),
-                               tmp_path / "out", corpus=_corpus(), benign=BENIGN, progress=False)
-        rows = study.run()  # loads the model from its spec
+        study = SelfCheckStudy(SelfCheckArgs(models=spec, corpus="hand", n=20, metrics="negation"),
+                               corpus=_corpus(), benign=BENIGN, progress=False)
+        result = run(study, tmp_path / "out", quiet=True)  # loads the model from its spec
+        result.save(tmp_path / "out")
+        rows = result.rows
     assert server.auth == {f"Bearer {KEY}"} and rows and all(np.isfinite(r["value"]) for r in rows)
     assert "failed" in caplog.text  # the faults were logged ...
     written = [p.read_bytes() for p in (tmp_path / "out").rglob("*") if p.is_file()]
@@ -288,7 +294,7 @@ def test_an_api_model_defined_in_a_study_config_is_loaded_and_checked_by_name(tm
         named.define("gpt", named.check_definition("gpt", {"api": {"base_url": server.url, "model": "tiny"}}))
         assert language_model_capabilities("gpt") == ApiLanguageModel.capabilities
         with pytest.raises(CapabilityError, match="gpt cannot compute 'word_order'"):
-            SelfCheckStudy(SelfCheckConfig(models=["gpt"], metrics=["word_order"]), tmp_path / "a", corpus=_corpus())
+            SelfCheckStudy(SelfCheckArgs(models="gpt", metrics="word_order"), corpus=_corpus())
         assert sum(server.counts.values()) == 0
         api = load_language_model("gpt")
         assert isinstance(api, ApiLanguageModel) and api.name == "gpt"

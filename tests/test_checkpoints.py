@@ -22,9 +22,11 @@ from perturblab.models.checkpoints import list_checkpoints, percent_label, read_
 from perturblab.models.finetune import FinetuneConfig, finetune_classifier, read_finetune_meta  # noqa: E402
 from perturblab.models.hf import HFSequenceClassifier  # noqa: E402
 from perturblab.core.store import ResultStore  # noqa: E402
-from perturblab.studies.scope.checkpoints import (Checkpoint, CheckpointConfig, CheckpointStudy,  # noqa: E402
+from perturblab.studies.scope.checkpoints import (Checkpoint, CheckpointStudy,  # noqa: E402
                                             checkpoints_from_dirs)
-from perturblab.studies.scope import ScopeConfig, ScopeStudy, summarise  # noqa: E402
+from perturblab.core.entry import run  # noqa: E402
+from perturblab.studies.scope import ScopeArgs, ScopeStudy, summarise  # noqa: E402
+from perturblab.studies.scope.config import CheckpointsArgs  # noqa: E402
 
 FILLER = "the a cat dog sat on mat movie film was is very and it plot actors park river old new".split()
 MARKER = "zebra"
@@ -176,17 +178,22 @@ def test_load_or_finetune_keeps_checkpoint_runs_apart(base_dir, tmp_path, monkey
 
 
 # ---------------------------------------------------------------- the study
-def study_config(**kw) -> CheckpointConfig:
-    return CheckpointConfig(**{**dict(capabilities=["typo"], n=16, trials=2, n_boot=100), **kw})
+def study_config(**kw) -> CheckpointsArgs:
+    return CheckpointsArgs(**{**dict(capabilities="typo", n=16, trials=2), **kw})
+
+
+def run_checkpoints(args, out, checkpoints, **kw):
+    """The checkpoint study of ``args`` run into ``out``; its result."""
+    return run(CheckpointStudy(args, checkpoints, **kw), out)
 
 
 @pytest.fixture(scope="module")
 def study_run(run_dir, splits, tmp_path_factory):
     out = tmp_path_factory.mktemp("study")
-    study = CheckpointStudy(study_config(), out, [run_dir], splits=splits, progress=False)
-    rows = study.run()
-    study.result.save(out)
-    return study, rows, out
+    study = CheckpointStudy(study_config(), [run_dir], splits=splits, progress=False)
+    result = run(study, out)
+    result.save(out)
+    return study, result.rows, out
 
 
 def test_study_rows_and_self_comparison(study_run):
@@ -219,14 +226,13 @@ def test_study_rows_and_self_comparison(study_run):
 
 
 def test_vs_previous_equals_a_direct_scope_run(run_dir, splits, tmp_path):
-    cfg = study_config(comparisons=("vs_previous",))
-    rows = CheckpointStudy(cfg, tmp_path / "study", [run_dir], splits=splits, progress=False, cache=False).run()
+    cfg = study_config(comparisons="vs_previous")
+    rows = run_checkpoints(cfg, tmp_path / "study", [run_dir], splits=splits, progress=False, cache=False).rows
     assert {r["comparison"] for r in rows} == {"vs_previous"} and len(rows) == 3
     got = next(r for r in rows if r["checkpoint"] == "checkpoint-050")
     models = {n: HFSequenceClassifier(run_dir / n, name=n) for n in ("checkpoint-025", "checkpoint-050")}
-    direct_cfg = ScopeConfig(reference="checkpoint-025", targets=["checkpoint-050"], capabilities=["typo"], n=16,
-                             trials=2, n_boot=100)
-    direct = ScopeStudy(direct_cfg, tmp_path / "direct", models=models, splits=splits, progress=False).run()
+    direct_cfg = ScopeArgs(reference="checkpoint-025", targets="checkpoint-050", capabilities="typo", n=16, trials=2)
+    direct = run(ScopeStudy(direct_cfg, models=models, splits=splits, progress=False), tmp_path / "direct").rows
     (want,) = summarise(direct)
     assert got["reference"] == "checkpoint-025"
     for m in METRICS:
@@ -244,12 +250,11 @@ def test_rerun_resumes_without_searching(study_run, run_dir, splits):
     before = searches_stored(out)
     counting = {p.name: CountingClassifier(HFSequenceClassifier(p, name=p.name)) for p in list_checkpoints(run_dir)}
     cks = [Checkpoint(n, m, c.percent) for (n, m), c in zip(counting.items(), study.checkpoints)]
-    again = CheckpointStudy(study_config(), out, cks, splits=splits, progress=False).run()
+    again = run_checkpoints(study_config(), out, cks, splits=splits, progress=False).rows
     assert json.dumps(again, sort_keys=True) == json.dumps(rows, sort_keys=True)
     assert all(m.calls == 0 for m in counting.values())  # searches from the store, outputs from the cache
     # without the output cache, the models are only asked for the outputs that are scored, never searched with
-    uncached = CheckpointStudy(study_config(), out, cks, splits=splits, progress=False, cache=False)
-    uncached.run()
+    run_checkpoints(study_config(), out, cks, splits=splits, progress=False, cache=False)
     studies_with = {"checkpoint-000": 2, "checkpoint-025": 3, "checkpoint-050": 3, "checkpoint-100": 2}
     for name, m in counting.items():  # three calls (x, x for x', x') per study, capability and trial
         assert 0 < m.calls <= 3 * studies_with[name] * 2, (name, m.calls)
@@ -269,20 +274,20 @@ class Fixed:
 
 def test_clear_input_errors(run_dir, splits, tmp_path):
     with pytest.raises(InputError, match="at least 2"):
-        CheckpointStudy(study_config(), tmp_path, [run_dir / "checkpoint-000"], splits=splits)
+        CheckpointStudy(study_config(), [run_dir / "checkpoint-000"], splits=splits)
     with pytest.raises(InputError, match="not a directory"):
         checkpoints_from_dirs([run_dir / "checkpoint-000", tmp_path / "missing"])
     with pytest.raises(InputError, match="label set"):
-        CheckpointStudy(study_config(), tmp_path / "l", [Checkpoint("a", Fixed(["absent", "present"])),
-                                                         Checkpoint("b", Fixed(["x", "y"]))], splits=splits).run()
+        run_checkpoints(study_config(), tmp_path / "l", [Checkpoint("a", Fixed(["absent", "present"])),
+                                                         Checkpoint("b", Fixed(["x", "y"]))], splits=splits)
     with pytest.raises(InputError, match="unique"):
-        CheckpointStudy(study_config(), tmp_path, [Checkpoint("a", Fixed(["x", "y"])),
-                                                   Checkpoint("a", Fixed(["x", "y"]))], splits=splits)
-    with pytest.raises(InputError, match="comparisons"):
-        CheckpointStudy(study_config(comparisons=("vs_best",)), tmp_path, [run_dir], splits=splits)
+        CheckpointStudy(study_config(), [Checkpoint("a", Fixed(["x", "y"])), Checkpoint("a", Fixed(["x", "y"]))],
+                        splits=splits)
+    with pytest.raises(InputError, match="--comparisons: takes one or more of vs_final, vs_previous"):
+        study_config(comparisons="vs_best").check()
     with pytest.raises(InputError, match="classes"):
         three = (splits[0], Dataset(splits[1].examples, ["a", "b", "c"], "three"))
-        CheckpointStudy(study_config(), tmp_path / "c", [run_dir], splits=three).run()
+        run_checkpoints(study_config(), tmp_path / "c", [run_dir], splits=three)
 
 
 def test_other_weights_under_the_same_names_are_scored_afresh(run_dir, splits, tmp_path):
@@ -291,10 +296,10 @@ def test_other_weights_under_the_same_names_are_scored_afresh(run_dir, splits, t
     names = ["checkpoint-000", "checkpoint-050", "checkpoint-100"]
     dirs = [Checkpoint(n, run_dir / n) for n in names]
     cfg = study_config(n=6, trials=1)
-    first = CheckpointStudy(cfg, tmp_path / "m", dirs, splits=splits, progress=False).run()
+    first = run_checkpoints(cfg, tmp_path / "m", dirs, splits=splits, progress=False).rows
     swapped = [Checkpoint(n, run_dir / m) for n, m in zip(names, ["checkpoint-025", "checkpoint-050", "checkpoint-000"])]
-    again = CheckpointStudy(cfg, tmp_path / "m", swapped, splits=splits, progress=False).run()
-    fresh = CheckpointStudy(cfg, tmp_path / "fresh", swapped, splits=splits, progress=False).run()
+    again = run_checkpoints(cfg, tmp_path / "m", swapped, splits=splits, progress=False).rows
+    fresh = run_checkpoints(cfg, tmp_path / "fresh", swapped, splits=splits, progress=False).rows
     assert json.dumps(again, sort_keys=True) == json.dumps(fresh, sort_keys=True)
     assert json.dumps(again, sort_keys=True) != json.dumps(first, sort_keys=True)
 

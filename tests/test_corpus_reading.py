@@ -248,35 +248,37 @@ def test_corpus_split_option():
 
 def test_selfcheck_study_reads_corpora_with_the_split(tmp_path, monkeypatch, capsys):
     from perturblab.studies.selfcheck import study as study_mod
-    from perturblab.studies.selfcheck.config import SelfCheckConfig
+    from perturblab.studies.selfcheck.config import SelfCheckArgs
 
     path = write(tmp_path, "senate.txt", "\n".join(LINES) + "\n")
     seen = {}
     monkeypatch.setattr(study_mod.SelfCheckStudy, "check_capabilities", lambda self: None)
-    monkeypatch.setattr(study_mod, "Examples", lambda cfg, corpus, benign: seen.update(corpus=corpus, benign=benign))
-    cfg = SelfCheckConfig(models=["m"], corpus=str(path), benign_corpus=str(path), metrics=["negation"])
-    study_mod.SelfCheckStudy(cfg, tmp_path / "out")
+    monkeypatch.setattr(study_mod, "Examples", lambda args, corpus, benign: seen.update(corpus=corpus, benign=benign))
+    args = SelfCheckArgs(models="m", corpus=str(path), benign_corpus=str(path), metrics="negation")
+    study_mod.SelfCheckStudy(args)
     assert seen["corpus"].sentences == seen["benign"].sentences == LINES[:3] + LINES[4:]
     err = capsys.readouterr().err
     assert f"corpus {path}: 5 texts, one per line, from senate.txt (auto)" in err
     assert f"benign corpus {path}: 5 texts" in err
-    cfg.corpus_split = "sentences"  # the option, once the config carries it
-    study_mod.SelfCheckStudy(cfg, tmp_path / "out", progress=False)
+    args.corpus_split = "sentences"  # the option, once the options carry it
+    study_mod.SelfCheckStudy(args, progress=False)
     assert seen["corpus"].reading.endswith("sentences split from the running text of senate.txt")
     assert seen["corpus"].sentences != LINES[:3] + LINES[4:]
     assert capsys.readouterr().err == ""
 
 
-def test_scope_lm_pool_reads_the_corpus_with_the_split(tmp_path, capsys):
+def test_scope_lm_pool_reads_the_corpus_with_the_split(tmp_path, capsys, monkeypatch):
+    from perturblab.studies.scope import lm as lm_mod
     from perturblab.studies.scope.lm import LMScopeStudy
 
     path = write(tmp_path, "senate.txt", "\n".join(LINES) + "\n")
-    config = types.SimpleNamespace(corpus=str(path), corpus_split="auto", min_sentence_words=7, max_sentence_words=40)
-    study = types.SimpleNamespace(_pool=None, config=config, progress=True)
+    monkeypatch.setattr(lm_mod, "SENTENCE_WORDS", (7, 40))  # the base sentences' word range
+    args = types.SimpleNamespace(corpus=str(path), corpus_split="auto")
+    study = types.SimpleNamespace(_pool=None, args=args, progress=True)
     assert LMScopeStudy.sentences(study) == [LINES[0], LINES[1], LINES[2], LINES[4]]
     assert capsys.readouterr().err == (f"corpus {path}: 5 texts, one per line, from senate.txt (auto); "
                                        "1 under 3 words left out; 4 with 7..40 words kept\n")
-    config.corpus_split = "sentences"
-    study = types.SimpleNamespace(_pool=None, config=config, progress=False)
+    args.corpus_split = "sentences"
+    study = types.SimpleNamespace(_pool=None, args=args, progress=False)
     assert LMScopeStudy.sentences(study)[0] == \
         "The amendment was drafted by an aide to Sen. Kennedy read it aloud on the floor of the chamber."

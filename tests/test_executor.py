@@ -46,6 +46,16 @@ def test_executor_errors():
         list(LocalExecutor(2).run([Cell("a", lambda: 1), Cell("b", boom)]))
 
 
+def _saved(study, out, executor="local"):
+    """Run ``study`` into ``out`` on ``executor`` and write its files there, as the command does;
+    the result."""
+    from perturblab.core.entry import run
+
+    result = run(study, out, executor=executor, quiet=True)
+    result.save(out)
+    return result
+
+
 def _files(out, names):
     return {n: (out / n).read_bytes() for n in names}
 
@@ -57,17 +67,43 @@ def ray_executor():
     ex.shutdown()
 
 
+def test_an_unreachable_ray_address_is_one_line_at_once_and_writes_nothing(tmp_path, capsys):
+    """Ray retries an unreachable cluster for minutes; the address is tried first (a closed port on
+    this machine answers at once), before any model loads or anything is written."""
+    import socket
+
+    from perturblab.cli import main
+    from perturblab.core.executor import check_reachable
+
+    with socket.socket() as sock:  # a port that was free a moment ago: nothing listens there now
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    out = tmp_path / "out"
+    t0 = time.monotonic()
+    code = main(["scope", "--reference", "tfidf-lr", "--targets", "tfidf-lr", "--capabilities", "typo", "--n", "4",
+                 "--trials", "1", "--executor", "ray", "--address", f"127.0.0.1:{port}", "--out", str(out), "--quiet"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and time.monotonic() - t0 < 60
+    assert err.count("\n") == 0 and "could not reach the Ray cluster" in err and f"127.0.0.1:{port}" in err
+    assert not out.exists()
+    for bad in ("nohost", "host:port", "ray://:10001"):
+        with pytest.raises(InputError, match="is not HOST:PORT"):
+            check_reachable(bad)
+    check_reachable("auto")  # left to Ray
+
+
 def test_ray_runs_a_learnability_grid_byte_identical_to_local(tmp_path, marker_csv, ray_executor):
-    from perturblab.studies.learnability.study import LearnabilityConfig, run_learnability
+    from perturblab.studies.learnability.config import LearnabilityArgs
+    from perturblab.studies.learnability.study import LearnabilityStudy
     from perturblab.core.store import ResultStore
 
     data = marker_csv(tmp_path / "d.csv", 160, n_words=5)
     # TextRNN trained in a Ray worker (1 torch thread) is covered by the robustness grid below
-    cfg = LearnabilityConfig(models=["tfidf-lr"], perturbations=["leet_letters", "whitespace"],
-                             data=str(data), n_train=80, n_test=40, seeds=2, ps=[0.01, 0.5, 1.0])
+    cfg = LearnabilityArgs(models="tfidf-lr", perturbations="leet_letters,whitespace",
+                           data=str(data), n_train=80, n_eval=40, trials=2, ps=[0.01, 0.5, 1.0])
     names = ["results.json", "summary.json", "table.md"]
-    run_learnability(cfg, tmp_path / "local", progress=False)
-    run_learnability(cfg, tmp_path / "ray", progress=False, executor=ray_executor)
+    _saved(LearnabilityStudy(cfg), tmp_path / "local")
+    _saved(LearnabilityStudy(cfg), tmp_path / "ray", ray_executor)
     assert _files(tmp_path / "local", names) == _files(tmp_path / "ray", names)
     with ResultStore(tmp_path / "ray" / "results.sqlite") as s:
         rows = s._con.execute("SELECT key FROM cells WHERE study='learnability.train'").fetchall()
@@ -76,15 +112,16 @@ def test_ray_runs_a_learnability_grid_byte_identical_to_local(tmp_path, marker_c
 
 
 def test_ray_runs_a_robustness_grid_byte_identical_to_local(tmp_path, marker_csv, ray_executor):
-    from perturblab.studies.robustness.study import RobustnessConfig, run_robustness
+    from perturblab.studies.robustness.config import RobustnessArgs
+    from perturblab.studies.robustness.study import RobustnessStudy
     from perturblab.core.store import ResultStore
 
     data = marker_csv(tmp_path / "d.csv", 200, n_words=5)
-    cfg = RobustnessConfig(models=["tfidf-lr", "rnn=textrnn"], perturbations=["change_char", "drop_first"],
-                           data=str(data), n_train=120, n_test=60, seeds=2, metrics=["accuracy", "mcc"])
+    cfg = RobustnessArgs(models="tfidf-lr,rnn=textrnn", perturbations="change_char,drop_first",
+                         data=str(data), n_train=120, n_eval=60, trials=2, metrics="accuracy,mcc")
     names = ["results.json", "summary.json", "table.md"]
-    run_robustness(cfg, tmp_path / "local", progress=False)
-    run_robustness(cfg, tmp_path / "ray", progress=False, executor=ray_executor)
+    _saved(RobustnessStudy(cfg), tmp_path / "local")
+    _saved(RobustnessStudy(cfg), tmp_path / "ray", ray_executor)
     assert _files(tmp_path / "local", names) == _files(tmp_path / "ray", names)
     with ResultStore(tmp_path / "ray" / "results.sqlite") as s:
         keys = [k for (k,) in s._con.execute("SELECT key FROM cells")]
@@ -110,7 +147,7 @@ def test_ray_runs_scope_searches_byte_identical_to_local(tmp_path, ray_executor)
 
     from perturblab.data import Dataset, Example
     from perturblab.core.store import ResultStore
-    from perturblab.studies.scope import ScopeConfig, ScopeStudy
+    from perturblab.studies.scope import ScopeArgs, ScopeStudy
 
     rng = np.random.default_rng(3)
     words = ["good", "great", "bad", "awful", "movie", "story", "acting", "terrible", "wonderful", "boring",
@@ -123,22 +160,25 @@ def test_ray_runs_scope_searches_byte_identical_to_local(tmp_path, ray_executor)
 
     data = [ex(i) for i in range(220)]
     splits = (Dataset(data[:160], ["negative", "positive"]), Dataset(data[160:], ["negative", "positive"]))
-    cfg = ScopeConfig(reference="tfidf-lr", targets=["tfidf-lr"], capabilities=["typo", "fairness"], n=40,
-                      trials=2, n_boot=100, data="toy-scope")
-    local_study = ScopeStudy(cfg, tmp_path / "local", splits=splits, progress=False, chunk_size=16)
-    local = local_study.run()
-    ray_study = ScopeStudy(cfg, tmp_path / "ray", splits=splits, progress=False, chunk_size=16)
-    ray = ray_study.run(executor=ray_executor)
+    from perturblab.core.entry import run
+
+    cfg = ScopeArgs(reference="tfidf-lr", targets="tfidf-lr", capabilities="typo,fairness", n=40,
+                    trials=2, n_boot=100, data="toy-scope")
+    local_result = run(ScopeStudy(cfg, splits=splits, progress=False, chunk_size=16), tmp_path / "local", quiet=True)
+    local = local_result.rows
+    ray_result = run(ScopeStudy(cfg, splits=splits, progress=False, chunk_size=16), tmp_path / "ray",
+                     executor=ray_executor, quiet=True)
+    ray = ray_result.rows
     assert json.dumps(local) == json.dumps(ray)
     assert {r["capability"] for r in ray} == {"typo", "fairness", "synonym*", "typo*"}
     assert any(r["capability"] == "typo*" and r["n"] > 0 for r in ray)  # fairness qualified some samples
 
-    def stored(study):
+    def stored(result):
         return [(r["capability"], r["trial"], r["sample_id"], r["perturbed"], r["status"])
-                for r in study.result.perturbations]
+                for r in result.perturbations]
 
-    rows = stored(ray_study)
-    assert sorted(rows) == sorted(stored(local_study))
+    rows = stored(ray_result)
+    assert sorted(rows) == sorted(stored(local_result))
     with ResultStore(tmp_path / "ray" / "results.sqlite") as s:  # every search stored once
         assert s._con.execute("SELECT count(*) FROM cells WHERE study='scope.search'").fetchone()[0] == len(rows)
     assert len({r[:3] for r in rows}) == len(rows)  # no sample searched twice
@@ -153,8 +193,9 @@ def test_a_given_reference_object_searches_the_same_on_ray_as_locally(tmp_path, 
     import numpy as np
 
     from perturblab.data import Dataset, Example
+    from perturblab.core.entry import run
     from perturblab.models import CallableClassifier
-    from perturblab.studies.scope import ScopeConfig, ScopeStudy
+    from perturblab.studies.scope import ScopeArgs, ScopeStudy
 
     def proba(texts):  # depends on character order, so typos change it in the low bits
         s = np.array([1e-3 * sum(i * ord(c) for i, c in enumerate(t)) for t in texts]) - 0.5
@@ -165,14 +206,14 @@ def test_a_given_reference_object_searches_the_same_on_ray_as_locally(tmp_path, 
     data = Dataset([Example(t, int("good" in t), uid=str(i)) for i, t in enumerate(texts * 2)],
                    ["negative", "positive"])
     ref = CallableClassifier(proba, labels=["negative", "positive"], name="ref")
-    cfg = ScopeConfig(reference="ref", targets=["ref"], capabilities=["typo"], n=6, trials=1, n_boot=20)
+    cfg = ScopeArgs(reference="ref", targets="ref", capabilities="typo", n=6, trials=1, n_boot=20)
 
-    def run(where, executor=None):
-        study = ScopeStudy(cfg, tmp_path / where, models={"ref": ref}, splits=(data, data), progress=False)
-        rows = study.run(executor=executor)
-        return rows, [(r["sample_id"], r["perturbed"], r["ref_loss"]) for r in study.result.perturbations]
+    def searched(where, executor="local"):
+        study = ScopeStudy(cfg, models={"ref": ref}, splits=(data, data), progress=False)
+        result = run(study, tmp_path / where, executor=executor, quiet=True)
+        return result.rows, [(r["sample_id"], r["perturbed"], r["ref_loss"]) for r in result.perturbations]
 
-    local, ray = run("local"), run("ray", ray_executor)
+    local, ray = searched("local"), searched("ray", ray_executor)
     assert any(loss for _, _, loss in local[1])  # the losses are not all 0: rounding would show
     assert json.dumps(local) == json.dumps(ray)
 
@@ -204,14 +245,15 @@ def test_perturblab_run_on_ray_writes_what_a_local_run_writes(tmp_path, marker_c
 def test_ray_runs_a_regression_pair_task_byte_identical_to_local(tmp_path, ray_executor):
     from test_task_coverage_cli import score_csv
 
-    from perturblab.studies.robustness.study import RobustnessConfig, run_robustness
+    from perturblab.studies.robustness.config import RobustnessArgs
+    from perturblab.studies.robustness.study import RobustnessStudy
 
     data = score_csv(tmp_path / "scores.csv", 120)
-    cfg = RobustnessConfig(models=["tfidf-ridge"], perturbations=["change_char", "drop_first"], data=str(data),
-                           n_train=80, n_test=30, seeds=2, text_fields=("s1", "s2"), label_column="score",
-                           task="regression", perturb_field="b", n_boot=200)
+    cfg = RobustnessArgs(models="tfidf-ridge", perturbations="change_char,drop_first", data=str(data),
+                         n_train=80, n_eval=30, trials=2, text_fields=["s1", "s2"], label_column="score",
+                         task="regression", perturb_field="b", n_boot=200)
     names = ["results.json", "summary.json", "table.md"]
-    run_robustness(cfg, tmp_path / "local", progress=False)
-    run_robustness(cfg, tmp_path / "ray", progress=False, executor=ray_executor)
+    _saved(RobustnessStudy(cfg), tmp_path / "local")
+    _saved(RobustnessStudy(cfg), tmp_path / "ray", ray_executor)
     assert _files(tmp_path / "local", names) == _files(tmp_path / "ray", names)
     assert '"pearson"' in (tmp_path / "ray" / "summary.json").read_text()

@@ -157,7 +157,8 @@ def test_partials_and_trainer_objects_are_told_apart_by_their_arguments_and_stat
 
 
 def test_a_trainer_without_a_stable_hash_is_refused_and_a_fingerprint_attribute_accepted():
-    from perturblab.studies.learnability.study import LearnabilityConfig, LearnabilityStudy, trainer_fingerprint
+    from perturblab.studies.learnability.config import LearnabilityArgs
+    from perturblab.studies.learnability.study import LearnabilityStudy, trainer_fingerprint
 
     lock = threading.Lock()
 
@@ -168,7 +169,7 @@ def test_a_trainer_without_a_stable_hash_is_refused_and_a_fingerprint_attribute_
     with pytest.raises(InputError, match="fingerprint` attribute") as err:
         trainer_fingerprint(fit)
     assert "'lock'" in str(err.value) and " at 0x" not in str(err.value)
-    cfg = LearnabilityConfig(models=["mine"], perturbations=["leet_letters"], data="unused.csv")
+    cfg = LearnabilityArgs(models="mine", perturbations="leet_letters", data="unused.csv")
     with pytest.raises(InputError, match="fingerprint` attribute"):
         LearnabilityStudy(cfg, trainers={"mine": fit})  # before any data is read or file written
     fit.fingerprint = "bow-v1"

@@ -14,7 +14,16 @@ from perturblab.data.corpus import Corpus
 from perturblab.data.summaries import GenerationExample, lead_summaries, load_generation_data, read_pairs
 from perturblab.errors import InputError
 from perturblab.measures.task_metrics import rouge_f
-from perturblab.studies.robustness.generation import GenerationConfig, run_generation_robustness
+from perturblab.core.entry import run
+from perturblab.studies.robustness.config import GenerationArgs
+from perturblab.studies.robustness.generation import GenerationStudy
+
+
+def run_generation_robustness(args, out, models=None):
+    """Run (or resume) the study into ``out`` and write its files there, as the command does; the rows."""
+    result = run(GenerationStudy(args, models=models, progress=False), out, quiet=True)
+    result.save(out)
+    return result.rows
 
 DOCS = [["The river flows north through the old valley town.", "Fishermen work on it every morning.",
          "Tourists come in the summer months."],
@@ -74,9 +83,9 @@ def test_pair_files_and_errors(tmp_path, pairs_file):
 
 def test_known_answers_resume_and_outputs(tmp_path, pairs_file):
     lm = LeadCopier()
-    cfg = GenerationConfig(models=["copier"], data=str(pairs_file), source_column="article", reference_column="summary",
-                           perturbations=["drop_first", "drop_last"], seeds=2, n=3, n_boot=200)
-    rows = run_generation_robustness(cfg, tmp_path / "out", models={"copier": lm}, progress=False)
+    cfg = GenerationArgs(models="copier", data=str(pairs_file), source_column="article", reference_column="summary",
+                         perturbations="drop_first,drop_last", trials=2, n=3, n_boot=200)
+    rows = run_generation_robustness(cfg, tmp_path / "out", models={"copier": lm})
     by = {(r["perturbation"], r["metric"]): r for r in rows}
     assert len(rows) == 2 * 3  # deterministic perturbations: one draw each, three metrics
     # the copier reproduces the reference exactly on clean sources; the generation is cut at the line break
@@ -97,7 +106,7 @@ def test_known_answers_resume_and_outputs(tmp_path, pairs_file):
     assert next(c for c in summary["cells"] if (c["perturbation"], c["metric"]) == ("drop_last", "rougeL"))["ci"] == [1, 1]
     made = lm.prompts
     assert made == 3 * 3  # clean + two perturbations, three examples each
-    again = run_generation_robustness(cfg, tmp_path / "out", models={"copier": lm}, progress=False)
+    again = run_generation_robustness(cfg, tmp_path / "out", models={"copier": lm})
     assert again == rows and lm.prompts == made  # resumed from the store: nothing generated twice
     out = tmp_path / "out"
     assert "## Relative robustness, rouge2" in (out / "table.md").read_text()
@@ -105,19 +114,26 @@ def test_known_answers_resume_and_outputs(tmp_path, pairs_file):
 
 
 def test_config_errors(tmp_path):
-    for kw, msg in [({"models": []}, "at least one"), ({"models": ["m"], "metrics": ["accuracy"]}, "rouge1"),
-                    ({"models": ["m"], "prompt": "no slot"}, "{source}")]:
+    for kw, field, msg in [({"models": ""}, "models", "at least one"),
+                           ({"models": "smollm2-135m", "metrics": "accuracy"}, "metrics", "rouge1"),
+                           ({"models": "smollm2-135m", "prompt": "no slot"}, "prompt", "{source}")]:
+        args = GenerationArgs(**kw)
+        assert [f for f, _ in args.problems()] == [field]
         with pytest.raises(InputError, match=msg):
-            run_generation_robustness(GenerationConfig(**kw), tmp_path / "x")
+            args.check()
+    with pytest.raises(InputError, match="at least one"):
+        import perturblab as pl
+        pl.generation([], out=tmp_path / "x", quiet=True)
+    assert not (tmp_path / "x").exists()
 
 
 def test_tiny_causal_lm_through_the_same_api(tmp_path, pairs_file, torch_one_thread):
     from tiny_lm import tiny_lm
 
     lm = tiny_lm()
-    cfg = GenerationConfig(models=["tiny"], data=str(pairs_file), source_column="article", reference_column="summary",
-                           perturbations=["change_char"], seeds=2, n=3, max_new_tokens=8, n_boot=100)
-    rows = run_generation_robustness(cfg, tmp_path / "out", models={"tiny": lm}, progress=False)
+    cfg = GenerationArgs(models="tiny", data=str(pairs_file), source_column="article", reference_column="summary",
+                         perturbations="change_char", trials=2, n=3, max_new_tokens=8, n_boot=100)
+    rows = run_generation_robustness(cfg, tmp_path / "out", models={"tiny": lm})
     assert len(rows) == 2 * 3 and all(0 <= r["clean"] <= 1 and 0 <= r["perturbed"] <= 1 for r in rows)
     gens = [row for row in (tmp_path / "out" / "examples.csv").read_text().splitlines()[1:]]
     assert len(gens) == 3 * 3  # clean + 2 draws, 3 examples

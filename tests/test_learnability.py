@@ -116,10 +116,21 @@ def test_spearman_matches_scipy_on_fixed_data():
     assert rho == pytest.approx(want.statistic) and p == pytest.approx(want.pvalue)
 
 
+def run_learnability(args, out, trainers, workers=1):
+    """Run (or resume) the study into ``out`` with ``workers`` threads and write its files there, as
+    the command does; the rows."""
+    from perturblab.core.entry import run
+    from perturblab.studies.learnability.study import LearnabilityStudy
+
+    result = run(LearnabilityStudy(args, trainers=trainers), out, workers=workers, quiet=True)
+    result.save(out)
+    return result.rows
+
+
 def test_study_rows_resume_and_summary(tmp_path, marker_csv):
     import json
 
-    from perturblab.studies.learnability.study import LearnabilityConfig, run_learnability
+    from perturblab.studies.learnability.config import LearnabilityArgs
 
     path = marker_csv(tmp_path / "toy.csv", 240, seed=0)
     calls = []
@@ -128,9 +139,9 @@ def test_study_rows_resume_and_summary(tmp_path, marker_csv):
         calls.append(len(texts))
         return bow_fit(texts, labels, seed)
 
-    cfg = LearnabilityConfig(models=["bow"], perturbations=["leet_letters", "duplicate_punctuations"],
-                             data=str(path), n_train=120, n_test=60, seeds=2, ps=[0.1, 1.0])
-    rows = run_learnability(cfg, tmp_path / "out", trainers={"bow": counting_fit}, progress=False)
+    cfg = LearnabilityArgs(models="bow", perturbations="leet_letters,duplicate_punctuations",
+                           data=str(path), n_train=120, n_eval=60, trials=2, ps=[0.1, 1.0])
+    rows = run_learnability(cfg, tmp_path / "out", trainers={"bow": counting_fit})
     # per seed: 1 clean + 2 augmented + 2 perturbations x 2 ps
     assert len(calls) == 2 * (1 + 2 + 4)
     assert {"model", "perturbation", "metric", "p", "seed", "value"} <= set(rows[0])
@@ -147,7 +158,7 @@ def test_study_rows_resume_and_summary(tmp_path, marker_csv):
     assert vals["robustness"] == pytest.approx(vals["acc_perturbed"] - vals["acc_clean"])
     # a resumed run trains nothing and gives the same rows
     calls.clear()
-    again = run_learnability(cfg, tmp_path / "out", trainers={"bow": counting_fit}, progress=False)
+    again = run_learnability(cfg, tmp_path / "out", trainers={"bow": counting_fit})
     assert calls == [] and again == rows
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert len(summary["table"]) == 2
@@ -161,17 +172,20 @@ def test_study_rows_resume_and_summary(tmp_path, marker_csv):
 
 
 def test_study_with_two_worker_threads_equals_one_worker(tmp_path, marker_csv):
-    from perturblab.studies.learnability.study import LearnabilityConfig, run_learnability
+    import perturblab as pl
+    from perturblab.studies.learnability.config import LearnabilityArgs
 
     path = marker_csv(tmp_path / "toy.csv", 160, seed=1)
-    cfg = LearnabilityConfig(models=["bow", "bow2"], perturbations=["leet_letters", "whitespace"], data=str(path),
-                             n_train=80, n_test=40, seeds=2, ps=[0.1, 1.0])
+    cfg = LearnabilityArgs(models="bow,bow2", perturbations="leet_letters,whitespace", data=str(path),
+                           n_train=80, n_eval=40, trials=2, ps=[0.1, 1.0])
     fits = {"bow": bow_fit, "bow2": bow_fit}
-    one = run_learnability(cfg, tmp_path / "one", trainers=fits, progress=False)
-    two = run_learnability(cfg, tmp_path / "two", trainers=fits, progress=False, workers=2)
+    one = run_learnability(cfg, tmp_path / "one", trainers=fits)
+    two = run_learnability(cfg, tmp_path / "two", trainers=fits, workers=2)
     assert two == one
     with pytest.raises(InputError, match="workers"):
-        run_learnability(cfg, tmp_path / "bad", trainers=fits, progress=False, workers=0)
+        pl.learnability(["bow", "bow2"], trainers=fits, perturbations="leet_letters,whitespace", data=str(path),
+                        n_train=80, n_eval=40, trials=2, ps=[0.1, 1.0], out=tmp_path / "bad", quiet=True, workers=0)
+    assert not (tmp_path / "bad").exists()
 
 
 def test_study_summary_spearman_with_bootstrap_interval():

@@ -215,7 +215,8 @@ def test_robustness_ranking_marks_ties_within_two_standard_errors():
 def test_scope_flags_one_class_and_chance_level_targets(tmp_path, monkeypatch):
     from test_study_scope import make_splits
 
-    from perturblab.studies.scope import ScopeConfig, ScopeResult, ScopeStudy
+    from perturblab.core.entry import run
+    from perturblab.studies.scope import ScopeArgs, ScopeResult, ScopeStudy
 
     monkeypatch.setattr(ScopeResult, "figures", lambda self: {})  # the bar charts are not what is tested
 
@@ -226,10 +227,10 @@ def test_scope_flags_one_class_and_chance_level_targets(tmp_path, monkeypatch):
               "const": CallableClassifier(always_pos, ["negative", "positive"], name="const"),
               "topic": LexiconClassifier({"movie": 1, "film": -1, "story": 0.5, "plot": -0.5}, name="topic")}
     splits = make_splits()
-    cfg = ScopeConfig(reference="ref", targets=["tgt", "const", "topic"], capabilities=["typo"], n=30, trials=1,
-                      n_boot=50)
-    st = ScopeStudy(cfg, tmp_path / "out", models=models, splits=splits, progress=False)
-    rows = {r["target"]: r for r in st.run()}
+    args = ScopeArgs(reference="ref", targets="tgt,const,topic", capabilities="typo", n=30, trials=1, n_boot=50)
+    st = ScopeStudy(args, models=models, splits=splits, progress=False)
+    res = run(st, tmp_path / "out", quiet=True)
+    rows = {r["target"]: r for r in res.rows}
     # the base samples of trial 0, scored independently
     idx = [i for i, _ in st.base_samples(0)]
     y = np.array([splits[1][i].label for i in idx])
@@ -241,7 +242,6 @@ def test_scope_flags_one_class_and_chance_level_targets(tmp_path, monkeypatch):
     assert rows["const"]["hard_scope"] == 1.0  # it never changes its prediction: 1 by construction
     assert rows["topic"]["flags"] == ["target chance-level"]
     assert rows["tgt"]["flags"] == [] and rows["tgt"]["target_acc"] > 0.8
-    res = st.result
     summary = {s["target"]: s for s in res.summary}
     assert summary["const"]["flags"] == ["target chance-level", "target one-class"] and summary["tgt"]["flags"] == []
     console = res.console()
@@ -262,14 +262,14 @@ def test_scope_flags_one_class_and_chance_level_targets(tmp_path, monkeypatch):
 
 
 def probe_result(clean_correct, perturbed_correct, top=3):
-    from perturblab.studies.robustness.layer_probes import LayerProbeConfig
+    from perturblab.studies.robustness.layer_probes import LayerProbesArgs
     from perturblab.studies.robustness.layer_probes.result import LayerProbeResult
     from perturblab.studies.robustness.layer_probes.study import encode_correct, probe_rows
 
-    cfg = LayerProbeConfig(model="m", perturbations=("drop_first",), top=top)
+    args = LayerProbesArgs(model="m", perturbations="drop_first", top=top)
     cells = {"clean": {"correct": [encode_correct(c) for c in clean_correct], "change_rate": None},
              "drop_first": {"correct": [encode_correct(c) for c in perturbed_correct], "change_rate": 1.0}}
-    return LayerProbeResult(cfg, probe_rows(cfg, cells))
+    return LayerProbeResult(args, probe_rows(args, cells))
 
 
 def test_layer_probes_drops_not_above_noise_affect_no_layer(tmp_path, monkeypatch):

@@ -24,7 +24,9 @@ from perturblab.models.hf import HFEncoder, HFSequenceClassifier, HFSequenceRegr
 from perturblab.models.regression import (EncoderRegressor, SklearnRegressor, load_regressor,  # noqa: E402
                                           train_encoder_ridge, train_tfidf_ridge)
 from perturblab.perturb.catalogue import perturb_inputs  # noqa: E402
-from perturblab.studies.robustness.study import RobustnessConfig, run_robustness  # noqa: E402
+from perturblab.core.entry import run  # noqa: E402
+from perturblab.studies.robustness.config import RobustnessArgs  # noqa: E402
+from perturblab.studies.robustness.study import RobustnessStudy  # noqa: E402
 
 from test_models_backends import WORDS as BERT_WORDS  # noqa: E402
 from test_models_backends import tiny_config as bert_config  # noqa: E402
@@ -184,15 +186,22 @@ class SharedWords:
         return np.array([float(len(set(a.split()) & set(b.split()))) for a, b in inputs])
 
 
+def run_robustness(args, out, classifiers=None):
+    """Run the robustness study into ``out`` and write its files there, as the command does; the rows."""
+    result = run(RobustnessStudy(args, classifiers=classifiers), out, quiet=True)
+    result.save(out)
+    return result.rows
+
+
 def test_robustness_regression_scores_are_correlations_of_the_predictions(tmp_path):
     from scipy.stats import pearsonr, spearmanr
 
     data = write_similarity_csv(tmp_path / "sim.csv", 80)
     model = SharedWords()
-    cfg = RobustnessConfig(models=["shared"], perturbations=["drop_first", "change_char"], data=str(data),
-                           n_train=20, n_test=20, seeds=2, text_fields=("first", "second"), label_column="score",
-                           task="regression", perturb_field="b", n_boot=200)
-    rows = run_robustness(cfg, tmp_path / "out", classifiers={"shared": model}, progress=False)
+    cfg = RobustnessArgs(models="shared", perturbations="drop_first,change_char", data=str(data),
+                         n_train=20, n_eval=20, trials=2, text_fields=["first", "second"], label_column="score",
+                         task="regression", perturb_field="b", n_boot=200)
+    rows = run_robustness(cfg, tmp_path / "out", classifiers={"shared": model})
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert summary["config"]["metrics"] == ["pearson", "spearman"]  # the regression task's default metrics
     clean_inputs = model.seen[0]
@@ -214,11 +223,11 @@ def test_robustness_regression_scores_are_correlations_of_the_predictions(tmp_pa
 
 def test_robustness_refuses_mismatched_tasks_and_metrics(tmp_path):
     data = str(write_similarity_csv(tmp_path / "sim.csv", 40))
-    common = dict(perturbations=["drop_first"], data=data, n_train=8, n_test=8, seeds=1,
-                  text_fields=("first", "second"), label_column="score", task="regression")
+    common = dict(perturbations="drop_first", data=data, n_train=8, n_eval=8, trials=1,
+                  text_fields=["first", "second"], label_column="score", task="regression")
     with pytest.raises(InputError, match="regression task; use pearson, spearman"):
-        run_robustness(RobustnessConfig(models=["m"], metrics=["accuracy"], **common), tmp_path / "a",
-                       classifiers={"m": SharedWords()}, progress=False)
+        run_robustness(RobustnessArgs(models="m", metrics="accuracy", **common), tmp_path / "a",
+                       classifiers={"m": SharedWords()})
 
     class Cls:
         labels, fingerprint = ["neg", "pos"], "c"
@@ -227,24 +236,22 @@ def test_robustness_refuses_mismatched_tasks_and_metrics(tmp_path):
             return np.full((len(xs), 2), 0.5)
 
     with pytest.raises(InputError, match="is a classifier"):
-        run_robustness(RobustnessConfig(models=["m"], **common), tmp_path / "b", classifiers={"m": Cls()},
-                       progress=False)
+        run_robustness(RobustnessArgs(models="m", **common), tmp_path / "b", classifiers={"m": Cls()})
     with pytest.raises(InputError, match="trains classifiers only"):
-        run_robustness(RobustnessConfig(models=["textrnn"], **common), tmp_path / "c", progress=False)
+        run_robustness(RobustnessArgs(models="textrnn", **common), tmp_path / "c")
 
 
 def test_scope_refuses_regression_data_and_regressors(tmp_path):
-    from perturblab.studies.scope import ScopeConfig, ScopeStudy
+    from perturblab.studies.scope import ScopeArgs, ScopeStudy
 
     data = similarity_data(40)
-    cfg = ScopeConfig(reference="ref", targets=["ref"], capabilities=["typo"], n=4, trials=1)
+    cfg = ScopeArgs(reference="ref", targets="ref", capabilities="typo", n=4, trials=1)
     with pytest.raises(InputError, match="defined for classifiers only"):
-        ScopeStudy(cfg, tmp_path / "s", splits=(data[:20], data[20:]), progress=False).run()
+        run(ScopeStudy(cfg, splits=(data[:20], data[20:]), progress=False), tmp_path / "s", quiet=True)
     cls = Dataset([Example(f"good film {i}", i % 2) for i in range(20)], ["neg", "pos"], "c")
-    study = ScopeStudy(cfg, tmp_path / "t", models={"ref": SharedWords()}, splits=(cls[:10], cls[10:]),
-                       progress=False)
+    study = ScopeStudy(cfg, models={"ref": SharedWords()}, splits=(cls[:10], cls[10:]), progress=False)
     with pytest.raises(InputError, match="is a regressor"):
-        study.run()
+        run(study, tmp_path / "t", quiet=True)
 
 
 def test_sklearn_fingerprints_are_the_same_in_every_process():

@@ -145,13 +145,15 @@ def test_finetuning_study_rows(data_file, tmp_path, monkeypatch):
 
 
 def test_grounding_study_matches_scipy_on_its_members(data_file, tmp_path):
-    from perturblab.studies.grounding import GroundingConfig, run_grounding
+    from perturblab.core.entry import run
+    from perturblab.studies.grounding import GroundingArgs, GroundingStudy
 
-    cfg = GroundingConfig(data=data_file, variants=["tiny-a", "ft:0", "ft:1", "tiny-b"], base="tiny-a",
-                          n_train=150, n_eval=80, pc_layers=[2], pc_fractions=[0.0, 0.25, 0.5, 0.75],
-                          measures=["procrustes", "cka"], n_boot=200,
-                          finetune=FinetuneConfig(max_steps=3, lr=1e-3, batch_size=16))
-    rows = run_grounding(cfg, tmp_path / "g", progress=False)
+    args = GroundingArgs(data=data_file, variants="tiny-a,ft:0,ft:1,tiny-b", base="tiny-a", n_train=150, n_eval=80,
+                         pc_layers=[2], pc_fractions=[0.0, 0.25, 0.5, 0.75], measures="procrustes,cka", n_boot=200)
+    study = GroundingStudy(args, finetune=FinetuneConfig(max_steps=3, lr=1e-3, batch_size=16), progress=False)
+    result = run(study, tmp_path / "g", quiet=True)
+    result.save(tmp_path / "g")
+    rows = result.rows
     members = list(csv.DictReader((tmp_path / "g" / "members.csv").open()))
     for r in (r for r in rows if r["benchmark"] in ("layer_depth", "pc_deletion")):
         sub = [m for m in members if (m["benchmark"], m["subset"]) == (r["benchmark"], r["subset"])

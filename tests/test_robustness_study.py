@@ -12,7 +12,16 @@ import pytest
 from perturblab.errors import InputError
 from perturblab.models.labels import align_labels, aligned_predictions
 from perturblab.perturb.catalogue import apply_perturbation, perturb_inputs
-from perturblab.studies.robustness.study import RobustnessConfig, robustness_markdown, run_robustness, summarise
+from perturblab.core.entry import run
+from perturblab.studies.robustness.config import RobustnessArgs
+from perturblab.studies.robustness.study import RobustnessStudy, robustness_markdown, summarise
+
+
+def run_robustness(args, out, classifiers=None):
+    """Run (or resume) the study into ``out`` and write its files there, as the command does; the rows."""
+    result = run(RobustnessStudy(args, classifiers=classifiers), out, quiet=True)
+    result.save(out)
+    return result.rows
 
 
 class GoodWordClassifier:
@@ -75,9 +84,9 @@ def test_perturb_inputs_on_pairs_touches_only_the_chosen_field():
 def test_known_answers_resume_and_outputs(tmp_path):
     data = toy_csv(tmp_path / "toy.csv")
     clf = GoodWordClassifier()
-    cfg = RobustnessConfig(models=["good-word"], perturbations=["drop_first", "drop_last", "change_char"],
-                           data=str(data), n_train=20, n_test=20, seeds=2, metrics=["accuracy", "mcc"])
-    rows = run_robustness(cfg, tmp_path / "out", classifiers={"good-word": clf}, progress=False)
+    cfg = RobustnessArgs(models="good-word", perturbations="drop_first,drop_last,change_char",
+                         data=str(data), n_train=20, n_eval=20, trials=2, metrics="accuracy,mcc")
+    rows = run_robustness(cfg, tmp_path / "out", classifiers={"good-word": clf})
     test_rows = {(r["perturbation"], r["metric"], r["seed"]): r for r in rows}
     # deterministic perturbations are drawn once, change_char twice; two metrics each
     assert sorted({(r["perturbation"], r["seed"]) for r in rows}) == [
@@ -95,7 +104,7 @@ def test_known_answers_resume_and_outputs(tmp_path):
         assert test_rows[("drop_last", "accuracy", seed)]["change_rate"] == 1.0
     scored = clf.scored
     assert scored == 20 * (1 + 1 + 1 + 2)  # clean + drop_first + drop_last + 2 draws of change_char
-    again = run_robustness(cfg, tmp_path / "out", classifiers={"good-word": clf}, progress=False)
+    again = run_robustness(cfg, tmp_path / "out", classifiers={"good-word": clf})
     assert clf.scored == scored and again == rows  # resumed: nothing predicted twice
     out = tmp_path / "out"
     assert json.loads((out / "results.json").read_text()) == rows
@@ -151,19 +160,32 @@ def test_markdown_of_a_summary_read_back_with_nulls_shows_n_a():
     assert "| p | n/a | [0.700, 0.900] |" in md
     assert "- pearson, p: b (0.812 ± 0." in md
     assert "nan" not in md.lower().replace("n/a", "")
+    # the generation study's table of the same summary, in memory and read back
+    from perturblab.studies.robustness.generation import generation_markdown
+
+    gen = generation_markdown(back)
+    assert gen == generation_markdown(s)
+    assert "| p | n/a | 0.812 ± 0.088 [0.70, 0.90] |" in gen
+    assert "nan" not in gen.lower().replace("n/a", "")
+
 
 def test_bad_config_errors(tmp_path):
     data = toy_csv(tmp_path / "toy.csv")
     with pytest.raises(InputError, match="rouge1"):
-        run_robustness(RobustnessConfig(models=["x"], data=str(data), metrics=["rouge1"]), tmp_path / "o")
-    with pytest.raises(InputError, match="models is empty"):
-        run_robustness(RobustnessConfig(models=[], data=str(data)), tmp_path / "o")
+        run_robustness(RobustnessArgs(models="x", data=str(data), metrics="rouge1"), tmp_path / "o")
+    assert RobustnessArgs(models="", data=str(data)).problems() == [("models", "give at least one name")]
+    with pytest.raises(InputError, match="--models: give at least one name"):
+        RobustnessArgs(models="", data=str(data)).check()
+    with pytest.raises(InputError, match="give at least one name"):
+        import perturblab as pl
+        pl.robustness([], data=str(data), out=tmp_path / "o", quiet=True)
+    with pytest.raises(InputError, match="unknown task metric 'bogus'"):
+        RobustnessArgs(models="tfidf-lr", data=str(data), metrics="bogus").check()
     with pytest.raises(InputError, match="label map"):
         class Nli(GoodWordClassifier):
             labels = ["entailment", "contradiction"]
-        run_robustness(RobustnessConfig(models=["nli"], perturbations=["drop_first"], data=str(data), n_train=20,
-                                        n_test=20, seeds=1), tmp_path / "o", classifiers={"nli": Nli()},
-                       progress=False)
+        run_robustness(RobustnessArgs(models="nli", perturbations="drop_first", data=str(data), n_train=20,
+                                      n_eval=20, trials=1), tmp_path / "o", classifiers={"nli": Nli()})
 
 
 def test_cli_end_to_end_with_a_trained_preset_and_a_label_map(tmp_path, monkeypatch, capsys):
@@ -209,10 +231,10 @@ def test_hf_checkpoint_by_path_with_its_own_label_names(tmp_path):
     model.save_pretrained(path)
     tok.save_pretrained(path)
     data = toy_csv(tmp_path / "toy.csv")
-    rc = RobustnessConfig(models=[f"tiny={path}", f"small={path}[batch_size=3,max_length=16]"],
-                          perturbations=["drop_last"], data=str(data), n_train=20, n_test=20, seeds=1,
-                          metrics=["accuracy"])
-    rows = run_robustness(rc, tmp_path / "out", progress=False)
+    rc = RobustnessArgs(models=f"tiny={path},small={path}[batch_size=3,max_length=16]",
+                        perturbations="drop_last", data=str(data), n_train=20, n_eval=20, trials=1,
+                        metrics="accuracy")
+    rows = run_robustness(rc, tmp_path / "out")
     _, test = labelled_split(str(data), 20, 20, seed=0)
     with torch.no_grad():
         enc = tok(test.texts, padding=True, return_tensors="pt")
@@ -257,3 +279,25 @@ def test_no_reproduction_config_stops_a_fine_tune_on_the_clock():
                        ("robustness.yaml", "pretrained-vs-finetuned"): None}
     fig1 = next(s for s in load_config(configs[2]).studies if s.name == "pretrained-vs-finetuned")
     assert (fig1.options["epochs"], fig1.options["n_train"]) == (2, 3000)  # 2 × ⌈3000 / 32⌉ = 188 steps
+
+
+def test_a_label_map_may_name_a_model_given_as_an_object(tmp_path):
+    """pl.robustness with model objects: a label map for one of them by its name maps its labels;
+    one naming no model is refused before anything runs, as on the command line."""
+    import perturblab as pl
+    from perturblab.models import CallableClassifier
+
+    def first_word(texts):  # "good ..." -> POS, else NEG
+        return np.array([[0.1, 0.9] if t.startswith("good") else [0.9, 0.1] for t in texts])
+
+    clf = CallableClassifier(first_word, ["NEG", "POS"], name="first")
+    rows = ["text,label"] + [f"{w} film number {i},{'pos' if w == 'good' else 'neg'}"
+                             for i, w in enumerate(["good", "bad"] * 8)]
+    (tmp_path / "d.csv").write_text("\n".join(rows) + "\n")
+    kw = dict(perturbations="drop_first", data=str(tmp_path / "d.csv"), n_train=8, n_eval=8, trials=1,
+              metrics="accuracy", n_boot=20, quiet=True)
+    res = pl.robustness([clf], label_map=["first:NEG=neg,POS=pos"], **kw)
+    assert (res.rows[0]["clean"], res.rows[0]["perturbed"]) == (1.0, 0.5)
+    with pytest.raises(InputError, match="--label-map: 'other:NEG=neg,POS=pos' names the model 'other'"):
+        pl.robustness([clf], label_map=["other:NEG=neg,POS=pos"], out=tmp_path / "out", **kw)
+    assert not (tmp_path / "out").exists()

@@ -140,7 +140,9 @@ def test_one_process_per_run_directory(tmp_path, marker_csv):
 def test_api_model_named_in_the_config_scores_like_the_model_it_serves(tmp_path, marker_csv, lexicon, capsys):
     from test_api_classifier import serving
 
-    from perturblab.studies.robustness.study import RobustnessConfig, run_robustness
+    from perturblab.core.entry import run
+    from perturblab.studies.robustness.config import RobustnessArgs
+    from perturblab.studies.robustness.study import RobustnessStudy
 
     marker_csv(tmp_path / "toy.csv", 200)
     with CompletionsServer(plan={}, respond=serving(lexicon)) as server:
@@ -162,9 +164,9 @@ studies:
         path = write(tmp_path, text)
         assert main(["run", str(path), "--out", str(tmp_path / "o"), "--quiet"]) == 0
     got = json.loads((tmp_path / "o" / "rob" / "results.json").read_text())
-    cfg = RobustnessConfig(models=["lex"], perturbations=["drop_first", "change_char"], data=str(tmp_path / "toy.csv"),
-                           n_train=120, n_test=60, seeds=2, label_maps={"lex": {"negative": "0", "positive": "1"}})
-    want = run_robustness(cfg, tmp_path / "direct", classifiers={"lex": lexicon}, progress=False)
+    cfg = RobustnessArgs(models="lex", perturbations="drop_first,change_char", data=str(tmp_path / "toy.csv"),
+                         n_train=120, n_eval=60, trials=2, label_map=["lex:negative=0,positive=1"])
+    want = run(RobustnessStudy(cfg, classifiers={"lex": lexicon}), tmp_path / "direct", quiet=True).rows
     assert len(got) == len(want) == 2 * 3  # 2 metrics x (drop_first once + change_char twice)
     for g, w in zip(got, want):
         assert g.pop("model") == "lex-api" and w.pop("model") == "lex"

@@ -13,7 +13,8 @@ import pytest
 from conftest import LexiconClassifier, write_marker_csv
 from perturblab.data import Dataset, Example
 from perturblab.errors import InputError
-from perturblab.studies.scope import ScopeConfig, ScopeStudy
+from perturblab.core.entry import run
+from perturblab.studies.scope import ScopeArgs, ScopeStudy
 
 WEIGHTS = {"good": 1, "great": 2, "wonderful": 2, "bad": -1, "awful": -2, "terrible": -2, "boring": -1}
 WORDS = [*WEIGHTS, "movie", "film", "story", "acting", "plot", "music"]
@@ -48,20 +49,20 @@ def test_a_text_that_reads_as_a_json_list_stays_a_text(tmp_path):
     assert all(isinstance(json.loads(ex.text), list) and ex.text_b is None for ex in splits[1].examples)
     models = {"ref": SingleTextLexicon(WEIGHTS, name="ref"),
               "tgt": SingleTextLexicon({**WEIGHTS, "good": 3, "plot": 0.4}, bias=0.1, name="tgt")}
-    cfg = ScopeConfig(reference="ref", targets=["tgt", "ref"], capabilities=["typo"], n=20, trials=1, n_boot=50)
-    study = ScopeStudy(cfg, tmp_path / "out", models=models, splits=splits, progress=False)
-    rows = study.run()
-    pert = [r for r in study.result.perturbations if r["status"] == "perturbed"]
+    cfg = ScopeArgs(reference="ref", targets="tgt,ref", capabilities="typo", n=20, trials=1, n_boot=50)
+    result = run(ScopeStudy(cfg, models=models, splits=splits, progress=False), tmp_path / "out")
+    rows = result.rows
+    pert = [r for r in result.perturbations if r["status"] == "perturbed"]
     assert len(pert) >= 10
     assert all(r["pair"] is False and isinstance(r["original"], str) and r["original"].startswith('["')
                for r in pert)
     self_row = next(r for r in rows if r["target"] == "ref")
     assert self_row["hard_scope"] == 1.0 and self_row["n_perturbed"] == len(pert)
     # a resumed run reads the same records back from the store and scores them the same way
-    again = ScopeStudy(cfg, tmp_path / "out", models=models, splits=splits, progress=False)
-    assert json.dumps(again.run(), sort_keys=True) == json.dumps(rows, sort_keys=True)
+    again = run(ScopeStudy(cfg, models=models, splits=splits, progress=False), tmp_path / "out")
+    assert json.dumps(again.rows, sort_keys=True) == json.dumps(rows, sort_keys=True)
     # the examples file marks the changed words of such texts, as of any other text
-    study.result.save(tmp_path / "out")
+    result.save(tmp_path / "out")
     with (tmp_path / "out" / "perturbed_examples.csv").open() as f:
         shown = [r["perturbed"] for r in csv.DictReader(f) if r["status"] == "perturbed"]
     assert shown and all("[[" in s for s in shown)
@@ -76,9 +77,9 @@ def test_pairs_still_read_back_as_pairs_from_a_store(tmp_path):
     names = ["negative", "positive"]
     splits = Dataset(examples[:20], names), Dataset(examples[20:], names)
     ref = LexiconClassifier(WEIGHTS, name="ref")
-    cfg = ScopeConfig(reference="ref", targets=["ref"], capabilities=["typo"], n=20, trials=1, n_boot=50)
-    study = ScopeStudy(cfg, tmp_path / "out", models={"ref": ref}, splits=splits, progress=False)
-    rows = study.run()
+    cfg = ScopeArgs(reference="ref", targets="ref", capabilities="typo", n=20, trials=1, n_boot=50)
+    result = run(ScopeStudy(cfg, models={"ref": ref}, splits=splits, progress=False), tmp_path / "out")
+    rows = result.rows
     con = sqlite3.connect(tmp_path / "out" / "results.sqlite")
     try:
         stored = [json.loads(v) for (v,) in con.execute("SELECT result FROM cells WHERE study='scope.search'")]
@@ -87,7 +88,7 @@ def test_pairs_still_read_back_as_pairs_from_a_store(tmp_path):
     perturbed = [r for r in stored if r["status"] == "perturbed"]
     assert perturbed and all(len(json.loads(r["original"])) == 2 and len(json.loads(r["perturbed"])) == 2
                              for r in perturbed)
-    assert all(r["pair"] is True for r in study.result.perturbations)
+    assert all(r["pair"] is True for r in result.perturbations)
     assert rows[0]["hard_scope"] == 1.0 and rows[0]["n_perturbed"] == len(perturbed)
 
 

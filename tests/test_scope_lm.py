@@ -21,7 +21,9 @@ from perturblab.measures.scope_lm import (DEFAULT_LM_CUTOFF, check_shared_vocabu
                                           lm_scope_metrics, soft_scope_lm, soft_scope_lm_terms,
                                           token_accuracy, token_accuracy_counts)
 from tiny_lm import tiny_causal_model, train_tokenizer
-from perturblab.studies.scope.lm import (LMScopeConfig, LMScopeStudy, NextTokenClassifier,
+from perturblab.core.entry import run as entry_run
+from perturblab.studies.scope.config import LMScopeArgs
+from perturblab.studies.scope.lm import (LMScopeStudy, NextTokenClassifier,
                                          scope_lm_table, summarise)
 
 torch = pytest.importorskip("torch")
@@ -101,10 +103,16 @@ class Counting:
 
 
 def cfg(**kw):
-    base = dict(reference="ref", targets=["ref"], capabilities=["typo"], n=6, trials=2, n_boot=100,
-                max_words=2, chunk_size=3)
-    base.update(kw)
-    return LMScopeConfig(**base)
+    """The study's options (lists given as lists here, comma lists as on the command line)."""
+    base = dict(reference="ref", targets="ref", capabilities="typo", n=6, trials=2, n_boot=100, max_words=2,
+                chunk_size=3)
+    base.update({k: ",".join(v) if isinstance(v, list) else v for k, v in kw.items()})
+    return LMScopeArgs(**base)
+
+
+def run_lm(args, out, **kw):
+    """The LM SCoPE study of ``args`` run into ``out``; its result."""
+    return entry_run(LMScopeStudy(args, **kw), out)
 
 
 def stored_searches(out) -> list[dict]:
@@ -200,10 +208,10 @@ def test_mismatched_vocabularies_raise(tok, ref):
 
 def test_study_rejects_mismatched_vocabularies(tmp_path, ref):
     other = tiny_lm(train_tokenizer(OTHER, vocab_size=300), name="other")
-    study = LMScopeStudy(cfg(targets=["other"]), tmp_path, models={"ref": ref, "other": other},
-                         sentences=SENTS, progress=False)
+    study = LMScopeStudy(cfg(targets=["other"]), models={"ref": ref, "other": other}, sentences=SENTS,
+                         progress=False)
     with pytest.raises(InputError, match="tokens"):
-        study.run()
+        entry_run(study, tmp_path)
 
 
 def test_next_token_classifier(ref):
@@ -220,9 +228,9 @@ def test_next_token_classifier(ref):
 
 # --------------------------------------------------------------------------- study
 def test_model_against_itself_scores_one(tmp_path, ref):
-    study = LMScopeStudy(cfg(targets=["ref", "same"]), tmp_path, models={"ref": ref, "same": ref},
-                         sentences=SENTS, progress=False)
-    rows = study.run()
+    result = run_lm(cfg(targets=["ref", "same"]), tmp_path, models={"ref": ref, "same": ref}, sentences=SENTS,
+                    progress=False)
+    rows = result.rows
     assert len(rows) == 2 * 2  # targets × trials
     for r in rows:
         assert r["n"] == 6 and r["n_ref_invariant"] > 0
@@ -230,14 +238,14 @@ def test_model_against_itself_scores_one(tmp_path, ref):
         assert r["iid_agreement"] == pytest.approx(1.0) and r["ood_agreement"] == pytest.approx(1.0)
         assert r["iid_top1_agreement"] == 1.0 and r["ood_top1_agreement"] == 1.0
         assert r["gap_iid_acc"] == 0.0
-    assert [p.name for p in study.result.save(tmp_path)] == ["results.json"]
+    assert [p.name for p in result.save(tmp_path)] == ["results.json"]
     saved = json.loads((tmp_path / "results.json").read_text())
     assert len(saved) == 4 and saved[0]["hard_scope_ci"][1] == 1.0
 
 
 def test_noisy_copy_scores_below_one(tmp_path, ref, noisy):
-    rows = LMScopeStudy(cfg(targets=["noisy"], capabilities=["synonym", "typo"]), tmp_path,
-                        models={"ref": ref, "noisy": noisy}, sentences=SENTS, progress=False).run()
+    rows = run_lm(cfg(targets=["noisy"], capabilities=["synonym", "typo"]), tmp_path,
+                  models={"ref": ref, "noisy": noisy}, sentences=SENTS, progress=False).rows
     assert [(r["capability"], r["trial"]) for r in rows] == [("synonym", 0), ("typo", 0), ("synonym", 1),
                                                              ("typo", 1)]
     for r in rows:
@@ -266,9 +274,7 @@ def test_search_minimises_the_reference_l1_change(tmp_path, ref, noisy):
     from perturblab.perturb.search import GreedySearch, SearchProblem
 
     c = cfg(targets=["noisy"], trials=1)
-    study = LMScopeStudy(c, tmp_path, models={"ref": ref, "noisy": noisy}, sentences=SENTS,
-                         progress=False)
-    study.run()
+    run_lm(c, tmp_path, models={"ref": ref, "noisy": noisy}, sentences=SENTS, progress=False)
     stored = {r["sample_id"]: (r["original"], r["perturbed"], r["ref_loss"]) for r in stored_searches(tmp_path)
               if r["status"] == "perturbed"}
     assert len(stored) >= 4
@@ -294,8 +300,7 @@ def test_search_minimises_the_reference_l1_change(tmp_path, ref, noisy):
 def test_resume_runs_no_new_searches_and_returns_identical_rows(tmp_path, ref, noisy):
     def run(crash_after=None, out=tmp_path / "a"):
         models = {"ref": Counting(ref, crash_after), "noisy": Counting(noisy)}
-        rows = LMScopeStudy(cfg(targets=["noisy"]), out, models=models, sentences=SENTS,
-                            progress=False).run()
+        rows = run_lm(cfg(targets=["noisy"]), out, models=models, sentences=SENTS, progress=False).rows
         return rows, models
 
     first, m1 = run()
@@ -320,11 +325,10 @@ def test_resume_runs_no_new_searches_and_returns_identical_rows(tmp_path, ref, n
 
 
 def test_adding_a_target_reuses_the_perturbations(tmp_path, ref, noisy):
-    LMScopeStudy(cfg(targets=["ref"], trials=1), tmp_path, models={"ref": ref}, sentences=SENTS,
-                 progress=False).run()
+    run_lm(cfg(targets=["ref"], trials=1), tmp_path, models={"ref": ref}, sentences=SENTS, progress=False)
     counting = Counting(ref)
-    rows = LMScopeStudy(cfg(targets=["ref", "noisy"], trials=1), tmp_path,
-                        models={"ref": counting, "noisy": noisy}, sentences=SENTS, progress=False).run()
+    rows = run_lm(cfg(targets=["ref", "noisy"], trials=1), tmp_path, models={"ref": counting, "noisy": noisy},
+                  sentences=SENTS, progress=False).rows
     # only the reference's outputs on x and x' are recomputed (two calls per chunk), no search
     assert counting.calls == 2 * 2
     assert [r["target"] for r in rows] == ["ref", "noisy"]
@@ -332,18 +336,19 @@ def test_adding_a_target_reuses_the_perturbations(tmp_path, ref, noisy):
 
 def test_bad_input(tmp_path, ref):
     with pytest.raises(InputError, match="empty"):
-        LMScopeStudy(cfg(), tmp_path, models={"ref": ref}, sentences=[])
+        LMScopeStudy(cfg(), models={"ref": ref}, sentences=[])
     with pytest.raises(InputError, match="empty"):
-        LMScopeStudy(cfg(), tmp_path, models={"ref": ref}, sentences=["fine text here", "  "])
+        LMScopeStudy(cfg(), models={"ref": ref}, sentences=["fine text here", "  "])
     with pytest.raises(InputError, match="unknown language model"):
-        LMScopeStudy(cfg(targets=["no-such-model"]), tmp_path, models={"ref": ref},
-                     sentences=SENTS, progress=False).run()
+        run_lm(cfg(targets=["no-such-model"]), tmp_path, models={"ref": ref}, sentences=SENTS, progress=False)
     with pytest.raises(InputError, match="capabilit"):
-        cfg(capabilities=["no-such-capability"]).validate()
-    with pytest.raises(InputError):
-        cfg(targets=[]).validate()
-    with pytest.raises(InputError):
-        cfg(cutoff=0.0).validate()
+        cfg(capabilities=["no-such-capability"]).check()
+    with pytest.raises(InputError, match="--targets: give at least one name"):
+        cfg(targets="").check()
+    with pytest.raises(InputError, match="--cutoff: must be above 0"):
+        cfg(cutoff=0.0).check()
+    with pytest.raises(InputError, match="--cutoff: must be above --tolerance"):
+        cfg(reference="smollm2-135m", targets="smollm2-135m", tolerance=1.0, cutoff=0.5).check()
 
 
 # --------------------------------------------------------------------------- packaged models
@@ -357,10 +362,9 @@ def test_smollm2_against_int8(tmp_path):
     corpus = load_corpus("oanc").filter(6, 25)
     sentences = corpus.sample(10, seed=0)
     t0 = time.time()
-    study = LMScopeStudy(LMScopeConfig(reference="smollm2-135m", targets=["smollm2-135m-int8"],
-                                       capabilities=["typo"], n=10, trials=1, n_boot=200),
-                         tmp_path, sentences=sentences, progress=False)
-    rows = study.run()
+    study = LMScopeStudy(LMScopeArgs(reference="smollm2-135m", targets="smollm2-135m-int8", capabilities="typo",
+                                     n=10, trials=1, n_boot=200), sentences=sentences, progress=False)
+    rows = entry_run(study, tmp_path).rows
     wall = time.time() - t0
     logging.getLogger(__name__).warning("smollm2 vs int8: %.0f s\n%s\n%s", wall, scope_lm_table(rows),
                                         json.dumps(rows, indent=1, default=str))

@@ -17,7 +17,9 @@ from perturblab.measures.divergence import cosine, entropy, jsd, kl
 from perturblab.measures.selfcheck import (median_estimate, negation_normalised, negation_sensitivity,
                                          percent_ppl_drops, profane_mass_change, toxic_fraction)
 from perturblab.perturb.selfcheck import Negate, chop_token_ids
-from perturblab.studies.selfcheck.study import SelfCheckConfig, SelfCheckStudy, profane_token_ids
+from perturblab.core.entry import run
+from perturblab.studies.selfcheck.config import SelfCheckArgs
+from perturblab.studies.selfcheck.study import SelfCheckStudy, profane_token_ids
 from tiny_lm import SENTENCES, tiny_lm
 
 LOG = np.log
@@ -66,17 +68,27 @@ def _corpus() -> Corpus:
     return Corpus(sents, [i for i, d in enumerate(docs) for _ in d], name="hand")
 
 
-def _config(**kw) -> SelfCheckConfig:
-    base = dict(models=["tiny"], corpus="hand", n=5, seed=1, triggers=[0, 1, 2], context_swaps=[1, 2],
-                word_swaps=[1, 2], strides=[3, 5], max_new_tokens=4, chunk=3)
+#: smaller ablations than the paper's, for speed (each headline setting runs as well)
+ABLATION_VALUES = {"toxicity": [0, 1, 2], "long_range": [1, 2], "word_order": [1, 2], "tokenization": [3, 5]}
+
+
+def _args(**kw) -> SelfCheckArgs:
+    base = dict(models="tiny", corpus="hand", n=5, seed=1, max_new_tokens=4, chunk=3)
     base.update(kw)
-    return SelfCheckConfig(**base)
+    return SelfCheckArgs(**base)
 
 
-def _study(tmp_path, lm=None, **kw) -> SelfCheckStudy:
+def _study(lm=None, **kw) -> SelfCheckStudy:
     corpus = _corpus()
-    return SelfCheckStudy(_config(**kw), tmp_path / "out", models={"tiny": lm or tiny_lm()}, corpus=corpus,
-                          benign=corpus, progress=False)
+    return SelfCheckStudy(_args(**kw), models={"tiny": lm or tiny_lm()}, corpus=corpus, benign=corpus,
+                          progress=False, ablation_values=ABLATION_VALUES)
+
+
+def _run(study: SelfCheckStudy, out):
+    """Run the study in ``out`` and write its files there; returns the result."""
+    result = run(study, out, quiet=True)
+    result.save(out)
+    return result
 
 
 def _next_logp(lm, ids) -> np.ndarray:
@@ -86,9 +98,9 @@ def _next_logp(lm, ids) -> np.ndarray:
 
 def test_study_values_match_independent_computation(tmp_path):
     lm = tiny_lm()
-    study = _study(tmp_path, lm)
-    rows = study.run()
-    ex = {(r["metric"], r["setting"], r["example_id"]): r for r in study.result.examples}
+    result = _run(_study(lm), tmp_path / "out")
+    rows = result.rows
+    ex = {(r["metric"], r["setting"], r["example_id"]): r for r in result.examples}
     # negation: Δ log ppl from an unbatched forward
     for (metric, setting, i), r in ex.items():
         if (metric, setting) == ("negation", "not"):
@@ -125,8 +137,8 @@ def test_study_values_match_independent_computation(tmp_path):
 
 
 def test_study_resumes_without_calling_the_model(tmp_path):
-    first = _study(tmp_path, metrics=["negation", "word_order", "entropy"]).run()
-    study = _study(tmp_path, metrics=["negation", "word_order", "entropy"])
+    first = _run(_study(metrics="negation,word_order,entropy"), tmp_path / "out").rows
+    study = _study(metrics="negation,word_order,entropy")
 
     fingerprint = tiny_lm().fingerprint
 
@@ -139,7 +151,7 @@ def test_study_resumes_without_calling_the_model(tmp_path):
             raise AssertionError(f"the model was used on resume ({name})")
 
     study.models = {"tiny": Boom()}
-    assert study.run() == first
+    assert _run(study, tmp_path / "out").rows == first
 
 
 def test_profane_tokens_are_whole_words(monkeypatch):
@@ -156,14 +168,16 @@ def test_profane_tokens_are_whole_words(monkeypatch):
 
 def test_bad_input_is_reported_clearly(tmp_path):
     with pytest.raises(InputError, match="corpus 'empty'"):
-        SelfCheckStudy(_config(), tmp_path / "a", models={"tiny": tiny_lm()}, corpus=Corpus([], [], "empty"),
-                       benign=None, progress=False)
+        SelfCheckStudy(_args(), models={"tiny": tiny_lm()}, corpus=Corpus([], [], "empty"), benign=None,
+                       progress=False)
     no_verbs = Corpus(["Cats sleep on warm mats all day.", "Dogs bark at the mail carrier."], [0, 0], "nv")
     with pytest.raises(InputError, match="negation"):
-        SelfCheckStudy(_config(metrics=["negation"], benign_corpus=None), tmp_path / "b",
-                       models={"tiny": tiny_lm()}, corpus=no_verbs, progress=False).run()
+        _run(SelfCheckStudy(_args(metrics="negation", benign_corpus="none"), models={"tiny": tiny_lm()},
+                            corpus=no_verbs, progress=False), tmp_path / "b")
     with pytest.raises(InputError, match="unknown metric"):
-        _config(metrics=["sarcasm"]).validate()
+        _args(metrics="sarcasm").check()
+    with pytest.raises(InputError, match="ablation values of word_order must be a non-empty list"):
+        SelfCheckStudy(_args(), models={"tiny": tiny_lm()}, corpus=_corpus(), ablation_values={"word_order": [0]})
 
 
 def test_texts_longer_than_the_context_window_are_skipped(tmp_path, caplog):
@@ -171,7 +185,7 @@ def test_texts_longer_than_the_context_window_are_skipped(tmp_path, caplog):
     from perturblab.models.lm import HFCausalLM
 
     short = HFCausalLM(tiny_causal_model(len(tiny_tokenizer()), max_positions=47), tiny_tokenizer(), name="short")
-    rows = _study(tmp_path, short, metrics=["word_order"], ablations=False).run()
+    rows = _run(_study(short, metrics="word_order", no_ablations=True), tmp_path / "out").rows
     assert 0 < rows[0]["n"] < 5  # the long sentences were left out ...
     assert "context window" in caplog.text  # ... and said so
 
@@ -275,15 +289,17 @@ def test_the_sentence_word_limit_is_an_option():
 
     corpus = _long_sentences()
     for top, lengths in ((64, [3, 64]), (65, [3, 64, 65]), (None, [3, 64, 65, 80]), (3, [3])):
-        cfg = SelfCheckConfig(models=["m"], n=10, max_sentence_words=top)
-        ex = Examples(cfg, corpus, benign=corpus)
+        args = SelfCheckArgs(models="m", n=10, max_sentence_words=top)
+        ex = Examples(args, corpus, benign=corpus)
         for unit in (("negation", "not"), ("word_order", "swaps=1"), ("entropy", "-")):
             assert sorted(len(s.split()) for s in ex.get(*unit)) == lengths, (top, unit)
         assert sorted(len(s.split()) for s in ex.benign.sentences) == lengths
-    assert SelfCheckConfig(models=["m"]).max_sentence_words == 64  # the default stays
+    assert SelfCheckArgs(models="m").max_sentence_words == 64  # the default stays
     for bad in (2, 0, -1, 6.5, True):
-        with pytest.raises(InputError, match="max_sentence_words"):
-            SelfCheckConfig(models=["m"], max_sentence_words=bad).validate()
+        with pytest.raises(InputError, match="max-sentence-words"):  # as the Python function reads it
+            SelfCheckArgs.from_python({"models": "m", "max_sentence_words": bad}).check()
+        with pytest.raises(InputError, match="max-sentence-words"):  # given directly
+            SelfCheckArgs(models="m", max_sentence_words=bad).check()
 
 
 def test_the_sentence_word_limit_reaches_the_results_keys(tmp_path):
@@ -324,4 +340,4 @@ def test_the_new_options_on_the_command_line_and_in_configs():
     with pytest.raises(InputError, match="paper, byod-code"):
         SelfCheckArgs.from_config({"models": "m", "negation-rule": "code"})
     ns = parse_args(["selfcheck", "--models", "m", "--out", "o", "--max-sentence-words", "0"])
-    assert ("max_sentence_words", "must be at least 1, got 0") in SelfCheckArgs.from_cli(ns).problems()
+    assert ("max_sentence_words", "must be at least 3, got 0") in SelfCheckArgs.from_cli(ns).problems()

@@ -283,7 +283,14 @@ class CountingLM:
 
 
 def test_generation_study_end_to_end_with_resume(lm, tmp_path):
-    from perturblab.studies.robustness.generation import GenerationConfig, run_generation_robustness
+    from perturblab.core.entry import run
+    from perturblab.studies.robustness.config import GenerationArgs
+    from perturblab.studies.robustness.generation import GenerationStudy
+
+    def run_generation_robustness(args, out, models):
+        result = run(GenerationStudy(args, models=models, progress=False), out, quiet=True)
+        result.save(out)
+        return result.rows
 
     data = tmp_path / "pairs.csv"
     with data.open("w", newline="") as f:
@@ -292,9 +299,9 @@ def test_generation_study_end_to_end_with_resume(lm, tmp_path):
         for s in SENTENCES[:4]:
             w.writerow([s + " " + SENTENCES[-1], s])
     counting = CountingLM(lm)
-    cfg = GenerationConfig(models=["t5"], data=str(data), perturbations=["drop_first", "change_char"], seeds=2,
-                           n=4, max_new_tokens=6, n_boot=50, prompt="summarize: {source}")
-    rows = run_generation_robustness(cfg, tmp_path / "out", models={"t5": counting}, progress=False)
+    cfg = GenerationArgs(models="t5", data=str(data), perturbations="drop_first,change_char", trials=2,
+                         n=4, max_new_tokens=6, n_boot=50, prompt="summarize: {source}")
+    rows = run_generation_robustness(cfg, tmp_path / "out", models={"t5": counting})
     assert len(rows) == (1 + 2) * 3  # drop_first once, change_char twice, three ROUGE metrics
     assert all(0 <= r["clean"] <= 1 and 0 <= r["perturbed"] <= 1 and r["model"] == "t5" for r in rows)
     assert counting.prompts == 4 * (1 + 1 + 2)  # clean, drop_first, two change_char draws
@@ -307,5 +314,5 @@ def test_generation_study_end_to_end_with_resume(lm, tmp_path):
         assert (tmp_path / "out" / name).is_file()
     assert json.loads((tmp_path / "out" / "results.json").read_text()) == rows
     made = (counting.calls, counting.prompts)
-    again = run_generation_robustness(cfg, tmp_path / "out", models={"t5": counting}, progress=False)
+    again = run_generation_robustness(cfg, tmp_path / "out", models={"t5": counting})
     assert again == rows and (counting.calls, counting.prompts) == made  # resumed: nothing generated again

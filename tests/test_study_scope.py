@@ -14,7 +14,8 @@ from perturblab.data import Dataset, Example
 import perturblab as pl
 from perturblab.errors import InputError
 from perturblab.core.store import ResultStore
-from perturblab.studies.scope import ScopeConfig, ScopeStudy, summarise
+from perturblab.core.entry import run
+from perturblab.studies.scope import ScopeArgs, ScopeStudy, summarise
 
 WORDS = ["good", "great", "bad", "awful", "movie", "film", "story", "acting", "plot", "music",
          "terrible", "wonderful", "boring", "exciting", "director"]
@@ -55,14 +56,18 @@ class Crashing:
 
 
 def cfg(**kw):
-    base = dict(reference="ref", targets=["tgt", "ref"], capabilities=["typo"], n=30, trials=2,
-                n_boot=200)
+    base = dict(reference="ref", targets="tgt,ref", capabilities="typo", n=30, trials=2, n_boot=200)
     base.update(kw)
-    return ScopeConfig(**base)
+    return ScopeArgs(**base)
+
+
+def run_scope(args, out, **kw):
+    """The SCoPE study of ``args`` run into ``out``; its result."""
+    return run(ScopeStudy(args, **kw), out)
 
 
 def test_reference_against_itself_scores_one(tmp_path):
-    rows = ScopeStudy(cfg(), tmp_path, models=models(), splits=make_splits(), progress=False).run()
+    rows = run_scope(cfg(), tmp_path, models=models(), splits=make_splits(), progress=False).rows
     self_rows = [r for r in rows if r["target"] == "ref"]
     assert self_rows and all(r["hard_scope"] == 1.0 and r["soft_scope"] == 1.0 for r in self_rows)
     assert all(r["iid_agreement"] == 1.0 and r["ood_agreement"] == 1.0 for r in self_rows)
@@ -78,10 +83,10 @@ def test_reference_against_itself_scores_one(tmp_path):
 def test_metrics_match_recomputation_from_store(tmp_path):
     from perturblab.measures import hard_scope, soft_scope
 
-    st = ScopeStudy(cfg(trials=1), tmp_path, models=models(), splits=make_splits(), progress=False)
-    rows = st.run()
+    st = run_scope(cfg(trials=1), tmp_path, models=models(), splits=make_splits(), progress=False)
+    rows = st.rows
     row = next(r for r in rows if r["target"] == "tgt")
-    pert = [r for r in st.result.perturbations if r["status"] == "perturbed"]
+    pert = [r for r in st.perturbations if r["status"] == "perturbed"]
     m = models()
     x = [r["original"] for r in pert]
     xp = [r["perturbed"] for r in pert]
@@ -93,17 +98,17 @@ def test_metrics_match_recomputation_from_store(tmp_path):
 
 
 def test_resume_after_crash_gives_identical_rows(tmp_path):
-    full = ScopeStudy(cfg(), tmp_path / "full", models=models(), splits=make_splits(),
-                      progress=False, chunk_size=8).run()
+    full = run_scope(cfg(), tmp_path / "full", models=models(), splits=make_splits(),
+                      progress=False, chunk_size=8).rows
     ms = models()
     crashing = {"ref": Crashing(ms["ref"], after=12), "tgt": ms["tgt"]}
     with pytest.raises(RuntimeError):
-        ScopeStudy(cfg(), tmp_path / "resumed", models=crashing, splits=make_splits(),
-                   progress=False, chunk_size=8).run()
+        run_scope(cfg(), tmp_path / "resumed", models=crashing, splits=make_splits(),
+                   progress=False, chunk_size=8).rows
     assert 0 < searches_stored(tmp_path / "resumed") < 60  # some chunks were written before the crash
     counting = models()
-    resumed = ScopeStudy(cfg(), tmp_path / "resumed", models=counting, splits=make_splits(),
-                         progress=False, chunk_size=8).run()
+    resumed = run_scope(cfg(), tmp_path / "resumed", models=counting, splits=make_splits(),
+                         progress=False, chunk_size=8).rows
     assert json.dumps(resumed, sort_keys=True, default=str) == json.dumps(full, sort_keys=True, default=str)
     assert searches_stored(tmp_path / "resumed") == 60  # 2 trials x 30 samples, no duplicates, none lost
     keys = [(r["capability"], r["trial"], r["sample_id"]) for r in resumed_study_records(tmp_path / "resumed")]
@@ -111,10 +116,10 @@ def test_resume_after_crash_gives_identical_rows(tmp_path):
 
 
 def test_rerun_is_served_from_store(tmp_path):
-    st1 = ScopeStudy(cfg(), tmp_path, models=models(), splits=make_splits(), progress=False)
-    rows1 = st1.run()
+    st1 = run_scope(cfg(), tmp_path, models=models(), splits=make_splits(), progress=False)
+    rows1 = st1.rows
     ms = models()
-    rows2 = ScopeStudy(cfg(), tmp_path, models=ms, splits=make_splits(), progress=False).run()
+    rows2 = run_scope(cfg(), tmp_path, models=ms, splits=make_splits(), progress=False).rows
     assert rows1 == rows2 or json.dumps(rows1, default=str) == json.dumps(rows2, default=str)
     # no search happened: the reference was only asked for the base/perturbed outputs
     assert ms["ref"].inputs_scored <= 2 * 2 * 30 * 2
@@ -131,17 +136,15 @@ def searches_stored(out) -> int:
 
 
 def resumed_study_records(out):
-    st = ScopeStudy(cfg(), out, models=models(), splits=make_splits(), progress=False)
-    st.run()
-    return st.result.perturbations
+    st = run_scope(cfg(), out, models=models(), splits=make_splits(), progress=False)
+    return st.perturbations
 
 
 def test_a_run_id_is_never_reused_with_another_configuration(tmp_path):
-    st = ScopeStudy(cfg(), tmp_path, models=models(), splits=make_splits(), progress=False)
-    st.run()
+    st = run_scope(cfg(), tmp_path, models=models(), splits=make_splits(), progress=False)
     with ResultStore(tmp_path / "results.sqlite") as store:
         with pytest.raises(InputError):
-            store.start_run(st.result.run_id, "scope", {"something": "else"})
+            store.start_run(st.run_id, "scope", {"something": "else"})
 
 
 def edited(splits, which):
@@ -155,34 +158,33 @@ def edited(splits, which):
 
 def test_edited_data_recomputes_exactly_the_edited_samples(tmp_path):
     splits = make_splits()
-    first = ScopeStudy(cfg(), tmp_path / "d", models=models(), splits=splits, progress=False)
-    first.run()
+    first = run_scope(cfg(), tmp_path / "d", models=models(), splits=splits, progress=False)
     before = searches_stored(tmp_path / "d")
-    used = {r["sample_id"] for r in first.result.perturbations}
+    used = {r["sample_id"] for r in first.perturbations}
     which = set(sorted(used)[::3])  # a third of the samples the study used
     new_splits = edited(splits, which)
-    again = ScopeStudy(cfg(), tmp_path / "d", models=models(), splits=new_splits, progress=False)
-    rows = again.run()
+    again = run_scope(cfg(), tmp_path / "d", models=models(), splits=new_splits, progress=False)
+    rows = again.rows
     # every perturbation of an edited sample is of the new text; the others are the old ones
-    for r in again.result.perturbations:
+    for r in again.perturbations:
         assert r["original"].startswith("EDITED ") == (r["sample_id"] in which)
     # exactly the edited samples were searched again (2 trials draw overlapping samples)
-    n_edited = sum(1 for r in first.result.perturbations if r["sample_id"] in which)
+    n_edited = sum(1 for r in first.perturbations if r["sample_id"] in which)
     assert searches_stored(tmp_path / "d") == before + n_edited
-    fresh = ScopeStudy(cfg(), tmp_path / "fresh", models=models(), splits=new_splits, progress=False).run()
+    fresh = run_scope(cfg(), tmp_path / "fresh", models=models(), splits=new_splits, progress=False).rows
     assert json.dumps(rows, sort_keys=True) == json.dumps(fresh, sort_keys=True)
 
 
 def test_another_model_under_the_same_name_is_not_served_stale_results(tmp_path):
     ms = models()
-    ScopeStudy(cfg(), tmp_path / "d", models=ms, splits=make_splits(), progress=False).run()
+    run_scope(cfg(), tmp_path / "d", models=ms, splits=make_splits(), progress=False)
     other = {"ref": LexiconClassifier({"good": 3, "great": 0.5, "bad": -3, "awful": -0.5, "plot": 0.4},
                                       name="ref"), "tgt": ms["tgt"]}
     assert other["ref"].fingerprint != ms["ref"].fingerprint
-    rows = ScopeStudy(cfg(), tmp_path / "d", models=other, splits=make_splits(), progress=False).run()
-    fresh = ScopeStudy(cfg(), tmp_path / "fresh", models=other, splits=make_splits(), progress=False).run()
+    rows = run_scope(cfg(), tmp_path / "d", models=other, splits=make_splits(), progress=False).rows
+    fresh = run_scope(cfg(), tmp_path / "fresh", models=other, splits=make_splits(), progress=False).rows
     assert json.dumps(rows, sort_keys=True) == json.dumps(fresh, sort_keys=True)
-    old = ScopeStudy(cfg(), tmp_path / "old", models=ms, splits=make_splits(), progress=False).run()
+    old = run_scope(cfg(), tmp_path / "old", models=ms, splits=make_splits(), progress=False).rows
     assert [r["ref_loss_mean"] for r in rows] != [r["ref_loss_mean"] for r in old]
 
 
@@ -220,7 +222,7 @@ def test_a_second_process_on_the_same_directory_is_refused(tmp_path):
             with output_lock(tmp_path):
                 pass
         with pytest.raises(LockedError):
-            ScopeStudy(cfg(), tmp_path, models=models(), splits=make_splits(), progress=False).run()
+            run_scope(cfg(), tmp_path, models=models(), splits=make_splits(), progress=False)
         assert not (tmp_path / "results.sqlite").exists()  # refused before anything was written
     finally:
         holder.kill()
@@ -236,8 +238,8 @@ def test_a_corrupt_or_newer_store_is_one_clear_error(tmp_path):
     (tmp_path / "bad").mkdir()
     (tmp_path / "bad" / "results.sqlite").write_bytes(b"this is not a database" * 100)
     with pytest.raises(InputError, match="is not a readable results store.*move it away"):
-        ScopeStudy(cfg(), tmp_path / "bad", models=models(), splits=make_splits(), progress=False).run()
-    ScopeStudy(cfg(trials=1), tmp_path / "new", models=models(), splits=make_splits(), progress=False).run()
+        run_scope(cfg(), tmp_path / "bad", models=models(), splits=make_splits(), progress=False)
+    run_scope(cfg(trials=1), tmp_path / "new", models=models(), splits=make_splits(), progress=False)
     con = sqlite3.connect(tmp_path / "new" / "results.sqlite")
     with con:
         con.execute("UPDATE meta SET value='99' WHERE key='schema_version'")
@@ -278,11 +280,11 @@ def test_python_api_save_writes_what_the_cli_writes(tmp_path):
 
 
 def test_store_holds_the_rows_of_each_run(tmp_path):
-    st = ScopeStudy(cfg(trials=1), tmp_path, models=models(), splits=make_splits(), progress=False)
-    rows = st.run()
+    st = run_scope(cfg(trials=1), tmp_path, models=models(), splits=make_splits(), progress=False)
+    rows = st.rows
     with ResultStore(tmp_path / "results.sqlite") as store:
         assert store.schema_version == 2
-        assert json.dumps(store.rows(st.result.run_id), sort_keys=True) == json.dumps(
+        assert json.dumps(store.rows(st.run_id), sort_keys=True) == json.dumps(
             [{k: (None if isinstance(v, float) and v != v else v) for k, v in r.items()} for r in rows], sort_keys=True)
 
 
@@ -323,18 +325,16 @@ def test_allow_non_alphabetic_reaches_the_search_and_its_key(tmp_path):
     data = [Example(text=f"the {1234 + 111 * i} and {5678 + 7 * i} .", label=i % 2, uid=str(i))
             for i in range(30)]
     splits = (Dataset(data[:10], names), Dataset(data[10:], names))
-    on = ScopeStudy(cfg(targets=["ref"], n=8, trials=1), tmp_path, models=models(), splits=splits, progress=False)
-    on.run()
+    on = run_scope(cfg(targets="ref", n=8, trials=1), tmp_path, models=models(), splits=splits, progress=False)
     assert searches_stored(tmp_path) == 8
-    assert not any(r["status"] == "perturbed" for r in on.result.perturbations)
-    off_cfg = cfg(targets=["ref"], n=8, trials=1, alphabetic_only=False)
-    default_opts = cfg(targets=["ref"], n=8, trials=1).search_options()
+    assert not any(r["status"] == "perturbed" for r in on.perturbations)
+    off_cfg = cfg(targets="ref", n=8, trials=1, allow_non_alphabetic=True)
+    default_opts = cfg(targets="ref", n=8, trials=1).search_settings().key("typo")
     assert "alphabetic_only" not in default_opts  # the default keeps earlier results' keys
-    assert off_cfg.search_options() == {**default_opts, "alphabetic_only": False}
-    off = ScopeStudy(off_cfg, tmp_path, models=models(), splits=splits, progress=False)
-    off.run()
+    assert off_cfg.search_settings().key("typo") == {**default_opts, "alphabetic_only": False}
+    off = run_scope(off_cfg, tmp_path, models=models(), splits=splits, progress=False)
     assert searches_stored(tmp_path) == 16  # 8 new searches, the default run's 8 kept
-    pert = [r for r in off.result.perturbations if r["status"] == "perturbed"]
+    pert = [r for r in off.perturbations if r["status"] == "perturbed"]
     assert len(pert) == 8
     for r in pert:  # only number tokens change, by a swap of two neighbouring middle digits
         changed = [(a, b) for a, b in zip(r["original"].split(), r["perturbed"].split()) if a != b]

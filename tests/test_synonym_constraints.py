@@ -23,7 +23,7 @@ from perturblab.perturb.goals import InvarianceGoal
 from perturblab.perturb.search import PERTURBED, GreedySearch, SearchProblem
 from perturblab.perturb.semantics import SentenceSimilarity
 from perturblab.perturb.transformations import SynonymSwap, WordSwap
-from perturblab.studies.scope.config import ScopeOptions
+from perturblab.perturb.search import SearchSettings
 
 
 class TableSwap(WordSwap):
@@ -126,15 +126,22 @@ def test_missing_tagger_warns_once_per_process(monkeypatch):
 
 
 def test_synonym_options_enter_only_the_synonym_keys():
-    base = ScopeOptions()
+    base = SearchSettings()
+    # the default key is what stores written by earlier versions hold (so they resume)
+    assert base.key("typo") == {"loss": "l1", "search": "greedy", "max_words": None, "patience": None,
+                                "max_candidates": None, "seed": 0, "perturb_field": 0}
+    assert base.key("typo", pairs=False) == {k: v for k, v in base.key("typo").items() if k != "perturb_field"}
+    assert SearchSettings(search="beam", beam_width=5, alphabetic_only=False).key("typo") == {
+        **base.key("typo"), "search": "beam", "beam_width": 5, "alphabetic_only": False}
     assert base.synonym_key("synonym") == {} and base.synonym_key("typo") == {}
-    opts = ScopeOptions(synonym_min_similarity=0.85, reinflect_synonyms=True)
+    opts = SearchSettings(synonym_min_similarity=0.85, reinflect_synonyms=True)
     want = {"synonym_min_similarity": 0.85, "reinflect_synonyms": True}
     assert opts.synonym_key("synonym") == want and opts.synonym_key("synonym*") == want
     assert opts.synonym_key("typo") == {} and opts.synonym_key("fairness") == {}
-    key = lambda o, cap: content_key("searches", "ref", cap, 0, 1, ["x"], {**o.search_options(), **o.synonym_key(cap)})
+    assert opts.key("synonym") == {**base.key("synonym"), **want} and opts.key("typo") == base.key("typo")
+    key = lambda o, cap: content_key("searches", "ref", cap, 0, 1, ["x"], o.key(cap))
     assert key(opts, "synonym") != key(base, "synonym") and key(opts, "typo") == key(base, "typo")
-    assert key(ScopeOptions(reinflect_synonyms=True), "synonym") != key(opts, "synonym")
+    assert key(SearchSettings(reinflect_synonyms=True), "synonym") != key(opts, "synonym")
 
     from perturblab.perturb.capabilities import get_capability
 
@@ -146,7 +153,7 @@ def test_synonym_options_enter_only_the_synonym_keys():
     typo = get_capability("typo")
     assert opts.synonym_setup(typo) == (typo.transformation, [])
     with pytest.raises(InputError, match="min_similarity"):
-        ScopeOptions(synonym_min_similarity=1.2).check_synonym_options()
+        SearchSettings(synonym_min_similarity=1.2).check_synonym_options()
 
 
 # ------------------------------------------------------------------ packaged encoder, WordNet, tagger

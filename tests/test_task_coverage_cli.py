@@ -12,10 +12,23 @@ import pytest
 
 from perturblab.cli import main
 from perturblab.errors import InputError
-from perturblab.studies.learnability.study import LearnabilityConfig, run_learnability
-from perturblab.studies.robustness.study import RobustnessConfig, run_robustness
+from perturblab.core.entry import run
+from perturblab.studies.learnability.config import LearnabilityArgs
+from perturblab.studies.learnability.study import LearnabilityStudy
+from perturblab.studies.robustness.config import RobustnessArgs
+from perturblab.studies.robustness.study import RobustnessStudy
 
 from test_scope_pairs_cli import WORDS, pair_csv  # premise, hypothesis, gold: 1 iff the hypothesis ends "wonderful"
+
+
+def run_robustness(args, out, classifiers=None):
+    """The robustness study's rows (run into ``out``)."""
+    return run(RobustnessStudy(args, classifiers=classifiers), out, quiet=True).rows
+
+
+def run_learnability(args, out, trainers):
+    """The learnability study's rows (run into ``out``)."""
+    return run(LearnabilityStudy(args, trainers=trainers), out, quiet=True).rows
 
 
 def score_csv(path, n=120):
@@ -53,10 +66,10 @@ class Recording:
 def test_robustness_on_pairs_perturbs_only_the_named_field(tmp_path, field, kept):
     data = pair_csv(tmp_path / "pairs.csv", 120)
     model = Recording()
-    cfg = RobustnessConfig(models=["m"], perturbations=["change_char", "drop_first"], data=str(data), n_train=20,
-                           n_test=30, seeds=1, text_fields=("premise", "hypothesis"), label_column="gold",
-                           perturb_field=field)
-    rows = run_robustness(cfg, tmp_path / "out", classifiers={"m": model}, progress=False)
+    cfg = RobustnessArgs(models="m", perturbations="change_char,drop_first", data=str(data), n_train=20,
+                         n_eval=30, trials=1, text_fields=["premise", "hypothesis"], label_column="gold",
+                         perturb_field=field)
+    rows = run_robustness(cfg, tmp_path / "out", classifiers={"m": model})
     clean = model.seen[:30]
     assert all(isinstance(x, tuple) for x in model.seen)
     originals = {x[kept] for x in clean}
@@ -84,20 +97,20 @@ def test_learnability_on_pairs_perturbs_only_the_named_field(tmp_path):
         return SklearnClassifier(make_pipeline(CountVectorizer(), LogisticRegression()).fit(texts, labels),
                                  ["0", "1"])
 
-    cfg = LearnabilityConfig(models=["bow"], perturbations=["leet_letters"], data=str(data), n_train=40, n_test=20,
-                             seeds=1, ps=[0.5, 1.0], text_fields=("premise", "hypothesis"), label_column="gold",
-                             perturb_field="b")
-    rows = run_learnability(cfg, tmp_path / "out", trainers={"bow": fit}, progress=False)
+    cfg = LearnabilityArgs(models="bow", perturbations="leet_letters", data=str(data), n_train=40, n_eval=20,
+                           trials=1, ps=[0.5, 1.0], text_fields=["premise", "hypothesis"], label_column="gold",
+                           perturb_field="b")
+    rows = run_learnability(cfg, tmp_path / "out", trainers={"bow": fit})
     premises = {row[0] for row in csv.reader((tmp_path / "pairs.csv").open()) if row[0] != "premise"}
     assert all(isinstance(x, tuple) and x[0] in premises for x in seen)
     assert any(any(c.isdigit() for c in x[1]) for x in seen)  # leet letters reached the hypotheses
     learn = [r for r in rows if r["metric"] == "learnability" and r["p"] == 1.0]
     assert learn and learn[0]["value"] > 0.5  # fully perturbed leet hypotheses are easy to spot
     with pytest.raises(InputError, match="one text field"):
-        run_learnability(LearnabilityConfig(models=["bow"], perturbations=["leet_letters"], data=str(data),
-                                            text_fields=("premise",), label_column="gold", perturb_field="b",
-                                            n_train=40, n_test=20, seeds=1, ps=[0.5, 1.0]),
-                         tmp_path / "o2", trainers={"bow": fit}, progress=False)
+        run_learnability(LearnabilityArgs(models="bow", perturbations="leet_letters", data=str(data),
+                                          text_fields=["premise"], label_column="gold", perturb_field="b",
+                                          n_train=40, n_eval=20, trials=1, ps=[0.5, 1.0]),
+                         tmp_path / "o2", trainers={"bow": fit})
 
 
 def test_cli_pair_task_robustness_and_learnability(tmp_path, monkeypatch, capsys):
@@ -179,9 +192,9 @@ def test_packaged_encoder_gets_a_ridge_head_on_a_regression_task(tmp_path, monke
 
     monkeypatch.setenv("PERTURBLAB_HOME", str(tmp_path / "home"))
     data = score_csv(tmp_path / "scores.csv")
-    cfg = RobustnessConfig(models=["minilm-l3"], perturbations=["change_char"], data=str(data), n_train=80,
-                           n_test=30, seeds=1, text_fields=("s1", "s2"), label_column="score", task="regression")
-    rows = run_robustness(cfg, tmp_path / "out", progress=False)
+    cfg = RobustnessArgs(models="minilm-l3", perturbations="change_char", data=str(data), n_train=80,
+                         n_eval=30, trials=1, text_fields=["s1", "s2"], label_column="score", task="regression")
+    rows = run_robustness(cfg, tmp_path / "out")
     train, test = labelled_split(str(data), 80, 30, text_fields=("s1", "s2"), label_column="score",
                                  task="regression", regression=True)
     reg = load_regressor("minilm-l3", train)  # the cached head the study trained

@@ -111,5 +111,5 @@ def truncation(models: Any, *, data: str = "rotten_tomatoes", n: int = 40, seed:
     from perturblab.studies.models import model_list
 
     names, _ = model_list(models)
-    args = TruncationArgs(models=",".join(names), data=data, n=n, seed=seed, n_boot=n_boot)
+    args = TruncationArgs.of_call(locals(), models=",".join(names))
     return run(TruncationStudy(args, names), out, quiet=quiet)

@@ -153,6 +153,27 @@ def _run_cell(fn: Callable[[], Any], num_cpus: float, state: list[tuple[Callable
     return fn()
 
 
+def check_reachable(address: str, timeout: float = 10.0) -> None:
+    """Refuse a Ray ``address`` (``host:port`` or ``ray://host:port``; ``auto`` and ``local`` are left
+    to Ray) whose port takes no connection within ``timeout`` seconds: Ray itself keeps retrying an
+    unreachable cluster for minutes before it gives up."""
+    import socket
+
+    text = address.strip()
+    if text.lower() in ("auto", "local"):
+        return
+    host, _, port = text.split("://", 1)[-1].rpartition(":")
+    host = host.strip("[]")
+    if not host or not port.isdigit():
+        raise InputError(f"--address {address!r} is not HOST:PORT or ray://HOST:PORT (or 'auto' for a cluster "
+                         "started on this machine)")
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout).close()
+    except OSError as e:
+        raise InputError(f"could not reach the Ray cluster at --address {address!r} ({e}); check that it runs and "
+                         "the address, or drop --address to start a local instance") from None
+
+
 class RayExecutor:
     """Cells as Ray tasks (see the module docstring). Needs ``pip install 'perturblab[ray]'``."""
 
@@ -180,6 +201,7 @@ class RayExecutor:
             return
         kw: dict[str, Any] = {"ignore_reinit_error": True, "log_to_driver": False, "include_dashboard": False}
         if self.address:
+            check_reachable(self.address)
             kw["address"] = self.address
         elif self.num_cpus:
             kw["num_cpus"] = self.num_cpus

@@ -156,6 +156,44 @@ def _num(x: float) -> str:
     return str(int(x)) if isinstance(x, float) and x.is_integer() and abs(x) < 1e15 else str(x)
 
 
+_OLD_NAMES_SAID: set[str] = set()
+_OLD_NAMES_PENDING: dict[str, str] = {}
+
+
+def say_old_name(old: str, new: str) -> None:
+    """Note that an option was given by its old name ``old`` (as the user wrote it: ``--seeds``,
+    ``seeds:``, ``seeds=``); ``new`` is its name now. The note is one line on stderr, once per
+    process for each old name, said when the options are checked and valid
+    (:meth:`StudyArgs.problems`), so a bad value still ends in one line."""
+    if old not in _OLD_NAMES_SAID:
+        _OLD_NAMES_PENDING[old] = new
+
+
+def _say_old_names(valid: bool) -> None:
+    """Say the pending old-name notes (``valid``) or drop them (the options were refused)."""
+    import sys
+
+    if valid:
+        for old, new in _OLD_NAMES_PENDING.items():
+            print(f"note: {old} is the old name of {new}; it still works, but give {new}", file=sys.stderr)
+            _OLD_NAMES_SAID.add(old)
+    _OLD_NAMES_PENDING.clear()
+
+
+class _StoreOldName(argparse._StoreAction):
+    """``store`` that says so once when the option is given by one of its old names."""
+
+    def __init__(self, *a: Any, old_names: Sequence[str] = (), **kw: Any) -> None:
+        super().__init__(*a, **kw)
+        self.old_names = tuple(old_names)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        if option_string in self.old_names:
+            say_old_name(option_string, self.option_strings[0])
+        super().__call__(parser, namespace, values, option_string)
+
+
 def option(default: Any = None, *, help: str = "", aliases: Sequence[str] = (), parse: Callable[[str], Any] | None = None,
            choices: Sequence[Any] | None = None, metavar: str | None = None, required: bool = False,
            flag: bool = False, repeat: bool = False, role: str | None = None, data: bool = False,
@@ -289,6 +327,8 @@ class StudyArgs:
                 kw["metavar"] = opt.metavar
             if opt.repeat:
                 kw["action"] = "append"
+            elif opt.aliases:
+                kw["action"], kw["old_names"] = _StoreOldName, names[1:]
             target.add_argument(*names, **kw)
 
     @classmethod
@@ -341,6 +381,8 @@ class StudyArgs:
         names = cls.names()
         k = str(key).replace("-", "_")
         if k in names:
+            if names[k] != k:
+                say_old_name(f"{key}:", f"{names[k].replace('_', '-')}:")
             return names[k]
         close = difflib.get_close_matches(k, list(names), n=1)
         hint = f"did you mean {close[0].replace('_', '-')!r}? " if close else ""
@@ -377,6 +419,19 @@ class StudyArgs:
         """The study function's keyword arguments."""
         return {f.name: getattr(self, f.name) for f, _ in self.fields()}
 
+    def study_options(self) -> dict[str, Any]:
+        """The options that shape the study's work (not the runner's ``out``, ``quiet`` and
+        executor), as a JSON-able dict: what a run records of its options."""
+        return {f.name: getattr(self, f.name) for f, o in self.fields() if not o.runner}
+
+    @classmethod
+    def of_call(cls, arguments: Mapping[str, Any], **named: Any) -> "StudyArgs":
+        """The options of one call of the study function (``arguments``: its keyword values, e.g.
+        ``locals()`` at its top) read as :meth:`from_python` reads them, with ``named`` set as
+        given: the names the function made for what it was given as objects (models, a data
+        set). The study reads nothing else."""
+        return dataclasses.replace(cls.from_python(arguments), **named)
+
     @classmethod
     def from_python(cls, kwargs: Mapping[str, Any]) -> "StudyArgs":
         """The options of a Python call of the study function: each plain value (text, number,
@@ -391,6 +446,8 @@ class StudyArgs:
                 continue
             if v is None and key != name:  # an old name not given
                 continue
+            if key != name:
+                say_old_name(f"{key}=", f"{name}=")
             try:
                 values[name] = cls.value(name, v) if v is not None else None
             except InputError as e:
@@ -427,6 +484,7 @@ class StudyArgs:
                 out.append((f.name, message))
         if not out:
             out += self.relations()
+        _say_old_names(valid=not out)
         return out
 
     def check(self) -> None:

@@ -165,7 +165,9 @@ class ModelSpec:
             parse_api_spec(source)  # malformed, or a URL with credentials: refused before anything else
         known = API_OPTIONS if api else OPTIONS
         options: dict[str, Any] = {}
-        for item in filter(None, (x.strip() for x in (m.group("options") or "").split(","))):
+        from ..core.options import csv_list
+
+        for item in csv_list(m.group("options") or ""):
             key, eq, value = item.partition("=")
             key = key.strip().replace("-", "_")
             if key.lower() in SECRET_OPTIONS:

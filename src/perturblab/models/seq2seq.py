@@ -3,8 +3,8 @@
 The generation tasks of the robustness paper (Sec. 3.3, Table 4: XSum summarisation, CommonGen,
 SQuAD question generation) are run with GPT-2 *and* T5, a seq2seq model. :class:`HFSeq2SeqLM`
 wraps a transformers ``AutoModelForSeq2SeqLM`` so that
-:func:`~perturblab.studies.robustness.generation.run_generation_robustness` (``perturblab
-generation --models DIR``) generates with it exactly as with a causal
+:func:`perturblab.generation` (``perturblab generation --models DIR``; the study
+:class:`~perturblab.studies.robustness.generation.GenerationStudy`) generates with it exactly as with a causal
 :class:`~.lm.HFCausalLM`:
 
 * **The prompt is the encoder input**, tokenized with the tokenizer's own special tokens (T5

@@ -557,6 +557,32 @@ class SynonymOptions:
         return swap, checks
 
 
+@dataclass(kw_only=True)
+class SearchSettings(SearchOptions, SynonymOptions):
+    """Everything a search cell needs besides the capability and the reference: the search
+    (:class:`SearchOptions`), the synonym options (:class:`SynonymOptions`), the seed of its random
+    choices and, for text pairs, the text it changes (``perturb_field``: 0, 1, or None for both).
+    A study makes it from its options (``search_settings()``) and ships it to the cells."""
+
+    seed: int = 0
+    perturb_field: int | None = 0
+
+    def key(self, capability: str, *, pairs: bool = True) -> dict[str, Any]:
+        """The options a search result of ``capability`` depends on (part of its content key):
+        the search's, the seed, ``perturb_field`` when the inputs may be pairs (``pairs``), the
+        alphabetic-only switch only when off and the synonym options only where they apply, so the
+        defaults keep earlier results' keys."""
+        out: dict[str, Any] = {"loss": self.loss, "search": self.search, "max_words": self.max_words,
+                               "patience": self.patience, "max_candidates": self.max_candidates, "seed": self.seed}
+        if pairs:
+            out["perturb_field"] = self.perturb_field
+        if self.search == "beam":
+            out["beam_width"] = self.beam_width
+        if not self.alphabetic_only:
+            out["alphabetic_only"] = False
+        return {**out, **self.synonym_key(capability)}
+
+
 def validate_inputs(fields: Sequence[str], what: str = "text") -> None:
     for f in fields:
         if not isinstance(f, str) or not f.strip():

@@ -19,13 +19,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Sequence
 
 from ..core.options import Opt, StudyArgs
 from ..errors import InputError
 from .models import items
 
 _CORPUS_FIELDS = ("corpus", "benign_corpus")
+#: the help of every study's ``--max-seconds`` (a fine-tune's wall-clock budget)
+MAX_SECONDS_HELP = ("fine-tuning time budget, seconds of wall time (none: no limit, the full epochs, so the model does "
+                    "not depend on the machine's load)")
 
 
 @dataclass(kw_only=True)
@@ -95,6 +98,25 @@ def nonempty(value: Any) -> None:
     """A comma list with at least one item."""
     if not items(value):
         raise InputError("give at least one name")
+
+
+def some_of(allowed: Sequence[str]) -> Callable[[Any], None]:
+    """A ``check=`` for a comma list of at least one of ``allowed`` (e.g. the comparisons of the
+    checkpoint study, the ROUGE variants of the generation study).
+
+    Example::
+
+        >>> some_of(("rouge1", "rouge2"))("rouge1,rouge3")
+        Traceback (most recent call last):
+        ...
+        perturblab.errors.InputError: takes one or more of rouge1, rouge2 (comma-separated); got 'rouge1,rouge3'
+    """
+    def check(value: Any) -> None:
+        given = items(value)
+        if not given or any(x not in allowed for x in given):
+            raise InputError(f"takes one or more of {', '.join(allowed)} (comma-separated); got {value!r}")
+
+    return check
 
 
 def capability_names(value: Any) -> None:

@@ -1,10 +1,10 @@
 """The grounding paper (Ding et al. 2021): which representation similarity measures track the
 functionality of the representations (:mod:`.study`)."""
 
-from .config import MEASURES, PC_FRACTIONS, VARIANTS, GroundingConfig
-from .function import grounding, run_grounding
+from .config import MEASURES, PC_FRACTIONS, VARIANTS, GroundingArgs, SimilarityArgs
+from .function import grounding
 from .result import GroundingStudyResult, render_table
 from .study import GroundingStudy, Member
 
-__all__ = ["MEASURES", "PC_FRACTIONS", "VARIANTS", "GroundingConfig", "GroundingStudy", "GroundingStudyResult",
-           "Member", "grounding", "render_table", "run_grounding"]
+__all__ = ["MEASURES", "PC_FRACTIONS", "VARIANTS", "GroundingArgs", "GroundingStudy", "GroundingStudyResult",
+           "Member", "SimilarityArgs", "grounding", "render_table"]

@@ -1,17 +1,19 @@
-"""The settings of the grounding study (Ding et al. 2021)."""
+"""The options of the grounding study (Ding et al. 2021) and of the similarity study: one
+dataclass per command, read by its command line, a study config's entry and its Python function,
+and by the study itself (:meth:`GroundingArgs.variant_names`, :meth:`GroundingArgs.finetune_config`,
+:meth:`SimilarityArgs.text_field_list`, ...)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 from ...core.options import TEXT_FIELDS_HELP, csv_list, float_list, int_list, option
-from ..args import Args, one_text_option
-from ..models import items
 from ...errors import InputError
-from ...models.base import POOLINGS, Pooling
+from ...models.base import POOLINGS
 from ...models.finetune import FinetuneConfig
-from ..robustness.finetuning.config import MAX_SECONDS_HELP
+from ..args import MAX_SECONDS_HELP, Args, one_text_option
+from ..models import items
 from ..robustness.layer_probes.config import DATA_HELP, LABEL_COLUMN_HELP, POOLING_HELP, PROBE_C_HELP
 
 #: the measures of the paper's Table 1
@@ -35,45 +37,10 @@ def variants_problem(variants: Sequence[str]) -> str | None:
     return None
 
 
-@dataclass(kw_only=True)
-class GroundingConfig:
-    """Settings of the grounding study (:func:`perturblab.grounding`).
-
-    ``variants`` are encoder specs, or ``ft:<seed>`` for ``base`` fine-tuned on the training split
-    with that seed (``finetune`` settings); ``warmup`` the pair of equally deep variants of the
-    warm-up tests (default: the first two ``ft:`` variants).
-    """
-
-    data: str = "rotten_tomatoes"
-    variants: Sequence[str] = VARIANTS
-    base: str = "minilm-l6"
-    n_train: int = 2000
-    n_eval: int = 1000
-    seed: int = 0
-    pooling: Pooling = "mean"
-    measures: Sequence[str] = MEASURES
-    include_embeddings: bool = False
-    pc_layers: Sequence[int] = (4, 5, 6)
-    pc_fractions: Sequence[float] = PC_FRACTIONS
-    warmup: Sequence[str] | None = None
-    n_boot: int = 2000
-    probe_c: float = 0.01
-    finetune: FinetuneConfig = field(default_factory=lambda: FinetuneConfig(epochs=1, max_seconds=300.0))
-    text_fields: Sequence[str] = ()  # data columns: one text, or two for pairs (default: the loader's)
-    label_column: str | None = None
-
-    def validate(self) -> None:
-        """Refuse settings that cannot run, before anything is loaded."""
-        problem = variants_problem(self.variants)
-        if problem:
-            raise InputError(f"--variants: {problem}")
-        if self.n_boot < 1:
-            raise InputError(f"--n-boot must be at least 1, got {self.n_boot}")
-        bad = [f for f in self.pc_fractions if not 0.0 <= f < 1.0]
-        if bad:
-            raise InputError(f"PC fractions must lie in [0, 1); got {bad}")
-        if self.warmup is not None and len(self.warmup) != 2:
-            raise InputError(f"warmup names a pair of variants, got {list(self.warmup)}")
+def warmup_pair(value: Any) -> None:
+    """The warm-up tests compare a pair of variants: exactly two names."""
+    if len(items(value)) != 2:
+        raise InputError(f"names a pair of variants (A,B), got {list(items(value))}")
 
 
 @dataclass(kw_only=True)
@@ -85,9 +52,9 @@ class SimilarityArgs(Args):
     b: str | None = option(required=True, role="encoder", help="model B")
     measures: str = option("cka,pwcca,procrustes",
                            help="comma list or 'all': linear_cka (cka), linear_cka_unbiased, rbf_cka, cca_mean (cca), "
-                                "r2cca, pwcca_distance (pwcca), procrustes_distance (procrustes); the CCA measures follow "
-                                "the grounding paper's released code, their *_paper twins (cca_paper, pwcca_paper, "
-                                "r2cca_paper) the letter of its Eq. 5")
+                                "r2cca, pwcca_distance (pwcca), procrustes_distance (procrustes); the CCA measures "
+                                "follow the grounding paper's released code, their *_paper twins (cca_paper, "
+                                "pwcca_paper, r2cca_paper) the letter of its Eq. 5")
     n: int = option(2000, min=1, help="inputs (CCA measures need more inputs than dimensions)")
     pooling_b: str | None = option(None, choices=POOLINGS, help="pooling of model B (default: --pooling)")
     text_column: str | None = option(None, help="text column of a data file (default: 'text')")
@@ -97,11 +64,23 @@ class SimilarityArgs(Args):
     data: str = option("rotten_tomatoes", data=True, help=DATA_HELP)
     seed: int = option(0, min=0, help="seed of the sample of inputs")
     pooling: str = option("mean", choices=POOLINGS, help=POOLING_HELP)
-    chunk_size: int = option(1000, min=1, help="inputs whose states are computed and cached together (the numbers do not "
-                                        "depend on it)")
+    chunk_size: int = option(1000, min=1, help="inputs whose states are computed and cached together (the numbers do "
+                                               "not depend on it)")
 
     def relations(self) -> list[tuple[str, str]]:
         return one_text_option(self)
+
+    # -- what the study reads -------------------------------------------------------------
+    def measure_list(self) -> list[str]:
+        """The measures as given (names or short names, ``all``), in order."""
+        return items(self.measures)
+
+    def text_field_list(self) -> list[str]:
+        """The text column(s) of a data file: ``text_fields``, else ``[text_column]`` (none: the
+        loader's default)."""
+        if self.text_fields:
+            return list(self.text_fields)
+        return [self.text_column] if self.text_column else []
 
 
 @dataclass(kw_only=True)
@@ -117,12 +96,12 @@ class GroundingArgs(Args):
     n_train: int = option(2000, min=1, help="training examples: the probes' and those of the ft:<seed> fine-tunes")
     n_eval: int = option(1000, min=1, help="evaluation examples: the representations compared and the probes' accuracy")
     pc_layers: list[int] = option([4, 5, 6], parse=int_list, min=0, help="layers for the PC-deletion benchmark")
-    pc_fractions: list[float] = option(list(PC_FRACTIONS), parse=float_list,
-                                       min=0, below=1, help="fractions of the principal components deleted (smallest first) in the "
+    pc_fractions: list[float] = option(list(PC_FRACTIONS), parse=float_list, min=0, below=1,
+                                       help="fractions of the principal components deleted (smallest first) in the "
                                             "PC-deletion benchmark")
     include_embeddings: bool = option(False, flag=True, help="count the embedding layer as a member of the "
                                                              "layer-depth set (the paper leaves it out)")
-    warmup: list[str] | None = option(None, parse=csv_list, metavar="A,B",
+    warmup: list[str] | None = option(None, parse=csv_list, metavar="A,B", check=warmup_pair,
                                       help="the pair of equally deep variants of the warm-up tests (default: the first "
                                            "two ft:<seed>)")
     n_boot: int = option(2000, min=1, help="bootstrap resamples for the 95%% intervals")
@@ -144,3 +123,17 @@ class GroundingArgs(Args):
                 return problem
             value = [v for v in given if not v.startswith("ft:")]
         return super().field_problem(name, opt, value)
+
+    # -- what the study reads -------------------------------------------------------------
+    def variant_names(self) -> list[str]:
+        """The variants (encoder specs, or ``ft:<seed>``), in order."""
+        return items(self.variants)
+
+    def measure_list(self) -> list[str]:
+        """The measures as given (names or short names), in order."""
+        return items(self.measures)
+
+    def finetune_config(self) -> FinetuneConfig:
+        """The training settings of the ``ft:<seed>`` variants (the rest are
+        :class:`~perturblab.models.finetune.FinetuneConfig`'s defaults)."""
+        return FinetuneConfig(epochs=self.epochs, max_seconds=self.max_seconds, lr=self.lr)

@@ -5,14 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
-from ...core.driver import run_study
 from ...core.entry import run, study_function
-from ...core.lock import output_lock
 from ...data.examples import Dataset
-from ...models.finetune import FinetuneConfig
-from ..models import items
 from ..robustness.layer_probes.function import data_splits
-from .config import PC_FRACTIONS, VARIANTS, GroundingConfig
+from .config import PC_FRACTIONS, VARIANTS, GroundingArgs
 from .result import GroundingStudyResult
 from .study import GroundingStudy
 
@@ -70,23 +66,10 @@ def grounding(variants: str | Sequence[Any] = VARIANTS, *, base: str = "minilm-l
     """
     names, given = _variants(variants)
     data_name, splits = data_splits(data, n_train, n_eval, seed)
-    kw: dict[str, Any] = {} if pc_fractions is None else {"pc_fractions": tuple(float(f) for f in pc_fractions)}
-    cfg = GroundingConfig(data=data_name, variants=names, base=base, n_train=n_train, n_eval=n_eval, seed=seed,
-                          pooling=pooling, measures=items(measures), include_embeddings=include_embeddings,
-                          pc_layers=[int(x) for x in (items(pc_layers) if isinstance(pc_layers, str) else pc_layers)],
-                          warmup=None if warmup is None else items(warmup), n_boot=n_boot, probe_c=probe_c,
-                          finetune=FinetuneConfig(epochs=epochs, max_seconds=max_seconds, lr=lr),
-                          text_fields=items(text_fields), label_column=label_column, **kw)
-    study = GroundingStudy(cfg, encoders=given, splits=splits, progress=not quiet)
+    if pc_fractions is None:
+        pc_fractions = PC_FRACTIONS
+    args = GroundingArgs.of_call(locals(), variants=",".join(names), data=data_name)
+    study = GroundingStudy(args, encoders=given, splits=splits, progress=not quiet)
     result = run(study, out, quiet=quiet)
     assert isinstance(result, GroundingStudyResult)
     return result
-
-
-def run_grounding(config: GroundingConfig, out_dir: str | Path, *, progress: bool = True) -> list[dict[str, Any]]:
-    """Run (or resume) ``config`` into ``out_dir``, write its outputs there and return the rows."""
-    study = GroundingStudy(config, progress=progress)
-    with output_lock(out_dir, what="the grounding study"):
-        result = run_study(study, out_dir, progress=progress)
-        result.save(out_dir)
-    return result.rows

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
 from ...core.files import atomic_write_text, write_csv, write_json
 from ...core.study import StudyResult
-from .config import GroundingConfig
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .config import GroundingArgs
 
 
 class GroundingStudyResult(StudyResult):
@@ -19,18 +20,19 @@ class GroundingStudyResult(StudyResult):
     ``rows``: one row per benchmark subset and measure (``benchmark, subset, measure, n,
     functionality, spearman, spearman_low, spearman_high, kendall, ...``), then the warm-up rows
     (``warmup_specificity``, ``warmup_detection``); ``members``: one row per member of each set
-    (its probe accuracy and its distance to the reference under each measure); :meth:`table`
-    the paper's Table 1; :meth:`figures` Figs. 1–2 of the warm-up tests.
+    (its probe accuracy and its distance to the reference under each measure); ``args`` the
+    study's options; :meth:`table` the paper's Table 1; :meth:`figures` Figs. 1–2 of the warm-up
+    tests.
     """
 
     study = "grounding"
 
     def __init__(self, rows: Sequence[dict[str, Any]], *, members: Sequence[dict[str, Any]],
-                 config: GroundingConfig, figure_data: dict[str, tuple] | None = None,
-                 run_id: str | None = None) -> None:
+                 args: "GroundingArgs", finetune: dict[str, Any] | None = None,
+                 figure_data: dict[str, tuple] | None = None, run_id: str | None = None) -> None:
         super().__init__(rows, run_id=run_id)
         self.members = list(members)
-        self.config = config
+        self.args, self.finetune = args, dict(finetune or {})
         self._figure_data = dict(figure_data or {})
         self.summary = [r for r in self.rows if r.get("benchmark") in ("layer_depth", "pc_deletion")]
 
@@ -54,8 +56,9 @@ class GroundingStudyResult(StudyResult):
         return out
 
     def save(self, out: str | Path) -> list[Path]:
-        """``results.json``, ``members.csv``, ``config.json``, ``table.md`` and the warm-up figures,
-        each written atomically."""
+        """``results.json``, ``members.csv``, ``config.json`` (the study's options and, under
+        ``finetune``, every setting of its fine-tunes), ``table.md`` and
+        the warm-up figures, each written atomically."""
         from ...core.files import save_figure
         from .plots import DPI
 
@@ -63,7 +66,7 @@ class GroundingStudyResult(StudyResult):
         paths = [write_json(out / "results.json", self.rows)]
         header = list(self.members[0]) if self.members else []
         paths.append(write_csv(out / "members.csv", header, ([r[h] for h in header] for r in self.members)))
-        paths.append(write_json(out / "config.json", asdict(self.config)))
+        paths.append(write_json(out / "config.json", {**self.args.study_options(), "finetune": self.finetune}))
         paths.append(atomic_write_text(out / "table.md", self.table()))
         paths += [save_figure(fig, out / name, dpi=DPI) for name, fig in self.figures().items()]
         return paths

@@ -1,15 +1,14 @@
 """Layer × layer representation similarity of two models on the same inputs.
 
 ``perturblab similarity --a minilm-l6 --b minilm-l3 --data rotten_tomatoes`` runs
-:func:`compare_models`: it samples the inputs, streams both models' pooled states of every
+:class:`SimilarityStudy`: it samples the inputs, streams both models' pooled states of every
 layer through the on-disk state cache (:mod:`perturblab.models.states`), computes the
 requested measures for every pair of layers with :func:`~perturblab.measures.layerwise.similarity_matrix`
 (each layer prepared once) and writes
 
-* ``results.sqlite`` — every layer × layer matrix of one measure, stored through
-  :func:`perturblab.core.run_study` under both models' fingerprints, the inputs, the poolings
-  and the measure: a comparison already made is read back, not recomputed (only missing
-  measures are computed);
+* ``results.sqlite`` — every layer × layer matrix of one measure, stored under both models'
+  fingerprints, the inputs, the poolings and the measure: a comparison already made is read
+  back, not recomputed (only missing measures are computed);
 * ``results.json`` — one row per measure × layer pair: ``a, b, layer_a, layer_b, measure,
   kind, value, n, pooling_a, pooling_b``;
 * ``heatmap_<measure>.png`` — the layer × layer matrix of each measure.
@@ -18,17 +17,14 @@ requested measures for every pair of layers with :func:`~perturblab.measures.lay
 from __future__ import annotations
 
 import logging
-from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 import numpy as np
 
-from ...core.driver import run_study
 from ...core.files import write_json
 from ...core.keys import content_key, model_fingerprint
-from ...core.lock import output_lock
 from ...core.study import Phase, RunContext, Study, StudyResult, Task
 from ...errors import InputError
 from ...measures.layerwise import resolve_measures, similarity_matrix
@@ -36,26 +32,9 @@ from ...measures.similarity import INFO, check_cca_size, measure_key
 from ...models.base import Pooling, TextInput
 from ...models.states import inputs_hash, layer_states
 from ..inputs import study_inputs
+from .config import SimilarityArgs
 
 log = logging.getLogger(__name__)
-DEFAULT_MEASURES = ("linear_cka", "pwcca_distance", "procrustes_distance")
-
-
-@dataclass(kw_only=True)
-class SimilarityConfig:
-    """Which models, inputs and measures :func:`compare_models` uses."""
-
-    a: str
-    b: str
-    data: str = "rotten_tomatoes"
-    n: int = 2000
-    seed: int = 0
-    measures: Sequence[str] = DEFAULT_MEASURES
-    pooling: Pooling = "mean"
-    pooling_b: Pooling | None = None  # default: same as pooling
-    chunk_size: int = 1000
-    text_fields: Sequence[str] = ()  # the text column of a data file (two for pairs); default: the loader's
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def similarity_rows(enc_a: Any, enc_b: Any, inputs: Sequence[TextInput], measures: Sequence[str], *,
@@ -87,36 +66,38 @@ def _matrices(enc_a: Any, enc_b: Any, inputs: Sequence[TextInput], measures: Seq
 
 
 class SimilarityStudy(Study):
-    """:func:`compare_models` on the study core: one task per measure, keyed on both encoders'
-    fingerprints, the inputs and the poolings; the missing measures are computed together."""
+    """The layer × layer comparison of :class:`~.config.SimilarityArgs` (run by
+    :func:`perturblab.core.entry.run`): one task per measure, keyed on both encoders' fingerprints,
+    the inputs and the poolings; the missing measures are computed together. ``encoders`` are
+    ready objects by name (``args.a`` / ``args.b``; the others are loaded)."""
 
     name = "similarity"
 
-    def __init__(self, config: SimilarityConfig, *, encoders: dict[str, Any] | None = None,
+    def __init__(self, args: SimilarityArgs, *, encoders: dict[str, Any] | None = None,
                  progress: bool = True) -> None:
-        self.config, self._given, self.progress = config, dict(encoders or {}), progress
-        self.measures = resolve_measures(config.measures)
+        self.args, self._given, self.progress = args, dict(encoders or {}), progress
+        self.measures = resolve_measures(args.measure_list())
 
     def prepare(self, ctx: RunContext) -> None:
         from ...models.resolve import load_model
 
-        cfg = self.config
-        self.inputs = study_inputs(cfg.data, cfg.n, cfg.seed, text_fields=cfg.text_fields)
+        args = self.args
+        self.inputs = study_inputs(args.data, args.n, args.seed, text_fields=args.text_field_list())
         self.encoders = []
-        for name in (cfg.a, cfg.b):
+        for name in (str(args.a), str(args.b)):
             if name in self._given:
                 self.encoders.append(self._given[name])
             else:
                 with ctx.step(f"loading encoder {name}"):
                     self.encoders.append(load_model(name, "encoder"))
-        self.poolings = (cfg.pooling, cfg.pooling_b or cfg.pooling)
+        self.poolings = (args.pooling, args.pooling_b or args.pooling)
         widths = [getattr(e, "hidden_size", None) for e in self.encoders]
         if all(widths):  # before any encoding: a CCA measure the inputs cannot support is refused here
             for m in self.measures:
                 check_cca_size(m, len(self.inputs), int(widths[0]), int(widths[1]))
 
     def identity(self) -> dict[str, Any]:
-        return {"options": {k: (list(v) if isinstance(v, (list, tuple)) else v) for k, v in asdict(self.config).items()},
+        return {"options": self.args.study_options(),
                 "models": [model_fingerprint(e) for e in self.encoders], "inputs": inputs_hash(self.inputs)}
 
     def phases(self, ctx: RunContext) -> Iterator[Phase]:
@@ -124,17 +105,17 @@ class SimilarityStudy(Study):
         base = [model_fingerprint(enc_a), model_fingerprint(enc_b), inputs_hash(self.inputs), len(self.inputs),
                 *self.poolings]
         self._keys = {m: content_key("similarity", *base, measure_key(m)) for m in self.measures}
-        compute = partial(_matrix_cell, enc_a, enc_b, self.inputs, self.poolings, self.config.chunk_size,
+        compute = partial(_matrix_cell, enc_a, enc_b, self.inputs, self.poolings, self.args.chunk_size,
                           self.progress)
         self._phase = Phase("similarity.matrix", [Task(k, m) for m, k in self._keys.items()], compute,
                             batch_size=len(self.measures), label="layer x layer comparisons")
         yield self._phase
 
     def finish(self, ctx: RunContext) -> "SimilarityResult":
-        cfg = self.config
         matrices = {m: self._phase.results[k] for m, k in self._keys.items()}
         rows = similarity_rows(*self.encoders, self.inputs, self.measures, pooling_a=self.poolings[0],
-                               pooling_b=self.poolings[1], name_a=cfg.a, name_b=cfg.b, matrices=matrices)
+                               pooling_b=self.poolings[1], name_a=self.args.a, name_b=self.args.b,
+                               matrices=matrices)
         return SimilarityResult(rows, run_id=ctx.run_id)
 
 
@@ -195,16 +176,3 @@ def streamed_minibatch_cka(enc_a: Any, enc_b: Any, inputs: Sequence[TextInput], 
     if acc is None:
         raise InputError("no minibatch of at least 4 inputs; give more inputs or a larger batch_size")
     return acc.value()
-
-
-def compare_models(config: SimilarityConfig, out_dir: str | Path, *, progress: bool = True,
-                   plots: bool = True) -> list[dict[str, Any]]:
-    """Run (or resume) the layer × layer comparison of ``config`` and write its outputs to ``out_dir``."""
-    study = SimilarityStudy(config, progress=progress)
-    with output_lock(out_dir, what="the similarity study"):
-        res = run_study(study, out_dir, progress=progress)
-        if plots:
-            res.save(out_dir)
-        else:
-            write_json(Path(out_dir) / "results.json", res.rows)
-    return res.rows

@@ -7,8 +7,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
 from ...core.entry import run, study_function
-from ...errors import InputError
-from ..models import names_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from .similarity import SimilarityResult
@@ -43,11 +41,9 @@ def similarity(a: Any, b: Any, *, data: str = "rotten_tomatoes", text_column: st
         >>> [round(r["value"], 6) for r in res.rows if r["layer_a"] == r["layer_b"]]
         [1.0, 1.0]
     """
-    from ...studies.grounding.similarity import SimilarityConfig, SimilarityStudy
+    from .config import SimilarityArgs
+    from .similarity import SimilarityStudy
 
-    fields = names_of(text_fields) if text_fields else ([text_column] if text_column else [])
-    if text_column and text_fields:
-        raise InputError("--text-fields replaces --text-column; give one of them")
     encoders, names = {}, []
     for role, m in (("a", a), ("b", b)):
         name = m if isinstance(m, str) else str(getattr(m, "name", "") or role)
@@ -55,6 +51,5 @@ def similarity(a: Any, b: Any, *, data: str = "rotten_tomatoes", text_column: st
             name = name if name not in names else f"{name}-{role}"
             encoders[name] = m
         names.append(name)
-    cfg = SimilarityConfig(a=names[0], b=names[1], data=data, n=n, seed=seed, measures=names_of(measures),
-                           pooling=pooling, pooling_b=pooling_b, chunk_size=chunk_size, text_fields=fields)
-    return run(SimilarityStudy(cfg, encoders=encoders, progress=not quiet), out, quiet=quiet)
+    args = SimilarityArgs.of_call(locals(), a=names[0], b=names[1])
+    return run(SimilarityStudy(args, encoders=encoders, progress=not quiet), out, quiet=quiet)

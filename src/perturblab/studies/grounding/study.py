@@ -51,10 +51,11 @@ from ...measures.grounding import (detection_threshold, dissimilarity, grounding
 from ...measures.layerwise import PAIRWISE, resolve_measures, similarity_matrix
 from ...measures.similarity import check_cca_size, measure_key
 from ...measures.probe import fit_probe
+from ...models.finetune import FinetuneConfig
 from ...models.head import dataset_inputs
 from ...models.states import layer_states
 from ..inputs import labelled_split
-from .config import GroundingConfig
+from .config import GroundingArgs
 from .result import GroundingStudyResult
 
 log = logging.getLogger(__name__)
@@ -76,17 +77,23 @@ class Member:
 
 
 class GroundingStudy(Study):
-    """A :class:`GroundingConfig` over its variants (``encoders``: ready objects by variant name;
-    the others are loaded, ``ft:<seed>`` ones fine-tuned) on ``splits`` (train, eval) or the
-    config's data."""
+    """The grounding study of :class:`~.config.GroundingArgs` over its variants (run by
+    :func:`perturblab.core.entry.run`).
+
+    ``encoders`` are ready objects by variant name (the others are loaded, ``ft:<seed>`` ones
+    fine-tuned with ``finetune``, default :meth:`~.config.GroundingArgs.finetune_config`);
+    ``splits`` gives (train, eval) directly (default: ``args.data`` sampled to ``n_train`` /
+    ``n_eval``)."""
 
     name = "grounding"
 
-    def __init__(self, config: GroundingConfig, *, encoders: dict[str, Any] | None = None,
-                 splits: tuple[Dataset, Dataset] | None = None, progress: bool = True) -> None:
-        config.validate()
-        self.config, self.progress = config, progress
-        self.measures = resolve_measures(config.measures)
+    def __init__(self, args: GroundingArgs, *, encoders: dict[str, Any] | None = None,
+                 splits: tuple[Dataset, Dataset] | None = None, progress: bool = True,
+                 finetune: FinetuneConfig | None = None) -> None:
+        self.args, self.progress = args, progress
+        self.variants = args.variant_names()
+        self.finetune = finetune if finetune is not None else args.finetune_config()
+        self.measures = resolve_measures(args.measure_list())
         self._given, self._splits = dict(encoders or {}), splits
         self._states: dict[tuple[str, str], list[np.ndarray]] = {}
         self._pcs: dict[tuple[str, int], tuple[np.ndarray, np.ndarray]] = {}
@@ -94,14 +101,14 @@ class GroundingStudy(Study):
 
     # -- set-up ------------------------------------------------------------------------
     def prepare(self, ctx: RunContext) -> None:
-        cfg = self.config
+        args = self.args
         if self._splits is None:
             with ctx.step("loading the data"):
-                self._splits = labelled_split(cfg.data, cfg.n_train, cfg.n_eval, cfg.seed,
-                                              text_fields=cfg.text_fields, label_column=cfg.label_column)
+                self._splits = labelled_split(args.data, args.n_train, args.n_eval, args.seed,
+                                              text_fields=args.text_fields, label_column=args.label_column)
         self.train, self.test = self._splits
         loaded: dict[str, Any] = {}
-        for v in cfg.variants:  # ready and loaded encoders first: their widths are checked before any fine-tune
+        for v in self.variants:  # ready and loaded encoders first: their widths are checked before any fine-tune
             if v in self._given:
                 loaded[v] = self._given[v]
             elif not v.startswith("ft:"):
@@ -110,22 +117,22 @@ class GroundingStudy(Study):
                 with ctx.step(f"loading encoder {v}"):
                     loaded[v] = load_model(v, "encoder")
         self._check_cca_sizes(loaded.values())
-        for v in cfg.variants:
+        for v in self.variants:
             if v not in loaded:
                 from ..robustness.finetuning.source import finetuned_encoder
 
-                with ctx.step(f"fine-tuning {cfg.base} with seed {v[3:]} (or loading it)"):
-                    loaded[v] = finetuned_encoder(cfg.base, self.train, int(v[3:]), cfg.finetune,
+                with ctx.step(f"fine-tuning {args.base} with seed {v[3:]} (or loading it)"):
+                    loaded[v] = finetuned_encoder(args.base, self.train, int(v[3:]), self.finetune,
                                                   progress=self.progress)
-        self.encoders: dict[str, Any] = {v: loaded[v] for v in cfg.variants}
+        self.encoders: dict[str, Any] = {v: loaded[v] for v in self.variants}
         self._check_cca_sizes(self.encoders.values())
         with ctx.step("encoding the evaluation split"):
-            self.depth = {v: len(self.states(v, "eval")) for v in cfg.variants}
-        base_depth = self.depth.get(cfg.base, self.depth[cfg.variants[0]])
-        for layer in cfg.pc_layers:
+            self.depth = {v: len(self.states(v, "eval")) for v in self.variants}
+        base_depth = self.depth.get(args.base, self.depth[self.variants[0]])
+        for layer in args.pc_layers:
             if not 0 <= layer < base_depth:
                 raise InputError(f"pc layer {layer} is out of range 0..{base_depth - 1}")
-        self.same = [v for v in cfg.variants if self.depth[v] == base_depth]
+        self.same = [v for v in self.variants if self.depth[v] == base_depth]
         self._fps = {v: model_fingerprint(e) for v, e in self.encoders.items()}
         self._data = [examples_fingerprint(self.train), examples_fingerprint(self.test)]
 
@@ -138,7 +145,7 @@ class GroundingStudy(Study):
                 check_cca_size(m, len(self.test), max(widths), max(widths))
 
     def identity(self) -> dict[str, Any]:
-        opts = {k: v for k, v in asdict(self.config).items() if k != "data"}
+        opts = {k: v for k, v in self.args.study_options().items() if k != "data"}
         return {"options": opts, "encoders": self._fps, "train": self._data[0], "test": self._data[1]}
 
     # -- representations -----------------------------------------------------------------
@@ -149,7 +156,7 @@ class GroundingStudy(Study):
             if (variant, split) not in self._states:
                 data = self.train if split == "train" else self.test
                 self._states[(variant, split)] = layer_states(self.encoders[variant], dataset_inputs(data),
-                                                              pooling=self.config.pooling, progress=self.progress)
+                                                              pooling=self.args.pooling, progress=self.progress)
             return self._states[(variant, split)]
 
     def member_states(self, m: Member, split: str) -> np.ndarray:
@@ -171,20 +178,19 @@ class GroundingStudy(Study):
     def member_key(self, m: Member) -> list[Any]:
         """What a member's probe depends on: its states on both splits (the probe trains on one and
         scores the other)."""
-        return [self._fps[m.variant], *self._data, self.config.pooling, m.layer, m.pcs, m.k]
+        return [self._fps[m.variant], *self._data, self.args.pooling, m.layer, m.pcs, m.k]
 
     def state_key(self, m: Member) -> list[Any]:
         """What a member's evaluation states depend on (the distances and warm-up matrices read
         only those; the principal directions of PC deletion come from the evaluation split too):
         a larger training sample leaves their cells as they are. A fine-tuned variant's training
         is in its fingerprint."""
-        return [self._fps[m.variant], self._data[1], self.config.pooling, m.layer, m.pcs, m.k]
+        return [self._fps[m.variant], self._data[1], self.args.pooling, m.layer, m.pcs, m.k]
 
     # -- the work cells ------------------------------------------------------------------
     def accuracy(self, m: Member) -> float:
         """f: the accuracy on the evaluation split of a probe fitted on the training split."""
-        cfg = self.config
-        probe = fit_probe(self.member_states(m, "train"), self.train.labels, seed=cfg.seed, C=cfg.probe_c)
+        probe = fit_probe(self.member_states(m, "train"), self.train.labels, seed=self.args.seed, C=self.args.probe_c)
         return float(probe.accuracy(self.member_states(m, "eval"), self.test.labels))
 
     def reference_states(self, m: Member) -> np.ndarray:
@@ -220,31 +226,30 @@ class GroundingStudy(Study):
     # -- the plan ------------------------------------------------------------------------
     def subsets(self) -> list[tuple[str, str, list[Member]]]:
         """(benchmark, subset, members) of both benchmarks, in the order of the results."""
-        cfg = self.config
-        first = 0 if cfg.include_embeddings else 1
-        out = [("layer_depth", "all", [Member(v, i) for v in cfg.variants for i in range(first, self.depth[v])])]
-        for layer in cfg.pc_layers:
+        args = self.args
+        first = 0 if args.include_embeddings else 1
+        out = [("layer_depth", "all", [Member(v, i) for v in self.variants for i in range(first, self.depth[v])])]
+        for layer in args.pc_layers:
             pcs = []
             for v in self.same:
                 r = self.pc_rank(v, layer)
-                pcs += [Member(v, layer, min(int(round(f * r)), r - 1), True) for f in cfg.pc_fractions]
+                pcs += [Member(v, layer, min(int(round(f * r)), r - 1), True) for f in args.pc_fractions]
             out.append(("pc_deletion", f"layer {layer}", pcs))
         return out
 
     def warmup_pair(self) -> list[str] | None:
         """The warm-up pair, or None (with a warning) when there is no equally deep pair."""
-        cfg = self.config
-        pair = list(cfg.warmup or [v for v in cfg.variants if v.startswith("ft:")][:2] or self.same[:2])
+        pair = list(self.args.warmup or [v for v in self.variants if v.startswith("ft:")][:2] or self.same[:2])
         if len(pair) == 2 and all(p in self.depth for p in pair) and self.depth[pair[0]] == self.depth[pair[1]]:
             return pair
         log.warning("no warm-up pair of equally deep variants (give warmup=[a, b]); warm-up tests skipped")
         return None
 
     def phases(self, ctx: RunContext) -> Iterator[Phase]:
-        cfg = self.config
+        args = self.args
         self._subsets = self.subsets()
         members = list(dict.fromkeys(m for _, _, ms in self._subsets for m in ms))
-        probe_key = {m: content_key("grounding.probe", *self.member_key(m), cfg.probe_c, cfg.seed) for m in members}
+        probe_key = {m: content_key("grounding.probe", *self.member_key(m), args.probe_c, args.seed) for m in members}
         probes = Phase("grounding.probe", [Task(probe_key[m], m, group=m.variant) for m in members],
                        self._probe_cells, batch_size=8, label="probes of the members")
         yield probes
@@ -257,7 +262,7 @@ class GroundingStudy(Study):
         self._pair = self.warmup_pair()
         if self._pair is not None:
             a, b = self._pair
-            for layer in cfg.pc_layers:
+            for layer in args.pc_layers:
                 curve = [m for m in self._subsets_at(layer) if m.variant == a]
                 if not curve:
                     continue
@@ -285,7 +290,6 @@ class GroundingStudy(Study):
 
     # -- the result ----------------------------------------------------------------------
     def finish(self, ctx: RunContext) -> GroundingStudyResult:
-        cfg = self.config
         results: list[dict[str, Any]] = []
         members: list[dict[str, Any]] = []
         for bk, sub, ms in self._subsets:
@@ -295,19 +299,20 @@ class GroundingStudy(Study):
         figures: dict[str, Any] = {}
         if self._pair is not None and self._warm is not None:
             results += self._warmup_rows(figures)
-        result = GroundingStudyResult(results, members=members, config=cfg, figure_data=figures, run_id=ctx.run_id)
+        result = GroundingStudyResult(results, members=members, args=self.args, finetune=asdict(self.finetune),
+                                      figure_data=figures, run_id=ctx.run_id)
         result.split_sizes = {"train": len(self.train), "eval": len(self.test)}
         return result
 
     def _benchmark(self, benchmark: str, subset: str,
                    ms: Sequence[Member]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """(one result row per measure, one row per member with its f and d(A, B) per measure)."""
-        cfg = self.config
+        args = self.args
         f = np.array([self._f[m] for m in ms])
         ref = int(np.argmax(f))
         dists = {meas: np.array([self._d[(meas, ms[ref], b)] for b in ms]) for meas in self.measures}
-        res = grounding_benchmark(f, dists, reference=ref, names=[m.name for m in ms], n_boot=cfg.n_boot,
-                                  seed=cfg.seed, functionality_name=f"probe:{cfg.data}")
+        res = grounding_benchmark(f, dists, reference=ref, names=[m.name for m in ms], n_boot=args.n_boot,
+                                  seed=args.seed, functionality_name=f"probe:{args.data}")
         rows = [{"benchmark": benchmark, "subset": subset, "member": b.name, "variant": b.variant, "layer": b.layer,
                  "k": b.k, "reference": i == ref, "probe_accuracy": self._f[b],
                  **{f"d_{meas}": float(dists[meas][i]) for meas in self.measures}} for i, b in enumerate(ms)]
@@ -327,7 +332,7 @@ class GroundingStudy(Study):
                 rows.append({"benchmark": "warmup_specificity", "subset": f"{a} vs {b}", "measure": meas,
                              "layer": i + 1, "value": float(s)})
         figures["warmup_layers.png"] = ("specificity", dist_same, dist_other, (a, b))
-        for layer in self.config.pc_layers:
+        for layer in self.args.pc_layers:
             pcs = [m for m in self._subsets_at(layer) if m.variant == a]
             if not pcs:
                 continue

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from ...core.options import TEXT_FIELDS_HELP, ExecutorArgs, csv_list, float_list, option
-from ..args import Args, known_perturbations, probability_grid
+from ..args import Args, items, known_perturbations, probability_grid
 
 
 @dataclass(kw_only=True)
@@ -33,3 +33,20 @@ class LearnabilityArgs(ExecutorArgs, Args):
                                     check=probability_grid, help="perturbation probabilities (default: the paper's grid)")
     workers: int = option(2, min=1, help="models trained at once in threads (default 2; each gets its share of torch's "
                                   "threads; 1 = one at a time)")
+
+    # -- what the study reads -------------------------------------------------------------
+    def model_names(self) -> list[str]:
+        """The models' names, in order."""
+        return items(self.models)
+
+    def perturbation_list(self) -> list[str]:
+        """The perturbations' names (``all`` / ``robustness`` / ``every`` spelt out)."""
+        from ...perturb.catalogue import perturbation_names
+
+        return perturbation_names(self.perturbations)
+
+    def p_grid(self) -> list[float]:
+        """The perturbation probabilities: ``--ps``, or the paper's grid when not given."""
+        from ...measures.learnability import LEARNABILITY_GRID
+
+        return list(self.ps) if self.ps else list(LEARNABILITY_GRID)

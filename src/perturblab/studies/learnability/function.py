@@ -8,8 +8,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from ...core.entry import run, study_function
 from ...errors import InputError
-from ...perturb.catalogue import perturbation_names
-from ..models import names_of, renamed
+from ..models import renamed
 
 if TYPE_CHECKING:  # pragma: no cover
     from .study import LearnabilityResult
@@ -54,16 +53,13 @@ def learnability(models: Any = ("tfidf-lr", "textrnn"), *, perturbations: str | 
         >>> sorted({r["metric"] for r in res.rows})[:3]
         ['acc_augmented', 'acc_clean', 'acc_perturbed']
     """
-    from ...measures.learnability import LEARNABILITY_GRID
-    from ...studies.learnability.study import LearnabilityConfig, LearnabilityStudy
+    from .config import LearnabilityArgs
+    from .study import LearnabilityStudy
 
     if not isinstance(workers, int) or workers < 1:
         raise InputError(f"workers must be a positive integer, got {workers!r}")
-    trials = renamed(trials, seeds, 3, "trials", "seeds")
-    n_eval = renamed(n_eval, n_test, 500, "n_eval", "n_test")
-    cfg = LearnabilityConfig(models=names_of(models), perturbations=perturbation_names(perturbations), data=data,
-                             n_train=n_train, n_test=n_eval, seeds=trials, ps=list(ps) if ps else LEARNABILITY_GRID,
-                             text_fields=names_of(text_fields) if text_fields else (), label_column=label_column,
-                             perturb_field=perturb_field)
-    return run(LearnabilityStudy(cfg, trainers=dict(trainers or {})), out, executor=executor, address=address,
+    renamed(trials, seeds, 3, "trials", "seeds")
+    renamed(n_eval, n_test, 500, "n_eval", "n_test")
+    args = LearnabilityArgs.of_call(locals())
+    return run(LearnabilityStudy(args, trainers=dict(trainers or {})), out, executor=executor, address=address,
                num_cpus=num_cpus, workers=workers, quiet=quiet)

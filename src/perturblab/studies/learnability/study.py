@@ -4,10 +4,11 @@ and post-augmentation Δ (Eq. 2), then Spearman ρ between them across model × 
 pairs (Table 3).
 
 Data: a stratified train/test split of a labelled set (seed 0), each part subsampled with
-balanced classes (Sec. 4.2) to ``n_train`` / ``n_test``; text pairs (``text_fields``, e.g. QQP's
+balanced classes (Sec. 4.2) to ``n_train`` / ``n_eval``; text pairs (``text_fields``, e.g. QQP's
 two questions) are perturbed in ``perturb_field`` (``a``, ``b`` or ``both``, the default); the seeds vary training, pseudo labels
 and perturbation draws, never the data. Every trained model's result is stored in
-``results.sqlite`` (through :func:`perturblab.core.run_study`) under the content it depends on:
+``results.sqlite`` (run by :func:`perturblab.core.entry.run`; the options are
+:class:`~.config.LearnabilityArgs`) under the content it depends on:
 the trainer's code, the train and test examples, the field perturbed, the perturbation, the
 setting (``robustness`` or ``p=<p>``) and the seed. A resumed run trains nothing twice; edited
 data or a changed trainer trains again.
@@ -22,62 +23,44 @@ them as the paper's Tables 2 and 3.
 from __future__ import annotations
 
 import logging
-from dataclasses import asdict, dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
-from ...core.driver import run_study
 from ...core.files import atomic_write_text, write_json
 from ...core.keys import content_key, examples_fingerprint
-from ...core.lock import output_lock
 from ...core.study import Phase, RunContext, Study, StudyResult, Task
 from ...errors import InputError
-from ...core.executor import Executor, LocalExecutor
-from ...measures.learnability import LEARNABILITY_GRID, check_grid, log_auc, post_augmentation_delta, robustness
+from ...measures.learnability import log_auc, post_augmentation_delta, robustness
 from ...measures.grounding import rank_correlations
 from ...measures.quality import tied_with_best
 from ...measures.stats import spearman
 from ...models.base import TextInput
 from ...models.head import dataset_inputs
-from ...perturb.catalogue import LEARNABILITY_EIGHT, FIELDS, get_perturbation, perturb_inputs, perturbation_key
+from ...perturb.catalogue import LEARNABILITY_EIGHT, get_perturbation, perturb_inputs, perturbation_key
 from .algorithm import Fit, LearnabilityPoint, learnability_curve
+from .config import LearnabilityArgs
 
 log = logging.getLogger(__name__)
 NOISE = LEARNABILITY_EIGHT
 
 
-@dataclass(kw_only=True)
-class LearnabilityConfig:
-    """Models (trainable names), perturbations, data and grid of :func:`run_learnability`."""
-
-    models: Sequence[str] = ("tfidf-lr", "textrnn")
-    perturbations: Sequence[str] = NOISE
-    data: str = "rotten_tomatoes"
-    n_train: int = 2000
-    n_test: int = 500
-    seeds: int = 3
-    ps: Sequence[float] = LEARNABILITY_GRID
-    text_fields: Sequence[str] = ()  # data columns: one text, or two for pairs (default: the loader's)
-    label_column: str | None = None
-    perturb_field: str = "both"  # for pairs: "a", "b" or "both"
-
-
-def _split(config: LearnabilityConfig):
+def _split(args: LearnabilityArgs):
+    """The balanced training and evaluation subsamples of the data's stratified split (seed 0)."""
     from ...data.loaders import sample_balanced, train_test_split
     from ..inputs import load_study_data
 
-    ds = load_study_data(config.data, text_fields=config.text_fields, label_column=config.label_column)
+    ds = load_study_data(args.data, text_fields=args.text_fields, label_column=args.label_column)
     if not ds.label_names:
-        raise InputError(f"data set {config.data!r} has no class labels; learnability trains classifiers on "
+        raise InputError(f"data set {args.data!r} has no class labels; learnability trains classifiers on "
                          "pseudo-class labels and scores robustness by accuracy, so it needs a classification set")
-    if config.perturb_field != "both" and not ds.is_pair:
-        raise InputError(f"perturb_field={config.perturb_field!r} picks a text of a pair, but {config.data!r} has "
+    if args.perturb_field != "both" and not ds.is_pair:
+        raise InputError(f"perturb_field={args.perturb_field!r} picks a text of a pair, but {args.data!r} has "
                          "one text field; name two columns (--text-fields A,B) or use 'both'")
     train, test = train_test_split(ds, test_size=0.25, seed=0)
-    return sample_balanced(train, config.n_train, 0), sample_balanced(test, config.n_test, 0)
+    return sample_balanced(train, args.n_train, 0), sample_balanced(test, args.n_eval, 0)
 
 
 def _accuracy(model: Any, texts: Sequence[TextInput], y: np.ndarray) -> float:
@@ -112,29 +95,28 @@ def trainer_fingerprint(fit: Fit) -> str:
 
 
 class LearnabilityStudy(Study):
-    """The study of :func:`run_learnability` on the study core: one phase whose tasks are the
-    trained models' results (per model × perturbation × seed: the clean/perturbed/augmented
-    accuracies, and each p of the learnability curve), keyed on the trainer, the train and test
+    """The learnability study of :class:`~.config.LearnabilityArgs` on the study core (run by
+    :func:`perturblab.core.entry.run`): one phase whose tasks are the trained models' results (per
+    model × perturbation × seed: the clean/perturbed/augmented accuracies, and each p of the
+    learnability curve), keyed on the trainer, the train and test
     examples, the field perturbed, the perturbation, the setting and the seed. Tasks of one
     (model, seed) robustness cell or one (model, perturbation, seed) curve are computed together,
-    so the clean model is trained once for all its missing perturbations."""
+    so the clean model is trained once for all its missing perturbations.
+
+    ``trainers`` maps model names to ``fit(texts, labels, seed)`` functions (default: the
+    trainable zoo, :mod:`perturblab.models.zoo`). The cells run on the run's executor (a local one
+    with ``workers`` threads trains that many models at once; trainers must then be thread-safe,
+    as the zoo's are); the outputs are assembled in grid order, so any executor writes the same
+    files."""
 
     name = "learnability"
 
-    def __init__(self, config: LearnabilityConfig, *, trainers: dict[str, Fit] | None = None) -> None:
-        for name in config.perturbations:
-            get_perturbation(name)
-        if config.perturb_field not in FIELDS:
-            raise InputError(f"perturb_field must be one of {', '.join(FIELDS)}, got {config.perturb_field!r}")
-        if config.seeds < 1:
-            raise InputError(f"--trials must be at least 1 (models trained per model, perturbation and p), got "
-                             f"{config.seeds}")
-        check_grid(config.ps, "--ps")
-        self.config = config
-        self.fits = {m: _trainer(m, trainers) for m in config.models}
+    def __init__(self, args: LearnabilityArgs, *, trainers: dict[str, Fit] | None = None) -> None:
+        self.args = args
+        self.models, self.perturbations, self.ps = args.model_names(), args.perturbation_list(), args.p_grid()
+        self.fits = {m: _trainer(m, trainers) for m in self.models}
         for fit in self.fits.values():  # a trainer with no stable fingerprint is refused before any work
             trainer_fingerprint(fit)
-        self.result: LearnabilityResult | None = None
 
     def check(self) -> None:
         """The sizes asked for fit the data's splits: a larger ``--n-train`` or ``--n-eval`` is
@@ -142,60 +124,60 @@ class LearnabilityStudy(Study):
         from ...data.loaders import train_test_split
         from ..inputs import load_study_data, sample_size
 
-        cfg = self.config
-        ds = load_study_data(cfg.data, text_fields=cfg.text_fields, label_column=cfg.label_column)
+        args = self.args
+        ds = load_study_data(args.data, text_fields=args.text_fields, label_column=args.label_column)
         train, test = train_test_split(ds, test_size=0.25, seed=0)
-        sample_size(cfg.n_train, len(train), "training examples (the training split's size)", option="--n-train",
+        sample_size(args.n_train, len(train), "training examples (the training split's size)", option="--n-train",
                     takes_all=False)
-        sample_size(cfg.n_test, len(test), "evaluation examples (the held-out split's size)", option="--n-eval",
+        sample_size(args.n_eval, len(test), "evaluation examples (the held-out split's size)", option="--n-eval",
                     takes_all=False)
 
     def prepare(self, ctx: RunContext) -> None:
-        self.train, self.test = _split(self.config)
+        self.train, self.test = _split(self.args)
         self.x_train, self.x_test = dataset_inputs(self.train), dataset_inputs(self.test)
 
     def identity(self) -> dict[str, Any]:
-        return {"options": {k: (list(v) if isinstance(v, (list, tuple)) else v) for k, v in asdict(self.config).items()},
+        return {"options": self.args.study_options(),
                 "trainers": {m: trainer_fingerprint(f) for m, f in self.fits.items()},
                 "train": examples_fingerprint(self.train), "test": examples_fingerprint(self.test)}
 
     def _key(self, model: str, pert: str, setting: str, seed: int) -> str:
-        return content_key("learnability", self._trainer_fps[model], self._data, self.config.perturb_field,
+        return content_key("learnability", self._trainer_fps[model], self._data, self.args.perturb_field,
                            self._pert_keys[pert], setting, seed)
 
     def phases(self, ctx: RunContext) -> Iterator[Phase]:
-        cfg = self.config
         self._trainer_fps = {m: trainer_fingerprint(f) for m, f in self.fits.items()}
         self._data = content_key(examples_fingerprint(self.train), examples_fingerprint(self.test))
-        self._pert_keys = {p: perturbation_key(p) for p in cfg.perturbations}
+        self._pert_keys = {p: perturbation_key(p) for p in self.perturbations}
         tasks = []
         for model, seed in self.grid():
             tasks += [Task(self._key(model, p, "robustness", seed), p, group=("robustness", model, seed))
-                      for p in cfg.perturbations]
-            for pert in cfg.perturbations:
+                      for p in self.perturbations]
+            for pert in self.perturbations:
                 tasks += [Task(self._key(model, pert, f"p={p}", seed), p, group=("curve", model, pert, seed))
-                          for p in cfg.ps]
-        size = max(len(cfg.perturbations), len(cfg.ps), 1)
+                          for p in self.ps]
+        size = max(len(self.perturbations), len(self.ps), 1)
         self._phase = Phase("learnability.train", tasks,
                             partial(_learnability_cell, self.fits, self.x_train, self.train.labels, self.x_test,
-                                    self.test.labels, cfg.perturb_field),
+                                    self.test.labels, self.args.perturb_field),
                             batch_size=size, label="model x seed x perturbation")
         yield self._phase
 
     def grid(self) -> list[tuple[str, int]]:
-        return [(m, s) for m in self.config.models for s in range(self.config.seeds)]
+        """Every (model, seed) of the study: ``trials`` seeds of each model."""
+        return [(m, s) for m in self.models for s in range(self.args.trials)]
 
     def finish(self, ctx: RunContext) -> "LearnabilityResult":
-        cfg, results = self.config, self._phase.results
+        results = self._phase.results
 
         def stored(model: str, pert: str, setting: str, seed: int) -> dict[str, Any]:
             return results[self._key(model, pert, setting, seed)]
 
         rows: list[dict[str, Any]] = []
         for model, seed in self.grid():
-            rows += _robustness_rows(stored, model, cfg, seed)
-            for pert in cfg.perturbations:
-                rows += _learnability_rows(stored, model, pert, cfg, seed)
+            rows += _robustness_rows(stored, model, self.perturbations, seed)
+            for pert in self.perturbations:
+                rows += _learnability_rows(stored, model, pert, self.ps, seed)
         result = LearnabilityResult(rows, summarise(rows), run_id=ctx.run_id)
         result.split_sizes = {"train": len(self.train), "eval": len(self.test)}
         return result
@@ -253,27 +235,6 @@ class LearnabilityResult(StudyResult):
         return paths + [save_figure(fig, out / name) for name, fig in self.figures().items()]
 
 
-def run_learnability(config: LearnabilityConfig, out_dir: str | Path, *, trainers: dict[str, Fit] | None = None,
-                     progress: bool = True, workers: int = 1, executor: Executor | None = None) -> list[dict[str, Any]]:
-    """Run (or resume) the study and write its outputs; ``trainers`` maps model names to ``fit``
-    functions (default: the trainable zoo, :mod:`perturblab.models.zoo`).
-
-    The work is one cell per model × seed (the clean and augmented models of Eq. 1–2) and one per
-    model × perturbation × seed (the learnability curve), run by ``executor`` (default: a
-    :class:`~perturblab.core.executor.LocalExecutor` with ``workers`` threads; on 2 cores, 2 workers
-    train TextRNNs about twice as fast as one worker with 2 threads; trainers must then be
-    thread-safe, as the zoo's are). Only the calling thread writes the store, one transaction
-    per cell; the outputs are assembled in grid order, so any executor writes the same files.
-    """
-    if not isinstance(workers, int) or workers < 1:
-        raise InputError(f"workers must be a positive integer, got {workers!r}")
-    study = LearnabilityStudy(config, trainers=trainers)
-    with output_lock(out_dir, what="the learnability study"):
-        study.result = run_study(study, out_dir, executor=executor or LocalExecutor(workers), progress=progress)
-        study.result.save(out_dir)
-    return study.result.rows
-
-
 def _trainer(name: str, trainers: dict[str, Fit] | None) -> Fit:
     if trainers is not None and name in trainers:
         return trainers[name]
@@ -306,10 +267,10 @@ def _curve_results(fit: Fit, model: str, train: list[TextInput], test: list[Text
             for q in learnability_curve(fit, train, test, pert, ps=ps, seed=seed, field=field)]
 
 
-def _robustness_rows(stored: Callable[..., dict[str, Any]], model: str, config: LearnabilityConfig,
+def _robustness_rows(stored: Callable[..., dict[str, Any]], model: str, perturbations: Sequence[str],
                      seed: int) -> list[dict]:
     rows = []
-    for pert in config.perturbations:
+    for pert in perturbations:
         res = dict(stored(model, pert, "robustness", seed))
         res["robustness"] = robustness(res["acc_perturbed"], res["acc_clean"])
         res["post_aug_delta"] = post_augmentation_delta(res["acc_augmented"], res["acc_perturbed"])
@@ -318,9 +279,9 @@ def _robustness_rows(stored: Callable[..., dict[str, Any]], model: str, config: 
     return rows
 
 
-def _learnability_rows(stored: Callable[..., dict[str, Any]], model: str, pert: str, config: LearnabilityConfig,
+def _learnability_rows(stored: Callable[..., dict[str, Any]], model: str, pert: str, ps: Sequence[float],
                        seed: int) -> list[dict]:
-    points = [LearnabilityPoint(**stored(model, pert, f"p={p}", seed)) for p in config.ps]
+    points = [LearnabilityPoint(**stored(model, pert, f"p={p}", seed)) for p in ps]
     rows = [{"model": model, "perturbation": pert, "metric": m, "p": q.p, "seed": seed, "value": v}
             for q in points for m, v in (("learnability", q.learnability), ("learnability_prob", q.learnability_prob))]
     rows.append({"model": model, "perturbation": pert, "metric": "avg_learnability", "p": None, "seed": seed,

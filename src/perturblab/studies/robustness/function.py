@@ -8,30 +8,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from ...core.entry import run, study_function
-from ...errors import InputError
-from ...perturb.catalogue import perturbation_names
-from ..models import model_list, names_of, renamed
+from ..models import model_list, renamed
 from .config import DEFAULT_PROMPT
 
 if TYPE_CHECKING:  # pragma: no cover
     from .generation import GenerationResult
     from .study import RobustnessResult
-
-
-def label_maps(values: Sequence[str] | Mapping[str, Mapping[str, str]] | None) -> dict[str, dict[str, str]]:
-    """``[MODEL:]model_label=data_label,...`` entries -> {model or "*": {model label: data label}}
-    (a mapping is taken as it is)."""
-    if isinstance(values, Mapping):
-        return {k: dict(v) for k, v in values.items()}
-    maps: dict[str, dict[str, str]] = {}
-    for v in values or []:
-        spec, _, mapping = v.rpartition(":")
-        pairs = [x.split("=", 1) for x in names_of(mapping)]
-        if not pairs or any(len(p) != 2 or not p[0].strip() or not p[1].strip() for p in pairs):
-            raise InputError(f"--label-map {v!r}: expected [MODEL:]model_label=data_label,... "
-                             "(e.g. NEGATIVE=neg,POSITIVE=pos)")
-        maps[spec.strip() or "*"] = {a.strip(): b.strip() for a, b in pairs}
-    return maps
 
 
 @study_function("perturblab.studies.robustness.config:RobustnessArgs")
@@ -49,7 +31,8 @@ def robustness(models: Any, *, perturbations: str | Sequence[str] = "robustness"
     ``models`` are specs (presets, trainable zoo models, model directories, hub ids, ``NAME=SOURCE``;
     one comma-separated string or a list) or model objects; ``perturbations`` a list or
     ``robustness`` / ``all`` / ``every``; ``trials`` draws of each random perturbation;
-    ``n_eval`` evaluation examples. ``out`` keeps the results store (``None``: a
+    ``n_eval`` evaluation examples; ``label_map`` ``[MODEL:]LABEL=DATA_LABEL,...`` entries or a
+    mapping {model or "*": {model label: data label}}. ``out`` keeps the results store (``None``: a
     temporary directory); ``.save(dir)`` writes what the command writes. ``seeds`` and ``n_test``
     are the old names of ``trials`` and ``n_eval``.
 
@@ -71,17 +54,15 @@ def robustness(models: Any, *, perturbations: str | Sequence[str] = "robustness"
         >>> (res.rows[0]["clean"], res.rows[0]["perturbed"], res.rows[0]["relative_robustness"])
         (1.0, 0.5, 0.5)
     """
-    from ...studies.robustness.study import RobustnessConfig, RobustnessStudy
+    from .config import RobustnessArgs, label_map_entries
+    from .study import RobustnessStudy
 
-    trials = renamed(trials, seeds, 3, "trials", "seeds")
-    n_eval = renamed(n_eval, n_test, 1000, "n_eval", "n_test")
+    renamed(trials, seeds, 3, "trials", "seeds")
+    renamed(n_eval, n_test, 1000, "n_eval", "n_test")
     specs, given = model_list(models)
-    cfg = RobustnessConfig(models=specs, perturbations=perturbation_names(perturbations), data=data,
-                           metrics=names_of(metrics) if metrics else None, seeds=trials, n_train=n_train, n_test=n_eval,
-                           perturb_field=perturb_field, label_maps=label_maps(label_map),
-                           text_fields=names_of(text_fields) if text_fields else (), label_column=label_column, task=task,
-                           n_boot=n_boot, train_seed=train_seed)
-    return run(RobustnessStudy(cfg, classifiers=given), out, executor=executor, address=address, num_cpus=num_cpus,
+    maps = {"label_map": label_map_entries(label_map)} if isinstance(label_map, Mapping) else {}
+    args = RobustnessArgs.of_call(locals(), models=",".join(specs), **maps)
+    return run(RobustnessStudy(args, classifiers=given), out, executor=executor, address=address, num_cpus=num_cpus,
                quiet=quiet)
 
 
@@ -120,12 +101,10 @@ def generation(models: Any, *, data: str = "lead:conll2010", source_column: str 
         >>> (r["perturbation"], r["clean"], round(r["perturbed"], 3), r["n"])
         ('drop_first', 1.0, 0.909, 6)
     """
-    from ...studies.robustness.generation import GenerationConfig, GenerationStudy
+    from .config import GenerationArgs
+    from .generation import GenerationStudy
 
-    trials = renamed(trials, seeds, 3, "trials", "seeds")
+    renamed(trials, seeds, 3, "trials", "seeds")
     specs, given = model_list(models, what="language model", needs=("generate",))
-    cfg = GenerationConfig(models=specs, data=data, perturbations=perturbation_names(perturbations), seeds=trials,
-                           n=n, sample_seed=seed, metrics=names_of(metrics), prompt=DEFAULT_PROMPT if prompt is None
-                           else prompt, max_new_tokens=max_new_tokens, source_column=source_column,
-                           reference_column=reference_column, n_boot=n_boot)
-    return run(GenerationStudy(cfg, models=given, progress=not quiet), out, quiet=quiet)
+    args = GenerationArgs.of_call(locals(), models=",".join(specs))
+    return run(GenerationStudy(args, models=given, progress=not quiet), out, quiet=quiet)

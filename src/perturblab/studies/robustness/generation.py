@@ -1,14 +1,15 @@
 """Robustness of generation to perturbed sources (robustness paper Sec. 3.3-3.4, Table 4).
 
 For every language model, the sources of a generation task are perturbed with each perturbation
-(``seeds`` draws of the random ones), the model generates from the clean and the perturbed
+(``trials`` draws of the random ones), the model generates from the clean and the perturbed
 prompts (greedy, ``max_new_tokens``), and ROUGE-1/2/L F against the references gives m_c and m_p;
 relative robustness is ``1 − (m_c − m_p) / m_c`` (:func:`~perturblab.measures.learnability.
 relative_robustness`). A paired bootstrap over the examples (each resample scores the clean and
 the perturbed generations of the same examples) gives a 95 % interval of each cell's mean over
 draws.
 
-The study runs on the study core (:class:`GenerationStudy`): every model's generations in one
+The study runs on the study core (:class:`GenerationStudy`, its options
+:class:`~.config.GenerationArgs`): every model's generations in one
 setting are one cell of the results store, keyed on the model's fingerprint, the examples, the
 prompt, the generation length and the setting, and stored as soon as they are made, so a killed
 run resumes, a re-run with other metrics generates nothing again, and another model under the
@@ -17,18 +18,14 @@ same name generates afresh.
 
 from __future__ import annotations
 
-import math
 import threading
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Hashable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from ...core.driver import run_study
 from ...core.files import atomic_write_text, save_figure, write_csv, write_json
 from ...core.keys import content_key, model_fingerprint
-from ...core.lock import output_lock
 from ...core.study import Phase, RunContext, Study, StudyResult, Task
 from ...data.summaries import GenerationExample, load_generation_data
 from ...errors import InputError
@@ -37,41 +34,11 @@ from ...measures.stats import percentile_interval
 from ...measures.task_metrics import rouge_scores
 from ...models.base import fingerprint_of
 from ...perturb.catalogue import apply_perturbation
-from .config import DEFAULT_PROMPT, ROUGE
-from .layer_probes import DEFAULT_PERTURBATIONS as ROBUSTNESS_EIGHT
+from .config import GenerationArgs
 from .study import perturbation_draws
-from .summary import clean_table, relative_robustness_figures, summarise
+from .summary import _undefined, clean_table, relative_robustness_figures, summarise
 
 STUDY = "generation"
-
-
-@dataclass
-class GenerationConfig:
-    """What :func:`run_generation_robustness` evaluates."""
-
-    models: Sequence[str]
-    data: str = "lead:conll2010"
-    perturbations: Sequence[str] = ROBUSTNESS_EIGHT
-    seeds: int = 3  # draws of each random perturbation
-    n: int = 100
-    sample_seed: int = 0
-    metrics: Sequence[str] = ROUGE
-    prompt: str = DEFAULT_PROMPT
-    max_new_tokens: int = 40
-    source_column: str = "source"
-    reference_column: str = "reference"
-    n_boot: int = 1000
-
-    def validate(self) -> None:
-        if not self.models:
-            raise InputError("give at least one language model (--models)")
-        bad = [m for m in self.metrics if m not in ROUGE]
-        if bad:
-            raise InputError(f"generation robustness is scored by {', '.join(ROUGE)}; got {bad}")
-        if "{source}" not in self.prompt:
-            raise InputError("the prompt must contain {source} where the (perturbed) source text goes")
-        if self.seeds < 1 or self.max_new_tokens < 1:
-            raise InputError(f"seeds and max_new_tokens must be >= 1, got {self.seeds}, {self.max_new_tokens}")
 
 
 def first_line(text: str) -> str:
@@ -80,17 +47,21 @@ def first_line(text: str) -> str:
 
 
 class GenerationStudy(Study):
-    """A :class:`GenerationConfig` on the study core: one task per model and setting (clean, or
-    one draw of one perturbation), keyed on the model's fingerprint, the examples, the prompt,
-    the generation length and the setting. The perturbed sources are made only for tasks that
-    must run, each draw once for all models."""
+    """The generation study of :class:`~.config.GenerationArgs` on the study core (run by
+    :func:`perturblab.core.entry.run`): one task per model and setting (clean, or one draw of one
+    perturbation), keyed on the model's fingerprint, the examples, the prompt, the generation
+    length and the setting. The perturbed sources are made only for tasks that must run, each
+    draw once for all models. ``models`` maps names to ready
+    :class:`~perturblab.models.lm.LanguageModel` objects (else the names are loaded as
+    language-model specs)."""
 
     name = STUDY
 
-    def __init__(self, config: GenerationConfig, *, models: Mapping[str, Any] | None = None,
+    def __init__(self, args: GenerationArgs, *, models: Mapping[str, Any] | None = None,
                  progress: bool = True) -> None:
-        config.validate()
-        self.config, self.progress = config, progress
+        self.args, self.progress = args, progress
+        self.perturbations, self.metrics = args.perturbation_list(), args.metric_list()
+        self.prompt = args.prompt_template()
         self._given = dict(models or {})
         self._perturbed: dict[tuple[str | None, int], tuple[list[str], float | None]] = {}
         self._lock = threading.Lock()
@@ -98,12 +69,12 @@ class GenerationStudy(Study):
     def prepare(self, ctx: RunContext) -> None:
         from ...models.resolve import ModelSpec, load_model
 
-        cfg = self.config
+        args = self.args
         with ctx.step("loading the data"):
-            self.data = load_generation_data(cfg.data, n=cfg.n, seed=cfg.sample_seed, source_column=cfg.source_column,
-                                             reference_column=cfg.reference_column)
+            self.data = load_generation_data(args.data, n=args.n, seed=args.seed, source_column=args.source_column,
+                                             reference_column=args.reference_column)
         self.models: dict[str, Any] = {}
-        for spec in cfg.models:
+        for spec in args.model_specs():
             name = spec if spec in self._given else ModelSpec.parse(spec).name
             if name in self.models:
                 raise InputError(f"two language models are named {name!r}; give one another name (NAME=SOURCE)")
@@ -112,12 +83,16 @@ class GenerationStudy(Study):
             else:
                 with ctx.step(f"loading language model {name}"):
                     self.models[name] = load_model(spec, "language_model")
-        self.data_key = fingerprint_of([[ex.source, ex.reference] for ex in self.data], cfg.prompt, cfg.max_new_tokens)
-        self.settings = [("clean", None, 0)] + [(f"{p}|{s}", p, s) for p, s in perturbation_draws(cfg)]
+        self.data_key = fingerprint_of([[ex.source, ex.reference] for ex in self.data], self.prompt,
+                                       args.max_new_tokens)
+        self.settings = [("clean", None, 0)] + [(f"{p}|{s}", p, s) for p, s in self.draws()]
+
+    def draws(self) -> list[tuple[str, int]]:
+        """Every (perturbation, draw) of the study (:func:`~.study.perturbation_draws`)."""
+        return perturbation_draws(self.perturbations, self.args.trials)
 
     def identity(self) -> dict[str, Any]:
-        opts = {k: (list(v) if isinstance(v, (list, tuple)) else v) for k, v in asdict(self.config).items()
-                if k != "models"}
+        opts = {k: v for k, v in self.args.study_options().items() if k != "models"}
         return {"options": opts, "models": {n: model_fingerprint(m) for n, m in self.models.items()},
                 "data": self.data_key}
 
@@ -136,8 +111,8 @@ class GenerationStudy(Study):
         out = []
         for _, pert, seed in settings:
             srcs, rate = self.sources(pert, seed)
-            prompts = [self.config.prompt.format(source=s) for s in srcs]
-            gens = self.models[str(model)].generate(prompts, max_new_tokens=self.config.max_new_tokens)
+            prompts = [self.prompt.format(source=s) for s in srcs]
+            gens = self.models[str(model)].generate(prompts, max_new_tokens=self.args.max_new_tokens)
             out.append({"sources": srcs, "change_rate": rate, "generations": [first_line(g) for g in gens]})
         return out
 
@@ -148,7 +123,6 @@ class GenerationStudy(Study):
         yield self._phase
 
     def finish(self, ctx: RunContext) -> "GenerationResult":
-        cfg = self.config
         refs = [ex.reference for ex in self.data]
         rows: list[dict[str, Any]] = []
         intervals: dict[tuple[str, str, str], list[float]] = {}
@@ -163,11 +137,11 @@ class GenerationStudy(Study):
                 sources[setting] = hit["sources"]
                 rates[(name, setting)] = hit["change_rate"]
             generations[name] = gens
-            model_rows, model_ci = _model_rows(cfg, name, refs, gens, rates)
+            model_rows, model_ci = _model_rows(self, name, refs, gens, rates)
             rows += model_rows
             intervals.update(model_ci)
         summary = summarise(rows, intervals)
-        summary["config"] = {k: (list(v) if isinstance(v, (list, tuple)) else v) for k, v in asdict(cfg).items()}
+        summary["config"] = self.args.study_options()
         return GenerationResult(rows, summary, examples=_examples(self.data, sources, generations), run_id=ctx.run_id)
 
 
@@ -201,19 +175,6 @@ class GenerationResult(StudyResult):
         return paths + [save_figure(fig, out / name) for name, fig in self.figures().items()]
 
 
-def run_generation_robustness(config: GenerationConfig, out_dir: str | Path, *,
-                              models: Mapping[str, Any] | None = None, progress: bool = True) -> list[dict[str, Any]]:
-    """Run (or resume) the study; writes ``results.json``, ``summary.json``, ``table.md``,
-    ``examples.csv`` and a heatmap per metric into ``out_dir``, and returns the result rows.
-    ``models`` maps names to ready :class:`~perturblab.models.lm.LanguageModel` objects (else
-    the names are loaded as language-model specs)."""
-    study = GenerationStudy(config, models=models, progress=progress)
-    with output_lock(out_dir, what="the generation study"):
-        result = run_study(study, out_dir, progress=progress)
-        result.save(out_dir)
-    return result.rows
-
-
 def _sources(data: Sequence[GenerationExample], pert: str | None, seed: int) -> tuple[list[str], float | None]:
     """The (perturbed) sources and the share of them the perturbation changed."""
     srcs = [ex.source for ex in data]
@@ -223,15 +184,18 @@ def _sources(data: Sequence[GenerationExample], pert: str | None, seed: int) -> 
     return list(done.texts), done.change_rate
 
 
-def _model_rows(config: GenerationConfig, name: str, refs: list[str], gens: dict[str, list[str]],
-                rates: Mapping[tuple[str, str], float | None]) -> tuple[list[dict[str, Any]], dict[tuple[str, str, str], list[float]]]:
+def _model_rows(study: GenerationStudy, name: str, refs: list[str], gens: dict[str, list[str]],
+                rates: Mapping[tuple[str, str], float | None],
+                ) -> tuple[list[dict[str, Any]], dict[tuple[str, str, str], list[float]]]:
+    """One model's rows (per metric and draw) and its paired-bootstrap intervals (``n_boot``
+    resamples of the examples, seeded by ``seed``) of the mean over draws."""
     rows, ci = [], {}
-    idx = np.random.default_rng(config.sample_seed).integers(0, len(refs), size=(config.n_boot, len(refs)))
-    for metric in config.metrics:
+    idx = np.random.default_rng(study.args.seed).integers(0, len(refs), size=(study.args.n_boot, len(refs)))
+    for metric in study.metrics:
         clean = rouge_scores(refs, gens["clean"], metric)
         m_c = float(clean.mean())
         per_draw: dict[str, list[np.ndarray]] = {}
-        for pert, seed in perturbation_draws(config):
+        for pert, seed in study.draws():
             scores = rouge_scores(refs, gens[f"{pert}|{seed}"], metric)
             m_p = float(scores.mean())
             rows.append({"model": name, "perturbation": pert, "metric": metric, "seed": seed, "clean": m_c,
@@ -261,12 +225,13 @@ def generation_markdown(summary: dict[str, Any]) -> str:
             texts = []
             for m in models:
                 c = cell.get((m, p, metric))
-                if c is None or math.isnan(c["mean"]):
+                if c is None or _undefined(c["mean"]):  # NaN here, null when read back from summary.json
                     texts.append("n/a")
                     continue
-                text = f"{c['mean']:.3f}" + ("" if c["std"] is None else f" ± {c['std']:.3f}")
-                if c.get("ci") and not math.isnan(c["ci"][0]):
-                    text += f" [{c['ci'][0]:.2f}, {c['ci'][1]:.2f}]"
+                text = f"{c['mean']:.3f}" + ("" if _undefined(c.get("std")) else f" ± {c['std']:.3f}")
+                ci = c.get("ci") or [None, None]
+                if not (_undefined(ci[0]) or _undefined(ci[1])):
+                    text += f" [{ci[0]:.2f}, {ci[1]:.2f}]"
                 texts.append(text)
             lines.append(f"| {p} | " + " | ".join(texts) + " |")
     return "\n".join(lines) + "\n"

@@ -6,7 +6,7 @@ set with a perturbation applied to every input (m_p); relative robustness is
 ``1 − (m_c − m_p) / m_c`` (:func:`~perturblab.measures.learnability.relative_robustness`), below 1
 when the perturbation hurts, above 1 when it helps. Texts a perturbation cannot change stay in the
 perturbed set unchanged (as in the paper, which scores the whole perturbed test set); the share
-changed is reported as ``change_rate``. Each random perturbation is drawn ``seeds`` times
+changed is reported as ``change_rate``. Each random perturbation is drawn ``trials`` times
 (different random choices of words and characters; tables give the mean ± standard deviation
 over draws); a deterministic one (``drop_nouns``, ``drop_first``, ``gender_swap``, …) once.
 
@@ -19,7 +19,7 @@ with ``train_seed``), or a fine-tuned HF sequence classifier given as a local di
 name for the tables. Model outputs are matched to the data's labels by name
 (:func:`~perturblab.models.labels.align_labels`).
 
-Text pairs (``text_fields=("premise", "hypothesis")``) are perturbed in the first text, the
+Text pairs (``text_fields="premise,hypothesis"``) are perturbed in the first text, the
 second or both (``perturb_field``, default ``both``: the whole input, as the paper perturbs every
 GLUE input). A regression data set (numeric targets, ``task="regression"``; STS-B) is scored by
 ``pearson`` / ``spearman`` (the default metrics follow the task: accuracy and MCC, or Pearson and
@@ -27,11 +27,12 @@ Spearman) with regressors (``load_model(spec, "regressor")``: encoder presets wi
 ``tfidf-ridge``, one-output HF heads, ``hf-finetune`` fine-tuned by mean squared error;
 :mod:`perturblab.models.regression`).
 
-Resumable (through :func:`perturblab.core.run_study`): each model's predictions on each
-(perturbation, draw) are stored in ``results.sqlite`` under the content they depend on (the
-model's fingerprint, the test examples, the field perturbed, the draw and the label alignment),
-so a re-run predicts nothing twice, an edited test set or a retrained model is predicted again,
-and metrics can be changed without re-running models.
+The options are :class:`~.config.RobustnessArgs`. Resumable (run by
+:func:`perturblab.core.entry.run`): each model's predictions on each (perturbation, draw) are
+stored in ``results.sqlite`` under the content they depend on (the model's fingerprint, the test
+examples, the field perturbed, the draw and the label alignment), so a re-run predicts nothing
+twice, an edited test set or a retrained model is predicted again, and metrics can be changed
+without re-running models.
 
 Outputs: ``results.json`` rows ``model, perturbation, metric, seed, clean, perturbed,
 relative_robustness, change_rate, n``; ``summary.json`` (with ``models``: each model's clean
@@ -45,20 +46,18 @@ the ranking with standard errors); ``robustness_heatmap_<metric>.png``.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from ...core.driver import run_study
+from ...core.executor import once_per_process
 from ...core.files import atomic_write_text, save_figure, write_json
 from ...core.keys import content_key, examples_fingerprint, model_fingerprint
-from ...core.lock import output_lock
+from ...core.options import option_name
 from ...core.study import Lazy, Phase, RunContext, Study, StudyResult, Task
 from ...errors import InputError
-from ...core.executor import Executor, once_per_process
 from ...measures.learnability import relative_robustness, relative_robustness_many
 from ...measures.quality import classification_quality, regression_quality
 from ...measures.stats import percentile_interval
@@ -68,41 +67,22 @@ from ...models.head import dataset_inputs
 from ...models.labels import align_labels, aligned_predictions
 from ...models.resolve import ModelSpec, load_model
 from ...models.states import inputs_hash
-from ...perturb.catalogue import FIELDS, get_perturbation, perturb_inputs, perturbation_key
-from .layer_probes import DEFAULT_PERTURBATIONS as ROBUSTNESS_EIGHT
+from ...perturb.catalogue import get_perturbation, perturb_inputs, perturbation_key
+from .config import RobustnessArgs
 from .summary import most_robust, relative_robustness_figures, robustness_markdown, summarise
 
 STUDY = "robustness"
 
 
-@dataclass(kw_only=True)
-class RobustnessConfig:
-    """What :func:`run_robustness` evaluates."""
-
-    models: Sequence[str]
-    perturbations: Sequence[str] = ROBUSTNESS_EIGHT
-    data: str = "rotten_tomatoes"
-    n_train: int = 2000  # training split for presets and zoo models (HF checkpoints ignore it)
-    n_test: int = 1000
-    seeds: int = 3  # draws of each perturbation
-    metrics: Sequence[str] | None = None  # None: accuracy, mcc for classes; pearson, spearman for regression
-    perturb_field: str = "both"  # for pair tasks: "a", "b" or "both"
-    text_fields: Sequence[str] = ()  # data columns: one text, or two for pairs (default: the loader's)
-    label_column: str | None = None
-    task: str | None = None  # "classification" or "regression" (default: the data's own)
-    train_seed: int = 0
-    # model name (or "*": every model that has all the map's labels) -> {model label: data label}
-    label_maps: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
-    n_boot: int = 1000  # paired bootstrap resamples of the test examples for the 95 % intervals
-
-
 DEFAULT_METRICS = {"classification": ("accuracy", "mcc"), "regression": ("pearson", "spearman")}
 
 
-def _label_map(config: RobustnessConfig, spec: str, labels: Sequence[str]) -> Mapping[str, str] | None:
-    if spec in config.label_maps:
-        return config.label_maps[spec]
-    star = config.label_maps.get("*")
+def _label_map(maps: Mapping[str, Mapping[str, str]], spec: str, labels: Sequence[str]) -> Mapping[str, str] | None:
+    """The label map of model ``spec`` (with output ``labels``): its own, else the map for every
+    model ("*") when it names only labels the model has."""
+    if spec in maps:
+        return maps[spec]
+    star = maps.get("*")
     if star and {k.strip().lower() for k in star} <= {str(x).strip().lower() for x in labels}:
         return star
     return None
@@ -113,29 +93,16 @@ def draws(perturbation: str, seeds: int) -> int:
     return 1 if getattr(get_perturbation(perturbation), "deterministic", False) else seeds
 
 
-def perturbation_draws(config: Any) -> list[tuple[str, int]]:
-    """Every (perturbation, draw) of ``config.perturbations`` with ``config.seeds`` draws of each
-    random perturbation (:func:`draws`)."""
-    return [(p, s) for p in config.perturbations for s in range(draws(p, config.seeds))]
+def perturbation_draws(perturbations: Sequence[str], trials: int) -> list[tuple[str, int]]:
+    """Every (perturbation, draw) of ``perturbations`` with ``trials`` draws of each random
+    perturbation (:func:`draws`)."""
+    return [(p, s) for p in perturbations for s in range(draws(p, trials))]
 
 
-def _check(config: RobustnessConfig) -> None:
-    if not config.models:
-        raise InputError("models is empty; name at least one classifier (a preset, zoo model or HF id)")
-    if config.seeds < 1:
-        raise InputError(f"--trials must be at least 1 (draws of each perturbation), got {config.seeds}")
-    if config.perturb_field not in FIELDS:
-        raise InputError(f"perturb_field must be one of {', '.join(FIELDS)}, got {config.perturb_field!r}")
-    for name in config.perturbations:
-        get_perturbation(name)
-    for m in config.metrics or ():
-        get_task_metric(m)
-
-
-def _task_metrics(config: RobustnessConfig, regression: bool) -> list[str]:
-    """The config's metrics (default: the task's), each checked to score what the task predicts."""
+def _task_metrics(given: Sequence[str] | None, regression: bool) -> list[str]:
+    """The metrics ``given`` (None: the task's), each checked to score what the task predicts."""
     task = "regression" if regression else "classification"
-    metrics = list(config.metrics) if config.metrics else list(DEFAULT_METRICS[task])
+    metrics = list(given) if given else list(DEFAULT_METRICS[task])
     wanted = "number" if regression else "label"
     for m in metrics:
         metric = get_task_metric(m)
@@ -147,51 +114,62 @@ def _task_metrics(config: RobustnessConfig, regression: bool) -> list[str]:
 
 
 class RobustnessStudy(Study):
-    """The study of :func:`run_robustness` on the study core: one phase of prediction tasks, each
-    a model's predictions on the clean test set or one (perturbation, draw) of it, keyed on the
-    model's fingerprint, the test examples, the field perturbed, the draw and the label alignment."""
+    """The robustness study of :class:`~.config.RobustnessArgs` on the study core (run by
+    :func:`perturblab.core.entry.run`): one phase of prediction tasks, each a model's predictions
+    on the clean test set or one (perturbation, draw) of it, keyed on the model's fingerprint, the
+    test examples, the field perturbed, the draw and the label alignment.
+
+    ``classifiers`` gives ready models by name (used instead of loading the spec of that name); a
+    Ray worker resolves any other model itself, once per worker process."""
 
     name = STUDY
 
-    def __init__(self, config: RobustnessConfig, *, classifiers: Mapping[str, Classifier] | None = None) -> None:
-        _check(config)
-        self.config, self._ready = config, dict(classifiers or {})
-        self.result: RobustnessResult | None = None
+    def __init__(self, args: RobustnessArgs, *, classifiers: Mapping[str, Classifier] | None = None) -> None:
+        self.args, self._ready = args, dict(classifiers or {})
+        for name, message in args.relations():  # a label map names one of the models (also objects)
+            raise InputError(f"{option_name(name)}: {message}")
+        self.perturbations = args.perturbation_list()
+        self.label_maps = args.label_maps()
+        self.metrics: list[str] = []  # the metrics scored: set when the data's task is known (prepare)
+
+    def draws(self) -> list[tuple[str, int]]:
+        """Every (perturbation, draw) of the study (:func:`perturbation_draws`)."""
+        return perturbation_draws(self.perturbations, self.args.trials)
 
     def prepare(self, ctx: RunContext) -> None:
         from ..inputs import labelled_split
 
-        config = self.config
-        train, test = labelled_split(config.data, config.n_train, config.n_test, seed=0,
-                                     text_fields=config.text_fields, label_column=config.label_column,
-                                     task=config.task, regression=True)
+        args = self.args
+        train, test = labelled_split(args.data, args.n_train, args.n_eval, seed=0,
+                                     text_fields=args.text_fields, label_column=args.label_column,
+                                     task=args.task, regression=True)
         regression = not test.label_names
-        self.config = config = replace(config, metrics=_task_metrics(config, regression))
-        if config.perturb_field != "both" and not test.is_pair:
-            raise InputError(f"perturb_field={config.perturb_field!r} picks a text of a pair, but {test.name!r} has "
+        self.metrics = _task_metrics(args.metric_list(), regression)
+        if args.perturb_field != "both" and not test.is_pair:
+            raise InputError(f"perturb_field={args.perturb_field!r} picks a text of a pair, but {test.name!r} has "
                              "one text field; name two columns (text_fields / --text-fields A,B) or use 'both'")
         self.train, self.test = train, test
         self.inputs, self.y = dataset_inputs(test), np.asarray(test.labels)
         self.loaded: list[tuple[str, Any, Any, list | None]] = []  # (name, model, handle, columns)
         remote = ctx.executor.name != "local"
         role = "classifier" if train.label_names else "regressor"
-        for entry in config.models:
+        for entry in args.model_specs():
             ready = self._ready.get(entry)
             ms = None if ready is not None else ModelSpec.parse(entry)
             spec = entry if ms is None else ms.name
             ready = self._ready.get(spec, ready)
             if ready is None:
                 with ctx.step(f"loading model {spec}"):
-                    clf = load_model(ms, role, train=train, seed=config.train_seed)
+                    clf = load_model(ms, role, train=train, seed=args.train_seed)
             else:
                 clf = ready
-            columns = _output_columns(clf, test, config, spec)
+            columns = _output_columns(clf, test, self.label_maps, spec)
             # a local cell uses the loaded model; a remote one loads it from its spec
-            handle = (ms, role, train, config.train_seed, model_fingerprint(clf)) if remote and ready is None else clf
+            handle = (ms, role, train, args.train_seed, model_fingerprint(clf)) if remote and ready is None else clf
             self.loaded.append((spec, clf, handle, columns))
 
     def identity(self) -> dict[str, Any]:
-        return {"options": _jsonable(asdict(self.config)),
+        return {"options": self.args.study_options(),
                 "models": {spec: model_fingerprint(clf) for spec, clf, _, _ in self.loaded},
                 "train": examples_fingerprint(self.train), "test": examples_fingerprint(self.test)}
 
@@ -201,11 +179,11 @@ class RobustnessStudy(Study):
         name, sep, draw = setting.partition("|")
         if sep:
             setting = f"{self._pert_keys[name]}|{draw}"
-        return content_key(STUDY, model_fingerprint(clf), self._test_key, self.config.perturb_field, setting, columns)
+        return content_key(STUDY, model_fingerprint(clf), self._test_key, self.args.perturb_field, setting, columns)
 
     def phases(self, ctx: RunContext) -> Iterator[Phase]:
         self._test_key = content_key(inputs_hash(self.inputs), self.y.tolist())
-        names = dict.fromkeys(p for p, _ in perturbation_draws(self.config))
+        names = dict.fromkeys(p for p, _ in self.draws())
         self._pert_keys = {p: perturbation_key(p) for p in names}
         perturbed: dict[tuple[str, int], tuple[list, float]] = {}
 
@@ -215,11 +193,11 @@ class RobustnessStudy(Study):
             if pert is None:
                 return self.inputs, None
             if (pert, seed) not in perturbed:
-                xs, changed = perturb_inputs(pert, self.inputs, seed=seed, field=self.config.perturb_field)
+                xs, changed = perturb_inputs(pert, self.inputs, seed=seed, field=self.args.perturb_field)
                 perturbed[(pert, seed)] = (xs, float(np.mean(changed)))
             return perturbed[(pert, seed)]
 
-        settings = [("clean", None, 0)] + [(f"{p}|{s}", p, s) for p, s in perturbation_draws(self.config)]
+        settings = [("clean", None, 0)] + [(f"{p}|{s}", p, s) for p, s in self.draws()]
         tasks = []
         for spec, clf, handle, columns in self.loaded:
             for setting, pert, seed in settings:
@@ -229,22 +207,22 @@ class RobustnessStudy(Study):
         yield self._phase
 
     def finish(self, ctx: RunContext) -> "RobustnessResult":
-        config, results = self.config, self._phase.results
+        results = self._phase.results
 
         def stored(clf: Any, columns: list | None) -> Callable[[str], dict[str, Any]]:
             return lambda setting: results[self._key(clf, columns, setting)]
 
         rows = [row for spec, clf, _, columns in self.loaded
-                for row in _model_rows(stored(clf, columns), config, spec, self.y)]
+                for row in _model_rows(stored(clf, columns), self, spec, self.y)]
         intervals = {k: v for spec, clf, _, columns in self.loaded
-                     for k, v in _intervals(stored(clf, columns), config, spec, self.y).items()}
+                     for k, v in _intervals(stored(clf, columns), self, spec, self.y).items()}
         summary = summarise(rows, intervals)
         summary["models"] = [{"model": spec, **_quality(np.asarray(stored(clf, columns)("clean")["pred"]), self.y,
                                                          columns is None, self.test.label_names)}
                              for spec, clf, _, columns in self.loaded]
         summary["most_robust"] = most_robust(summary)
-        summary["config"] = _jsonable(asdict(config))
-        summary["config"]["label_maps"] = {k: dict(v) for k, v in config.label_maps.items()}
+        # the options, with the metrics scored (the task's own when none were given)
+        summary["config"] = {**self.args.study_options(), "metrics": list(self.metrics)}
         return RobustnessResult(rows, summary, run_id=ctx.run_id)
 
 
@@ -252,10 +230,6 @@ def _quality(pred: np.ndarray, y: np.ndarray, regression: bool, names: Sequence[
     """Whether a model's clean predictions are worth ranking: one class (one value) or chance
     level, by the rules of :mod:`perturblab.measures.quality` (classes named by ``names``)."""
     return regression_quality(y, pred) if regression else classification_quality(y, pred, names)
-
-
-def _jsonable(options: dict[str, Any]) -> dict[str, Any]:
-    return {k: (list(v) if isinstance(v, (list, tuple)) else v) for k, v in options.items()}
 
 
 def _cell_payload(handle: Any, columns: list | None, inputs_of: Callable, pert: str | None,
@@ -292,33 +266,18 @@ class RobustnessResult(StudyResult):
         return paths + [save_figure(fig, out / name) for name, fig in self.figures().items()]
 
 
-def run_robustness(config: RobustnessConfig, out_dir: str | Path, *,
-                   classifiers: Mapping[str, Classifier] | None = None, progress: bool = True,
-                   executor: Executor | None = None) -> list[dict[str, Any]]:
-    """Run (or resume) the study and write its outputs; returns the ``results.json`` rows.
-
-    ``classifiers`` gives ready models by name (used instead of loading the spec of that name).
-    Each model's predictions on the clean test set and on each (perturbation, draw) are one
-    cell, run by ``executor`` (default: in this thread); a Ray worker resolves the model
-    itself (once per worker process) unless it is a ready model.
-    """
-    study = RobustnessStudy(config, classifiers=classifiers)
-    with output_lock(out_dir, what="the robustness study"):
-        study.result = run_study(study, out_dir, executor=executor, progress=progress)
-        study.result.save(out_dir)
-    return study.result.rows
-
-
-def _output_columns(model: Classifier | Regressor, test: Any, config: RobustnessConfig, spec: str) -> list | None:
+def _output_columns(model: Classifier | Regressor, test: Any, label_maps: Mapping[str, Mapping[str, str]],
+                    spec: str) -> list | None:
     """The model's output columns in the data's label order (None for a regressor), refusing a
-    classifier on regression data and a regressor on classification data."""
+    classifier on regression data and a regressor on classification data; ``label_maps`` as
+    :meth:`~.config.RobustnessArgs.label_maps` gives them."""
     if is_regressor(model) or not test.label_names:
         if is_regressor(model) != (not test.label_names):
             kind = "a regressor" if is_regressor(model) else f"a classifier (labels {list(model.labels)[:5]})"
             task = "numeric targets (regression)" if not test.label_names else f"classes {test.label_names[:5]}"
             raise InputError(f"model {spec!r} is {kind}, but {test.name!r} has {task}; use a model of the data's task")
         return None
-    return align_labels(model.labels, test.label_names, _label_map(config, spec, model.labels), model=spec)
+    return align_labels(model.labels, test.label_names, _label_map(label_maps, spec, model.labels), model=spec)
 
 
 def _predict_cell(model: Classifier | Regressor | tuple[ModelSpec, str, Any, int, str], columns: list | None,
@@ -339,16 +298,16 @@ def _predict_cell(model: Classifier | Regressor | tuple[ModelSpec, str, Any, int
     return {"pred": aligned_predictions(model.predict_proba(xs), columns).tolist(), "change_rate": change_rate}
 
 
-def _model_rows(stored: Callable[[str], dict[str, Any]], config: RobustnessConfig, spec: str,
+def _model_rows(stored: Callable[[str], dict[str, Any]], study: RobustnessStudy, spec: str,
                 y: np.ndarray) -> list[dict[str, Any]]:
     """``results.json`` rows of one model, from its stored predictions (``stored(setting)``)."""
     clean = np.asarray(stored("clean")["pred"])
-    scores_clean = {m: get_task_metric(m)(y, clean) for m in config.metrics}
+    scores_clean = {m: get_task_metric(m)(y, clean) for m in study.metrics}
     rows = []
-    for pert, seed in perturbation_draws(config):
+    for pert, seed in study.draws():
         hit = stored(f"{pert}|{seed}")
         pred = np.asarray(hit["pred"])
-        for metric in config.metrics:
+        for metric in study.metrics:
             fn = get_task_metric(metric)
             m_c, m_p = scores_clean[metric], fn(y, pred)
             rr = relative_robustness(m_c, m_p) if m_c > 0 else None
@@ -358,32 +317,33 @@ def _model_rows(stored: Callable[[str], dict[str, Any]], config: RobustnessConfi
     return rows
 
 
-def _intervals(stored: Callable[[str], dict[str, Any]], config: RobustnessConfig, spec: str,
+def _intervals(stored: Callable[[str], dict[str, Any]], study: RobustnessStudy, spec: str,
                y: np.ndarray) -> dict[tuple[str, str, str], list[float]]:
     """Paired-bootstrap 95 % interval of each (model, perturbation, metric)'s mean relative
-    robustness: the test examples are resampled ``config.n_boot`` times, and every replicate
+    robustness: the test examples are resampled ``n_boot`` times (seeded by ``train_seed``), and every replicate
     scores the clean and all perturbed predictions on the same resample (label metrics through
     confusion matrices, correlations on all resamples at once)."""
     def pred(setting: str) -> np.ndarray:
         return np.asarray(stored(setting)["pred"])
 
-    metrics = [m for m in (get_task_metric(k) for k in config.metrics or ())
+    args = study.args
+    metrics = [m for m in (get_task_metric(k) for k in study.metrics)
                if m.from_confusion is not None or m.resampled is not None]
-    if not metrics or config.n_boot < 1:
+    if not metrics or args.n_boot < 1:
         return {}
-    settings = perturbation_draws(config)
+    settings = study.draws()
     preds = [pred("clean")] + [pred(f"{p}|{s}") for p, s in settings]
     if metrics[0].from_confusion is not None:
-        conf = bootstrap_confusions(y, preds, n_boot=config.n_boot, seed=config.train_seed)
+        conf = bootstrap_confusions(y, preds, n_boot=args.n_boot, seed=args.train_seed)
         replicates = {m.name: [m.from_confusion(c) for c in conf] for m in metrics}
     else:
-        idx = bootstrap_indices(len(y), config.n_boot, seed=config.train_seed)
+        idx = bootstrap_indices(len(y), args.n_boot, seed=args.train_seed)
         replicates = {m.name: [m.resampled(y, p, idx) for p in preds] for m in metrics}
     out = {}
     for m in metrics:
         clean, *perturbed = replicates[m.name]
         rr = {ps: relative_robustness_many(clean, reps) for ps, reps in zip(settings, perturbed)}
-        for pert in config.perturbations:
-            reps = np.mean([rr[(pert, s)] for s in range(draws(pert, config.seeds))], axis=0)
+        for pert in study.perturbations:
+            reps = np.mean([rr[(pert, s)] for s in range(draws(pert, args.trials))], axis=0)
             out[(spec, pert, m.name)] = list(percentile_interval(reps))
     return out

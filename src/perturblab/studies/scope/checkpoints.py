@@ -24,13 +24,12 @@ checkpoints with a trained linear probe.
 from __future__ import annotations
 
 import logging
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 from ...core.files import atomic_write_text, write_json
-from ...core.lock import output_lock
-from ...core.study import StudyResult
+from ...core.study import Phase, RunContext, Study, StudyResult
 from ...data.examples import Dataset
 from ...errors import InputError
 from ...measures.scope import METRICS
@@ -38,12 +37,11 @@ from ...models.base import Classifier
 from ...models.checkpoints import list_checkpoints, read_checkpoint_meta
 from ...models.finetune import FinetuneConfig
 from .analysis import summarise
-from .config import ScopeConfig, ScopeOptions
+from .config import COMPARISONS, CheckpointsArgs
 from .study import ScopeStudy
 from .tables import FLAG_LEGEND
 
 log = logging.getLogger(__name__)
-COMPARISONS = ("vs_final", "vs_previous")
 DEFAULT_FRACTIONS = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
 MANIFEST = "checkpoints.json"
 
@@ -106,34 +104,22 @@ def finetune_checkpoints(base: str, train: Dataset, *, seed: int = 0,
     return [_dir_checkpoint(c, f"{Path(base).name}-{c.name}") for c in found]
 
 
-@dataclass
-class CheckpointConfig(ScopeOptions):
-    """Options of :class:`CheckpointStudy`: those of the SCoPE study without its models, and
-    which comparisons to make."""
-
-    comparisons: tuple[str, ...] = COMPARISONS
-
-    def scope_config(self, reference: str, targets: list[str]) -> ScopeConfig:
-        """The :class:`~.scope.ScopeConfig` of one reference and its targets."""
-        kw = {k: v for k, v in asdict(self).items() if k != "comparisons"}
-        return ScopeConfig(reference=reference, targets=targets, **kw)
-
-
-class CheckpointStudy:
-    """SCoPE between the checkpoints of one training run (App. D), written into ``out_dir``.
+class CheckpointStudy(Study):
+    """SCoPE between the checkpoints of one training run (App. D) under the options of
+    :class:`~.config.CheckpointsArgs`: one :class:`~.study.ScopeStudy` per reference of the plan
+    (:meth:`plan`), their phases run in turn as this study's, in one run of one output directory
+    (run by :func:`perturblab.core.entry.run`).
 
     ``checkpoints`` are in training order, the last one the final model; they are
     :class:`Checkpoint` objects or directories. ``splits`` gives (train, test) directly
-    (default: ``config.data`` split like the SCoPE study). ``cache`` keeps model outputs in
-    ``out_dir/cache.sqlite``.
+    (default: ``args.data`` split like the SCoPE study). ``cache`` keeps model outputs in the
+    output directory's ``cache.sqlite``.
     """
 
-    def __init__(self, config: CheckpointConfig, out_dir: str | Path,
-                 checkpoints: Sequence[Checkpoint | str | Path],
+    name = "checkpoints"
+
+    def __init__(self, args: CheckpointsArgs, checkpoints: Sequence[Checkpoint | str | Path],
                  splits: tuple[Dataset, Dataset] | None = None, progress: bool = True, cache: bool = True):
-        bad = [c for c in config.comparisons if c not in COMPARISONS]
-        if bad or not config.comparisons:
-            raise InputError(f"comparisons must be among {COMPARISONS}, got {list(config.comparisons)}")
         if all(not isinstance(c, Checkpoint) for c in checkpoints):
             self.checkpoints = checkpoints_from_dirs(checkpoints)
         else:
@@ -145,13 +131,11 @@ class CheckpointStudy:
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
             raise InputError(f"checkpoint names must be unique, {dupes} appear twice")
-        self.config, self.out = config, Path(out_dir)
+        self.args, self.comparisons = args, args.comparison_list()
         self.progress, self.cache = progress, cache
         self._splits = splits
-        self.config.scope_config(names[-1], names).validate()
-        self.scope_rows: list[dict[str, Any]] = []
         self._models: dict[str, Classifier] | None = None
-        self.result: CheckpointResult | None = None
+        self._studies: list[ScopeStudy] = []
 
     # -- set-up ------------------------------------------------------------------------
     @property
@@ -166,22 +150,23 @@ class CheckpointStudy:
         if self._splits is None:
             from ...data.loaders import load_dataset, train_test_split
 
-            ds = load_dataset(self.config.data)
-            self._splits = train_test_split(ds, test_size=self.config.test_size, seed=self.config.seed)
+            ds = load_dataset(self.args.data)
+            self._splits = train_test_split(ds, test_size=self.args.test_size, seed=self.args.seed)
         return self._splits
 
     def plan(self) -> dict[str, list[tuple[str, str]]]:
         """reference -> [(target, comparison)]: one SCoPE study (one set of searches) per reference."""
         plan: dict[str, list[tuple[str, str]]] = {}
-        if "vs_final" in self.config.comparisons:
+        if "vs_final" in self.comparisons:
             plan[self.final] = [(n, "vs_final") for n in self.names]
-        if "vs_previous" in self.config.comparisons:
+        if "vs_previous" in self.comparisons:
             for prev, cur in zip(self.names, self.names[1:]):
                 plan.setdefault(prev, []).append((cur, "vs_previous"))
         return plan
 
-    def models(self) -> dict[str, Classifier]:
-        """The checkpoints' classifiers (loaded once), after checking they share one label set."""
+    def models(self, out: Path) -> dict[str, Classifier]:
+        """The checkpoints' classifiers (loaded once; their outputs cached in ``out``), after
+        checking they share one label set."""
         if self._models is None:
             from ...models.cache import CachedClassifier
             from ...models.hf import HFSequenceClassifier
@@ -193,7 +178,7 @@ class CheckpointStudy:
                     if not Path(m).expanduser().is_dir():
                         raise InputError(f"checkpoint {c.name!r}: {str(m)!r} is not a directory")
                     m = HFSequenceClassifier(Path(m).expanduser(), name=c.name)
-                models[c.name] = CachedClassifier(m, path=self.out / "cache.sqlite") if self.cache else m
+                models[c.name] = CachedClassifier(m, path=Path(out) / "cache.sqlite") if self.cache else m
             self._check_labels(models)
             self._models = models
         return self._models
@@ -217,34 +202,44 @@ class CheckpointStudy:
         from ...models.presets import data_fingerprint
 
         return {"models": {n: m.fingerprint for n, m in models.items()},
-                "data": {self.config.data: data_fingerprint(self.splits()[1])},
+                "data": {self.args.data: data_fingerprint(self.splits()[1])},
                 "checkpoints": [{"name": c.name, "position": i, "percent": c.percent,
                                  "source": str(c.model) if isinstance(c.model, (str, Path)) else None,
                                  "fingerprint": models[c.name].fingerprint} for i, c in enumerate(self.checkpoints)]}
 
-    # -- running -----------------------------------------------------------------------
-    def run(self) -> list[dict[str, Any]]:
-        """Run (or resume) every SCoPE study of the plan under one lock of the output directory;
-        returns the rows of ``results.json`` (:attr:`result` is the whole :class:`CheckpointResult`)."""
+    # -- the study protocol --------------------------------------------------------------
+    def check(self) -> None:
+        """An ``n`` larger than the test split fails before a checkpoint is loaded or a file written."""
         from ..inputs import sample_size
 
-        # an n larger than the test split fails before a checkpoint is loaded or a file written
-        sample_size(self.config.n, len(self.splits()[1]), "base samples (the test split's size)")
-        with output_lock(self.out, what="the checkpoints study"):
-            models = self.models()
-            splits = self.splits()
-            plan = self.plan()
-            self.scope_rows = []
-            for ref, pairs in plan.items():
-                targets = list(dict.fromkeys(t for t, _ in pairs))
-                cfg = self.config.scope_config(ref, targets)
-                study = ScopeStudy(cfg, self.out, models={n: models[n] for n in [ref, *targets]}, splits=splits,
-                                   progress=self.progress)
-                log.info("SCoPE with reference %s: %d target(s)", ref, len(targets))
-                self.scope_rows.extend(study.run())
-            rows = self.rows(self.scope_rows, plan)
-        self.result = CheckpointResult(rows, self.scope_rows, self.manifest(models))
-        return rows
+        sample_size(self.args.n, len(self.splits()[1]), "base samples (the test split's size)")
+
+    def prepare(self, ctx: RunContext) -> None:
+        models, splits = self.models(ctx.out), self.splits()
+        self._plan, self._studies = self.plan(), []
+        for ref, pairs in self._plan.items():
+            targets = list(dict.fromkeys(t for t, _ in pairs))
+            study = ScopeStudy(self.args.scope_args(ref, targets), models={n: models[n] for n in [ref, *targets]},
+                               splits=splits, progress=self.progress)
+            study.prepare(ctx)
+            self._studies.append(study)
+
+    def identity(self) -> dict[str, Any]:
+        return {"options": self.args.study_options(), "checkpoints": self.manifest(self.models_loaded()),
+                "scope": [s.identity() for s in self._studies]}
+
+    def models_loaded(self) -> dict[str, Classifier]:
+        assert self._models is not None, "the checkpoints load when the study runs (prepare)"
+        return self._models
+
+    def phases(self, ctx: RunContext) -> Iterator[Phase]:
+        for study in self._studies:
+            log.info("SCoPE with reference %s: %d target(s)", study.reference, len(study.targets))
+            yield from study.phases(ctx)
+
+    def finish(self, ctx: RunContext) -> "CheckpointResult":
+        scope_rows = [r for study in self._studies for r in study.finish(ctx).rows]
+        return CheckpointResult(self.rows(scope_rows, self._plan), scope_rows, self.manifest(self.models_loaded()))
 
     def rows(self, scope_rows: Sequence[dict[str, Any]], plan: Mapping[str, list[tuple[str, str]]]
              ) -> list[dict[str, Any]]:

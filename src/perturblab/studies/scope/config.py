@@ -1,82 +1,50 @@
-"""Options of a shared-invariance study (defaults follow the SCoPE paper)."""
+"""The options of the SCoPE studies (defaults follow the SCoPE paper): one dataclass per command,
+read by its command line, a study config's entry and its Python function, and by the study itself
+(:meth:`~ScopeArgs.search_settings`, :meth:`~ScopeArgs.capability_plan`, ...)."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Any, ClassVar
+from dataclasses import dataclass
+from typing import Any, ClassVar, Sequence
 
 from ...core.options import TEXT_FIELDS_HELP, ExecutorArgs, count_or_all, csv_list, option
-from ..args import (Args, capability_names, corpus_split_option, fraction_list, nonempty, one_text_option,
-                    soft_decay)
-from ...errors import InputError
 from ...measures.scope import DEFAULT_CUTOFF, DEFAULT_TOLERANCE
-from ...perturb.capabilities import CAPABILITIES
-from ...perturb.goals import InvarianceGoal
-from ...perturb.search import SearchOptions, SynonymOptions
+from ...perturb.search import SearchSettings
+from ..args import (MAX_SECONDS_HELP, Args, capability_names, corpus_split_option, fraction_list, nonempty, one_text_option,
+                    soft_decay, some_of)
+from ..models import items
 
 #: the capabilities run on the samples fairness qualifies (App. C)
 STAR_OF_FAIRNESS = ("synonym*", "typo*")
+#: ``perturb_field`` of the search studies -> the index of the text of a pair they change (None: both)
+SEARCH_FIELDS: dict[str, int | None] = {"a": 0, "b": 1, "both": None}
+#: the comparisons of the checkpoint study (App. D): against the final checkpoint, against the previous one
+COMPARISONS = ("vs_final", "vs_previous")
 
 
-@dataclass
-class ScopeOptions(SearchOptions, SynonymOptions):
-    """Options of a shared-invariance study other than its models (defaults follow the SCoPE
-    paper); the checkpoint study shares them."""
-
-    capabilities: list[str] = field(default_factory=lambda: ["synonym", "typo"])
-    data: str = "rotten_tomatoes"
-    n: int | None = 500  # base samples per trial; None: the whole test split
-    trials: int = 3
-    seed: int = 0
-    tolerance: float = DEFAULT_TOLERANCE
-    cutoff: float = DEFAULT_CUTOFF
-    test_size: float = 0.25
-    perturb_field: int | None = 0  # the text of a pair the search changes: 0, 1, or None for both
-    n_boot: int = 1000
-
-    def search_options(self) -> dict[str, Any]:
-        """The options a search result depends on (part of its content key)."""
-        opts = {"loss": self.loss, "search": self.search, "max_words": self.max_words, "patience": self.patience,
-                "max_candidates": self.max_candidates, "perturb_field": self.perturb_field, "seed": self.seed}
-        if self.search == "beam":
-            opts["beam_width"] = self.beam_width
-        if not self.alphabetic_only:  # only when off, so the default keeps earlier results' keys
-            opts["alphabetic_only"] = False
-        return opts
-
-    def capability_plan(self) -> list[str]:
-        """The capabilities in the order they run: fairness first, then its starred companions
-        (SCoPE App. C: compared on the same base samples)."""
-        caps = list(dict.fromkeys(self.capabilities))
-        if "fairness" in caps:
-            caps = ["fairness"] + [c for c in caps if c != "fairness"]
-            caps += [c for c in STAR_OF_FAIRNESS if c not in caps]
-        return caps
+def capability_plan(capabilities: Any) -> list[str]:
+    """The capabilities (a comma list or a list) in the order they run: fairness first, then its
+    starred companions (SCoPE App. C: compared on the same base samples)."""
+    caps = list(dict.fromkeys(items(capabilities)))
+    if "fairness" in caps:
+        caps = ["fairness"] + [c for c in caps if c != "fairness"]
+        caps += [c for c in STAR_OF_FAIRNESS if c not in caps]
+    return caps
 
 
-@dataclass(kw_only=True)
-class ScopeConfig(ScopeOptions):
-    """Options of a shared-invariance study: the reference m1, the targets m2 and the
-    :class:`ScopeOptions`."""
+def _search_settings(args: Any, **more: Any) -> SearchSettings:
+    """The :class:`~perturblab.perturb.search.SearchSettings` of a study's limits (``args``, a
+    :class:`SearchLimitArgs`) and ``more``."""
+    return SearchSettings(max_words=args.max_words, patience=args.patience, max_candidates=args.max_candidates,
+                          alphabetic_only=not args.allow_non_alphabetic,
+                          synonym_min_similarity=args.synonym_min_similarity,
+                          reinflect_synonyms=args.reinflect_synonyms, seed=args.seed, **more)
 
-    reference: str
-    targets: list[str]
 
-    def validate(self) -> None:
-        if not self.targets:
-            raise InputError("give at least one target model (--targets)")
-        if (self.n is not None and self.n < 1) or self.trials < 1:
-            raise InputError(f"n and trials must be >= 1, got n={self.n}, trials={self.trials}")
-        for c in self.capabilities:
-            base = c.rstrip("*")
-            if base not in CAPABILITIES:
-                CAPABILITIES.get(c)  # raises UnknownNameError listing the known ones
-        InvarianceGoal(self.loss)
-        self.check_synonym_options()
-
-    def options(self) -> dict[str, Any]:
-        """The options as a JSON-able dict."""
-        return asdict(self)
+def _decay(args: Any, cutoff: float) -> tuple[float, float]:
+    """Soft-SCoPE's (tolerance, cutoff) of ``args``, each its default when not given."""
+    return (DEFAULT_TOLERANCE if args.tolerance is None else float(args.tolerance),
+            cutoff if args.cutoff is None else float(args.cutoff))
 
 
 @dataclass(kw_only=True)
@@ -147,6 +115,24 @@ class ScopeArgs(SearchGoalArgs, SearchLimitArgs, SearchDataArgs, ExecutorArgs, A
     def relations(self) -> list[tuple[str, str]]:
         return soft_decay(self) + one_text_option(self)
 
+    # -- what the study reads -------------------------------------------------------------
+    def target_names(self) -> list[str]:
+        """The targets' names (in order, once each)."""
+        return list(dict.fromkeys(items(self.targets)))
+
+    def capability_plan(self) -> list[str]:
+        """The capabilities in the order they run (:func:`capability_plan`)."""
+        return capability_plan(self.capabilities)
+
+    def decay(self) -> tuple[float, float]:
+        """Soft-SCoPE's (tolerance, cutoff) (Eq. 3), the paper's values when not given."""
+        return _decay(self, DEFAULT_CUTOFF)
+
+    def search_settings(self) -> SearchSettings:
+        """What a search cell needs of these options."""
+        return _search_settings(self, loss=self.loss, search=self.search, beam_width=self.beam_width,
+                                perturb_field=SEARCH_FIELDS[self.perturb_field])
+
 
 @dataclass(kw_only=True)
 class LMScopeArgs(SearchGoalArgs, SearchLimitArgs, Args):
@@ -177,6 +163,25 @@ class LMScopeArgs(SearchGoalArgs, SearchLimitArgs, Args):
     def relations(self) -> list[tuple[str, str]]:
         return soft_decay(self)
 
+    # -- what the study reads -------------------------------------------------------------
+    def target_names(self) -> list[str]:
+        """The targets' names (in order, once each)."""
+        return list(dict.fromkeys(items(self.targets)))
+
+    def capability_list(self) -> list[str]:
+        """The capabilities, once each, in the order given."""
+        return list(dict.fromkeys(items(self.capabilities)))
+
+    def decay(self) -> tuple[float, float]:
+        """Soft-SCoPE's (tolerance, cutoff) for next-token distributions, the defaults when not given."""
+        from ...measures.scope_lm import DEFAULT_LM_CUTOFF
+
+        return _decay(self, DEFAULT_LM_CUTOFF)
+
+    def search_settings(self) -> SearchSettings:
+        """What a search cell needs of these options (sentences are single texts)."""
+        return _search_settings(self, loss=self.loss, search=self.search, beam_width=self.beam_width)
+
 
 @dataclass(kw_only=True)
 class CheckpointsArgs(SearchLimitArgs, SearchDataArgs, Args):
@@ -194,12 +199,12 @@ class CheckpointsArgs(SearchLimitArgs, SearchDataArgs, Args):
                             check=fraction_list, help="with --finetune: checkpoints as fractions of the training steps (0 = initialised "
                                  "model)")
     epochs: int = option(1, min=1, help="with --finetune: training epochs")
-    max_seconds: float = option(300.0, above=0, help="with --finetune: training time budget, seconds of wall time")
+    max_seconds: float | None = option(300.0, above=0, help="with --finetune: " + MAX_SECONDS_HELP)
     lr: float = option(5e-5, above=0, help="with --finetune: learning rate")
     n_train: int | None = option(None, min=1, help="with --finetune: training examples (seeded sample of the training "
                                             "split; default all)")
     capabilities: str = option("synonym,typo", check=capability_names, help="comma-separated capabilities")
-    comparisons: str = option("vs_final,vs_previous",
+    comparisons: str = option("vs_final,vs_previous", check=some_of(COMPARISONS),
                               help="vs_final (reference: the final checkpoint), vs_previous (reference: m_{t-1}), or "
                                    "both")
     n: int | None = option(200, parse=count_or_all, min=1, help="base samples per trial (a number, or 'all')")
@@ -209,3 +214,36 @@ class CheckpointsArgs(SearchLimitArgs, SearchDataArgs, Args):
 
     def relations(self) -> list[tuple[str, str]]:
         return one_text_option(self)
+
+    # -- what the study reads -------------------------------------------------------------
+    #: what the checkpoint study shares with SCoPE's defaults (its SCoPE studies use them)
+    test_size: ClassVar[float] = 0.25
+    n_boot: ClassVar[int] = 1000
+
+    def capability_plan(self) -> list[str]:
+        """The capabilities in the order they run (:func:`capability_plan`)."""
+        return capability_plan(self.capabilities)
+
+    def comparison_list(self) -> list[str]:
+        """The comparisons, once each, in the order :data:`COMPARISONS` gives them."""
+        given = items(self.comparisons)
+        return [c for c in COMPARISONS if c in given]
+
+    def decay(self) -> tuple[float, float]:
+        """Soft-SCoPE's (tolerance, cutoff): the paper's."""
+        return DEFAULT_TOLERANCE, DEFAULT_CUTOFF
+
+    def search_settings(self) -> SearchSettings:
+        """What a search cell needs of these options (the SCoPE paper's greedy L1 search)."""
+        return _search_settings(self, perturb_field=SEARCH_FIELDS[self.perturb_field])
+
+    def scope_args(self, reference: str, targets: Sequence[str]) -> ScopeArgs:
+        """The options of the SCoPE study of one reference and its targets (the checkpoints are
+        given to it as objects under these names)."""
+        return ScopeArgs(reference=reference, targets=",".join(targets), capabilities=self.capabilities,
+                         data=self.data, text_column=self.text_column, text_fields=list(self.text_fields),
+                         label_column=self.label_column, perturb_field=self.perturb_field, n=self.n,
+                         trials=self.trials, seed=self.seed, max_words=self.max_words, patience=self.patience,
+                         max_candidates=self.max_candidates, allow_non_alphabetic=self.allow_non_alphabetic,
+                         synonym_min_similarity=self.synonym_min_similarity,
+                         reinflect_synonyms=self.reinflect_synonyms, n_boot=self.n_boot, test_size=self.test_size)

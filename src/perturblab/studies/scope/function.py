@@ -7,13 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from ...core.driver import run_study
-from ...core.entry import study_function, workspace
+from ...core.entry import run, study_function
 from ...errors import InputError
 from ..models import models_of, names_of, search_splits
-
-#: ``perturb_field`` of the search studies -> the index of the text of a pair they change (None: both)
-SEARCH_FIELDS: dict[str, int | None] = {"a": 0, "b": 1, "both": None}
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...data.examples import Dataset
@@ -71,28 +67,17 @@ def scope(reference: Any, targets: Any, *, capabilities: str | Sequence[str] = (
         >>> 0 <= res.rows[0]["soft_scope"] <= res.rows[0]["hard_scope"] <= 1
         True
     """
-    from ...measures.scope import DEFAULT_CUTOFF, DEFAULT_TOLERANCE
-    from ...studies.scope import ScopeConfig, ScopeStudy
+    from .config import ScopeArgs
+    from .study import ScopeStudy
 
-    if perturb_field not in SEARCH_FIELDS:
-        raise InputError(f"perturb_field must be one of {', '.join(SEARCH_FIELDS)}, got {perturb_field!r}")
     ref_name, tgt_names, given, specs = models_of(reference, targets)
     given.update(models or {})
     data_name = data if isinstance(data, str) else getattr(data, "name", None) or "data"
-    cfg = ScopeConfig(reference=ref_name, targets=tgt_names, capabilities=names_of(capabilities),
-                      data=str(data_name), n=n, trials=trials, seed=seed, loss=loss, search=search,
-                      beam_width=beam_width, max_words=max_words, patience=patience, max_candidates=max_candidates,
-                      alphabetic_only=not allow_non_alphabetic, synonym_min_similarity=synonym_min_similarity,
-                      reinflect_synonyms=reinflect_synonyms,
-                      tolerance=DEFAULT_TOLERANCE if tolerance is None else tolerance,
-                      cutoff=DEFAULT_CUTOFF if cutoff is None else cutoff, n_boot=n_boot, test_size=test_size,
-                      perturb_field=SEARCH_FIELDS[perturb_field])
-    cfg.validate()
+    args = ScopeArgs.of_call(locals(), reference=ref_name, targets=",".join(tgt_names), data=str(data_name))
     splits = search_splits(data, text_column=text_column, text_fields=text_fields, label_column=label_column,
-                     perturb_field=perturb_field, seed=seed, test_size=test_size)
-    with workspace(out, executor, address=address, num_cpus=num_cpus) as (where, ex):
-        study = ScopeStudy(cfg, where, models=given, splits=splits, progress=not quiet, specs=specs)
-        return run_study(study, where, executor=ex, progress=not quiet)
+                           perturb_field=perturb_field, seed=seed, test_size=test_size)
+    study = ScopeStudy(args, models=given, splits=splits, progress=not quiet, specs=specs)
+    return run(study, out, executor=executor, address=address, num_cpus=num_cpus, quiet=quiet)
 
 
 @study_function("perturblab.studies.scope.config:LMScopeArgs")
@@ -134,28 +119,18 @@ def scope_lm(reference: Any, targets: Any, *, capabilities: str | Sequence[str] 
         >>> res.rows[0]["hard_scope"], res.rows[0]["soft_scope"]
         (1.0, 1.0)
     """
-    from ...measures.scope import DEFAULT_TOLERANCE
-    from ...measures.scope_lm import DEFAULT_LM_CUTOFF
-    from ...studies.scope.lm import LMScopeConfig, LMScopeStudy
+    from .config import LMScopeArgs
+    from .lm import LMScopeStudy
 
     ref_name, tgt_names, given, specs = models_of(reference, targets)
-    cfg = LMScopeConfig(reference=ref_name, targets=tgt_names, capabilities=names_of(capabilities), corpus=corpus,
-                        corpus_split=corpus_split,
-                        n=n, trials=trials, seed=seed, loss=loss, search=search, beam_width=beam_width,
-                        max_words=max_words, patience=patience, max_candidates=max_candidates,
-                        alphabetic_only=not allow_non_alphabetic, synonym_min_similarity=synonym_min_similarity,
-                        reinflect_synonyms=reinflect_synonyms,
-                        tolerance=DEFAULT_TOLERANCE if tolerance is None else tolerance,
-                        cutoff=DEFAULT_LM_CUTOFF if cutoff is None else cutoff, n_boot=n_boot,
-                        chunk_size=chunk_size, max_batch=max_batch)
-    with workspace(out) as (where, ex):
-        study = LMScopeStudy(cfg, where, models=given, sentences=sentences, progress=not quiet, specs=specs)
-        return run_study(study, where, executor=ex, progress=not quiet)
+    args = LMScopeArgs.of_call(locals(), reference=ref_name, targets=",".join(tgt_names))
+    study = LMScopeStudy(args, models=given, sentences=sentences, progress=not quiet, specs=specs)
+    return run(study, out, quiet=quiet)
 
 
 @study_function("perturblab.studies.scope.config:CheckpointsArgs")
 def checkpoints(checkpoints: Any = None, *, finetune: str | None = None, fractions: str | Sequence[float] = "0,0.2,0.4,0.6,0.8,1",
-                epochs: int = 1, max_seconds: float = 300.0, lr: float = 5e-5, n_train: int | None = None,
+                epochs: int = 1, max_seconds: float | None = 300.0, lr: float = 5e-5, n_train: int | None = None,
                 capabilities: str | Sequence[str] = ("synonym", "typo"),
                 comparisons: str | Sequence[str] = ("vs_final", "vs_previous"),
                 data: "str | Dataset | tuple[Dataset, Dataset]" = "rotten_tomatoes", text_column: str | None = None,
@@ -196,29 +171,24 @@ def checkpoints(checkpoints: Any = None, *, finetune: str | None = None, fractio
         1.0
     """
     from ...models.finetune import FinetuneConfig
-    from ...studies.scope.checkpoints import (Checkpoint, CheckpointConfig, CheckpointStudy, checkpoints_from_dirs,
-                                            finetune_checkpoints)
+    from .checkpoints import Checkpoint, CheckpointStudy, checkpoints_from_dirs, finetune_checkpoints
+    from .config import CheckpointsArgs
 
     if (checkpoints is None) == (finetune is None):
         raise InputError("give either checkpoints (--checkpoints DIR,DIR,...) or a model to fine-tune "
                          "(--finetune BASE), not both and not neither")
-    cfg = CheckpointConfig(capabilities=names_of(capabilities), n=n, trials=trials, seed=seed, max_words=max_words,
-                           patience=patience, max_candidates=max_candidates, alphabetic_only=not allow_non_alphabetic,
-                           synonym_min_similarity=synonym_min_similarity, reinflect_synonyms=reinflect_synonyms,
-                           comparisons=tuple(names_of(comparisons)), perturb_field=SEARCH_FIELDS[perturb_field],
-                           data=data if isinstance(data, str) else getattr(data, "name", None) or "data")
+    given = None if checkpoints is None else names_of(checkpoints)
+    objects = given is not None and any(isinstance(c, Checkpoint) for c in given)
+    args = CheckpointsArgs.of_call(locals(), checkpoints=None if objects or given is None else ",".join(map(str, given)),
+                                   data=data if isinstance(data, str) else getattr(data, "name", None) or "data")
     splits = search_splits(data, text_column=text_column, text_fields=text_fields, label_column=label_column,
-                     perturb_field=perturb_field, seed=seed, test_size=cfg.test_size)
+                           perturb_field=perturb_field, seed=seed, test_size=args.test_size)
     if finetune is not None:
         train = splits[0] if n_train is None else splits[0].sample(n_train, seed=seed)
         ft = FinetuneConfig(epochs=epochs, max_seconds=max_seconds, lr=lr)
-        cks = finetune_checkpoints(finetune, train, seed=seed, fractions=[float(x) for x in names_of(fractions)], config=ft,
-                                   progress=not quiet)
+        cks = finetune_checkpoints(finetune, train, seed=seed, fractions=[float(x) for x in names_of(fractions)],
+                                   config=ft, progress=not quiet)
     else:
-        given = names_of(checkpoints)
-        cks = given if any(isinstance(c, Checkpoint) for c in given) else checkpoints_from_dirs(given)
-    with workspace(out) as (where, _):
-        study = CheckpointStudy(cfg, where, cks, splits=splits, progress=not quiet)
-        study.run()
-        assert study.result is not None
-        return study.result
+        cks = given if objects else checkpoints_from_dirs(given)
+    study = CheckpointStudy(args, cks, splits=splits, progress=not quiet)
+    return run(study, out, quiet=quiet)

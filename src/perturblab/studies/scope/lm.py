@@ -27,20 +27,17 @@ from __future__ import annotations
 
 import logging
 import math
-from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from ...core.driver import run_study
 from ...core.files import write_json
 from ...core.keys import content_key, model_fingerprint
 from ...core.study import Phase, RunContext, Study, StudyResult, Task
 from ...errors import InputError
-from ...measures.scope import DEFAULT_TOLERANCE, linear_decay
-from ...measures.scope_lm import (DEFAULT_LM_CUTOFF, LM_METRICS, check_shared_vocabulary, cosine_terms,
+from ...measures.scope_lm import (LM_METRICS, check_shared_vocabulary, cosine_terms,
                                   gap_iid_token_accuracy, hard_scope_lm_terms, lm_sample_terms,
                                   soft_scope_lm_terms, token_accuracy, token_accuracy_counts, top1)
 from ...measures.stats import bootstrap_ci
@@ -49,10 +46,11 @@ from ...models.lm import LanguageModel
 from ...models.lm_capabilities import capabilities_of, check_metric_capabilities
 from ...models.lm_presets import language_model_capabilities
 from ...models.resolve import ModelSpec, load_model
-from ...perturb.capabilities import CAPABILITIES, get_capability
+from ...perturb.capabilities import get_capability
 from ...perturb.engine import run_searches
 from ...perturb.goals import InvarianceGoal
-from ...perturb.search import PERTURBED, SearchOptions, SearchProblem, SynonymOptions
+from ...perturb.search import PERTURBED, SearchProblem, SearchSettings
+from .config import LMScopeArgs
 from .tables import fmt
 
 log = logging.getLogger(__name__)
@@ -102,51 +100,8 @@ class NextTokenClassifier:
         return out if len(uniq) == len(inputs) else out[[where[x] for x in inputs]]
 
 
-@dataclass
-class LMScopeConfig(SearchOptions, SynonymOptions):
-    """Options of a SCoPE study on language models (defaults follow the SCoPE paper). Without
-    given sentences, the base pool is the ``min_sentence_words``..``max_sentence_words``-word
-    sentences of ``corpus`` (a name or path for :func:`perturblab.data.corpus.load_corpus`).
-    """
-
-    reference: str
-    targets: list[str]
-    capabilities: list[str] = field(default_factory=lambda: ["synonym", "typo"])
-    corpus: str = "oanc"
-    corpus_split: str = "auto"  # how a corpus file is read (:data:`~perturblab.data.corpus.SPLITS`)
-    n: int | None = 100  # base sentences per trial; None: the whole pool
-    trials: int = 3
-    seed: int = 0
-    min_sentence_words: int = 5
-    max_sentence_words: int | None = 40
-    tolerance: float = DEFAULT_TOLERANCE
-    cutoff: float = DEFAULT_LM_CUTOFF
-    n_boot: int = 1000
-    chunk_size: int = 8
-    max_batch: int = 256
-
-    def validate(self) -> None:
-        if not self.targets or not self.capabilities:
-            raise InputError("give at least one target language model and one capability (synonym, typo)")
-        for what in ("n", "trials", "chunk_size", "max_batch", "beam_width"):
-            if getattr(self, what) is not None and getattr(self, what) < 1:
-                raise InputError(f"{what} must be >= 1, got {getattr(self, what)}")
-        for c in self.capabilities:
-            CAPABILITIES.get(c)  # UnknownNameError listing the known ones
-        InvarianceGoal(self.loss)
-        self.check_synonym_options()
-        linear_decay(np.zeros(1), self.tolerance, self.cutoff)  # checks 0 <= tolerance < cutoff
-        self.search_method()
-
-    def search_options(self) -> dict[str, Any]:
-        """The options a search result depends on (part of its content key)."""
-        opts = {"loss": self.loss, "search": self.search, "max_words": self.max_words, "patience": self.patience,
-                "max_candidates": self.max_candidates, "seed": self.seed}
-        if self.search == "beam":
-            opts["beam_width"] = self.beam_width
-        if not self.alphabetic_only:  # only when off, so the default keeps earlier results' keys
-            opts["alphabetic_only"] = False
-        return opts
+#: the lengths of the corpus sentences taken as base sentences (words, both ends included)
+SENTENCE_WORDS = (5, 40)
 
 
 def _texts(texts: Sequence[str], what: str) -> list[str]:
@@ -160,35 +115,35 @@ def _texts(texts: Sequence[str], what: str) -> list[str]:
 
 
 class LMScopeStudy(Study):
-    """Runs (or resumes) an :class:`LMScopeConfig` into ``out_dir`` (:meth:`run` returns the
-    per-trial rows; :attr:`result` is then the whole :class:`LMScopeResult`).
+    """The SCoPE study of language models of :class:`~.config.LMScopeArgs` (run by
+    :func:`perturblab.core.entry.run`; the language models run in this process, one work cell after
+    the other).
 
     ``models`` maps names to ready language models (other names are loaded with
     :func:`perturblab.models.lm_presets.load_language_model`); ``sentences`` is the pool of
-    base texts (otherwise ``config.corpus`` is loaded).
+    base texts (otherwise ``args.corpus`` is read).
     """
 
     name = "scope-lm"
 
-    def __init__(self, config: LMScopeConfig, out_dir: str | Path,
+    def __init__(self, args: LMScopeArgs,
                  models: Mapping[str, LanguageModel] | None = None,
                  sentences: Sequence[str] | None = None, progress: bool = True,
                  specs: Mapping[str, str] | None = None) -> None:
-        config.validate()
-        self.config, self.out, self.progress = config, Path(out_dir), progress
+        self.args, self.progress = args, progress
+        self.reference, self.targets = str(args.reference), args.target_names()
+        self.settings = args.search_settings()
         self._models: dict[str, LanguageModel] = dict(models or {})
         self._specs = dict(specs or {})
         self.check_capabilities()
         self._clfs: dict[str, NextTokenClassifier] = {}
         self._pool = None if sentences is None else _texts(sentences, "sentences")
-        self.targets = list(dict.fromkeys(config.targets))
         self._ctx: RunContext | None = None
-        self.result: LMScopeResult | None = None
 
     def check_capabilities(self) -> None:
         """Raise one :class:`~perturblab.errors.CapabilityError` naming each model that cannot
         compute the study's metrics (:data:`METRIC_NEEDS`); loads no model, sends no request."""
-        names = dict.fromkeys([self.config.reference, *self.config.targets])
+        names = dict.fromkeys([self.reference, *self.targets])
         caps = {n: capabilities_of(self._models[n]) if n in self._models
                 else language_model_capabilities(ModelSpec.parse(self._specs.get(n, n)).source) for n in names}
         check_metric_capabilities(caps, METRIC_NEEDS, list(LM_METRICS), study="LM SCoPE (App. G)", hint=(
@@ -197,18 +152,16 @@ class LMScopeStudy(Study):
             "with ApiClassifier (SCoPE Sec. 5)."))
 
     def sentences(self) -> list[str]:
-        """The pool of base sentences (loaded from ``config.corpus`` on first use)."""
+        """The pool of base sentences (read from ``args.corpus`` on first use)."""
         if self._pool is None:
             from ...data.corpus import load_corpus  # only when no sentences were given
-            cfg = self.config
-            corpus = load_corpus(cfg.corpus, split=cfg.corpus_split).filter(
-                cfg.min_sentence_words, cfg.max_sentence_words)
+            corpus = load_corpus(self.args.corpus, split=self.args.corpus_split).filter(*SENTENCE_WORDS)
             if self.progress:  # one console line: how many base sentences were read, and how
                 import sys
 
                 from tqdm.auto import tqdm
 
-                tqdm.write(f"corpus {cfg.corpus}: {corpus.reading}", file=sys.stderr)
+                tqdm.write(f"corpus {self.args.corpus}: {corpus.reading}", file=sys.stderr)
             self._pool = _texts(corpus.sentences, "sentences")
         return self._pool
 
@@ -225,15 +178,15 @@ class LMScopeStudy(Study):
 
     def classifier(self, name: str) -> NextTokenClassifier:
         if name not in self._clfs:
-            self._clfs[name] = NextTokenClassifier(self.model(name), max_rows=self.config.max_batch)
+            self._clfs[name] = NextTokenClassifier(self.model(name), max_rows=self.args.max_batch)
         return self._clfs[name]
 
     def base_samples(self, trial: int) -> list[tuple[int, str]]:
         """(index in the pool, text) of the ``n`` base sentences of ``trial``."""
         from ..inputs import sample_size
 
-        pool, rng = self.sentences(), np.random.default_rng([self.config.seed, trial])
-        n = sample_size(self.config.n, len(pool), "base sentences (the corpus's sentences)")
+        pool, rng = self.sentences(), np.random.default_rng([self.args.seed, trial])
+        n = sample_size(self.args.n, len(pool), "base sentences (the corpus's sentences)")
         idx = np.sort(rng.choice(len(pool), size=n, replace=False))
         return [(int(i), pool[int(i)]) for i in idx]
 
@@ -242,37 +195,30 @@ class LMScopeStudy(Study):
         """At least ``n`` base sentences (before any model is loaded or a file written)."""
         from ..inputs import sample_size
 
-        sample_size(self.config.n, len(self.sentences()), "base sentences (the corpus's sentences)")
+        sample_size(self.args.n, len(self.sentences()), "base sentences (the corpus's sentences)")
 
     def prepare(self, ctx: RunContext) -> None:
         self._ctx = ctx
-        cfg = self.config
-        self._trials = {t: self.base_samples(t) for t in range(cfg.trials)}
+        self._trials = {t: self.base_samples(t) for t in range(self.args.trials)}
         texts = sorted({t for s in self._trials.values() for _, t in s})
-        for target in (t for t in self.targets if t != cfg.reference):
-            check_shared_vocabulary(self.model(cfg.reference), self.model(target), texts, (cfg.reference, target))
+        for target in (t for t in self.targets if t != self.reference):
+            check_shared_vocabulary(self.model(self.reference), self.model(target), texts, (self.reference, target))
 
     def identity(self) -> dict[str, Any]:
-        return {"options": asdict(self.config),
-                "models": {n: model_fingerprint(self.classifier(n)) for n in [self.config.reference, *self.targets]},
+        return {"options": self.args.study_options(),
+                "models": {n: model_fingerprint(self.classifier(n)) for n in [self.reference, *self.targets]},
                 "samples": {str(t): content_key(s) for t, s in self._trials.items()}}
 
-    def run(self, executor: Any = None) -> list[dict[str, Any]]:
-        """Run (or resume) the study; returns one row per target × capability × trial (the
-        language models run in this process, one work cell after the other)."""
-        self.result = run_study(self, self.out, progress=self.progress)
-        return self.result.rows
-
     def _search_key(self, cap: str, trial: int, i: int, text: str) -> str:
-        return content_key(SEARCHES, self.classifier(self.config.reference).fingerprint, cap, trial, i, text,
-                           {**self.config.search_options(), **self.config.synonym_key(cap)})
+        return content_key(SEARCHES, self.classifier(self.reference).fingerprint, cap, trial, i, text,
+                           self.settings.key(cap, pairs=False))
 
     def phases(self, ctx: RunContext) -> Iterator[Phase]:
-        cfg, caps = self.config, list(dict.fromkeys(self.config.capabilities))
-        ref = self.classifier(cfg.reference)
+        caps, chunk = self.args.capability_list(), self.args.chunk_size
+        ref = self.classifier(self.reference)
         search = Phase(SEARCHES, [Task(self._search_key(cap, trial, i, t), (i, t), group=(cap, trial))
                                   for trial, samples in self._trials.items() for cap in caps for i, t in samples],
-                       partial(_search_chunk, ref, cfg), batch_size=cfg.chunk_size, label="LM SCoPE searches")
+                       partial(_search_chunk, ref, self.settings, self.args.max_batch), batch_size=chunk, label="LM SCoPE searches")
         yield search
         self._searches = {(r["capability"], r["trial"], r["sample_id"]): r for r in search.results.values()}
         pair_tasks = []
@@ -285,14 +231,14 @@ class LMScopeStudy(Study):
                         pair_tasks.append(Task(self._pair_key(cap, trial, i, t, clf), (s["original"], s["perturbed"]),
                                                group=(cap, trial, target)))
         pairs = Phase(PAIRS, pair_tasks, partial(_pair_chunk, ref, {t: self.classifier(t) for t in self.targets}),
-                      batch_size=cfg.chunk_size, label="LM SCoPE scoring")
+                      batch_size=chunk, label="LM SCoPE scoring")
         yield pairs
         self._pairs = pairs
         self._acc: dict[str, tuple[int, int]] = {}  # content key -> (correct, scored)
-        models = {n: self.model(n) for n in [cfg.reference, *self.targets]}
+        models = {n: self.model(n) for n in [self.reference, *self.targets]}
         for trial, samples in self._trials.items():  # token counts, one trial's new texts at a time
             tasks: dict[str, Task] = {}
-            for name in dict.fromkeys([cfg.reference, *self.targets]):
+            for name in dict.fromkeys([self.reference, *self.targets]):
                 for _, t in samples:
                     key = self._acc_key(name, t)
                     tasks.setdefault(key, Task(key, t, group=name))
@@ -308,17 +254,18 @@ class LMScopeStudy(Study):
         return content_key(TOKEN_ACC, self.classifier(name).fingerprint, text)
 
     def finish(self, ctx: RunContext) -> "LMScopeResult":
-        rows = [r for trial, samples in self._trials.items() for cap in dict.fromkeys(self.config.capabilities)
+        rows = [r for trial, samples in self._trials.items() for cap in self.args.capability_list()
                 for r in self._metrics(cap, trial, samples)]
-        return LMScopeResult(self.config, rows, run_id=ctx.run_id)
+        return LMScopeResult(self.args, rows, run_id=ctx.run_id)
 
     def _metrics(self, cap: str, trial: int, samples: list[tuple[int, str]]) -> list[dict[str, Any]]:
         """One row per target from the stored per-sample scalars (so a resumed run is identical)."""
-        cfg, ids, texts = self.config, [i for i, _ in samples], [t for _, t in samples]
+        ids, texts = [i for i, _ in samples], [t for _, t in samples]
+        tolerance, cutoff = self.args.decay()
         srows = {i: self._searches[(cap, trial, i)] for i in ids}
         pert = [i for i in ids if srows[i]["status"] == PERTURBED]
         acc = (lambda name: tuple(np.asarray([self._acc[self._acc_key(name, t)][k] for t in texts]) for k in (0, 1)))
-        ref_c, ref_n = acc(cfg.reference)
+        ref_c, ref_n = acc(self.reference)
         mean = (lambda v: float(np.mean(v)) if len(v) else math.nan)
         out = []
         for target in self.targets:
@@ -328,12 +275,12 @@ class LMScopeStudy(Study):
             r_x, r_xp, t_x, t_xp = (col(c, t=np.int64) for c in ("ref_top1_x", "ref_top1_xp", "top1_x", "top1_xp"))
             inv = r_x == r_xp  # Eq. 2-3 condition: the reference keeps its top-1 token
             hard = hard_scope_lm_terms(t_x, t_xp)[inv]
-            soft = soft_scope_lm_terms(t_x, t_xp, col("change_l1"), cfg.tolerance, cfg.cutoff)[inv]
-            ci = [bootstrap_ci(lambda idx, v=v: float(np.mean(v[idx])), len(v), n_boot=cfg.n_boot, seed=trial)
+            soft = soft_scope_lm_terms(t_x, t_xp, col("change_l1"), tolerance, cutoff)[inv]
+            ci = [bootstrap_ci(lambda idx, v=v: float(np.mean(v[idx])), len(v), n_boot=self.args.n_boot, seed=trial)
                   for v in (hard, soft)]
             tgt_c, tgt_n = acc(target)
             out.append({
-                "reference": cfg.reference, "target": target, "capability": cap, "trial": trial,
+                "reference": self.reference, "target": target, "capability": cap, "trial": trial,
                 "n": len(samples), "n_perturbed": len(pert), "n_ref_invariant": int(inv.sum()),
                 "acc_reference": token_accuracy(ref_c, ref_n), "acc_target": token_accuracy(tgt_c, tgt_n),
                 "gap_iid_acc": gap_iid_token_accuracy(ref_c, ref_n, tgt_c, tgt_n),
@@ -346,17 +293,17 @@ class LMScopeStudy(Study):
         return out
 
 
-def _search_chunk(ref: NextTokenClassifier, cfg: LMScopeConfig, group: tuple[str, int],
+def _search_chunk(ref: NextTokenClassifier, settings: SearchSettings, max_batch: int, group: tuple[str, int],
                   chunk: list[tuple[int, str]]) -> list[dict[str, Any]]:
     """Eq. 1 for a chunk of (pool index, sentence) of one capability and trial."""
     cap_name, trial = group
-    cap, goal = get_capability(cap_name, alphabetic_only=cfg.alphabetic_only), InvarianceGoal(cfg.loss)
-    swap, checks = cfg.synonym_setup(cap)
+    cap, goal = get_capability(cap_name, alphabetic_only=settings.alphabetic_only), InvarianceGoal(settings.loss)
+    swap, checks = settings.synonym_setup(cap)
     problems = [SearchProblem(fields=(t,), transformation=swap, constraints=cap.constraints, goal=goal,
-                              rng=np.random.default_rng([cfg.seed, trial, i]), max_candidates=cfg.max_candidates,
+                              rng=np.random.default_rng([settings.seed, trial, i]), max_candidates=settings.max_candidates,
                               checks=checks)
                 for i, t in chunk]
-    results = run_searches(problems, cfg.search_method(), ref, max_batch=cfg.max_batch, progress=False)
+    results = run_searches(problems, settings.search_method(), ref, max_batch=max_batch, progress=False)
     return [{"capability": cap_name, "trial": trial, "sample_id": i, "original": t,
              "perturbed": r.perturbed if r.ok else None, "changes": [list(c) for c in r.changes],
              "ref_loss": r.loss if r.ok else None, "status": r.status, "queries": r.queries}
@@ -392,9 +339,9 @@ class LMScopeResult(StudyResult):
 
     study = "scope-lm"
 
-    def __init__(self, config: LMScopeConfig, rows: Sequence[dict[str, Any]], run_id: str | None = None) -> None:
+    def __init__(self, args: LMScopeArgs, rows: Sequence[dict[str, Any]], run_id: str | None = None) -> None:
         super().__init__(rows, summarise(rows), run_id=run_id)
-        self.config = config
+        self.args = args
 
     def table(self) -> str:
         return scope_lm_table(self.rows)
@@ -403,7 +350,7 @@ class LMScopeResult(StudyResult):
         """The console table, its sizes, and the reference with the number of trials and base
         sentences."""
         n = max((r["n"] for r in self.rows), default=0)
-        return f"{super().console()}\n\nreference: {self.config.reference}; {self.config.trials} trial(s) of n={n}"
+        return f"{super().console()}\n\nreference: {self.args.reference}; {self.args.trials} trial(s) of n={n}"
 
     def save(self, out: str | Path) -> list[Path]:
         """Write ``results.json`` (the per-trial rows) into ``out``."""

@@ -13,7 +13,7 @@ from ...measures.scope import METRICS
 from .analysis import metric_correlations, sample_complexity_curves, summarise
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .config import ScopeConfig
+    from .config import ScopeArgs
 
 #: the files :meth:`ScopeResult.save` writes besides the figures
 FILES = ("results.json", "summary.json", "perturbed_examples.csv", "examples_table.csv", "metrics.csv",
@@ -36,19 +36,19 @@ class ScopeResult(StudyResult):
 
     study = "scope"
 
-    def __init__(self, config: "ScopeConfig", rows: Sequence[dict[str, Any]],
+    def __init__(self, args: "ScopeArgs", rows: Sequence[dict[str, Any]],
                  perturbations: Sequence[dict[str, Any]],
                  terms: dict[tuple[str, str, int], tuple[np.ndarray, np.ndarray]], run_id: str | None = None):
         super().__init__(rows, summarise(rows), run_id=run_id)
-        self.config = config
+        self.args = args
         self.perturbations = list(perturbations)
         self.correlations = metric_correlations(self.summary)
         self.sample_complexity: dict[str, dict[str, list[dict]]] = {}
-        for target in config.targets:
-            if target == config.reference:
+        for target in args.target_names():
+            if target == args.reference:
                 continue
             curves = {}
-            for cap in config.capability_plan():
+            for cap in args.capability_plan():
                 hard, soft = terms.get((target, cap, 0), (np.zeros(0), np.zeros(0)))
                 for metric, pts in sample_complexity_curves(hard, soft).items():
                     curves[f"{cap} {metric}"] = pts
@@ -64,7 +64,7 @@ class ScopeResult(StudyResult):
         """The console table, its sizes, and the reference with the number of trials and base
         samples."""
         n = max((r["n_base"] for r in self.rows), default=0)
-        return f"{super().console()}\n\nreference: {self.config.reference}; {self.config.trials} trial(s) of n={n}"
+        return f"{super().console()}\n\nreference: {self.args.reference}; {self.args.trials} trial(s) of n={n}"
 
     def metric_rows(self) -> list[dict[str, Any]]:
         """One row per (reference, target, capability, trial, metric): the long form of ``rows``."""
@@ -82,7 +82,7 @@ class ScopeResult(StudyResult):
         for target, curves in self.sample_complexity.items():
             if curves:
                 figs[f"sample_complexity_{safe_name(target)}.png"] = sample_complexity_figure(
-                    curves, title=f"{self.config.reference} -> {target}")
+                    curves, title=f"{self.args.reference} -> {target}")
         return figs
 
     def save(self, out: str | Path) -> list[Path]:

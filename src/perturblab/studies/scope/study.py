@@ -24,12 +24,10 @@ import logging
 import math
 from dataclasses import dataclass
 from functools import partial
-from pathlib import Path
 from typing import Any, Iterator, Mapping
 
 import numpy as np
 
-from ...core.driver import run_study
 from ...core.keys import content_key, examples_fingerprint, model_fingerprint
 from ...core.study import Phase, RunContext, Study, Task
 from ...data.examples import Dataset, Example
@@ -44,8 +42,8 @@ from ...models.states import inputs_hash
 from ...perturb.capabilities import get_capability
 from ...perturb.engine import run_searches
 from ...perturb.goals import InvarianceGoal
-from ...perturb.search import SearchProblem
-from .config import STAR_OF_FAIRNESS, ScopeConfig, ScopeOptions
+from ...perturb.search import SearchProblem, SearchSettings
+from .config import STAR_OF_FAIRNESS, ScopeArgs
 from .result import ScopeResult
 
 log = logging.getLogger(__name__)
@@ -77,22 +75,23 @@ def _from_json(s: str | None, pair: bool):
 
 
 class ScopeStudy(Study):
-    """A :class:`ScopeConfig` against models and data, run into ``out_dir``.
+    """The SCoPE study of :class:`~.config.ScopeArgs` against models and data (run by
+    :func:`perturblab.core.entry.run` into its directory, which also holds the prediction cache).
 
     ``models`` maps names to ready classifiers; other names are loaded by
     :func:`~perturblab.models.resolve.load_model` from ``specs[name]`` (default: the name itself
     as a spec), heads trained on the training split. ``splits`` gives (train, test) directly.
-    :meth:`run` returns the per-trial rows; :attr:`result` is then the whole :class:`ScopeResult`.
     """
 
     name = "scope"
 
-    def __init__(self, config: ScopeConfig, out_dir: str | Path,
+    def __init__(self, args: ScopeArgs,
                  models: Mapping[str, Classifier] | None = None,
                  splits: tuple[Dataset, Dataset] | None = None, progress: bool = True,
                  chunk_size: int = 64, specs: Mapping[str, str] | None = None):
-        config.validate()
-        self.config, self.out = config, Path(out_dir)
+        self.args = args
+        self.reference, self.targets = str(args.reference), args.target_names()
+        self.settings = args.search_settings()
         self.progress, self.chunk_size = progress, chunk_size
         self._models = dict(models or {})
         self._given = dict(self._models)  # ready models handed in (not loaded by name)
@@ -100,15 +99,14 @@ class ScopeStudy(Study):
         self._splits = splits
         self._ctx: RunContext | None = None
         self._records: dict[tuple[str, int, int], dict[str, Any]] = {}
-        self.result: ScopeResult | None = None
 
     # -- set-up ------------------------------------------------------------------------
     def splits(self) -> tuple[Dataset, Dataset]:
         if self._splits is None:
             from ...data.loaders import load_dataset, train_test_split
 
-            ds = load_dataset(self.config.data)
-            self._splits = train_test_split(ds, test_size=self.config.test_size, seed=self.config.seed)
+            ds = load_dataset(self.args.data)
+            self._splits = train_test_split(ds, test_size=self.args.test_size, seed=self.args.seed)
         if not self._splits[0].label_names:
             raise InputError(f"{self._splits[0].name!r} has numeric targets (a regression task). " + CLASSIFIERS_ONLY)
         return self._splits
@@ -121,14 +119,14 @@ class ScopeStudy(Study):
             from ...models.cache import CachedClassifier
             from ...models.resolve import load_model
 
+            assert self._ctx is not None, "models are loaded when the study runs (prepare)"
             train, _ = self.splits()
-            step = self._ctx.step(f"loading model {name}") if self._ctx is not None else _nullstep()
-            with step:
-                clf = load_model(self._specs.get(name, name), "classifier", train=train, seed=self.config.seed,
-                                 data_name=self.config.data)
+            with self._ctx.step(f"loading model {name}"):
+                clf = load_model(self._specs.get(name, name), "classifier", train=train, seed=self.args.seed,
+                                 data_name=self.args.data)
             if is_regressor(clf):
                 raise InputError(f"model {name!r} is a regressor. " + CLASSIFIERS_ONLY)
-            self._models[name] = CachedClassifier(clf, path=self.out / "cache.sqlite")
+            self._models[name] = CachedClassifier(clf, path=self._ctx.out / "cache.sqlite")
         return self._models[name]
 
     def n_base(self) -> int:
@@ -137,17 +135,17 @@ class ScopeStudy(Study):
         from ..inputs import sample_size
 
         _, test = self.splits()
-        return sample_size(self.config.n, len(test), "base samples (the test split's size)")
+        return sample_size(self.args.n, len(test), "base samples (the test split's size)")
 
     def base_samples(self, trial: int) -> list[tuple[int, Example]]:
         _, test = self.splits()
         n = self.n_base()
-        rng = np.random.default_rng([self.config.seed, trial])
+        rng = np.random.default_rng([self.args.seed, trial])
         idx = np.sort(rng.choice(len(test), size=n, replace=False)) if n < len(test) else np.arange(n)
         return [(int(i), test[int(i)]) for i in idx]
 
     def capability_plan(self) -> list[str]:
-        return self.config.capability_plan()
+        return self.args.capability_plan()
 
     # -- the study protocol --------------------------------------------------------------
     def check(self) -> None:
@@ -158,48 +156,33 @@ class ScopeStudy(Study):
     def prepare(self, ctx: RunContext) -> None:
         self._ctx = ctx
         self.splits()
-        for name in dict.fromkeys([self.config.reference, *self.config.targets]):
+        for name in dict.fromkeys([self.reference, *self.targets]):
             self.model(name)
 
     def identity(self) -> dict[str, Any]:
         train, test = self.splits()
-        return {"options": self.config.options(),
-                "models": {n: model_fingerprint(self.model(n)) for n in [self.config.reference, *self.config.targets]},
+        return {"options": self.args.study_options(),
+                "models": {n: model_fingerprint(self.model(n)) for n in [self.reference, *self.targets]},
                 "train": examples_fingerprint(train), "test": examples_fingerprint(test)}
-
-    def run(self, executor: Any = None) -> list[dict[str, Any]]:
-        """Run (or resume) the study; returns the per-trial metric rows (:attr:`result` holds
-        the whole :class:`ScopeResult`).
-
-        The searches (one work cell per chunk of ``chunk_size`` samples of a capability and
-        trial) run on ``executor`` (:mod:`perturblab.core.executor`): ``None`` or a local executor
-        runs them here one after the other (the reference is shared, so not in threads); a
-        :class:`~perturblab.core.executor.RayExecutor` runs them as Ray tasks. Fairness searches
-        finish before the ``synonym*``/``typo*`` searches on their samples start. Scoring runs
-        here, in a fixed order, whatever ran the searches."""
-        ex = executor if executor is not None and executor.name != "local" else None
-        self.result = run_study(self, self.out, executor=ex, progress=self.progress)
-        return self.result.rows
 
     def _reference_handle(self, executor: Any) -> Any:
         """What a search cell scores with: the loaded reference in this process; for a remote
         executor a :class:`RemoteReference` that each worker loads once."""
-        ref = self.config.reference
+        ref = self.reference
         model = self.model(ref)
         if executor.name == "local":
             return model
         train, _ = self.splits()
-        return RemoteReference(self._specs.get(ref, ref), train, self.config.seed, self.config.data,
+        return RemoteReference(self._specs.get(ref, ref), train, self.args.seed, self.args.data,
                                model_fingerprint(model), self._given.get(ref))
 
     def _search_phase(self, jobs: list[tuple[str, int, list[tuple[int, Example]]]], handle: Any) -> Phase:
-        cfg = self.config
-        ref_fp, opts = model_fingerprint(self.model(cfg.reference)), cfg.search_options()
-        cap_opts = {cap: {**opts, **cfg.synonym_key(cap)} for cap, _, _ in jobs}  # synonym options: their rows only
+        ref_fp = model_fingerprint(self.model(self.reference))
+        cap_opts = {cap: self.settings.key(cap) for cap, _, _ in jobs}  # synonym options: their rows only
         tasks = [Task(content_key(SEARCHES, ref_fp, cap, trial, i, list(ex.fields), cap_opts[cap]), (i, ex.fields),
                       group=(cap, trial))
                  for cap, trial, samples in jobs for i, ex in samples]
-        return Phase(SEARCHES, tasks, partial(search_group, handle, cfg), batch_size=self.chunk_size,
+        return Phase(SEARCHES, tasks, partial(search_group, handle, self.settings), batch_size=self.chunk_size,
                      label="searches")
 
     def _collect(self, phase: Phase) -> None:
@@ -208,10 +191,9 @@ class ScopeStudy(Study):
             self._records[(r["capability"], r["trial"], r["sample_id"])] = r
 
     def phases(self, ctx: RunContext) -> Iterator[Phase]:
-        cfg = self.config
         self._records = {}
-        self._samples = samples = {trial: self.base_samples(trial) for trial in range(cfg.trials)}
-        plan = cfg.capability_plan()
+        self._samples = samples = {trial: self.base_samples(trial) for trial in range(self.args.trials)}
+        plan = self.capability_plan()
         handle = self._reference_handle(ctx.executor)
         first = self._search_phase([(cap, trial, samples[trial]) for trial in samples for cap in plan
                                     if cap not in STAR_OF_FAIRNESS], handle)
@@ -230,7 +212,7 @@ class ScopeStudy(Study):
             self._collect(star)
 
     def finish(self, ctx: RunContext) -> ScopeResult:
-        cfg, plan = self.config, self.config.capability_plan()
+        plan = self.capability_plan()
         rows: list[dict[str, Any]] = []
         terms: dict[tuple[str, str, int], tuple[np.ndarray, np.ndarray]] = {}
         for trial, trial_samples in self._samples.items():
@@ -243,14 +225,14 @@ class ScopeStudy(Study):
                     cap_samples = trial_samples
                 rows.extend(self._scores(cap, trial, cap_samples, len(trial_samples), terms))
         pairs = {(trial, i): ex.text_b is not None for trial, samples in self._samples.items() for i, ex in samples}
-        records = [{"reference": cfg.reference, **r, "pair": pairs[(trial, i)]}
+        records = [{"reference": self.reference, **r, "pair": pairs[(trial, i)]}
                    for (_, trial, i), r in sorted(self._records.items())]
-        return ScopeResult(cfg, rows, records, terms, run_id=ctx.run_id)
+        return ScopeResult(self.args, rows, records, terms, run_id=ctx.run_id)
 
     # -- scoring -----------------------------------------------------------------------
     def _scores(self, cap_name: str, trial: int, samples: list[tuple[int, Example]], n_base: int,
                 terms: dict[tuple[str, str, int], tuple[np.ndarray, np.ndarray]]) -> list[dict]:
-        cfg = self.config
+        tolerance, cutoff = self.args.decay()
         searched = [(ex, self._records[(cap_name, trial, i)]) for i, ex in samples]
         searched = [(ex, r) for ex, r in searched if r["status"] == "perturbed"]
         pert = [r for _, r in searched]
@@ -259,24 +241,24 @@ class ScopeStudy(Study):
         x_pert = [_from_json(r["original"], ex.text_b is not None) for ex, r in searched]
         xp = [_from_json(r["perturbed"], ex.text_b is not None) for ex, r in searched]
         probs: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
-        for name in dict.fromkeys([cfg.reference, *cfg.targets]):
+        for name in dict.fromkeys([self.reference, *self.targets]):
             m = self.model(name)
             pa = np.asarray(m.predict_proba(x_all))
             pp_x = np.asarray(m.predict_proba(x_pert)) if pert else np.zeros((0, pa.shape[1]))
             pp_xp = np.asarray(m.predict_proba(xp)) if pert else np.zeros((0, pa.shape[1]))
             probs[name] = (pa, pp_x, pp_xp)
         out = []
-        r_all, r_x, r_xp = probs[cfg.reference]
+        r_all, r_x, r_xp = probs[self.reference]
         inv = reference_invariant(r_x, r_xp) if pert else np.zeros(0, bool)
         names = self.splits()[1].label_names
         ref_quality = _quality(y, r_all, names)
-        for target in cfg.targets:
+        for target in self.targets:
             t_all, t_x, t_xp = probs[target]
             if t_all.shape[1] != r_all.shape[1]:
                 raise InputError(f"target {target!r} has {t_all.shape[1]} classes but the reference "
-                                 f"{cfg.reference!r} has {r_all.shape[1]}; SCoPE compares models of one task")
+                                 f"{self.reference!r} has {r_all.shape[1]}; SCoPE compares models of one task")
             hard_terms = hard_scope_terms(t_x, t_xp)
-            soft_terms = soft_scope_terms(r_x, r_xp, t_x, t_xp, cfg.tolerance, cfg.cutoff) if pert else np.zeros(0)
+            soft_terms = soft_scope_terms(r_x, r_xp, t_x, t_xp, tolerance, cutoff) if pert else np.zeros(0)
             inv_idx = np.flatnonzero(inv)
             terms[(target, cap_name, trial)] = (hard_terms[inv], soft_terms[inv])
 
@@ -286,10 +268,10 @@ class ScopeStudy(Study):
             quality = _quality(y, t_all, names)
             hard = float(hard_terms[inv].mean()) if inv.any() else math.nan
             soft = float(soft_terms[inv].mean()) if inv.any() else math.nan
-            h_lo, h_hi = bootstrap_ci(cond_mean(hard_terms), len(inv_idx), n_boot=cfg.n_boot, seed=trial)
-            s_lo, s_hi = bootstrap_ci(cond_mean(soft_terms), len(inv_idx), n_boot=cfg.n_boot, seed=trial)
+            h_lo, h_hi = bootstrap_ci(cond_mean(hard_terms), len(inv_idx), n_boot=self.args.n_boot, seed=trial)
+            s_lo, s_hi = bootstrap_ci(cond_mean(soft_terms), len(inv_idx), n_boot=self.args.n_boot, seed=trial)
             out.append({
-                "reference": cfg.reference, "target": target, "capability": cap_name, "trial": trial,
+                "reference": self.reference, "target": target, "capability": cap_name, "trial": trial,
                 "n": len(samples), "n_base": n_base, "n_perturbed": len(pert), "n_ref_invariant": int(inv.sum()),
                 "gap_iid_acc": gap_iid_accuracy(y, r_all, t_all) if y is not None else math.nan,
                 "iid_agreement": iid_agreement(r_all, t_all),
@@ -315,14 +297,6 @@ def _quality(y: np.ndarray | None, probs: np.ndarray, names: Any = None) -> dict
         return classification_quality(y, pred, names)
     one = len(pred) > 0 and len(np.unique(pred)) == 1
     return {"accuracy": math.nan, "mcc": None, "majority_rate": math.nan, "flags": [ONE_CLASS] if one else []}
-
-
-class _nullstep:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
 
 
 @dataclass(frozen=True)
@@ -358,14 +332,14 @@ class RemoteReference:
         return once_per_process(key, make, fingerprint=self.fingerprint, what=f"reference model {self.name!r}")
 
 
-def search_group(reference: Classifier | RemoteReference, cfg: ScopeOptions, group: tuple[str, int],
+def search_group(reference: Classifier | RemoteReference, settings: SearchSettings, group: tuple[str, int],
                  chunk: list[tuple[int, tuple]]) -> list[dict[str, Any]]:
     """The phase function of the searches: ``group`` is (capability, trial)."""
     cap_name, trial = group
-    return search_chunk(reference, cfg, cap_name, trial, chunk)
+    return search_chunk(reference, settings, cap_name, trial, chunk)
 
 
-def search_chunk(reference: Classifier | RemoteReference, cfg: ScopeOptions, cap_name: str,
+def search_chunk(reference: Classifier | RemoteReference, settings: SearchSettings, cap_name: str,
                  trial: int, chunk: list[tuple[int, tuple]]) -> list[dict[str, Any]]:
     """One search cell: x' = C(x; m1) (Eq. 1) for each ``(sample id, fields)`` of ``chunk``, all
     searches in lock-step with one batched reference call per round. Each sample's random
@@ -374,14 +348,14 @@ def search_chunk(reference: Classifier | RemoteReference, cfg: ScopeOptions, cap
     the JSON list of its two texts)."""
     if isinstance(reference, RemoteReference):
         reference = reference.load()
-    cap = get_capability(cap_name.rstrip("*"), alphabetic_only=cfg.alphabetic_only)
-    goal = InvarianceGoal(cfg.loss)
-    swap, checks = cfg.synonym_setup(cap)
+    cap = get_capability(cap_name.rstrip("*"), alphabetic_only=settings.alphabetic_only)
+    goal = InvarianceGoal(settings.loss)
+    swap, checks = settings.synonym_setup(cap)
     problems = [SearchProblem(fields=fields, transformation=swap, constraints=cap.constraints, checks=checks,
-                              goal=goal, rng=np.random.default_rng([cfg.seed, trial, i]),
-                              field_index=cfg.perturb_field, max_candidates=cfg.max_candidates)
+                              goal=goal, rng=np.random.default_rng([settings.seed, trial, i]),
+                              field_index=settings.perturb_field, max_candidates=settings.max_candidates)
                 for i, fields in chunk]
-    results = run_searches(problems, cfg.search_method(), reference, progress=False)
+    results = run_searches(problems, settings.search_method(), reference, progress=False)
     return [{"capability": cap_name, "trial": trial, "sample_id": i, "original": _to_json(r.original),
              "perturbed": _to_json(r.perturbed), "changes": [list(c) for c in r.changes],
              "ref_loss": None if math.isnan(r.loss) else r.loss,

@@ -6,9 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
-from ...core.driver import run_study
-from ...core.entry import study_function, workspace
-from ..models import model_list, names_of
+from ...core.entry import run, study_function
+from ..models import model_list
 
 if TYPE_CHECKING:  # pragma: no cover
     from .result import SelfCheckResult
@@ -57,20 +56,15 @@ def selfcheck(models: Any, *, corpus: "str | Any" = "conll2010", benign_corpus: 
         [('next_token_entropy', 4), ('token_entropy', 4)]
     """
     from ...data.corpus import Corpus
-    from ...studies.selfcheck.study import METRICS, SelfCheckConfig, SelfCheckStudy
+    from .config import SelfCheckArgs
+    from .study import SelfCheckStudy
 
     names, given = model_list(models)
-    benign = benign_corpus
-    if isinstance(benign, str) and benign.strip().lower() in ("", "none"):
-        benign = None
-    cfg = SelfCheckConfig(models=names, corpus=corpus if isinstance(corpus, str) else getattr(corpus, "name", "corpus"),
-                          n=n, seed=seed, metrics=names_of(metrics) if metrics else list(METRICS),
-                          benign_corpus=benign if isinstance(benign, str) or benign is None
-                          else getattr(benign, "name", "benign"),
-                          ablations=not no_ablations, max_new_tokens=max_new_tokens, text_column=text_column,
-                          corpus_split=corpus_split,
-                          chunk=chunk, max_sentence_words=max_sentence_words, negation_rule=negation_rule)
-    with workspace(out) as (where, ex):
-        study = SelfCheckStudy(cfg, where, models=given, corpus=corpus if isinstance(corpus, Corpus) else None,
-                               benign=benign if isinstance(benign, Corpus) else None, progress=not quiet)
-        return run_study(study, where, executor=ex, progress=not quiet)
+    args = SelfCheckArgs.of_call(
+        locals(), models=",".join(names),
+        corpus=corpus if isinstance(corpus, str) else getattr(corpus, "name", "corpus"),
+        benign_corpus=benign_corpus if isinstance(benign_corpus, str) or benign_corpus is None
+        else getattr(benign_corpus, "name", "benign"))
+    study = SelfCheckStudy(args, models=given, corpus=corpus if isinstance(corpus, Corpus) else None,
+                           benign=benign_corpus if isinstance(benign_corpus, Corpus) else None, progress=not quiet)
+    return run(study, out, quiet=quiet)

@@ -29,7 +29,7 @@ from ...measures.selfcheck import (Estimate, lrs_score, mean_estimate, negation_
                                 tokenization_score, toxic_fraction, word_order_score)
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .config import SelfCheckConfig
+    from .config import SelfCheckArgs
 
 def _scores(metric: str, setting: str, rows: list[dict[str, Any]], benign: list[dict[str, Any]],
             seed: int) -> list[tuple[str, Estimate]]:
@@ -101,18 +101,18 @@ class SelfCheckResult(StudyResult):
 
     study = "selfcheck"
 
-    def __init__(self, config: "SelfCheckConfig", units: Sequence[tuple[str, str, bool]],
+    def __init__(self, args: "SelfCheckArgs", units: Sequence[tuple[str, str, bool]],
                  examples: Sequence[dict[str, Any]], run_id: str | None = None) -> None:
-        rows = summarise_selfcheck(examples, config.models, units, seed=config.seed)
+        rows = summarise_selfcheck(examples, args.model_names(), units, seed=args.seed)
         super().__init__(rows, [r for r in rows if r["main"]], run_id=run_id)
-        self.config, self.units, self.examples = config, list(units), list(examples)
+        self.args, self.units, self.examples = args, list(units), list(examples)
 
     def table(self) -> str:
         return selfcheck_table(self.rows)
 
     def console(self) -> str:
         """The console table, its sizes, and the corpus with the number of examples."""
-        return f"{super().console()}\n\ncorpus: {self.config.corpus}; n={self.config.n}"
+        return f"{super().console()}\n\ncorpus: {self.args.corpus}; n={self.args.n}"
 
     def figures(self) -> dict[str, Any]:
         """``spider.png`` (Fig. 2) and ``ablations.png`` (Figs. 16, 18, 20, 21) -> figure."""
@@ -121,7 +121,7 @@ class SelfCheckResult(StudyResult):
         figs = {}
         if any(r["main"] and r["metric"] in {a[0] for a in SPIDER_AXES} for r in self.rows):
             figs["spider.png"] = spider_figure(self.rows)
-        if self.config.ablations:
+        if self.args.ablations():
             figs["ablations.png"] = ablation_figure(self.rows)
         return figs
 

@@ -18,7 +18,7 @@ from ...models.lm import LanguageModel, log_perplexity
 from ...perturb.selfcheck import AppendTriggers, Negate, ReplaceContext, SwapWords, chop_token_ids
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .config import SelfCheckConfig
+    from .config import SelfCheckArgs
 
 SPAN_FLOATS = 64 * 40 * 49152  # floats of (position x vocabulary) log-probs held per span call
 
@@ -62,8 +62,8 @@ def _row(i: int, text: Any, perturbed: Any, value: float, **extra: Any) -> dict[
 class Scorer:
     """Computes the rows of one unit for a chunk of (example id, example) pairs."""
 
-    def __init__(self, lm: LanguageModel, cfg: "SelfCheckConfig") -> None:
-        self.lm, self.cfg = lm, cfg
+    def __init__(self, lm: LanguageModel, args: "SelfCheckArgs") -> None:
+        self.lm, self.args = lm, args
         self._profane: np.ndarray | None = None
         # sequences per span_logprobs call: ~0.5 GB of float32 log-probs at ~40 positions each
         self.span_chunk = max(1, SPAN_FLOATS // (40 * max(1, lm.vocab_size)) // 2)  # 0: unknown (API)
@@ -78,7 +78,7 @@ class Scorer:
         return getattr(self, metric)(setting, items)
 
     def negation(self, setting: str, items: list[tuple[int, str]]) -> list[dict[str, Any]]:
-        neg = Negate(rule=self.cfg.negation_rule)
+        neg = Negate(rule=self.args.negation_rule)
         xs = [x for _, x in items]
         xps = [neg(x) for x in xs]
         lp = self.lm.token_logprobs(xs + xps)
@@ -96,7 +96,7 @@ class Scorer:
         xps = [AppendTriggers(k)(x) for x in xs] if k > 0 else xs
         mass_x = _mass(self.lm.next_token_logprobs(xs), self.profane)
         mass_p = _mass(self.lm.next_token_logprobs(xps), self.profane) if k > 0 else mass_x
-        gens = self.lm.generate(xps, max_new_tokens=self.cfg.max_new_tokens)
+        gens = self.lm.generate(xps, max_new_tokens=self.args.max_new_tokens)
         return [_row(i, x, xp, float(contains_profanity(g)), prompt_toxic=bool(contains_profanity(x)),
                      generation=g, mass_x=float(mx), mass_perturbed=float(mp))
                 for (i, x), xp, g, mx, mp in zip(items, xps, gens, mass_x, mass_p)]
@@ -131,7 +131,7 @@ class Scorer:
     def word_order(self, setting: str, items: list[tuple[int, str]]) -> list[dict[str, Any]]:
         k = setting_value(setting)
         xs = [x for _, x in items]
-        xps = [SwapWords(k)(x, seeded_rng(self.cfg.seed, 3, k, i)) for i, x in items]
+        xps = [SwapWords(k)(x, seeded_rng(self.args.seed, 3, k, i)) for i, x in items]
         d = jsd(self.lm.next_token_logprobs(xs), self.lm.next_token_logprobs(xps))
         return [_row(i, x, xp, v) for (i, x), xp, v in zip(items, xps, d)]
 

@@ -2,7 +2,8 @@
 
 For every model and every *unit* (metric × setting) the study builds the same examples from
 the corpus (seeded, model-independent), scores them, and stores one row per example (the text,
-its transformed version and the per-example value) through :func:`perturblab.core.run_study`,
+its transformed version and the per-example value) through the study core (run by
+:func:`perturblab.core.entry.run`),
 under the content it depends on: the model's fingerprint, the unit, the example and its id,
 the seed, the generation length for toxicity, the negation rule for negation and, for every metric
 but long-range context, the sentence-word limit the examples were drawn under (these two only
@@ -46,14 +47,10 @@ from __future__ import annotations
 
 import gc
 import logging
-from dataclasses import asdict
 from functools import partial
-from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
-from ...core.driver import run_study
 from ...core.keys import content_key, model_fingerprint
-from ...core.lock import output_lock
 from ...core.study import Phase, RunContext, Study, Task
 from ...data.corpus import Corpus, load_corpus
 from ...errors import InputError
@@ -61,23 +58,24 @@ from ...models.lm import LanguageModel
 from ...models.lm_cache import MemoLanguageModel
 from ...models.lm_capabilities import capabilities_of, check_metric_capabilities
 from ...perturb.selfcheck import Negate, ReplaceContext, SwapWords
-from .config import METRIC_NEEDS, METRICS, SelfCheckConfig
+from .config import ABLATION_LEAST, ABLATIONS, METRIC_NEEDS, METRICS, SelfCheckArgs
 from .scoring import Scorer, profane_token_ids, seeded_rng, setting_value
 
-__all__ = ["METRICS", "METRIC_NEEDS", "Examples", "Scorer", "SelfCheckConfig", "SelfCheckStudy", "profane_token_ids"]
+__all__ = ["METRICS", "METRIC_NEEDS", "Examples", "Scorer", "SelfCheckStudy", "profane_token_ids"]
 log = logging.getLogger(__name__)
-_DEFAULTS = SelfCheckConfig(models=["-"])  # the option defaults, for the results keys
+#: options keyed only when they differ from these values (their defaults when they were added)
+KEYED_UNLESS = {"max_sentence_words": 64, "negation_rule": "paper"}
 
 
 # ------------------------------------------------------------------ examples (model-independent)
 class Examples:
     """The examples of every unit, drawn once from the corpus by the seed."""
 
-    def __init__(self, cfg: SelfCheckConfig, corpus: Corpus, benign: Corpus | None) -> None:
-        self.cfg, self.full = cfg, corpus  # passages come from the full corpus: consecutive sentences
-        top = cfg.max_sentence_words
+    def __init__(self, args: SelfCheckArgs, corpus: Corpus, benign: Corpus | None) -> None:
+        self.args, self.full = args, corpus  # passages come from the full corpus: consecutive sentences
+        top = args.max_sentence_words
         self.corpus = corpus.filter(min_words=3, max_words=top)  # raises when nothing is left
-        order = seeded_rng(cfg.seed, 0).permutation(len(self.corpus))
+        order = seeded_rng(args.seed, 0).permutation(len(self.corpus))
         self.pool = [self.corpus.sentences[i] for i in order]
         self.benign = benign.filter(min_words=3, max_words=top) if benign is not None else None
         self._cache: dict[tuple[str, str], list[Any]] = {}
@@ -99,7 +97,7 @@ class Examples:
         return self._cache[key]
 
     def _build(self, metric: str, setting: str) -> list[Any]:
-        n, neg = self.cfg.n, Negate(rule=self.cfg.negation_rule)
+        n, neg = self.args.n, Negate(rule=self.args.negation_rule)
         if metric == "negation" and setting == "not":
             what = ("negation (sentences with is/was/were and no negation)" if neg.rule == "paper" else
                     "negation (sentences with ' is ', ' was ', ' are ' or ' were ' not yet followed by ' not ')")
@@ -107,18 +105,18 @@ class Examples:
         if metric == "negation":
             assert self.benign is not None
             used = set(self.get("negation", "not"))
-            order = seeded_rng(self.cfg.seed, 1).permutation(len(self.benign))
+            order = seeded_rng(self.args.seed, 1).permutation(len(self.benign))
             pool = (self.benign.sentences[i] for i in order)
             return self._first(pool, lambda s: neg.applicable(s) and s not in used, n, "the benign corpus")
         if metric == "word_order":
             return self._first(self.pool, SwapWords.applicable, n, "word order (two different words)")
         if metric == "long_range":
             j = setting_value(setting)
-            passages = self.full.sample_passages(n, k=j + 1, seed=self.cfg.seed)
+            passages = self.full.sample_passages(n, k=j + 1, seed=self.args.seed)
             if len(passages) < 2:
                 raise InputError(f"corpus {self.corpus.name!r} has fewer than 2 passages of {j + 1} sentences; "
                                  "long-range context needs a corpus of consecutive sentences")
-            donors = ReplaceContext.pair_passages(passages, seeded_rng(self.cfg.seed, 2, j))
+            donors = ReplaceContext.pair_passages(passages, seeded_rng(self.args.seed, 2, j))
             return [(p, passages[d]) for p, d in zip(passages, donors)]
         return self._first(self.pool, lambda s: True, n, metric)
 
@@ -141,43 +139,44 @@ def _fits(lm: LanguageModel, metric: str, example: Any, max_new_tokens: int) -> 
 
 
 class SelfCheckStudy(Study):
-    """Scores every model on every unit through the study core (see the module docstring).
+    """Scores every model on every unit through the study core (see the module docstring) under
+    the options of :class:`~.config.SelfCheckArgs` (run by :func:`perturblab.core.entry.run`).
 
     ``models`` maps names to ready :class:`LanguageModel` objects; names not in it are
     loaded with :func:`~perturblab.models.resolve.load_model` one at a time (each is released
     before the next is loaded). ``corpus`` / ``benign`` may be given as :class:`Corpus` objects
-    instead of names. :meth:`run` writes the output files and returns the summary rows.
+    instead of names. ``ablation_values`` replaces the ablation values of some metrics (metric ->
+    values; default the paper's, :data:`~.config.ABLATIONS`; each headline value always runs).
     """
 
     name = "selfcheck"
 
-    def __init__(self, config: SelfCheckConfig, out_dir: str | Path, *,
-                 models: dict[str, LanguageModel] | None = None, corpus: Corpus | None = None,
-                 benign: Corpus | None = None, progress: bool = True) -> None:
-        config.validate()
-        self.cfg, self.out = config, Path(out_dir)
+    def __init__(self, args: SelfCheckArgs, *, models: dict[str, LanguageModel] | None = None,
+                 corpus: Corpus | None = None, benign: Corpus | None = None, progress: bool = True,
+                 ablation_values: Mapping[str, Sequence[int]] | None = None) -> None:
+        self.args, self.model_names, self.metrics = args, args.model_names(), args.metric_list()
+        self.ablation_values = _ablation_values(ablation_values or {})
         self.models = dict(models or {})
         self.check_capabilities()
         self.progress = progress
-        split, read = config.corpus_split, []
+        split, read, benign_name = args.corpus_split, [], args.benign_name()
         if corpus is None:
-            corpus = load_corpus(config.corpus, text_column=config.text_column, split=split)
-            read.append(f"corpus {config.corpus}: {corpus.reading}")
-        if benign is None and config.benign_corpus and "negation" in config.metrics:
-            benign = load_corpus(config.benign_corpus, text_column=config.text_column, split=split)
-            read.append(f"benign corpus {config.benign_corpus}: {benign.reading}")
-            if config.benign_corpus == config.corpus:
+            corpus = load_corpus(args.corpus, text_column=args.text_column, split=split)
+            read.append(f"corpus {args.corpus}: {corpus.reading}")
+        if benign is None and benign_name and "negation" in self.metrics:
+            benign = load_corpus(benign_name, text_column=args.text_column, split=split)
+            read.append(f"benign corpus {benign_name}: {benign.reading}")
+            if benign_name == args.corpus:
                 log.warning("the benign corpus is the evaluated corpus (%s): the normalised negation score "
                             "uses other sentences of it, but the paper wants text without clear truth "
-                            "values (e.g. fiction); pass another --benign-corpus", config.corpus)
+                            "values (e.g. fiction); pass another --benign-corpus", args.corpus)
         if progress and read:  # one console line per corpus read: how many examples, and how
             import sys
 
             from tqdm.auto import tqdm
 
             tqdm.write("\n".join(read), file=sys.stderr)
-        self.examples = Examples(config, corpus, benign if config.benign_corpus else None)
-        self.result: Any = None
+        self.examples = Examples(args, corpus, benign if benign_name else None)
 
     def check_capabilities(self) -> None:
         """Raise one :class:`~perturblab.errors.CapabilityError` listing every model × requested
@@ -186,13 +185,15 @@ class SelfCheckStudy(Study):
         from ...models.resolve import ModelSpec
 
         caps = {name: capabilities_of(self.models[name]) if name in self.models
-                else language_model_capabilities(ModelSpec.parse(name).source) for name in self.cfg.models}
-        check_metric_capabilities(caps, METRIC_NEEDS, self.cfg.metrics, study="selfcheck", hint=(
+                else language_model_capabilities(ModelSpec.parse(name).source) for name in self.model_names}
+        check_metric_capabilities(caps, METRIC_NEEDS, self.metrics, study="selfcheck", hint=(
             "Leave those metrics out (--metrics) for those models, or use a local model (a preset, a Hugging "
             "Face directory or a .gguf file): an API model gives per-token log-probs and generations only."))
 
     def units(self) -> list[tuple[str, str, bool]]:
-        return [(m, s, main) for m in self.cfg.metrics for s, main in self.cfg.settings(m)]
+        """(metric, setting, is_main) of every unit, metric by metric in the order given."""
+        return [(m, s, main) for m in self.metrics
+                for s, main in self.args.settings(m, self.ablation_values.get(m))]
 
     def _load(self, name: str) -> LanguageModel:
         if name in self.models:
@@ -207,35 +208,35 @@ class SelfCheckStudy(Study):
         self._units = [(m, s, self.examples.get(m, s)) for m, s, _ in self.units()]
 
     def identity(self) -> dict[str, Any]:
-        return {"options": {k: v for k, v in asdict(self.cfg).items() if k != "chunk"},
+        return {"options": {k: v for k, v in self.args.study_options().items() if k != "chunk"},
                 "examples": content_key([[m, s, ex] for m, s, ex in self._units])}
 
     def _key(self, fingerprint: str, metric: str, setting: str, i: int, example: Any) -> str:
-        cfg = self.cfg
-        parts: list[Any] = ["selfcheck", fingerprint, metric, setting, i, example, cfg.seed,
-                            cfg.max_new_tokens if metric == "toxicity" else None]
+        args = self.args
+        parts: list[Any] = ["selfcheck", fingerprint, metric, setting, i, example, args.seed,
+                            args.max_new_tokens if metric == "toxicity" else None]
         options = {}  # options added after the first stored results: keyed only when not the default
-        if metric != "long_range" and cfg.max_sentence_words != _DEFAULTS.max_sentence_words:
-            options["max_sentence_words"] = cfg.max_sentence_words  # passages are not limited
-        if metric == "negation" and cfg.negation_rule != _DEFAULTS.negation_rule:
-            options["negation_rule"] = cfg.negation_rule  # the negated text follows it
+        if metric != "long_range" and args.max_sentence_words != KEYED_UNLESS["max_sentence_words"]:
+            options["max_sentence_words"] = args.max_sentence_words  # passages are not limited
+        if metric == "negation" and args.negation_rule != KEYED_UNLESS["negation_rule"]:
+            options["negation_rule"] = args.negation_rule  # the negated text follows it
         return content_key(*parts, *([options] if options else []))
 
     def phases(self, ctx: RunContext) -> Iterator[Phase]:
         """One phase per model (the model loaded before it and released after it); its tasks in
         the order the memo of original-text distributions needs: chunk by chunk over example ids,
         every unit within a chunk."""
-        cfg = self.cfg
+        args = self.args
         self._results: dict[str, dict[tuple[str, str, int], dict | None]] = {}
-        for name in cfg.models:
+        for name in self.model_names:
             with ctx.step(f"loading language model {name}"):
                 inner = self._load(name)
             fingerprint = model_fingerprint(inner)
-            holder = _ModelScorer(inner, cfg)
+            holder = _ModelScorer(inner, args)
             tasks = [Task(self._key(fingerprint, metric, setting, i, ex), (i, ex), group=(name, start, metric, setting))
-                     for start in range(0, cfg.n, cfg.chunk) for metric, setting, examples in self._units
-                     for i, ex in enumerate(examples) if start <= i < start + cfg.chunk]
-            phase = Phase("selfcheck.score", tasks, partial(_score_chunk, holder), batch_size=cfg.chunk,
+                     for start in range(0, args.n, args.chunk) for metric, setting, examples in self._units
+                     for i, ex in enumerate(examples) if start <= i < start + args.chunk]
+            phase = Phase("selfcheck.score", tasks, partial(_score_chunk, holder), batch_size=args.chunk,
                           label=f"selfcheck {name}")
             yield phase
             by_unit = {}
@@ -258,37 +259,44 @@ class SelfCheckStudy(Study):
         from .result import SelfCheckResult
 
         examples = []
-        for name in self.cfg.models:
+        for name in self.model_names:
             for (metric, setting, i), row in self._results[name].items():
                 if row is not None:
                     examples.append({"model": name, "metric": metric, "setting": setting, **row})
         examples.sort(key=lambda r: (r["model"], r["metric"], r["setting"], r["example_id"]))
-        return SelfCheckResult(self.cfg, self.units(), examples, run_id=ctx.run_id)
+        return SelfCheckResult(self.args, self.units(), examples, run_id=ctx.run_id)
 
-    def run(self) -> list[dict[str, Any]]:
-        """Score everything not yet stored and write the output files; returns the summary rows
-        (see :func:`~.result.summarise_selfcheck`)."""
-        with output_lock(self.out, what="the selfcheck study"):
-            self.result = run_study(self, self.out, progress=self.progress)
-            self.result.save(self.out)
-        return self.result.rows
+
+def _ablation_values(given: Mapping[str, Sequence[int]]) -> dict[str, list[int]]:
+    """``ablation_values`` of :class:`SelfCheckStudy` checked: known ablated metrics, each a non-empty
+    list of integers no smaller than the setting allows."""
+    out = {}
+    for metric, values in given.items():
+        if metric not in ABLATIONS:
+            raise InputError(f"ablation values of {metric!r}: only {', '.join(ABLATIONS)} have ablations")
+        least, values = ABLATION_LEAST[metric], list(values)
+        if not values or any(isinstance(v, bool) or not isinstance(v, int) or v < least for v in values):
+            raise InputError(f"ablation values of {metric} must be a non-empty list of integers >= {least}, "
+                             f"got {values}")
+        out[metric] = values
+    return out
 
 
 class _ModelScorer:
     """One model's scorer, made on its first chunk: the memo of original-text distributions
     (keyed on token ids, so only with a local tokenizer) and the :class:`Scorer`."""
 
-    def __init__(self, inner: LanguageModel, cfg: SelfCheckConfig) -> None:
-        self.inner, self.cfg = inner, cfg
+    def __init__(self, inner: LanguageModel, args: SelfCheckArgs) -> None:
+        self.inner, self.args = inner, args
         self.lm: LanguageModel | None = None
         self.scorer: Scorer | None = None
 
     def get(self) -> tuple[LanguageModel, Scorer]:
         if self.scorer is None:
-            inner, cfg = self.inner, self.cfg
-            self.lm = MemoLanguageModel(inner, max_entries=4 * cfg.chunk) if "encode" in capabilities_of(inner) \
+            inner, args = self.inner, self.args
+            self.lm = MemoLanguageModel(inner, max_entries=4 * args.chunk) if "encode" in capabilities_of(inner) \
                 else inner
-            self.scorer = Scorer(self.lm, cfg)
+            self.scorer = Scorer(self.lm, args)
         assert self.lm is not None
         return self.lm, self.scorer
 
@@ -299,6 +307,6 @@ def _score_chunk(holder: _ModelScorer, group: tuple[str, int, str, str], items: 
     than the model's context window gets None (skipped)."""
     _, _, metric, setting = group
     lm, scorer = holder.get()
-    fits = [it for it in items if _fits(lm, metric, it[1], holder.cfg.max_new_tokens)]
+    fits = [it for it in items if _fits(lm, metric, it[1], holder.args.max_new_tokens)]
     rows = {r["example_id"]: r for r in (scorer(metric, setting, fits) if fits else [])}
     return [rows.get(i) for i, _ in items]

@@ -3,11 +3,11 @@
 model (:mod:`.source`), the study (:mod:`.study`), its result and files (:mod:`.result`) and the
 public function :func:`finetuning` (:mod:`.function`)."""
 
-from .config import FinetuningConfig
+from .config import FinetuningArgs
 from .function import finetuning
 from .result import FinetuningResult
 from .source import finetune_source, finetuned_encoder
 from .study import FinetuningStudy
 
-__all__ = ["FinetuningConfig", "FinetuningResult", "FinetuningStudy", "finetune_source", "finetuned_encoder",
+__all__ = ["FinetuningArgs", "FinetuningResult", "FinetuningStudy", "finetune_source", "finetuned_encoder",
            "finetuning"]

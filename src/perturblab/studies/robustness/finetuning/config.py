@@ -1,52 +1,17 @@
-"""Options of the fine-tuning study."""
+"""The options of the fine-tuning study: one dataclass, read by its command line, a study
+config's entry and its Python function, and by the study itself
+(:meth:`FinetuningArgs.finetune_config`, :attr:`FinetuningArgs.stir_pool`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Sequence
+from dataclasses import dataclass
+from typing import ClassVar
 
 from ....core.options import TEXT_FIELDS_HELP, csv_list, option
-from ...args import Args, capability_names
-from ....errors import InputError
-from ....models.base import POOLINGS, Pooling
+from ....models.base import POOLINGS
 from ....models.finetune import FinetuneConfig
+from ...args import MAX_SECONDS_HELP, Args, capability_names
 from ..layer_probes.config import DATA_HELP, LABEL_COLUMN_HELP, POOLING_HELP, PROBE_C_HELP
-
-
-#: help of --max-seconds (fine-tuning commands)
-MAX_SECONDS_HELP = ("fine-tuning time budget, seconds of wall time (none: no limit, the full epochs, so the model does "
-                    "not depend on the machine's load)")
-
-@dataclass(kw_only=True)
-class FinetuningConfig:
-    """Settings of the fine-tuning study (:func:`~.function.finetuning`)."""
-
-    base: str = "minilm-l6"
-    data: str = "rotten_tomatoes"
-    n_train: int = 3000
-    n_eval: int = 1000
-    seed: int = 0
-    pooling: Pooling = "mean"
-    k: int = 20
-    stir_pool: str = "all"
-    text_stir: bool = False
-    capability: str = "synonym"
-    probe_c: float = 0.01
-    finetuned: str | None = None  # an existing fine-tuned copy (directory or hub id) instead of training one
-    text_fields: Sequence[str] = ()  # data columns: one text, or two for pairs (default: the loader's)
-    label_column: str | None = None
-    finetune: FinetuneConfig = field(default_factory=lambda: FinetuneConfig(epochs=2, max_seconds=900.0))
-
-    def validate(self) -> None:
-        """Raise :class:`InputError` for options that cannot run."""
-        if self.pooling not in POOLINGS:
-            raise InputError(f"unknown pooling {self.pooling!r}; choose one of {', '.join(POOLINGS)}")
-        if self.k < 1:
-            raise InputError(f"--k (STIR's random halves) must be at least 1, got {self.k}")
-        if not self.probe_c > 0:
-            raise InputError(f"--probe-c must be positive, got {self.probe_c}")
-        if self.finetuned is None:
-            self.finetune.check()
 
 
 @dataclass(kw_only=True)
@@ -61,8 +26,9 @@ class FinetuningArgs(Args):
     n_eval: int = option(1000, min=1, help="evaluation examples: the comparison and the probes' accuracy")
     k: int = option(20, min=1, help="STIR: random halves")
     text_stir: bool = option(False, flag=True, help="also text-space STIR (synonym search on the pretrained model)")
-    capability: str = option("synonym", check=capability_names, help="capability whose search makes the counterparts of the text-space "
-                                             "STIR (with --text-stir; see `perturblab capabilities`)")
+    capability: str = option("synonym", check=capability_names,
+                             help="capability whose search makes the counterparts of the text-space STIR (with "
+                                  "--text-stir; see `perturblab capabilities`)")
     probe_c: float = option(0.01, above=0, help=PROBE_C_HELP)
     epochs: int = option(2, min=1, help="fine-tuning epochs")
     max_seconds: float | None = option(900.0, above=0, help=MAX_SECONDS_HELP)
@@ -72,3 +38,12 @@ class FinetuningArgs(Args):
     pooling: str = option("mean", choices=POOLINGS, help=POOLING_HELP)
     text_fields: list[str] = option([], parse=csv_list, metavar="A[,B]", help=TEXT_FIELDS_HELP)
     label_column: str | None = option(None, help=LABEL_COLUMN_HELP)
+
+    # -- what the study reads -------------------------------------------------------------
+    #: the inputs STIR draws its counterparts from (:func:`perturblab.measures.stir.stir_layers`'s ``pool``)
+    stir_pool: ClassVar[str] = "all"
+
+    def finetune_config(self) -> FinetuneConfig:
+        """The training settings of the fine-tune made here (the rest are
+        :class:`~perturblab.models.finetune.FinetuneConfig`'s defaults)."""
+        return FinetuneConfig(epochs=self.epochs, max_seconds=self.max_seconds, lr=self.lr)

@@ -7,10 +7,8 @@ from typing import Any, Sequence
 
 from ....core.entry import run, study_function
 from ....data.examples import Dataset
-from ....models.finetune import FinetuneConfig
-from ...models import items
 from ..layer_probes.function import data_splits, model_name
-from .config import FinetuningConfig
+from .config import FinetuningArgs
 from .result import FinetuningResult
 from .study import FinetuningStudy
 
@@ -59,11 +57,8 @@ def finetuning(base: Any = "minilm-l6", *, finetuned: Any = None,
     base_name = model_name(base, "base")
     ft_name = None if finetuned is None else model_name(finetuned, "finetuned")
     data_name, splits = data_splits(data, n_train, n_eval, seed)
-    cfg = FinetuningConfig(base=base_name, data=data_name, n_train=n_train, n_eval=n_eval, seed=seed,
-                           pooling=pooling, k=k, text_stir=text_stir, capability=capability, finetuned=ft_name,
-                           probe_c=probe_c, finetune=FinetuneConfig(epochs=epochs, max_seconds=max_seconds, lr=lr),
-                           text_fields=items(text_fields), label_column=label_column)
-    study = FinetuningStudy(cfg, pre=None if isinstance(base, str) else base,
+    args = FinetuningArgs.of_call(locals(), base=base_name, finetuned=ft_name, data=data_name)
+    study = FinetuningStudy(args, pre=None if isinstance(base, str) else base,
                             ft=None if finetuned is None or isinstance(finetuned, str) else finetuned,
                             splits=splits, progress=not quiet)
     result = run(study, out, quiet=quiet)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
@@ -10,7 +9,7 @@ from ....core.files import write_json
 from ....core.study import StudyResult
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .config import FinetuningConfig
+    from .config import FinetuningArgs
 
 #: the files :meth:`FinetuningResult.save` writes
 FILES = ("results.json", "finetuning.png", "probes.png", "finetune.json")
@@ -37,16 +36,20 @@ class FinetuningResult(StudyResult):
     * ``summary`` — one dict per layer with every measure's value (and one with ``layer`` None for
       ``classifier_acc_ft`` / ``text_counterparts``);
     * ``finetune`` — the fine-tune's provenance (steps, stop reason, losses; or "given");
+    * ``args`` — the study's options;
     * :meth:`figures` — ``finetuning.png`` (Fig. 1 style) and ``probes.png``; :meth:`save` writes
       what the ``finetuning`` command writes.
     """
 
     study = "finetuning"
 
-    def __init__(self, config: "FinetuningConfig", rows: Sequence[dict[str, Any]], finetune: dict[str, Any], *,
+    def __init__(self, args: "FinetuningArgs", rows: Sequence[dict[str, Any]], finetune: dict[str, Any], *,
                  ft_name: str, n_eval: int, run_id: str | None = None) -> None:
         super().__init__(rows, per_layer(rows), run_id=run_id)
-        self.config, self.finetune, self.ft_name, self.n_eval = config, dict(finetune), ft_name, n_eval
+        self.args, self.finetune, self.ft_name, self.n_eval = args, dict(finetune), ft_name, n_eval
+        #: what ``finetune.json`` records of the study: its options, the STIR pool and every setting
+        #: of the fine-tune (set by the study)
+        self.study_options: dict[str, Any] = args.study_options()
 
     def series(self, measure: str) -> list[float]:
         """The per-layer values of ``measure`` (empty when it was not computed)."""
@@ -67,16 +70,16 @@ class FinetuningResult(StudyResult):
         ``probes.png`` (probe accuracy per layer of both models)."""
         from ....report.layer_plots import layer_curves_figure
 
-        cfg, meta = self.config, self.finetune
+        args, meta = self.args, self.finetune
         curves = {label: self.series(m) for m, label in SHOWN.items() if self.series(m)}
         errs = {SHOWN[m]: [r["std"] for r in self.rows if r["measure"] == m] for m in SHOWN
                 if m.startswith("stir") and self.series(m)}
-        title = (f"{cfg.base} vs {self.ft_name} on {cfg.data} ({meta.get('steps')} steps, "
+        title = (f"{args.base} vs {self.ft_name} on {args.data} ({meta.get('steps')} steps, "
                  f"{meta.get('stop_reason')}); n={self.n_eval}")
         return {"finetuning.png": layer_curves_figure(curves, title=title, errors=errs, ylabel="CKA / STIR"),
                 "probes.png": layer_curves_figure(
                     {"pretrained": self.series("probe_acc_pre"), "fine-tuned": self.series("probe_acc_ft")},
-                    title=f"per-layer probe accuracy on {cfg.data}", ylabel="probe accuracy")}
+                    title=f"per-layer probe accuracy on {args.data}", ylabel="probe accuracy")}
 
     def save(self, out: str | Path) -> list[Path]:
         """Write ``results.json``, ``finetune.json`` (the study's options and the fine-tune's
@@ -85,6 +88,6 @@ class FinetuningResult(StudyResult):
 
         out = Path(out)
         paths = [write_json(out / "results.json", self.rows),
-                 write_json(out / "finetune.json", {"study": asdict(self.config), "finetune": self.finetune})]
+                 write_json(out / "finetune.json", {"study": self.study_options, "finetune": self.finetune})]
         paths += [save_figure(fig, out / name) for name, fig in self.figures().items()]
         return paths

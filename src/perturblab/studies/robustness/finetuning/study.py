@@ -39,11 +39,11 @@ from ....errors import InputError
 from ....measures.probe import fit_probe
 from ....measures.similarity import linear_cka
 from ....measures.stir import stir_layers
-from ....models.finetune import read_finetune_meta
+from ....models.finetune import FinetuneConfig, read_finetune_meta
 from ....models.head import dataset_inputs
 from ....models.states import layer_states
 from ...inputs import labelled_split
-from .config import FinetuningConfig
+from .config import FinetuningArgs
 from .result import FinetuningResult
 
 CELLS = "finetuning.layers"
@@ -55,18 +55,21 @@ COUNTERPARTS_FILE = "text_counterparts.json"
 
 
 class FinetuningStudy(Study):
-    """A :class:`FinetuningConfig` run on ``base`` and its fine-tuned copy.
+    """The fine-tuning study of :class:`~.config.FinetuningArgs` on ``base`` and its fine-tuned
+    copy (run by :func:`perturblab.core.entry.run`).
 
-    ``pre`` / ``ft`` are ready encoder objects (otherwise ``config.base`` is loaded as a preset,
-    directory or hub id, and ``config.finetuned`` loaded, or ``base`` fine-tuned here);
-    ``splits`` gives (train, eval) directly."""
+    ``pre`` / ``ft`` are ready encoder objects (otherwise ``args.base`` is loaded as a preset,
+    directory or hub id, and ``args.finetuned`` loaded, or ``base`` fine-tuned here with
+    ``finetune``, default :meth:`~.config.FinetuningArgs.finetune_config`); ``splits`` gives
+    (train, eval) directly (default: ``args.data`` sampled to ``n_train`` / ``n_eval``)."""
 
     name = "finetuning"
 
-    def __init__(self, config: FinetuningConfig, *, pre: Any = None, ft: Any = None,
-                 splits: tuple[Dataset, Dataset] | None = None, progress: bool = True) -> None:
-        config.validate()
-        self.config, self.progress = config, progress
+    def __init__(self, args: FinetuningArgs, *, pre: Any = None, ft: Any = None,
+                 splits: tuple[Dataset, Dataset] | None = None, progress: bool = True,
+                 finetune: FinetuneConfig | None = None) -> None:
+        self.args, self.progress = args, progress
+        self.finetune = finetune if finetune is not None else args.finetune_config()
         self._models: dict[str, Any] = {k: v for k, v in (("pre", pre), ("ft", ft)) if v is not None}
         self._given = set(self._models)
         self._splits = splits
@@ -80,9 +83,9 @@ class FinetuningStudy(Study):
     def splits(self) -> tuple[Dataset, Dataset]:
         """(train, eval) as used: loaded, split and sampled once."""
         if self._splits is None:
-            cfg = self.config
-            self._splits = labelled_split(cfg.data, cfg.n_train, cfg.n_eval, cfg.seed, text_fields=cfg.text_fields,
-                                          label_column=cfg.label_column)
+            args = self.args
+            self._splits = labelled_split(args.data, args.n_train, args.n_eval, args.seed,
+                                          text_fields=args.text_fields, label_column=args.label_column)
         return self._splits
 
     def model(self, which: str) -> Any:
@@ -91,7 +94,7 @@ class FinetuningStudy(Study):
             from ....models.presets import load_encoder
 
             if which == "pre":
-                self._models["pre"] = load_encoder(self.config.base)
+                self._models["pre"] = load_encoder(self.args.base)
             else:
                 self._models["ft"] = self._finetuned()
         return self._models[which]
@@ -103,41 +106,41 @@ class FinetuningStudy(Study):
         from ....models.presets import PRESETS, load_encoder
         from .source import finetuned_copy, finetuned_encoder
 
-        cfg = self.config
-        if cfg.finetuned:  # the user's own fine-tuned copy: nothing is trained
-            self.meta = {"finetuned": cfg.finetuned, "steps": "given", "stop_reason": "not trained here"}
-            return load_encoder(cfg.finetuned)
+        args = self.args
+        if args.finetuned:  # the user's own fine-tuned copy: nothing is trained
+            self.meta = {"finetuned": args.finetuned, "steps": "given", "stop_reason": "not trained here"}
+            return load_encoder(args.finetuned)
         train, _ = self.splits()
-        if "pre" in self._given or cfg.base not in PRESETS:  # keyed on the base's weights, not only its name
+        if "pre" in self._given or args.base not in PRESETS:  # keyed on the base's weights, not only its name
             pre = self.model("pre")
-            ft = finetuned_copy(pre if "pre" in self._given else cfg.base, cfg.base, model_fingerprint(pre), train,
-                                cfg.seed, cfg.finetune, progress=self.progress)
+            ft = finetuned_copy(pre if "pre" in self._given else args.base, args.base, model_fingerprint(pre), train,
+                                args.seed, self.finetune, progress=self.progress)
         else:
-            ft = finetuned_encoder(cfg.base, train, cfg.seed, cfg.finetune, progress=self.progress)
+            ft = finetuned_encoder(args.base, train, args.seed, self.finetune, progress=self.progress)
         self.meta = read_finetune_meta(ft._source)
         return ft
 
     def prepare(self, ctx: RunContext) -> None:
-        cfg = self.config
+        args = self.args
         self._counterparts_path = ctx.out / COUNTERPARTS_FILE
         with ctx.step("loading the data"):
             train, test = self.splits()
-        if cfg.text_stir and test.is_pair:
+        if args.text_stir and test.is_pair:
             raise InputError("text-space STIR searches single texts; leave out --text-stir for text-pair data")
-        with ctx.step(f"loading encoder {cfg.base}"):
+        with ctx.step(f"loading encoder {args.base}"):
             pre = self.model("pre")
-        what = f"loading the fine-tuned copy {cfg.finetuned}" if cfg.finetuned else f"fine-tuning {cfg.base}"
+        what = f"loading the fine-tuned copy {args.finetuned}" if args.finetuned else f"fine-tuning {args.base}"
         with ctx.step(what):
             ft = self.model("ft")
         if "ft" in self._given:
-            self.meta = {"finetuned": cfg.finetuned or getattr(ft, "name", "model"), "steps": "given",
+            self.meta = {"finetuned": args.finetuned or getattr(ft, "name", "model"), "steps": "given",
                          "stop_reason": "not trained here"}
         if pre.num_layers != ft.num_layers:
-            raise InputError(f"{cfg.base} has {pre.num_layers} layers and the fine-tuned model {ft.num_layers}; "
+            raise InputError(f"{args.base} has {pre.num_layers} layers and the fine-tuned model {ft.num_layers}; "
                              "give the fine-tuned copy of the same architecture")
 
     def identity(self) -> dict[str, Any]:
-        opts = {k: v for k, v in asdict(self.config).items() if k not in ("base", "data", "finetuned")}
+        opts = {k: v for k, v in self.args.study_options().items() if k not in ("base", "data", "finetuned")}
         train, test = self.splits()
         return {"options": opts, "pre": model_fingerprint(self.model("pre")),
                 "ft": model_fingerprint(self.model("ft")), "train": examples_fingerprint(train),
@@ -151,25 +154,25 @@ class FinetuningStudy(Study):
             if (which, split) not in self._states:
                 train, test = self.splits()
                 inputs = dataset_inputs(train if split == "train" else test)
-                self._states[(which, split)] = layer_states(self.model(which), inputs, pooling=self.config.pooling,
+                self._states[(which, split)] = layer_states(self.model(which), inputs, pooling=self.args.pooling,
                                                             progress=self.progress)
             return self._states[(which, split)]
 
     def task_key(self, measure: str) -> str:
         """The content key of one measure's cell."""
-        cfg = self.config
+        args = self.args
         train, test = self.splits()
         fp = {w: model_fingerprint(self.model(w)) for w in ("pre", "ft")}
-        base = [CELLS, measure, examples_fingerprint(test), cfg.pooling]
+        base = [CELLS, measure, examples_fingerprint(test), args.pooling]
         if measure == "cka":
             return content_key(*base, fp["pre"], fp["ft"])
         if measure in STIR:
             m2, m1 = STIR[measure]
-            return content_key(*base, fp[m2], fp[m1], cfg.k, cfg.stir_pool, cfg.seed)
+            return content_key(*base, fp[m2], fp[m1], args.k, args.stir_pool, args.seed)
         if measure in TEXT_STIR:  # counterparts searched on the pretrained model's last layer
-            return content_key(*base, fp[TEXT_STIR[measure]], fp["pre"], cfg.capability, cfg.k, cfg.seed)
+            return content_key(*base, fp[TEXT_STIR[measure]], fp["pre"], args.capability, args.k, args.seed)
         if measure in PROBES:
-            return content_key(*base, fp[PROBES[measure]], examples_fingerprint(train), cfg.probe_c, cfg.seed)
+            return content_key(*base, fp[PROBES[measure]], examples_fingerprint(train), args.probe_c, args.seed)
         if measure == "classifier_acc_ft":
             return content_key(*base[:3], fp["ft"])
         raise ValueError(f"unknown measure {measure!r}")
@@ -177,7 +180,7 @@ class FinetuningStudy(Study):
     def measures(self) -> list[str]:
         """The cells of this run, in the order of the result rows."""
         names = ["cka", *STIR]
-        if self.config.text_stir:
+        if self.args.text_stir:
             names += list(TEXT_STIR)
         names += list(PROBES)
         if getattr(self.model("ft"), "_source", None) is not None:
@@ -187,14 +190,14 @@ class FinetuningStudy(Study):
     def compute(self, measure: str) -> dict[str, Any]:
         """One cell: ``values`` (per layer ``[value, std]``; std None where there is none) and, for
         text STIR, ``kept`` (inputs with a counterpart); for ``classifier_acc_ft`` ``value``."""
-        cfg = self.config
+        args = self.args
         _, test = self.splits()
         if measure == "cka":
             pre, ft = self.states("pre", "test"), self.states("ft", "test")
             return {"values": [[linear_cka(x, y), None] for x, y in zip(pre, ft)]}
         if measure in STIR:
             m2, m1 = (self.states(w, "test") for w in STIR[measure])
-            res = stir_layers(m2, m1, k=cfg.k, pool=cfg.stir_pool, seed=cfg.seed)
+            res = stir_layers(m2, m1, k=args.k, pool=args.stir_pool, seed=args.seed)
             return {"values": [[r.value, r.std] for r in res]}
         if measure in TEXT_STIR:
             return self._text_stir(self.model(TEXT_STIR[measure]))
@@ -202,7 +205,7 @@ class FinetuningStudy(Study):
             train, _ = self.splits()
             which = PROBES[measure]
             pairs = zip(self.states(which, "train"), self.states(which, "test"))
-            return {"values": [[fit_probe(h, train.labels, seed=cfg.seed, C=cfg.probe_c).accuracy(t, test.labels),
+            return {"values": [[fit_probe(h, train.labels, seed=args.seed, C=args.probe_c).accuracy(t, test.labels),
                                 None] for h, t in pairs]}
         if measure == "classifier_acc_ft":
             return {"value": classifier_accuracy(getattr(self.model("ft"), "_source", None), test)}
@@ -211,16 +214,16 @@ class FinetuningStudy(Study):
     def _text_stir(self, m2: Any) -> dict[str, Any]:
         from . import stir_text
 
-        cfg = self.config
+        args = self.args
         _, test = self.splits()
-        kw = dict(pooling=cfg.pooling, progress=self.progress)
-        cp = stir_text.text_counterparts(self.model("pre"), test.texts, capability=cfg.capability,
-                                         pooling=cfg.pooling, seed=cfg.seed, progress=self.progress,
+        kw = dict(pooling=args.pooling, progress=self.progress)
+        cp = stir_text.text_counterparts(self.model("pre"), test.texts, capability=args.capability,
+                                         pooling=args.pooling, seed=args.seed, progress=self.progress,
                                          cache_path=self._counterparts_path)
         kept = cp.kept
         x = layer_states(m2, [test.texts[i] for i in kept], **kw)
         xp = layer_states(m2, [cp.perturbed[i] for i in kept], **kw)
-        return {"values": [[r.value, r.std] for r in stir_text.stir_text(x, xp, k=cfg.k, seed=cfg.seed)],
+        return {"values": [[r.value, r.std] for r in stir_text.stir_text(x, xp, k=args.k, seed=args.seed)],
                 "kept": len(kept)}
 
     def _compute(self, group: Hashable, payloads: list[str]) -> list[dict[str, Any]]:
@@ -238,8 +241,9 @@ class FinetuningStudy(Study):
         a, b = self.model("pre").name, self.model("ft").name
         rows = finetuning_rows(a, b, cells)
         train, test = self.splits()
-        result = FinetuningResult(self.config, rows, self.meta, ft_name=b, n_eval=len(test), run_id=ctx.run_id)
+        result = FinetuningResult(self.args, rows, self.meta, ft_name=b, n_eval=len(test), run_id=ctx.run_id)
         result.split_sizes = {"train": len(train), "eval": len(test)}
+        result.study_options.update(stir_pool=self.args.stir_pool, finetune=asdict(self.finetune))
         return result
 
 

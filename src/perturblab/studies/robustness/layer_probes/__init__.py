@@ -3,10 +3,10 @@
 (:mod:`.study`), its result and files (:mod:`.result`) and the public function
 :func:`layer_probes` (:mod:`.function`)."""
 
-from .config import DEFAULT_PERTURBATIONS, LayerProbeConfig
+from .config import DEFAULT_PERTURBATIONS, LayerProbesArgs
 from .function import layer_probes
 from .result import LayerProbeResult, top_layers
 from .study import LayerProbeStudy
 
-__all__ = ["DEFAULT_PERTURBATIONS", "LayerProbeConfig", "LayerProbeResult", "LayerProbeStudy", "layer_probes",
+__all__ = ["DEFAULT_PERTURBATIONS", "LayerProbeResult", "LayerProbesArgs", "LayerProbeStudy", "layer_probes",
            "top_layers"]

@@ -1,15 +1,17 @@
-"""Options of the layer-probe study."""
+"""The options of the layer-probe study: one dataclass, read by its command line, a study
+config's entry and its Python function, and by the study itself
+(:meth:`LayerProbesArgs.perturbation_list`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, ClassVar, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from ....core.options import TEXT_FIELDS_HELP, csv_list, option
+from ....errors import InputError
+from ....models.base import POOLINGS
 from ....perturb.catalogue import ROBUSTNESS_EIGHT
 from ...args import Args, known_perturbations
-from ....errors import InputError
-from ....models.base import POOLINGS, Pooling
 
 # the robustness paper's eight (Sec. 3.2)
 DEFAULT_PERTURBATIONS = ROBUSTNESS_EIGHT
@@ -26,46 +28,14 @@ PROBE_C_HELP = "inverse L2 strength of the logistic-regression probes on standar
 LABEL_COLUMN_HELP = "label column of a data file (default: 'label')"
 
 
-@dataclass(kw_only=True)
-class LayerProbeConfig:
-    """Model, data, perturbations and probe settings of the layer-probe study."""
+def distinct_perturbations(value: Any) -> None:
+    """Known perturbation names (:func:`~...args.known_perturbations`), each once."""
+    from ....perturb.catalogue import perturbation_names
 
-    model: str = "minilm-l6"
-    data: str = "rotten_tomatoes"
-    perturbations: Sequence[str] = DEFAULT_PERTURBATIONS
-    n_train: int = 2000
-    n_eval: int = 1000
-    seed: int = 0
-    pooling: Pooling = "mean"
-    top: int = 3
-    probe_c: float = 0.01  # inverse L2 strength on standardised states (RT: 0.71-0.74 vs 0.65-0.71 at C=1)
-    perturbation_params: dict[str, dict[str, Any]] = field(default_factory=dict)
-    text_fields: Sequence[str] = ()  # data columns: one text, or two for pairs (default: the loader's)
-    label_column: str | None = None
-    perturb_field: str = "both"  # for pairs: "a", "b" or "both"
-
-    def validate(self) -> None:
-        """Raise :class:`InputError` for options that cannot run (unknown perturbations included)."""
-        from ....perturb.catalogue import get_perturbation
-
-        if not self.perturbations:
-            raise InputError("give at least one perturbation (--perturbations)")
-        if len(set(self.perturbations)) != len(self.perturbations):
-            raise InputError(f"--perturbations names one twice: {', '.join(self.perturbations)}; list each once")
-        if self.pooling not in POOLINGS:
-            raise InputError(f"unknown pooling {self.pooling!r}; choose one of {', '.join(POOLINGS)}")
-        if self.perturb_field not in PERTURB_FIELDS:
-            raise InputError(f"--perturb-field must be one of {', '.join(PERTURB_FIELDS)}, got {self.perturb_field!r}")
-        if self.top < 1:
-            raise InputError(f"--top must be at least 1, got {self.top}")
-        if not self.probe_c > 0:
-            raise InputError(f"--probe-c must be positive, got {self.probe_c}")
-        for name in self.perturbations:  # fail early on unknown names
-            get_perturbation(name, **self.params(name))
-
-    def params(self, name: str) -> dict[str, Any]:
-        """The keyword arguments of perturbation ``name``."""
-        return dict(self.perturbation_params.get(name, {}))
+    known_perturbations(value)
+    names = perturbation_names(value)
+    if len(set(names)) != len(names):
+        raise InputError(f"names one twice: {', '.join(names)}; list each once")
 
 
 @dataclass(kw_only=True)
@@ -76,8 +46,8 @@ class LayerProbesArgs(Args):
 
     model: str = option("minilm-l6", role="encoder",
                         help="the encoder: a preset (see `perturblab models`), a local directory or a hub id")
-    perturbations: str = option(",".join(DEFAULT_PERTURBATIONS),
-                                check=known_perturbations, help="comma list of catalogue perturbations (default: the robustness paper's eight)")
+    perturbations: str = option(",".join(DEFAULT_PERTURBATIONS), check=distinct_perturbations,
+                                help="comma list of catalogue perturbations (default: the robustness paper's eight)")
     n_train: int = option(2000, min=1, help="training examples of the probes (clean inputs)")
     n_eval: int = option(1000, min=1, help="evaluation examples, scored clean and perturbed")
     top: int = option(3, min=1, help="most affected layers reported per perturbation")
@@ -89,3 +59,11 @@ class LayerProbesArgs(Args):
     pooling: str = option("mean", choices=POOLINGS, help=POOLING_HELP)
     text_fields: list[str] = option([], parse=csv_list, metavar="A[,B]", help=TEXT_FIELDS_HELP)
     label_column: str | None = option(None, help=LABEL_COLUMN_HELP)
+
+    # -- what the study reads -------------------------------------------------------------
+    def perturbation_list(self) -> list[str]:
+        """The perturbations, in order (``all`` / ``robustness`` / ``every`` name the catalogue's
+        sets, :func:`~perturblab.perturb.catalogue.perturbation_names`)."""
+        from ....perturb.catalogue import perturbation_names
+
+        return perturbation_names(self.perturbations)

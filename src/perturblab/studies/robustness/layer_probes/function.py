@@ -8,8 +8,7 @@ from typing import Any, Mapping, Sequence
 from ....core.entry import run, study_function
 from ....data.examples import Dataset
 from ....errors import InputError
-from ...models import items
-from .config import DEFAULT_PERTURBATIONS, LayerProbeConfig
+from .config import DEFAULT_PERTURBATIONS, LayerProbesArgs
 from .result import LayerProbeResult
 from .study import LayerProbeStudy
 
@@ -78,12 +77,9 @@ def layer_probes(model: Any = "minilm-l6", *, perturbations: str | Sequence[str]
     """
     name = model_name(model, "model")
     data_name, splits = data_splits(data, n_train, n_eval, seed)
-    cfg = LayerProbeConfig(model=name, data=data_name, perturbations=items(perturbations), n_train=n_train,
-                           n_eval=n_eval, seed=seed, pooling=pooling, top=top, probe_c=probe_c,
-                           perturbation_params={k: dict(v) for k, v in (perturbation_params or {}).items()},
-                           text_fields=items(text_fields), label_column=label_column, perturb_field=perturb_field)
-    study = LayerProbeStudy(cfg, encoder=None if isinstance(model, str) else model, splits=splits,
-                            progress=not quiet)
+    args = LayerProbesArgs.of_call(locals(), model=name, data=data_name)
+    study = LayerProbeStudy(args, encoder=None if isinstance(model, str) else model, splits=splits,
+                            progress=not quiet, perturbation_params=perturbation_params)
     result = run(study, out, quiet=quiet)
     assert isinstance(result, LayerProbeResult)
     return result

@@ -12,7 +12,7 @@ from ....core.study import StudyResult
 from ....measures.quality import above_noise, tied_with_best
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .config import LayerProbeConfig
+    from .config import LayerProbesArgs
 
 #: the files :meth:`LayerProbeResult.save` writes
 FILES = ("results.json", "summary.json", "top_layers.csv", "probe_drops.png")
@@ -74,21 +74,23 @@ class LayerProbeResult(StudyResult):
     * ``summary`` — per perturbation its change rate, its ``top`` most affected layers (only
       layers whose drop is positive and above two standard errors), the number of such layers,
       the layers tied for first, and ``flags`` (:data:`NO_LAYER` when no layer is affected);
+    * ``args`` — the study's options;
     * :meth:`figures` — ``probe_drops.png``; :meth:`save` writes what the ``layer-probes``
       command writes.
     """
 
     study = "layer-probes"
 
-    def __init__(self, config: "LayerProbeConfig", rows: Sequence[dict[str, Any]], run_id: str | None = None):
-        self.config = config
-        self.top_layers = top_layers(rows, config.top)
+    def __init__(self, args: "LayerProbesArgs", rows: Sequence[dict[str, Any]], run_id: str | None = None):
+        self.args = args
+        self.perturbations = args.perturbation_list()
+        self.top_layers = top_layers(rows, args.top)
         self.tied = tied_for_first(rows)
         affected = affected_layers(rows)
-        summary = [{"model": config.model, "perturbation": p, "change_rate": self.change_rate(rows, p),
+        summary = [{"model": args.model, "perturbation": p, "change_rate": self.change_rate(rows, p),
                     "top_layers": self.top_layers.get(p, []), "affected_layers": len(affected.get(p, [])),
                     "tied_for_first": self.tied.get(p, []), "flags": [] if affected.get(p) else [NO_LAYER]}
-                   for p in config.perturbations]
+                   for p in self.perturbations]
         super().__init__(rows, summary, run_id=run_id)
 
     @staticmethod
@@ -116,26 +118,26 @@ class LayerProbeResult(StudyResult):
         return "\n".join(lines + ([sizes] if sizes else []))
 
     def drops(self) -> np.ndarray:
-        """Accuracy drop per perturbation (rows, in the config's order) × layer."""
+        """Accuracy drop per perturbation (rows, in the order of the options) × layer."""
         return np.array([[r["value"] for r in self.rows if r["perturbation"] == p and r["metric"] == "drop"]
-                         for p in self.config.perturbations])
+                         for p in self.perturbations])
 
     def figures(self) -> dict[str, Any]:
         """File name -> matplotlib figure: ``probe_drops.png`` (Figs. 3–5 style)."""
         from ....report.layer_plots import probe_drop_figure
 
-        cfg = self.config
+        args = self.args
         return {"probe_drops.png": probe_drop_figure(
-            self.drops(), list(cfg.perturbations), top=cfg.top,
-            boxed=[self.top_layers.get(p, []) for p in cfg.perturbations],
-            title=f"{cfg.model}: probe accuracy drop per layer ({cfg.data}, n={cfg.n_eval})")}
+            self.drops(), list(self.perturbations), top=args.top,
+            boxed=[self.top_layers.get(p, []) for p in self.perturbations],
+            title=f"{args.model}: probe accuracy drop per layer ({args.data}, n={args.n_eval})")}
 
     def top_layer_rows(self) -> list[list[Any]]:
         """The rows of ``top_layers.csv``: model, perturbation, change rate, the top layers (blank
         where fewer layers are affected beyond noise), the layers tied for first (when several)
         and the flag."""
-        top = self.config.top
-        return [[self.config.model, s["perturbation"], f"{s['change_rate']:.3f}",
+        top = self.args.top
+        return [[self.args.model, s["perturbation"], f"{s['change_rate']:.3f}",
                  *s["top_layers"], *[""] * (top - len(s["top_layers"])),
                  " ".join(map(str, s["tied_for_first"])) if len(s["tied_for_first"]) > 1 else "",
                  "; ".join(s["flags"])] for s in self.summary]
@@ -146,7 +148,7 @@ class LayerProbeResult(StudyResult):
         from ....report.plots import save_figure
 
         out = Path(out)
-        header = ["model", "perturbation", "change_rate", *[f"layer_{k + 1}" for k in range(self.config.top)],
+        header = ["model", "perturbation", "change_rate", *[f"layer_{k + 1}" for k in range(self.args.top)],
                   "tied_for_first", "flags"]
         paths = [write_json(out / "results.json", self.rows), write_json(out / "summary.json", self.summary),
                  write_csv(out / "top_layers.csv", header, self.top_layer_rows())]

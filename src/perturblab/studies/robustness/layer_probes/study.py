@@ -14,7 +14,7 @@ ranks are derived from the cells when the study finishes.
 from __future__ import annotations
 
 import threading
-from typing import Any, Hashable, Iterator
+from typing import Any, Hashable, Iterator, Mapping
 
 import numpy as np
 
@@ -27,7 +27,7 @@ from ....models.head import dataset_inputs
 from ....models.states import layer_states
 from ....perturb.catalogue import get_perturbation, perturb_inputs, perturbation_key
 from ...inputs import labelled_split
-from .config import LayerProbeConfig
+from .config import LayerProbesArgs
 from .result import LayerProbeResult
 
 CELLS = "layer_probes.correct"
@@ -45,28 +45,40 @@ def decode_correct(s: str) -> np.ndarray:
 
 
 class LayerProbeStudy(Study):
-    """A :class:`LayerProbeConfig` against one encoder (``encoder``: a ready object, else
-    ``config.model`` is loaded as a preset, directory or hub id) on ``splits`` (train, eval) or
-    the config's data."""
+    """The layer-probe study of :class:`~.config.LayerProbesArgs` against one encoder (run by
+    :func:`perturblab.core.entry.run`).
+
+    ``encoder`` is a ready object (else ``args.model`` is loaded as a preset, directory or hub id);
+    ``splits`` gives (train, eval) directly (default: ``args.data`` sampled to ``n_train`` /
+    ``n_eval``); ``perturbation_params`` maps a perturbation's name to its keyword arguments
+    (checked here: a perturbation that refuses them fails before anything runs)."""
 
     name = "layer-probes"
 
-    def __init__(self, config: LayerProbeConfig, *, encoder: Any = None,
-                 splits: tuple[Dataset, Dataset] | None = None, progress: bool = True) -> None:
-        config.validate()
-        self.config, self.progress = config, progress
+    def __init__(self, args: LayerProbesArgs, *, encoder: Any = None,
+                 splits: tuple[Dataset, Dataset] | None = None, progress: bool = True,
+                 perturbation_params: Mapping[str, Mapping[str, Any]] | None = None) -> None:
+        self.args, self.progress = args, progress
+        self.perturbations = args.perturbation_list()
+        self.perturbation_params = {k: dict(v) for k, v in (perturbation_params or {}).items()}
+        for name in self.perturbations:  # unknown parameters fail here
+            get_perturbation(name, **self.params(name))
         self._encoder, self._splits = encoder, splits
         self._probes: list[Probe] | None = None
         self._probes_lock = threading.Lock()
         self._phase: Phase | None = None
 
     # -- set-up ------------------------------------------------------------------------
+    def params(self, name: str) -> dict[str, Any]:
+        """The keyword arguments of perturbation ``name``."""
+        return dict(self.perturbation_params.get(name, {}))
+
     def splits(self) -> tuple[Dataset, Dataset]:
         """(train, eval) as used: loaded, split and sampled once."""
         if self._splits is None:
-            cfg = self.config
-            self._splits = labelled_split(cfg.data, cfg.n_train, cfg.n_eval, cfg.seed, text_fields=cfg.text_fields,
-                                          label_column=cfg.label_column)
+            args = self.args
+            self._splits = labelled_split(args.data, args.n_train, args.n_eval, args.seed,
+                                          text_fields=args.text_fields, label_column=args.label_column)
         return self._splits
 
     def encoder(self) -> Any:
@@ -74,61 +86,58 @@ class LayerProbeStudy(Study):
         if self._encoder is None:
             from ....models.presets import load_encoder
 
-            self._encoder = load_encoder(self.config.model)
+            self._encoder = load_encoder(self.args.model)
         return self._encoder
 
     def prepare(self, ctx: RunContext) -> None:
         with ctx.step("loading the data"):
             self.splits()
-        with ctx.step(f"loading encoder {self.config.model}"):
+        with ctx.step(f"loading encoder {self.args.model}"):
             self.encoder()
 
     def _base_key(self) -> list[Any]:
-        cfg = self.config
+        args = self.args
         train, test = self.splits()
         return [model_fingerprint(self.encoder()), examples_fingerprint(train), examples_fingerprint(test),
-                cfg.pooling, cfg.probe_c, cfg.seed]
+                args.pooling, args.probe_c, args.seed]
 
     def identity(self) -> dict[str, Any]:
-        from dataclasses import asdict
-
-        opts = {k: v for k, v in asdict(self.config).items() if k not in ("model", "data")}
+        opts = {k: v for k, v in self.args.study_options().items() if k not in ("model", "data")}
         train, test = self.splits()
-        return {"options": opts, "encoder": model_fingerprint(self.encoder()),
-                "train": examples_fingerprint(train), "test": examples_fingerprint(test)}
+        return {"options": opts, "perturbation_params": self.perturbation_params,
+                "encoder": model_fingerprint(self.encoder()), "train": examples_fingerprint(train),
+                "test": examples_fingerprint(test)}
 
     def task_key(self, perturbation: str) -> str:
         """The content key of the clean evaluation (``"clean"``) or of one perturbation's."""
-        cfg = self.config
         if perturbation == CLEAN:
             return content_key(CELLS, CLEAN, *self._base_key())
-        return content_key(CELLS, *self._base_key(), perturbation_key(perturbation, **cfg.params(perturbation)),
-                           sorted(cfg.params(perturbation).items()), cfg.perturb_field)
+        params = self.params(perturbation)
+        return content_key(CELLS, *self._base_key(), perturbation_key(perturbation, **params),
+                           sorted(params.items()), self.args.perturb_field)
 
     # -- the work cells ------------------------------------------------------------------
     def _states(self, inputs: list[Any]) -> list[np.ndarray]:
-        return layer_states(self.encoder(), inputs, pooling=self.config.pooling, progress=self.progress)
+        return layer_states(self.encoder(), inputs, pooling=self.args.pooling, progress=self.progress)
 
     def probes(self) -> list[Probe]:
         """One probe per layer, fitted on the clean training states (once per study object)."""
         with self._probes_lock:
             if self._probes is None:
                 train, _ = self.splits()
-                cfg = self.config
-                self._probes = [fit_probe(h, train.labels, seed=cfg.seed, C=cfg.probe_c)
+                self._probes = [fit_probe(h, train.labels, seed=self.args.seed, C=self.args.probe_c)
                                 for h in self._states(dataset_inputs(train))]
             return self._probes
 
     def evaluate(self, perturbation: str) -> dict[str, Any]:
         """One cell: which evaluation examples each layer's probe gets right on the clean or the
         perturbed inputs (and the share of inputs the perturbation changed)."""
-        cfg = self.config
         _, test = self.splits()
         x = dataset_inputs(test)
         change_rate = None
         if perturbation != CLEAN:
-            t = get_perturbation(perturbation, **cfg.params(perturbation))
-            x, changed = perturb_inputs(t, x, seed=cfg.seed, field=cfg.perturb_field)
+            t = get_perturbation(perturbation, **self.params(perturbation))
+            x, changed = perturb_inputs(t, x, seed=self.args.seed, field=self.args.perturb_field)
             change_rate = float(np.mean(changed))
         states = self._states(x)
         y = test.labels
@@ -140,7 +149,7 @@ class LayerProbeStudy(Study):
 
     # -- the study protocol --------------------------------------------------------------
     def phases(self, ctx: RunContext) -> Iterator[Phase]:
-        names = [CLEAN, *self.config.perturbations]
+        names = [CLEAN, *self.perturbations]
         tasks = [Task(self.task_key(n), n, group=n) for n in names]
         self._phase = Phase(CELLS, tasks, self._compute, label="probes per perturbation")
         yield self._phase
@@ -148,13 +157,13 @@ class LayerProbeStudy(Study):
     def finish(self, ctx: RunContext) -> LayerProbeResult:
         assert self._phase is not None
         cells = {t.payload: self._phase.results[t.key] for t in self._phase.tasks}
-        result = LayerProbeResult(self.config, probe_rows(self.config, cells), run_id=ctx.run_id)
+        result = LayerProbeResult(self.args, probe_rows(self.args, cells), run_id=ctx.run_id)
         train, test = self.splits()
         result.split_sizes = {"train": len(train), "eval": len(test)}
         return result
 
 
-def probe_rows(config: LayerProbeConfig, cells: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+def probe_rows(args: LayerProbesArgs, cells: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     """The rows ``model, perturbation, layer, metric, value`` from the stored cells: clean accuracy
     per layer, then per perturbation its change rate and per layer the perturbed accuracy, the
     drop, its paired standard error over the evaluation examples and the layer's rank (1 = the
@@ -164,10 +173,10 @@ def probe_rows(config: LayerProbeConfig, cells: dict[str, dict[str, Any]]) -> li
         raise InputError("the evaluation split is empty; give more data or a larger --n-eval")
     n = len(clean_ok[0])
     clean = [float(c.mean()) for c in clean_ok]
-    name_of = config.model
+    name_of = args.model
     rows: list[dict[str, Any]] = [{"model": name_of, "perturbation": "clean", "layer": i, "metric": "clean_acc",
                                    "value": a} for i, a in enumerate(clean)]
-    for pname in config.perturbations:
+    for pname in args.perturbation_list():
         ok = [decode_correct(s) for s in cells[pname]["correct"]]
         acc = np.array([o.mean() for o in ok])
         drop = np.asarray(clean) - acc
