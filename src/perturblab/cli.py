@@ -68,7 +68,8 @@ def build_parser() -> argparse.ArgumentParser:
     from . import __version__
 
     ap = Parser(prog="perturblab", description="Compare NLP models through text perturbations.")
-    ap.add_argument("-v", "--verbose", action="store_true", help="log what the study does")
+    ap.add_argument("-v", "--verbose", action="store_true",
+                    help="log what the study does, and let the libraries it calls print their own progress and warnings")
     ap.add_argument("--version", action="version", version=f"perturblab {__version__}")
     sub = ap.add_subparsers(dest="command", required=True)
     from .studies.registry import entries
@@ -145,12 +146,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
-    if getattr(args, "quiet", False):
-        from .core.driver import quiet_libraries
+    from .core.console import libraries_quiet
 
-        quiet_libraries()
     try:
-        return all_commands()[args.command](args)
+        with libraries_quiet():  # the libraries' bars and warnings only with -v
+            return all_commands()[args.command](args)
     except PerturblabError as e:
         for line in str(e).splitlines() or [type(e).__name__]:  # a checked config reports each error
             print(f"error: {line}", file=sys.stderr)

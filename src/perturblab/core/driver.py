@@ -12,7 +12,8 @@
   the executor in batches (local, threads or Ray), and writes every finished batch in one
   transaction as it arrives, so a killed run loses at most the batches in flight and a re-run
   recomputes exactly what changed;
-* it shows a progress bar with ETA per phase (and progress lines for slow set-up steps);
+* it shows a progress bar with ETA per phase (and one line for each slow set-up step), and
+  nothing of the libraries it calls unless the log is verbose (:mod:`.console`);
 * it records the faults of every API model used during the run
   (:func:`~.faults.faults_recorded`) and writes them, per model and redacted,
   to ``faults.json`` beside the results, also when the run fails (the failure's cause is there).
@@ -26,6 +27,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Hashable, Iterator
 
+from .console import libraries_quiet
 from .executor import Cell, LocalExecutor
 from .faults import faults_recorded
 from .keys import content_key
@@ -33,17 +35,6 @@ from .lock import output_lock
 from .study import Lazy, Phase, RunContext, Study, StudyResult
 
 STORE_NAME = "results.sqlite"
-
-
-def quiet_libraries() -> None:
-    """No progress bars of Hugging Face libraries either (e.g. "Loading weights")."""
-    import os
-
-    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # read when transformers is imported
-    if "transformers" in sys.modules:  # already imported
-        from transformers.utils import logging as hf_logging
-
-        hf_logging.disable_progress_bar()
 
 
 def run_study(study: Study, out: str | Path, *, executor: Any = None, progress: bool = True,
@@ -59,9 +50,7 @@ def run_study(study: Study, out: str | Path, *, executor: Any = None, progress: 
     out = Path(out)
     study.check()  # bad input fails here: no lock file, no results store, no model loaded
     ex = executor if executor is not None else LocalExecutor(1)
-    if not progress:
-        quiet_libraries()
-    with output_lock(out, what=f"the {study.name} study") if lock else nullcontext(out):
+    with libraries_quiet(), output_lock(out, what=f"the {study.name} study") if lock else nullcontext(out):
         with _unused_store_removed(out / STORE_NAME) as started, ResultStore(out / STORE_NAME) as store, \
                 faults_recorded(out):
             ctx = RunContext(out, store, ex, progress)

@@ -18,6 +18,7 @@ A :class:`Study` is driven by :func:`perturblab.core.driver.run_study`:
 
 from __future__ import annotations
 
+import logging
 import sys
 import time
 from abc import ABC, abstractmethod
@@ -32,6 +33,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from .store import ResultStore
 
+log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Lazy:
@@ -89,10 +91,10 @@ class RunContext:
 
     @contextmanager
     def step(self, what: str) -> Iterator[None]:
-        """A progress line before and after a step that may take a while (loading a model,
-        training a head)."""
+        """One progress line when a step that may take a while (loading a model, training a head)
+        is done, with its time (its start is logged at INFO, shown with ``-v``)."""
         t0 = time.time()
-        self.say(f"{what} ...")
+        log.info("%s ...", what)
         yield
         self.say(f"{what}: done in {time.time() - t0:.1f} s")
 

@@ -74,8 +74,13 @@ def dequantised_copy(gguf_path: Path, name: str) -> Path:
         return target
     log.info("dequantising %s to fp32 (once; cached in %s)", gguf_path.name, target)
     folder, fname = str(gguf_path.parent), gguf_path.name
-    tok = AutoTokenizer.from_pretrained(folder, gguf_file=fname)
-    quantised = AutoModelForCausalLM.from_pretrained(folder, gguf_file=fname, dtype=torch.float32)
+    from transformers import modeling_gguf_pytorch_utils
+
+    from ..core.console import bars_off
+
+    with bars_off(modeling_gguf_pytorch_utils):  # its bar prints a line per tensor in a log
+        tok = AutoTokenizer.from_pretrained(folder, gguf_file=fname)
+        quantised = AutoModelForCausalLM.from_pretrained(folder, gguf_file=fname, dtype=torch.float32)
     cfg = quantised.config.to_dict()
     cfg.pop("quantization_config", None)  # the weights below are plain fp32
     plain = AutoModelForCausalLM.from_config(type(quantised.config).from_dict(cfg), dtype=torch.float32)

@@ -25,6 +25,7 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 from tqdm.auto import tqdm
 
+from ..core.console import terminal
 from ..errors import InputError
 from ..paths import cache_dir
 from .base import POOLINGS, Encoder, Pooling, TextInput, check_inputs
@@ -107,7 +108,8 @@ def iter_layer_states(encoder: Encoder, inputs: Sequence[TextInput], pooling: Po
         folder.mkdir(parents=True, exist_ok=True)
     parts = _chunks(len(inputs), chunk_size)
     name = getattr(encoder, "name", type(encoder).__name__)
-    for s, e in tqdm(parts, desc=f"hidden states {name}", disable=not progress or len(parts) < 2, leave=False):
+    for s, e in tqdm(parts, desc=f"hidden states {name}", disable=not progress or len(parts) < 2 or not terminal(),
+                     leave=False):
         path = folder / f"rows{s}-{e}.npy" if folder is not None else None
         if path is not None and path.exists():
             stacked = _load_chunk(path, e - s, warned)

@@ -21,6 +21,7 @@ from typing import Sequence
 import numpy as np
 from tqdm.auto import tqdm
 
+from ..core.console import terminal
 from ..models.base import Classifier
 from .search import REQUEST_CHARS, SearchMethod, SearchProblem, SearchResult, input_chars, model_max_length
 
@@ -127,7 +128,7 @@ def run_searches(problems: Sequence[SearchProblem], search: SearchMethod, model:
     del originals
     results: list[SearchResult | None] = [None] * len(problems)
     pending: dict[int, tuple] = {}  # problem index -> (generator, request)
-    bar = tqdm(total=len(problems), desc=desc, disable=not progress, leave=False)
+    bar = tqdm(total=len(problems), desc=desc, disable=not progress or not terminal(), leave=False)
     for k, p in enumerate(problems):
         gen = search.steps(p)
         try:

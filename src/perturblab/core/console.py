@@ -1,0 +1,109 @@
+"""What a run prints on the console: perturblab's own progress, and the libraries' only when asked.
+
+* perturblab's progress: a bar with ETA per phase, and one line when a slow step (loading a
+  model, training a head) is done (:meth:`~.study.RunContext.step`);
+* the libraries it calls (Hugging Face's "Loading weights", "Writing model shards", the GGUF
+  conversion's bar, their advisory warnings) say nothing while a study runs, unless perturblab's
+  log is verbose (``perturblab -v``, or the ``perturblab`` logger at INFO in Python):
+  :func:`libraries_quiet`, :func:`bars_off`;
+* bars drawn inside another bar (a search's, an encoder's hidden states) are drawn only on a
+  terminal (:func:`terminal`): elsewhere (a log file, CI) tqdm's cursor moves would be raw
+  escape codes in the text.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+#: the environment the Hugging Face libraries read when imported: no bars, errors only
+_QUIET_ENV = {"HF_HUB_DISABLE_PROGRESS_BARS": "1", "TRANSFORMERS_VERBOSITY": "error"}
+_quiet_depth = 0  # how many libraries_quiet blocks are open (only the outermost one acts)
+
+
+def verbose() -> bool:
+    """Whether perturblab's log is verbose (``-v``: the ``perturblab`` logger at INFO or below)."""
+    return logging.getLogger("perturblab").isEnabledFor(logging.INFO)
+
+
+def terminal() -> bool:
+    """Whether stderr is a terminal (where a bar may be drawn inside another one)."""
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):  # replaced or closed stderr
+        return False
+
+
+@contextmanager
+def libraries_quiet() -> Iterator[None]:
+    """The Hugging Face libraries' progress bars and advisory warnings off while the block runs,
+    as they were afterwards; nothing changes when perturblab's log is verbose (:func:`verbose`)."""
+    global _quiet_depth
+    if verbose() or _quiet_depth:  # verbose, or inside another such block (the command's, the driver's)
+        yield
+        return
+    _quiet_depth += 1
+    saved_env = {k: os.environ.get(k) for k in _QUIET_ENV}
+    before = _hf_state()
+    os.environ.update(_QUIET_ENV)  # read by a library imported inside the block
+    _set_hf_state((False, logging.ERROR))
+    try:
+        yield
+    finally:
+        _quiet_depth -= 1
+        for k, v in saved_env.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        _set_hf_state(before or (True, logging.WARNING))  # imported inside the block: its defaults
+
+
+def _hf_state() -> tuple[bool, int] | None:
+    """(progress bars on, verbosity) of transformers when it is imported (None otherwise: it is
+    not imported here, which costs a second)."""
+    if "transformers" not in sys.modules:
+        return None
+    from transformers.utils import logging as hf_logging
+
+    return hf_logging.is_progress_bar_enabled(), hf_logging.get_verbosity()
+
+
+def _set_hf_state(state: tuple[bool, int]) -> None:
+    if "transformers" not in sys.modules:
+        return
+    from transformers.utils import logging as hf_logging
+
+    bars, verbosity = state
+    if not bars:
+        hf_logging.disable_progress_bar()
+    elif os.environ.get("HF_HUB_DISABLE_PROGRESS_BARS") is None:  # the user's own setting wins
+        import warnings
+
+        with warnings.catch_warnings():  # a hub imported inside the block keeps its downloads' bars off
+            warnings.simplefilter("ignore")
+            hf_logging.enable_progress_bar()
+    hf_logging.set_verbosity(verbosity)
+
+
+@contextmanager
+def bars_off(module: Any) -> Iterator[None]:
+    """The progress bars of a library ``module`` that calls ``tqdm`` directly (not through a switch
+    of its own; e.g. the GGUF conversion of transformers) off while the block runs, unless
+    perturblab's log is verbose."""
+    original = getattr(module, "tqdm", None)
+    if verbose() or original is None:
+        yield
+        return
+
+    def quiet_tqdm(*args: Any, **kwargs: Any) -> Any:
+        return original(*args, **{**kwargs, "disable": True})
+
+    module.tqdm = quiet_tqdm
+    try:
+        yield
+    finally:
+        module.tqdm = original
