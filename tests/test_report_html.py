@@ -370,3 +370,24 @@ def test_cli_screenshot(chromium, robustness_study, tmp_path, capsys):
                  "--screenshot", str(png_path), "--window", "800x600"]) == 0
     assert matplotlib.image.imread(png_path).shape[:2] == (600, 800)
     assert f"screenshot: {png_path.resolve()}" in capsys.readouterr().out
+
+
+def test_no_heading_or_contents_entry_is_a_file_name(robustness_study, hostile_study):
+    """Headings and the contents list say what a part is ("Summary over trials"); the file it
+    comes from is shown under the heading, never as it."""
+    from perturblab.report.html import file_title
+
+    assert file_title("summary.json") == "Summary over trials"
+    assert file_title("per_layer-scores.csv") == "Per layer scores"
+    file_name = re.compile(r"\.(json|csv|md|png|txt|sqlite)\s*$", re.I)
+    for study in (robustness_study, hostile_study):
+        html, page = _page(study)
+        headings = re.findall(r"<h[1-6][^>]*>(.*?)</h[1-6]>", html, re.S)
+        contents = re.findall(r"<nav>(.*?)</nav>", html, re.S)[0]
+        labels = re.findall(r"<a href=\"#[^\"]+\">(.*?)</a>", contents, re.S)
+        assert headings and labels
+        for text in headings + labels:
+            assert not file_name.search(re.sub(r"<[^>]+>", "", text)), text
+    html, page = _page(robustness_study)
+    assert "Summary over trials" in page.visible and "<code>summary.json</code>" in html
+    assert "<code>results.json</code>" in html and "<code>table.md</code>" in html

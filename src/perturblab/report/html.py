@@ -36,6 +36,25 @@ PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 TIME_KEYS = ("created", "started", "finished")
 APPENDIX_FIGURES = ("sample_complexity",)  # SCoPE App. H curves after the Fig. 3 bars
 JSON_ORDER = ("summary.json", "correlations.json", "sample_complexity.json", "results.json")
+#: what the report calls the output files the studies write (others: their names in words); the
+#: file's own name is shown under the heading, never as it
+FILE_TITLES = {
+    "summary.json": "Summary over trials", "results.json": "Results", "trials.json": "Every trial",
+    "correlations.json": "Correlations between the metrics", "sample_complexity.json": "Sample complexity",
+    "checkpoints.json": "The checkpoints", "config.json": "Options", "finetune.json": "The fine-tune",
+    "metrics.csv": "Metrics per trial", "perturbed_examples.csv": "Perturbed examples",
+    "examples_table.csv": "Examples side by side", "examples.csv": "Examples", "members.csv": "Members of each set",
+    "top_layers.csv": "The layers each perturbation affects most", "table.md": "Tables",
+}
+
+
+def file_title(name: str) -> str:
+    """What the report calls output file ``name`` (``summary.json`` -> "Summary over trials"; an
+    unknown ``per_layer_scores.csv`` -> "Per layer scores")."""
+    if name in FILE_TITLES:
+        return FILE_TITLES[name]
+    words = re.sub(r"[_\-]+", " ", name.rsplit(".", 1)[0]).strip()
+    return (words[:1].upper() + words[1:]) or name
 
 
 @dataclass
@@ -69,10 +88,10 @@ class Section:
         """(anchor id, label) of the parts this section shows, for the table of contents."""
         parts = []
         if self.markdown:
-            parts.append((f"{self.id}-tables", "table.md"))
+            parts.append((f"{self.id}-tables", file_title("table.md")))
         if self.figures:
-            parts.append((f"{self.id}-figures", f"figures ({len(self.figures)})"))
-        parts += [(j.id, j.name) for j in self.json_files]
+            parts.append((f"{self.id}-figures", f"Figures ({len(self.figures)})"))
+        parts += [(j.id, j.title) for j in self.json_files]
         parts += [(t.id, t.title) for t in self.csv_tables]
         return parts
 
@@ -234,9 +253,9 @@ def build_section(study: Path, root: Path, taken: set[str], run_state: dict[str,
     sec.json_files = [json_file(name, obj) for name, obj in loaded.items()]
     sec.csv_tables = [read_csv_table(p) for p in files if p.suffix.lower() == ".csv"]
     for i, j in enumerate(sec.json_files):
-        j.id = f"{sec.id}-json-{i}"
+        j.id, j.title = f"{sec.id}-json-{i}", file_title(j.name)
     for i, t in enumerate(sec.csv_tables):
-        t.id = f"{sec.id}-csv-{i}"
+        t.id, t.source, t.title = f"{sec.id}-csv-{i}", t.title, file_title(t.title)
     shown = {"table.md", MANIFEST, RUN_MANIFEST}
     sec.other_files = [(p.name, _human_size(p.stat().st_size)) for p in files  # reports (.html) left out
                        if p.name not in shown and p.suffix.lower() not in (".png", ".json", ".csv", ".html")]

@@ -40,6 +40,7 @@ class Table:
     title: str = ""
     note: str = ""
     id: str = ""
+    source: str = ""  # the file a table shows (under its heading)
 
 
 @dataclass
@@ -60,6 +61,7 @@ class JsonFile:
     tables: list[Table] = field(default_factory=list)
     note: str = ""
     id: str = ""
+    title: str = ""  # what the report calls the file (its heading); ``name`` is shown under it
 
 
 def inline(text: str) -> Markup:
