@@ -1,6 +1,6 @@
 """Where the self-supervised evaluation's released code and its paper differ, measured on a corpus.
 
-Prints the figures quoted in the README ("Paper text and released code") and in
+Prints the figures quoted in docs/selfcheck.md ("Paper text and released code") and in
 docs/reproductions.md section 3:
 
 * negation: how many sentences of the corpus (3..64 whitespace words and all of them) each
