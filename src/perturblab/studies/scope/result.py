@@ -76,13 +76,13 @@ class ScopeResult(StudyResult):
     def figures(self) -> dict[str, Any]:
         """File name -> matplotlib figure: ``scope_<target>.png`` (Fig. 3) and
         ``sample_complexity_<target>.png`` (App. H). Close them with ``matplotlib.pyplot.close``."""
-        from ...report.plots import safe_name, sample_complexity_figure, scope_bar_figures
+        from ...report.plots import has_curve, safe_name, sample_complexity_figure, scope_bar_figures, short_name
 
-        figs = scope_bar_figures(self.summary)
+        figs = scope_bar_figures(self.summary, self.rows)
         for target, curves in self.sample_complexity.items():
-            if curves:
+            if has_curve(curves):  # one sample size (a small n) is a point, not a curve: no figure
                 figs[f"sample_complexity_{safe_name(target)}.png"] = sample_complexity_figure(
-                    curves, title=f"{self.args.reference} -> {target}")
+                    curves, title=f"reference {short_name(self.args.reference)} → target {short_name(target)}")
         return figs
 
     def save(self, out: str | Path) -> list[Path]:
