@@ -83,18 +83,20 @@ def probe_drop_figure(drops: np.ndarray, perturbations: Sequence[str], *, title:
     the figure."""
     plt = _plt()
     drops = np.asarray(drops, dtype=float)
-    fig, ax = plt.subplots(figsize=(1.5 + 0.55 * drops.shape[1], 1.0 + 0.45 * drops.shape[0]))
+    # wide and tall enough for its title and labels at any size (one perturbation of a 3-layer model too)
+    fig, ax = plt.subplots(figsize=(max(6.4, 2.5 + 0.55 * drops.shape[1]), max(2.6, 1.4 + 0.45 * drops.shape[0])))
     im = ax.imshow(100 * drops, cmap="Reds", aspect="auto")  # in accuracy points
     for i in range(drops.shape[0]):
         worst = set(np.argsort(-drops[i], kind="stable")[:top].tolist()) if boxed is None else set(boxed[i])
         for j in range(drops.shape[1]):
+            dark = im.norm(100 * drops[i, j]) > 0.6 if np.isfinite(drops[i, j]) else False
             ax.text(j, i, f"{100 * drops[i, j]:.1f}", ha="center", va="center", fontsize=7,
-                    fontweight="bold" if j in worst else "normal")
+                    fontweight="bold" if j in worst else "normal", color="white" if dark else "black")
             if j in worst:
                 ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, lw=1.5, ec="black"))
     ax.set_yticks(range(len(perturbations)), list(perturbations))
     ax.set_xticks(range(drops.shape[1]))
     ax.set_xlabel("layer (0 = embeddings)")
-    ax.set_title(title, fontsize=9)
+    ax.set_title(title, fontsize=9, wrap=True)
     fig.colorbar(im, ax=ax, shrink=0.8, label="accuracy drop (points)")
     return fig

@@ -173,9 +173,14 @@ def heatmap_figure(values: np.ndarray, rows: Sequence[str], cols: Sequence[str],
     mat = np.asarray(values, dtype=float)
     fig, ax = plt.subplots(figsize=(max(4.5, 2.2 + 1.1 * len(cols)), 1.2 + 0.45 * len(rows)))
     kw = {}
-    if center is not None and np.isfinite(mat).any():
-        span = max(float(np.nanmax(np.abs(mat - center))), 1e-9)
+    finite = mat[np.isfinite(mat)]
+    if center is not None and finite.size:
+        span = float(np.max(np.abs(finite - center)))
+        span = span if span > 1e-6 else 0.05  # every cell at the centre: a readable scale, not ±1e-9 around it
         kw = {"vmin": center - span, "vmax": center + span}
+    elif finite.size and float(np.ptp(finite)) < 1e-12:  # every cell equal: a scale around that value
+        pad = max(abs(float(finite[0])) * 0.05, 0.05)
+        kw = {"vmin": float(finite[0]) - pad, "vmax": float(finite[0]) + pad}
     im = ax.imshow(mat, cmap=cmap, aspect="auto", **kw)
     for i in range(len(rows)):
         for j in range(len(cols)):

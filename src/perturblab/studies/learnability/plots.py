@@ -45,13 +45,18 @@ def learnability_figure_set(rows: Sequence[dict[str, Any]], summary: dict[str, A
         for model in models:
             sel = [i for i, t in enumerate(table) if t["model"] == model]
             ax.scatter(x[sel], v[sel], label=model)
-        if len(x) >= 2 and np.ptp(x) > 0:
-            slope, icpt = np.polyfit(x, v, 1)
-            grid = np.linspace(x.min(), x.max(), 20)
-            ax.plot(grid, slope * grid + icpt, color="grey", ls="--")
+        for xi, vi, t in zip(x, v, table):  # each point is a (model, perturbation): say which
+            if np.isfinite(xi) and np.isfinite(vi):
+                ax.annotate(t["perturbation"], (xi, vi), xytext=(3, 3), textcoords="offset points", fontsize=6)
         rho = next(c for c in summary["spearman"] if (c["x"], c["y"]) == ("avg_learnability", y))
+        finite = np.isfinite(x) & np.isfinite(v)
+        if rho["spearman"] is not None and finite.sum() >= 3 and np.ptp(x[finite]) > 0:
+            # a trend line only beside a defined correlation of three points or more
+            slope, icpt = np.polyfit(x[finite], v[finite], 1)
+            grid = np.linspace(x[finite].min(), x[finite].max(), 20)
+            ax.plot(grid, slope * grid + icpt, color="grey", ls="--", label="least-squares line")
         text = "n/a" if rho["spearman"] is None else f"{rho['spearman']:.2f} (p={rho['p_value']:.2g})"
-        ax.set_title(f"Spearman ρ = {text}", fontsize=9)
+        ax.set_title(f"Spearman ρ = {text}, n = {int(finite.sum())} (model, perturbation) pairs", fontsize=9)
         ax.set_xlabel("average learnability (log-AUC)")
         ax.set_ylabel(label)
         ax.grid(alpha=0.3)

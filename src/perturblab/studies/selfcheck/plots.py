@@ -42,13 +42,16 @@ def spider_figure(rows: Sequence[dict[str, Any]]) -> Any:
 
     Each axis is scaled so that the best model reaches 1 and a larger area is better: a
     higher-is-better score as value / best value, a lower-is-better one as best value /
-    value. The raw values are printed in the legend.
+    value. The raw values are printed in the legend. With one model (best on every axis by
+    construction) the figure shows its raw scores as bars instead.
     """
     plt = _plt()
     main = [r for r in rows if r["main"]]
     axes = [a for a in SPIDER_AXES if any(r["metric"] == a[0] for r in main)]
     models = list(dict.fromkeys(r["model"] for r in main))
     value = {(r["model"], r["metric"]): r["value"] for r in main}
+    if len(models) < 2:  # scaled to the best model, one model is "best" on every axis: show its raw scores
+        return _raw_scores_figure(models[0] if models else "", axes, value)
     angles = np.linspace(0, 2 * np.pi, len(axes), endpoint=False)
     fig = plt.figure(figsize=(6.4, 5.6))
     ax = fig.add_subplot(projection="polar")
@@ -76,6 +79,25 @@ def spider_figure(rows: Sequence[dict[str, Any]]) -> Any:
     ax.set_title("Self-supervised sensitivity scores (larger area is better)", fontsize=10)
     ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.08),
               title="raw values in axis order", title_fontsize=7)
+    return fig
+
+
+def _raw_scores_figure(model: str, axes: Sequence[tuple[str, bool, str]], value: dict[tuple[str, str], float]) -> Any:
+    """The headline scores of one model as bars of their raw values (a spider plot scales each
+    axis to the best model, which says nothing about a model alone)."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6.4, 0.9 + 0.55 * max(len(axes), 1)))
+    vals = [value.get((model, metric), np.nan) for metric, _, _ in axes]
+    labels = [f"{label} ({'higher' if higher else 'lower'} is better)" for _, higher, label in axes]
+    y = np.arange(len(axes))
+    ax.barh(y, [_finite(v) for v in vals], color="#4c78a8")
+    for k, v in enumerate(vals):
+        ax.text(_finite(v), k, f" {v:.3g}", va="center", fontsize=8)
+    ax.set_yticks(y, labels, fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("score")
+    ax.set_title(f"Self-supervised sensitivity scores of {model} (give two models or more to compare them "
+                 "on one spider plot)", fontsize=9, wrap=True)
     return fig
 
 
