@@ -71,6 +71,9 @@ def test_a_single_sample_size_is_no_curve():
     ax = fig.axes[0]
     assert [t.get_text() for t in ax.get_legend().get_texts()] == ["typo Hard-SCoPE"]
     assert "random subsets of m" in ax.texts[0].get_text()
+    fig.canvas.draw()
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["5", "8"]  # the sizes drawn, whole numbers
+    assert not [t.get_text() for t in ax.get_xticklabels(minor=True) if t.get_text()]
     plt.close(fig)
     assert short_name("abc") == "abc" and short_name("x" * 40, 10) == "xxxx…xxxxx"
     with pytest.raises(StopIteration):

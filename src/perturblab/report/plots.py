@@ -141,9 +141,15 @@ def sample_complexity_figure(curves: dict[str, list[dict[str, float]]], title: s
         ax.plot(n, [r["mean"] for r in rows], marker="o", label=label)
         ax.fill_between(n, [r["low"] for r in rows], [r["high"] for r in rows], alpha=0.2)
     ax.set_xscale("log")
-    ax.xaxis.set_major_formatter(ScalarFormatter())
-    ax.xaxis.set_minor_formatter(ScalarFormatter())
-    ax.tick_params(axis="x", which="minor", labelsize=7)
+    sizes = sorted({r["n"] for rows in curves.values() if len(rows) >= 2 for r in rows})
+    if sizes:  # ticks at the sample sizes drawn, as whole numbers (no 10.2, 10.4, ... on a narrow range)
+        from matplotlib.ticker import NullFormatter, NullLocator
+
+        ax.xaxis.set_minor_locator(NullLocator())
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.set_xticks(sizes, [f"{n:g}" for n in sizes], fontsize=8)
+    else:
+        ax.xaxis.set_major_formatter(ScalarFormatter())
     ax.set_xlabel("number of base samples m")
     ax.set_ylabel("mean and 95% interval")
     ax.set_title(title, fontsize=10)
