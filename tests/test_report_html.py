@@ -391,3 +391,16 @@ def test_no_heading_or_contents_entry_is_a_file_name(robustness_study, hostile_s
     html, page = _page(robustness_study)
     assert "Summary over trials" in page.visible and "<code>summary.json</code>" in html
     assert "<code>results.json</code>" in html and "<code>table.md</code>" in html
+
+
+def test_a_column_without_any_value_is_left_out_and_named():
+    """One trial has no standard error: its columns of nothing but nulls are left out of the table,
+    and the note under it names them."""
+    from perturblab.report.html_tables import records_table
+
+    rows = [{"target": "a", "soft_scope": 0.9, "soft_scope_se": None}, {"target": "b", "soft_scope": 0.8}]
+    t = records_table(rows, title="x", source="summary.json")
+    assert [str(h).replace("<wbr>", "") for h in t.header] == ["target", "soft_scope"]
+    assert t.rows == [["a", "0.9"], ["b", "0.8"]] and t.note == "no values in soft_scope_se (left out)"
+    many = records_table(rows * 3, source="summary.json", max_rows=2)
+    assert many.note == "4 more rows in summary.json; no values in soft_scope_se (left out)"

@@ -203,15 +203,22 @@ def _is_leaf(v: Any) -> bool:
 
 def records_table(rows: list[dict[str, Any]], *, title: str = "", source: str = "",
                   max_rows: int = MAX_JSON_ROWS) -> Table:
-    """A list of flat dicts as a table (columns: the union of keys), at most ``max_rows`` rows."""
-    cols = list(dict.fromkeys(k for r in rows for k in r))
+    """A list of flat dicts as a table (columns: the union of keys), at most ``max_rows`` rows; a
+    column with no value in any row (a standard error of one trial, say) is left out, and the note
+    names it."""
+    keys = list(dict.fromkeys(k for r in rows for k in r))
+    cols = [k for k in keys if any(r.get(k) is not None for r in rows)]
+    empty = [k for k in keys if k not in cols]
     shown = rows[:max_rows]
     numeric = []
     for c in cols:
         vals = [r.get(c) for r in rows if r.get(c) is not None]
         numeric.append(bool(vals) and all(_is_number(v) for v in vals))
     more = len(rows) - len(shown)
-    note = f"{more} more rows in {source}" if more > 0 else ""
+    notes = [f"{more} more rows in {source}"] if more > 0 else []
+    if empty:
+        notes.append(f"no values in {', '.join(empty)} (left out)")
+    note = "; ".join(notes)
     return Table(header=[breakable(c) for c in cols], rows=[[fmt_cell(r.get(c)) for c in cols] for r in shown],
                  numeric=numeric, title=title, note=note)
 
