@@ -52,6 +52,32 @@ class Args(StudyArgs):
         return None
 
 
+class ModelList:
+    """Mix-in of the options with a ``models`` comma list (robustness, generation, learnability,
+    selfcheck): what the study reads of it."""
+
+    models: str | None
+
+    def model_names(self) -> list[str]:
+        """The models' specs (or, from the Python function, the names it gave objects), in order; a
+        spec's ``[...]`` options stay with it."""
+        return items(self.models or "")
+
+
+class PerturbationList:
+    """Mix-in of the options with a ``perturbations`` option (robustness, generation,
+    learnability, layer-probes): what the study reads of it."""
+
+    perturbations: str
+
+    def perturbation_list(self) -> list[str]:
+        """The perturbations, in order (``all`` / ``robustness`` / ``every`` name the catalogue's
+        sets, :func:`~perturblab.perturb.catalogue.perturbation_names`)."""
+        from ..perturb.catalogue import perturbation_names
+
+        return perturbation_names(self.perturbations)
+
+
 def corpus_split_option(what: str) -> Any:
     """``--corpus-split``: how a corpus file of ``what`` is cut into texts (the studies that read
     corpus files declare it with this one help)."""
@@ -173,12 +199,10 @@ def check_data(name: str, value: str, values: dict[str, Any]) -> None:
         return
     if "label_column" not in values:  # a study whose data files have columns of their own (generation)
         return
-    from .inputs import load_study_data
+    from .inputs import load_study_data, text_columns
 
-    fields = list(values.get("text_fields") or [])
-    if not fields and values.get("text_column"):
-        fields = [values["text_column"]]
-    load_study_data(str(path), text_fields=fields, label_column=values.get("label_column"), task=values.get("task"))
+    load_study_data(str(path), text_fields=text_columns(values.get("text_fields"), values.get("text_column")),
+                    label_column=values.get("label_column"), task=values.get("task"))
 
 
 def fraction_list(value: Any) -> None:

@@ -49,6 +49,16 @@ def _load(data: str) -> Dataset:
     return load_dataset(data)
 
 
+def text_columns(text_fields: Sequence[str] | str | None, text_column: str | None) -> list[str]:
+    """The text column(s) a data file is read with: ``--text-fields`` (one or two names), else
+    ``[--text-column]``, else none (the loader's default). The options refuse both at once."""
+    from ..core.options import csv_list
+
+    fields = (csv_list(text_fields) if isinstance(text_fields, str) else [str(f) for f in text_fields]) \
+        if text_fields else []
+    return fields or ([text_column] if text_column else [])
+
+
 def load_study_data(data: str, *, text_fields: Sequence[str] = (), label_column: str | None = None,
                     task: str | None = None) -> Dataset:
     """The data set ``data`` (:func:`perturblab.data.load_dataset`) read with the given columns.

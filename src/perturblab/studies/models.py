@@ -74,19 +74,15 @@ def search_splits(data: "str | Dataset | tuple[Dataset, Dataset]", *, text_colum
             test_size: float) -> "tuple[Dataset, Dataset]":
     from ..data.examples import Dataset
     from ..data.loaders import train_test_split
-    from .inputs import load_study_data
+    from .inputs import load_study_data, text_columns
 
     if isinstance(data, tuple) and len(data) == 2 and all(isinstance(d, Dataset) for d in data):
         ds, splits = data[1], data
     else:
-        fields = names_of(text_fields) if text_fields else []
-        if text_column and fields:
-            raise InputError("--text-fields takes one or two column names (A or A,B) and replaces --text-column; "
-                             f"got --text-fields {','.join(fields)} and --text-column {text_column}")
         if isinstance(data, Dataset):
             ds = data
-        else:
-            ds = load_study_data(str(data), text_fields=fields or ([text_column] if text_column else []),
+        else:  # --text-fields with --text-column is refused by the options' rules (one_text_option)
+            ds = load_study_data(str(data), text_fields=text_columns(text_fields, text_column),
                                  label_column=label_column)
         splits = None
     if perturb_field in ("b", "both") and not ds.is_pair:

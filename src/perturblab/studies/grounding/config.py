@@ -78,9 +78,9 @@ class SimilarityArgs(Args):
     def text_field_list(self) -> list[str]:
         """The text column(s) of a data file: ``text_fields``, else ``[text_column]`` (none: the
         loader's default)."""
-        if self.text_fields:
-            return list(self.text_fields)
-        return [self.text_column] if self.text_column else []
+        from ..inputs import text_columns
+
+        return text_columns(self.text_fields, self.text_column)
 
 
 @dataclass(kw_only=True)

@@ -7,11 +7,11 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from ...core.options import TEXT_FIELDS_HELP, ExecutorArgs, csv_list, float_list, option
-from ..args import Args, items, known_perturbations, probability_grid
+from ..args import Args, ModelList, PerturbationList, known_perturbations, probability_grid
 
 
 @dataclass(kw_only=True)
-class LearnabilityArgs(ExecutorArgs, Args):
+class LearnabilityArgs(ModelList, PerturbationList, ExecutorArgs, Args):
     """The options of ``perturblab learnability`` and :func:`perturblab.learnability` (the one schema)."""
 
     python_only: ClassVar[tuple[str, ...]] = ("trainers",)
@@ -35,16 +35,6 @@ class LearnabilityArgs(ExecutorArgs, Args):
                                   "threads; 1 = one at a time)")
 
     # -- what the study reads -------------------------------------------------------------
-    def model_names(self) -> list[str]:
-        """The models' names, in order."""
-        return items(self.models)
-
-    def perturbation_list(self) -> list[str]:
-        """The perturbations' names (``all`` / ``robustness`` / ``every`` spelt out)."""
-        from ...perturb.catalogue import perturbation_names
-
-        return perturbation_names(self.perturbations)
-
     def p_grid(self) -> list[float]:
         """The perturbation probabilities: ``--ps``, or the paper's grid when not given."""
         from ...measures.learnability import LEARNABILITY_GRID

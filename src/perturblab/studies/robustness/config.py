@@ -9,7 +9,7 @@ from typing import Mapping, Sequence
 
 from ...core.options import TEXT_FIELDS_HELP, ExecutorArgs, csv_list, option
 from ...errors import InputError
-from ..args import Args, items, known_perturbations, nonempty, some_of
+from ..args import Args, ModelList, PerturbationList, items, known_perturbations, nonempty, some_of
 
 # With "Summary:" and no line break SmolLM2-Instruct ended half of its answers at once; with this
 # prompt none of 16 (and ROUGE-L against the lead sentence rose from 0.14 to 0.32).
@@ -79,7 +79,7 @@ def label_map_entries(maps: Mapping[str, Mapping[str, str]]) -> list[str]:
 
 
 @dataclass(kw_only=True)
-class RobustnessArgs(ExecutorArgs, Args):
+class RobustnessArgs(ModelList, PerturbationList, ExecutorArgs, Args):
     """The options of ``perturblab robustness`` and :func:`perturblab.robustness` (the one schema)."""
 
     models: str | None = option(required=True, role="classifier", check=nonempty,
@@ -128,16 +128,6 @@ class RobustnessArgs(ExecutorArgs, Args):
         return []
 
     # -- what the study reads -------------------------------------------------------------
-    def model_specs(self) -> list[str]:
-        """The models' specs, in order (a spec's ``[...]`` options stay with it)."""
-        return items(self.models or "")
-
-    def perturbation_list(self) -> list[str]:
-        """The perturbations' names (``robustness`` / ``all`` / ``every`` spelt out)."""
-        from ...perturb.catalogue import perturbation_names
-
-        return perturbation_names(self.perturbations)
-
     def metric_list(self) -> list[str] | None:
         """The metrics given, or None: the task's own (accuracy and MCC, or Pearson and Spearman)."""
         return items(self.metrics) if self.metrics else None
@@ -148,7 +138,7 @@ class RobustnessArgs(ExecutorArgs, Args):
 
 
 @dataclass(kw_only=True)
-class GenerationArgs(Args):
+class GenerationArgs(ModelList, PerturbationList, Args):
     """The options of ``perturblab generation`` and :func:`perturblab.generation` (the one schema)."""
 
     models: str | None = option(required=True, role="language_model", check=nonempty,
@@ -170,16 +160,6 @@ class GenerationArgs(Args):
     n_boot: int = option(1000, min=1, help="paired-bootstrap resamples of the 95%% intervals")
 
     # -- what the study reads -------------------------------------------------------------
-    def model_specs(self) -> list[str]:
-        """The language models' specs, in order."""
-        return items(self.models or "")
-
-    def perturbation_list(self) -> list[str]:
-        """The perturbations' names (``robustness`` / ``all`` / ``every`` spelt out)."""
-        from ...perturb.catalogue import perturbation_names
-
-        return perturbation_names(self.perturbations)
-
     def metric_list(self) -> list[str]:
         """The ROUGE variants scored, in the order given."""
         return items(self.metrics)

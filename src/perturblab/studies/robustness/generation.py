@@ -74,7 +74,7 @@ class GenerationStudy(Study):
             self.data = load_generation_data(args.data, n=args.n, seed=args.seed, source_column=args.source_column,
                                              reference_column=args.reference_column)
         self.models: dict[str, Any] = {}
-        for spec in args.model_specs():
+        for spec in args.model_names():
             name = spec if spec in self._given else ModelSpec.parse(spec).name
             if name in self.models:
                 raise InputError(f"two language models are named {name!r}; give one another name (NAME=SOURCE)")

@@ -153,7 +153,7 @@ class RobustnessStudy(Study):
         self.loaded: list[tuple[str, Any, Any, list | None]] = []  # (name, model, handle, columns)
         remote = ctx.executor.name != "local"
         role = "classifier" if train.label_names else "regressor"
-        for entry in args.model_specs():
+        for entry in args.model_names():
             ready = self._ready.get(entry)
             ms = None if ready is not None else ModelSpec.parse(entry)
             spec = entry if ms is None else ms.name

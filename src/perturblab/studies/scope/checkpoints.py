@@ -216,6 +216,7 @@ class CheckpointStudy(Study):
 
     def prepare(self, ctx: RunContext) -> None:
         models, splits = self.models(ctx.out), self.splits()
+        self._manifest = self.manifest(models)
         self._plan, self._studies = self.plan(), []
         for ref, pairs in self._plan.items():
             targets = list(dict.fromkeys(t for t, _ in pairs))
@@ -225,12 +226,8 @@ class CheckpointStudy(Study):
             self._studies.append(study)
 
     def identity(self) -> dict[str, Any]:
-        return {"options": self.args.study_options(), "checkpoints": self.manifest(self.models_loaded()),
+        return {"options": self.args.study_options(), "checkpoints": self._manifest,
                 "scope": [s.identity() for s in self._studies]}
-
-    def models_loaded(self) -> dict[str, Classifier]:
-        assert self._models is not None, "the checkpoints load when the study runs (prepare)"
-        return self._models
 
     def phases(self, ctx: RunContext) -> Iterator[Phase]:
         for study in self._studies:
@@ -239,7 +236,7 @@ class CheckpointStudy(Study):
 
     def finish(self, ctx: RunContext) -> "CheckpointResult":
         scope_rows = [r for study in self._studies for r in study.finish(ctx).rows]
-        return CheckpointResult(self.rows(scope_rows, self._plan), scope_rows, self.manifest(self.models_loaded()))
+        return CheckpointResult(self.rows(scope_rows, self._plan), scope_rows, self._manifest)
 
     def rows(self, scope_rows: Sequence[dict[str, Any]], plan: Mapping[str, list[tuple[str, str]]]
              ) -> list[dict[str, Any]]:

@@ -220,22 +220,10 @@ class CheckpointsArgs(SearchLimitArgs, SearchDataArgs, Args):
     test_size: ClassVar[float] = 0.25
     n_boot: ClassVar[int] = 1000
 
-    def capability_plan(self) -> list[str]:
-        """The capabilities in the order they run (:func:`capability_plan`)."""
-        return capability_plan(self.capabilities)
-
     def comparison_list(self) -> list[str]:
         """The comparisons, once each, in the order :data:`COMPARISONS` gives them."""
         given = items(self.comparisons)
         return [c for c in COMPARISONS if c in given]
-
-    def decay(self) -> tuple[float, float]:
-        """Soft-SCoPE's (tolerance, cutoff): the paper's."""
-        return DEFAULT_TOLERANCE, DEFAULT_CUTOFF
-
-    def search_settings(self) -> SearchSettings:
-        """What a search cell needs of these options (the SCoPE paper's greedy L1 search)."""
-        return _search_settings(self, perturb_field=SEARCH_FIELDS[self.perturb_field])
 
     def scope_args(self, reference: str, targets: Sequence[str]) -> ScopeArgs:
         """The options of the SCoPE study of one reference and its targets (the checkpoints are

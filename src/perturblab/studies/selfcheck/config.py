@@ -10,7 +10,7 @@ from typing import Any, Sequence
 from ...core.options import count_or_all, option
 from ...errors import InputError
 from ...perturb.selfcheck import NEGATION_RULES
-from ..args import Args, corpus_split_option
+from ..args import Args, ModelList, corpus_split_option
 from ..models import items
 
 METRICS: tuple[str, ...] = ("negation", "toxicity", "long_range", "word_order", "tokenization", "entropy")
@@ -51,7 +51,7 @@ def sentence_limit(value: Any) -> None:
 
 
 @dataclass(kw_only=True)
-class SelfCheckArgs(Args):
+class SelfCheckArgs(ModelList, Args):
     """The options of ``perturblab selfcheck`` and :func:`perturblab.selfcheck` (the one schema)."""
 
     models: str | None = option(required=True, role="language_model",
@@ -83,10 +83,6 @@ class SelfCheckArgs(Args):
                                          "the scores do not depend on it)")
 
     # -- what the study reads -------------------------------------------------------------
-    def model_names(self) -> list[str]:
-        """The language models' names (specs, or the names given to model objects), in order."""
-        return items(self.models)
-
     def metric_list(self) -> list[str]:
         """The metrics, once each, in the order given (none given: all of :data:`METRICS`)."""
         return list(dict.fromkeys(items(self.metrics))) if self.metrics else list(METRICS)

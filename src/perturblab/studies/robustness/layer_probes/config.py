@@ -11,7 +11,7 @@ from ....core.options import TEXT_FIELDS_HELP, csv_list, option
 from ....errors import InputError
 from ....models.base import POOLINGS
 from ....perturb.catalogue import ROBUSTNESS_EIGHT
-from ...args import Args, known_perturbations
+from ...args import Args, PerturbationList, known_perturbations
 
 # the robustness paper's eight (Sec. 3.2)
 DEFAULT_PERTURBATIONS = ROBUSTNESS_EIGHT
@@ -39,7 +39,7 @@ def distinct_perturbations(value: Any) -> None:
 
 
 @dataclass(kw_only=True)
-class LayerProbesArgs(Args):
+class LayerProbesArgs(PerturbationList, Args):
     """The options of ``perturblab layer-probes`` and :func:`~.function.layer_probes` (the one schema)."""
 
     python_only: ClassVar[tuple[str, ...]] = ("perturbation_params",)
@@ -59,11 +59,3 @@ class LayerProbesArgs(Args):
     pooling: str = option("mean", choices=POOLINGS, help=POOLING_HELP)
     text_fields: list[str] = option([], parse=csv_list, metavar="A[,B]", help=TEXT_FIELDS_HELP)
     label_column: str | None = option(None, help=LABEL_COLUMN_HELP)
-
-    # -- what the study reads -------------------------------------------------------------
-    def perturbation_list(self) -> list[str]:
-        """The perturbations, in order (``all`` / ``robustness`` / ``every`` name the catalogue's
-        sets, :func:`~perturblab.perturb.catalogue.perturbation_names`)."""
-        from ....perturb.catalogue import perturbation_names
-
-        return perturbation_names(self.perturbations)
