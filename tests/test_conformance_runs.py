@@ -22,6 +22,7 @@ studies without one are named in :data:`WITHOUT_EXAMPLE`.
 from __future__ import annotations
 
 import importlib.util
+import json
 import shutil
 import sqlite3
 import sys
@@ -317,3 +318,26 @@ def test_d_save_writes_all_files_or_none(entry, runs, monkeypatch, tmp_path):
     monkeypatch.undo()
     saved = run.result.save(empty)  # the same save, without the failure, writes every file
     assert len(saved) == n_files and sorted(outputs(empty)) == sorted(run.files)
+
+
+@pytest.mark.parametrize("entry", CASES)
+def test_e_the_headline_names_each_estimate_with_its_interval_and_n(entry, runs):
+    """Every study writes ``headline.json``: a sentence and at least one estimate, each about a
+    named subject and measure, with its n, a 95 % interval that is ordered (or none, and then a
+    reason), and a machine key unique per subject; it reads back to the result's own headline."""
+    from perturblab.core.headline import Headline
+
+    run = runs(entry)
+    assert "headline.json" in run.files
+    saved = Headline.from_json(json.loads((run.cli / "headline.json").read_text()))
+    assert saved == Headline.from_json(run.result.headline().to_json())
+    assert len(saved.sentence) > 40 and saved.estimates
+    keys = Counter((e.subject, e.key) for e in saved.estimates)
+    assert max(keys.values()) == 1, f"keys named twice: {[k for k, v in keys.items() if v > 1]}"
+    for e in saved.estimates:
+        assert e.subject and e.measure and e.key and e.interval
+        assert isinstance(e.n, int) and e.n >= 1, e
+        if e.low is None or e.high is None:
+            assert e.low is None and e.high is None and e.interval.startswith("no interval"), e
+        else:
+            assert e.interval.startswith("95 %") and e.low <= e.high, e

@@ -15,6 +15,7 @@ import numpy as np
 from perturblab.core.entry import run, study_function
 from perturblab.core.files import write_json
 from perturblab.core.keys import content_key, model_fingerprint
+from perturblab.core.headline import Estimate, Headline
 from perturblab.core.options import option
 from perturblab.core.study import Phase, RunContext, Study, StudyResult, Task
 from perturblab.studies.args import Args
@@ -91,6 +92,12 @@ class TruncationResult(StudyResult):
     def table(self) -> str:
         return "\n".join(f"{r['model']:<12} kept {r['kept']:.3f} [{r['ci'][0]:.3f}, {r['ci'][1]:.3f}]"
                          for r in self.rows)
+
+    def headline(self) -> Headline:
+        return Headline("The share of test texts whose prediction survives dropping the last word "
+                        "(1 = every one). n: the test texts.",
+                        [Estimate(r["model"], "kept without the last word", r["kept"], *r["ci"], n=r["n"],
+                                  interval="95 % bootstrap over examples", key="kept") for r in self.rows])
 
     def save(self, out: str | Path) -> list[Path]:
         return [write_json(Path(out) / "results.json", self.rows)]

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar, Hashable, Iterator, S
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
+    from .headline import Headline
     from .store import ResultStore
 
 log = logging.getLogger(__name__)
@@ -99,6 +100,10 @@ class RunContext:
         self.say(f"{what}: done in {time.time() - t0:.1f} s")
 
 
+#: the file :meth:`StudyResult.save` writes the headline to
+HEADLINE_FILE = "headline.json"
+
+
 class StudyResult:
     """What a study returns: ``rows`` (one dict per result row), ``summary`` (rows, or a dict of
     tables) and the files :meth:`save` writes. Subclasses add the study's own fields and files."""
@@ -116,7 +121,13 @@ class StudyResult:
                 from .files import all_or_nothing
 
                 with all_or_nothing():
-                    return save(self, out, *a, **k)
+                    paths = save(self, out, *a, **k)
+                    headline = self.headline()
+                    if headline is not None:
+                        from .files import write_json
+
+                        paths = [*paths, write_json(Path(out) / HEADLINE_FILE, headline.to_json())]
+                    return paths
 
             saved._all_or_nothing = True  # type: ignore[attr-defined]
             cls.save = saved  # type: ignore[method-assign]
@@ -150,6 +161,13 @@ class StudyResult:
         lines = [table()] if callable(table) else []
         sizes = self.sizes()
         return "\n".join(lines + ([sizes] if sizes else []))
+
+    def headline(self) -> "Headline | None":
+        """The estimates a reader looks at first, each with its interval and n, and a sentence on
+        how to read them (:class:`~perturblab.core.headline.Headline`); :meth:`save` writes it
+        as ``headline.json`` and the report opens the study's section with it. None for a
+        result that has none."""
+        return None
 
     def to_pandas(self) -> "pd.DataFrame":
         """The rows as a pandas DataFrame (list and dict values kept as Python objects)."""

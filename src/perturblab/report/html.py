@@ -5,7 +5,9 @@
 manifest config, its flags (:func:`read_flags`: models at chance level or predicting one class,
 perturbations that affect no layer beyond noise), the tables of ``table.md``, every ``*.png``
 figure embedded as a base64 data URI, the JSON outputs as tables and the first rows of every CSV file. The file references
-nothing outside itself (no scripts, no style sheets, no URLs) and all study text is escaped.
+nothing outside itself (no script files, no style sheets, no URLs) and all study text is escaped. Its one
+inline script (``templates/report.js.j2``) makes the CSV tables sortable and filterable; the page's
+Content-Security-Policy allows that script by its SHA-256 and nothing else (:func:`content_security_policy`).
 A JSON file of the report's input that cannot be read (a corrupt ``results.json``, say) is an
 :class:`~perturblab.errors.InputError` naming the file, raised before anything is written.
 """
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import datetime as _dt
+import hashlib
 import json
 import os
 import re
@@ -21,7 +24,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from markupsafe import Markup
+
+from ..core.headline import Headline
+from ..core.study import HEADLINE_FILE
 from ..errors import InputError
+from .html_headline import headline_tables
 from .html_tables import (Block, JsonFile, Table, json_file, json_tables, key_value_table, parse_markdown,
                           read_csv_table)
 
@@ -29,6 +37,11 @@ STUDY_MARKERS = ("results.json", "study.json", "table.md")
 MANIFEST = "study.json"
 RUN_MANIFEST = "run.json"
 TEMPLATE = "report.html.j2"
+#: the page's script, inserted verbatim (named ``*.j2`` so that the package data ships it)
+SCRIPT = "report.js.j2"
+#: the page's policy: nothing loaded from anywhere, inline style, embedded images, and the one
+#: script whose hash follows
+CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
 MAX_DEPTH = 8
 MAX_FIGURE_BYTES = 20 * 2**20
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -46,6 +59,10 @@ FILE_TITLES = {
     "examples_table.csv": "Examples side by side", "examples.csv": "Examples", "members.csv": "Members of each set",
     "top_layers.csv": "The layers each perturbation affects most", "table.md": "Tables",
 }
+
+
+#: the heading of a section's headline
+HEADLINE_TITLE = "At a glance"
 
 
 def file_title(name: str) -> str:
@@ -76,6 +93,11 @@ class Section:
     kind: str = ""
     state: str = ""
     config: Table | None = None
+    #: the study's headline (``headline.json``): its sentence and its tables; ``headline_note``
+    #: says why there is none
+    headline_sentence: str = ""
+    headline: list[Table] = field(default_factory=list)
+    headline_note: str = ""
     notes: list[str] = field(default_factory=list)
     flags: list[str] = field(default_factory=list)
     markdown: list[Block] = field(default_factory=list)
@@ -87,10 +109,12 @@ class Section:
     def contents(self) -> list[tuple[str, str]]:
         """(anchor id, label) of the parts this section shows, for the table of contents."""
         parts = []
-        if self.markdown:
-            parts.append((f"{self.id}-tables", file_title("table.md")))
+        if self.headline or self.headline_note:
+            parts.append((f"{self.id}-headline", HEADLINE_TITLE))
         if self.figures:
             parts.append((f"{self.id}-figures", f"Figures ({len(self.figures)})"))
+        if self.markdown:
+            parts.append((f"{self.id}-tables", file_title("table.md")))
         parts += [(j.id, j.title) for j in self.json_files]
         parts += [(t.id, t.title) for t in self.csv_tables]
         return parts
@@ -244,6 +268,14 @@ def build_section(study: Path, root: Path, taken: set[str], run_state: dict[str,
                         key=_json_sort_key)
     loaded = {p.name: load_json(p) for p in json_paths}
     sec.flags = read_flags(study, loaded)
+    headline = loaded.pop(HEADLINE_FILE, None)
+    if isinstance(headline, dict):
+        h = Headline.from_json(headline)
+        sec.headline_sentence, sec.headline = h.sentence, headline_tables(h)
+    elif (study / "results.json").is_file():
+        sec.headline_note = (f"No {HEADLINE_FILE}: these outputs were written before perturblab wrote "
+                             "headlines. Run the study again into the same --out to add it; its stored "
+                             "results are read back, nothing is computed again.")
     if (study / "table.md").is_file():
         try:
             sec.markdown = parse_markdown((study / "table.md").read_text(encoding="utf-8", errors="replace"))
@@ -295,6 +327,30 @@ def _environment() -> "jinja2.Environment":  # noqa: F821 (imported when used)
         autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
 
 
+def report_script() -> str:
+    """The text of the page's script, exactly as it goes between ``<script>`` and ``</script>``
+    (line ends as ``\n``, as an HTML parser hands them to the browser's hash check)."""
+    from importlib.resources import files
+
+    text = (files("perturblab.report") / "templates" / SCRIPT).read_text(encoding="utf-8")
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    if re.search(r"</script|<!--", text, re.I):
+        raise ValueError(f"{SCRIPT} holds '</script' or '<!--', which would end or hide the inline script")
+    return text
+
+
+def script_hash(script: str) -> str:
+    """The CSP source that allows the inline script ``script``: ``'sha256-<base64 digest of its
+    UTF-8 bytes>'``."""
+    digest = hashlib.sha256(script.encode("utf-8")).digest()
+    return f"'sha256-{base64.b64encode(digest).decode('ascii')}'"
+
+
+def content_security_policy(script: str) -> str:
+    """The page's Content-Security-Policy: :data:`CSP` plus ``script-src`` with the hash of ``script``."""
+    return f"{CSP}; script-src {script_hash(script)}"
+
+
 def render_report(root: str | Path, title: str | None = None) -> str:
     """The report of ``root`` (a study directory or a run directory of studies) as an HTML string."""
     from .. import __version__
@@ -331,9 +387,10 @@ def render_report(root: str | Path, title: str | None = None) -> str:
                 for s in studies]
     title = title or f"perturblab report: {run_name or root.resolve().name}"
     now = _utc(_dt.datetime.now(_dt.timezone.utc).timestamp())
+    script = report_script()
     return _environment().get_template(TEMPLATE).render(
         title=title, sections=sections, run_info=run_info, run_notes=run_notes, source=str(root),
-        generated=now, version=__version__)
+        generated=now, version=__version__, script=Markup(script), csp=Markup(content_security_policy(script)))
 
 
 def write_report(dir: str | Path, out_path: str | Path | None = None, title: str | None = None) -> Path:

@@ -18,7 +18,7 @@ from typing import Any, Iterator
 from markupsafe import Markup, escape
 
 MAX_JSON_ROWS = 200
-MAX_CSV_ROWS = 50
+MAX_CSV_ROWS = 1000  # the report's script sorts and filters them in the page
 MAX_JSON_TABLES = 40
 MAX_CELL_CHARS = 300
 
@@ -41,13 +41,17 @@ class Table:
     note: str = ""
     id: str = ""
     source: str = ""  # the file a table shows (under its heading)
+    #: whether the page lets the reader sort and filter the rows (the CSV tables)
+    sortable: bool = False
+    #: per cell, the exact number a numeric cell sorts by when its text is rounded ("" otherwise)
+    sort_keys: list[list[str]] = field(default_factory=list)
 
 
 @dataclass
 class Block:
     """One block of a markdown file: a heading, a paragraph or a table."""
 
-    kind: str  # "heading" | "paragraph" | "table"
+    kind: str  # "heading" | "paragraph" | "list" (``text``: the items) | "table"
     text: Any = ""
     level: int = 0
     table: Table | None = None
@@ -152,7 +156,8 @@ def _markdown_table(lines: list[str]) -> Table:
 
 
 def parse_markdown(text: str) -> list[Block]:
-    """Headings (``#``), paragraphs and pipe tables of a markdown text; nothing else is markup."""
+    """Headings (``#``), list items (``- x``, one line each), paragraphs and pipe tables of a
+    markdown text; nothing else is markup."""
     lines = text.splitlines()
     blocks: list[Block] = []
     i, n = 0, len(lines)
@@ -169,6 +174,13 @@ def parse_markdown(text: str) -> list[Block]:
         if m:
             blocks.append(Block("heading", inline(m.group(2)), level=len(m.group(1))))
             i += 1
+        elif re.match(r"^[-*]\s+", s):  # a list item; items apart by blank lines make one list
+            item = inline(re.sub(r"^[-*]\s+", "", s))
+            if blocks and blocks[-1].kind == "list":
+                blocks[-1].text.append(item)
+            else:
+                blocks.append(Block("list", [item]))
+            i += 1
         elif table_starts(i):
             j = i + 2
             while j < n and lines[j].strip() and "|" in lines[j]:
@@ -178,7 +190,7 @@ def parse_markdown(text: str) -> list[Block]:
         else:
             j = i
             para = []
-            while j < n and lines[j].strip() and not re.match(r"^#{1,6}\s", lines[j].strip()) \
+            while j < n and lines[j].strip() and not re.match(r"^(#{1,6}|[-*])\s", lines[j].strip()) \
                     and not table_starts(j):
                 para.append(lines[j].strip())
                 j += 1
@@ -278,7 +290,8 @@ def json_file(name: str, obj: Any) -> JsonFile:
 
 # ------------------------------------------------------------------------- CSV
 def read_csv_table(path: Path, *, max_rows: int = MAX_CSV_ROWS) -> Table:
-    """The header and first ``max_rows`` rows of a CSV file; numeric columns formatted."""
+    """The header and first ``max_rows`` rows of a CSV file; numeric columns formatted, each
+    rounded cell keeping its exact value as its sort key. The table is sortable when it has rows."""
     try:
         with path.open(newline="", encoding="utf-8", errors="replace") as f:
             reader = csv.reader(f)
@@ -298,12 +311,15 @@ def read_csv_table(path: Path, *, max_rows: int = MAX_CSV_ROWS) -> Table:
     for j in range(width):
         vals = [r[j] for r in rows if r[j].strip()]
         numeric.append(bool(vals) and all(_PLAIN_NUMBER.match(v) for v in vals))
-    for r in rows:
+    keys = [[""] * width for _ in rows]
+    for r, k in zip(rows, keys):
         for j in range(width):
             if numeric[j] and r[j].strip():
                 v = r[j].strip().replace("−", "-")
                 r[j] = fmt_number(int(v) if re.fullmatch(r"[-+]?\d+", v) else float(v))
+                k[j] = v if v != r[j] else ""
             elif len(r[j]) > MAX_CELL_CHARS:
                 r[j] = r[j][:MAX_CELL_CHARS - 1] + "…"
     note = f"{extra} more rows in {path.name}" if extra else ""
-    return Table(header=[breakable(h) for h in header], rows=rows, numeric=numeric, title=path.name, note=note)
+    return Table(header=[breakable(h) for h in header], rows=rows, numeric=numeric, title=path.name, note=note,
+                 sortable=bool(rows), sort_keys=keys)

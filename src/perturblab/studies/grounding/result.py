@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 import numpy as np
 
 from ...core.files import atomic_write_text, write_csv, write_json
+from ...core.headline import Estimate, Headline
 from ...core.study import StudyResult
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -39,6 +40,25 @@ class GroundingStudyResult(StudyResult):
     def table(self) -> str:
         """The Markdown table of :func:`render_table`."""
         return render_table(self.rows)
+
+    def headline(self) -> Headline:
+        """Per benchmark subset and measure, Spearman ρ between the members' functional
+        differences and their distances under the measure, with its percentile-bootstrap interval
+        over the members and n."""
+        estimates = []
+        for r in self.summary:
+            subset = "" if r.get("subset") in (None, "", "all") else f", {r['subset']}"
+            estimates.append(Estimate(
+                r["measure"], f"Spearman ρ, {r['benchmark'].replace('_', ' ')}{subset}", r.get("spearman"),
+                r.get("spearman_low"), r.get("spearman_high"), n=r.get("n"), better="higher",
+                interval="95 % percentile bootstrap over the members",
+                key=f"spearman:{r['benchmark']}" + (f":{r['subset']}" if subset else "")))
+        return Headline(
+            "Whether each measure's distance to the reference representation grows with how much worse the "
+            "compared representation does the task (Spearman ρ between distance and the drop in probe "
+            "accuracy, over the members of each benchmark: layers of other depths, or the reference with "
+            "principal components deleted). Higher ρ: the measure is better grounded in function. n: the "
+            "members compared.", estimates)
 
     def figures(self) -> dict[str, Any]:
         """``warmup_layers.png`` (Fig. 1) and ``warmup_pc_deletion_layer<L>.png`` (Fig. 2) -> figure

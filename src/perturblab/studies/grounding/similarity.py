@@ -24,6 +24,7 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 
 from ...core.files import write_json
+from ...core.headline import Estimate, Headline
 from ...core.keys import content_key, model_fingerprint
 from ...core.study import Phase, RunContext, Study, StudyResult, Task
 from ...errors import InputError
@@ -139,6 +140,23 @@ class SimilarityResult(StudyResult):
             diag = [r for r in self.rows if r["measure"] == m and r["layer_a"] == r["layer_b"]]
             lines.append(f"{m:22s} same-index layers: " + " ".join(f"{r['layer_a']}:{r['value']:.3f}" for r in diag))
         return "\n".join(lines)
+
+    def headline(self) -> Headline:
+        """Per measure, the value between the two models' last layers (no interval: one value over
+        the n inputs)."""
+        estimates = []
+        for m in dict.fromkeys(r["measure"] for r in self.rows):
+            rows = [r for r in self.rows if r["measure"] == m]
+            la, lb = max(r["layer_a"] for r in rows), max(r["layer_b"] for r in rows)
+            r = next(r for r in rows if (r["layer_a"], r["layer_b"]) == (la, lb))
+            estimates.append(Estimate(
+                f"{r['a']} vs {r['b']}", f"{m.replace('_', ' ')} ({r['kind']}), last layers {la} and {lb}", r["value"],
+                n=r.get("n"), interval="no interval (one value over the inputs)",
+                better="higher" if r["kind"] == "similarity" else "lower", key=m))
+        return Headline(
+            "How alike the two models' last-layer representations of the same inputs are, by each measure "
+            "(a similarity is 1 and a distance 0 for representations its measure cannot tell apart); the "
+            "heatmaps below give every pair of layers. n: the inputs.", estimates)
 
     def figures(self) -> dict[str, Any]:
         """``heatmap_<measure>.png`` -> figure."""

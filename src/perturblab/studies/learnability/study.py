@@ -30,6 +30,7 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 
 from ...core.files import atomic_write_text, write_json
+from ...core.headline import Estimate, Headline, t_interval
 from ...core.keys import content_key, examples_fingerprint
 from ...core.study import Phase, RunContext, Study, StudyResult, Task
 from ...errors import InputError
@@ -197,6 +198,17 @@ def _learnability_cell(fits: dict[str, Fit], x_train: list[TextInput], ytr: np.n
     return [by_p[f"p={float(p)}"] for p in payloads]
 
 
+LABELS = {"avg_learnability": "learnability", "robustness": "robustness",
+          "post_aug_delta": "gain from augmentation"}
+HEADLINE_SENTENCE = (
+    "Learnability: how readily a model trained on a few perturbed examples learns to tell perturbed from "
+    "clean text (the area under its learnability curve over p); robustness: its accuracy on perturbed test "
+    "text minus on clean text; gain from augmentation: the accuracy that training on perturbed text wins "
+    "back. Spearman ρ < 0 of learnability with robustness says the perturbations a model learns readily are "
+    "the ones it is less robust to; ρ > 0 with the gain, that augmentation helps most against them. n: the "
+    "pairs for ρ, the evaluation examples otherwise.")
+
+
 class LearnabilityResult(StudyResult):
     """The result of :func:`perturblab.learnability`: ``rows`` (``model, perturbation, metric, p,
     seed, value``) and ``summary`` (Table 2 means and s.d. over seeds, Table 3 Spearman tests)."""
@@ -218,6 +230,29 @@ class LearnabilityResult(StudyResult):
             rho = "n/a" if c["spearman"] is None else f"{c['spearman']:.3f} (p={c['p_value']:.2g})"
             lines.append(f"Spearman {c['x']} vs {c['y']}: {rho} over {c['n_pairs']} pairs")
         return "\n".join(lines + [self.sizes()])
+
+    def headline(self) -> Headline:
+        """The Spearman correlations across model × perturbation pairs (with their bootstrap
+        intervals), then each pair's average learnability, robustness and post-augmentation change
+        (t-intervals over seeds)."""
+        estimates = []
+        for c in self.summary["spearman"]:
+            ci = c.get("ci") or (None, None)
+            estimates.append(Estimate(
+                "all model × perturbation pairs", f"Spearman ρ, {LABELS[c['x']]} vs {LABELS[c['y']]}", c["spearman"],
+                ci[0], ci[1], n=c["n_pairs"], key=f"spearman:{c['x']}:{c['y']}",
+                interval="95 % percentile bootstrap over the pairs" if c.get("ci") else
+                         "no interval (fewer than 3 pairs, or undefined values)"))
+        seeds = len({r["seed"] for r in self.rows if r.get("seed") is not None})
+        n_eval = (self.split_sizes or {}).get("eval")
+        for t in self.summary["table"]:
+            for m in ("avg_learnability", "robustness", "post_aug_delta"):
+                low, high = t_interval(t[m], t.get(m + "_se"), seeds)
+                estimates.append(Estimate(
+                    t["model"], f"{LABELS[m]}, {t['perturbation']}", t[m], low, high, n=n_eval,
+                    interval=f"95 % t-interval over {seeds} seeds" if low is not None else "no interval (one seed)",
+                    key=f"{m}:{t['perturbation']}"))
+        return Headline(HEADLINE_SENTENCE, estimates)
 
     def figures(self) -> dict[str, Any]:
         """``curves_<model>.png``, ``correlations.png``, ``robustness_heatmap.png`` -> figure."""

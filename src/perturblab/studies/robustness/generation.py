@@ -26,6 +26,7 @@ import numpy as np
 
 from ...core.files import atomic_write_text, save_figure, write_csv, write_json
 from ...core.keys import content_key, model_fingerprint
+from ...core.headline import Headline
 from ...core.study import Phase, RunContext, Study, StudyResult, Task
 from ...data.summaries import GenerationExample, load_generation_data
 from ...errors import InputError
@@ -36,6 +37,7 @@ from ...models.base import fingerprint_of
 from ...perturb.catalogue import apply_perturbation
 from .config import GenerationArgs
 from .study import perturbation_draws
+from .headline import robustness_headline
 from .summary import _undefined, clean_table, relative_robustness_figures, summarise
 
 STUDY = "generation"
@@ -164,6 +166,13 @@ class GenerationResult(StudyResult):
     def figures(self) -> dict[str, Any]:
         """``generation_heatmap_<metric>.png`` -> figure."""
         return relative_robustness_figures(self.summary, "generation_heatmap")
+
+    def headline(self) -> Headline:
+        """Each model's relative robustness per perturbation and metric, with intervals and n
+        (:func:`~.headline.robustness_headline`)."""
+        return robustness_headline(self.summary, self.rows, more=(
+            "Scores are of the generations against the reference texts; a perturbation is applied to "
+            "the source only."))
 
     def save(self, out: str | Path) -> list[Path]:
         """``results.json``, ``summary.json``, ``table.md``, ``examples.csv`` and one heatmap per

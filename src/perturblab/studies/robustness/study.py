@@ -55,6 +55,7 @@ import numpy as np
 from ...core.executor import once_per_process
 from ...core.files import atomic_write_text, save_figure, write_json
 from ...core.keys import content_key, examples_fingerprint, model_fingerprint
+from ...core.headline import Headline
 from ...core.options import option_name
 from ...core.study import Lazy, Phase, RunContext, Study, StudyResult, Task
 from ...errors import InputError
@@ -69,6 +70,7 @@ from ...models.resolve import ModelSpec, load_model
 from ...models.states import inputs_hash
 from ...perturb.catalogue import get_perturbation, perturb_inputs, perturbation_key
 from .config import RobustnessArgs
+from .headline import robustness_headline
 from .summary import most_robust, relative_robustness_figures, robustness_markdown, summarise
 
 STUDY = "robustness"
@@ -257,6 +259,11 @@ class RobustnessResult(StudyResult):
     def figures(self) -> dict[str, Any]:
         """``robustness_heatmap_<metric>.png`` -> matplotlib figure (what :meth:`save` writes)."""
         return relative_robustness_figures(self.summary, "robustness_heatmap")
+
+    def headline(self) -> Headline:
+        """Each model's clean accuracy and relative robustness per perturbation, with intervals
+        and n (:func:`~.headline.robustness_headline`)."""
+        return robustness_headline(self.summary, self.rows)
 
     def save(self, out: str | Path) -> list[Path]:
         """``results.json``, ``summary.json``, ``table.md`` and one heatmap per metric."""

@@ -1,4 +1,4 @@
-"""Analyses of a finished shared-invariance study: the summary over trials, the
+"""Analyses of a finished shared-invariance study: the summary over trials, the headline, the
 sample-complexity curves of SCoPE App. H and the correlations between metrics across model pairs
 of Sec. 3.4."""
 
@@ -9,6 +9,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ...core.headline import Estimate, Headline, over_trials
 from ...measures.scope import METRICS
 from ...measures.stats import mean_se, pearson, sample_complexity
 
@@ -34,6 +35,40 @@ def summarise(rows: Sequence[dict[str, Any]], metrics: Sequence[str] = METRICS,
             s["flags"] = sorted({f for r in rs for f in r.get("flags") or []})
         out.append(s)
     return out
+
+
+SCOPE_SENTENCE = (
+    "Hard-SCoPE: of the examples whose prediction the reference {reference} keeps under the perturbation "
+    "it is least sensitive to (its invariances), the share on which the target keeps its prediction too; "
+    "Soft-SCoPE also counts how far the target's output moves, so 0 ≤ Soft ≤ Hard ≤ 1 and 1 means the "
+    "target shares every invariance. n: the examples on which the reference is invariant.")
+
+
+def scope_headline(rows: Sequence[dict[str, Any]], reference: str, *,
+                   sentence: str = SCOPE_SENTENCE, name_references: bool = False) -> Headline:
+    """Hard- and Soft-SCoPE per target and capability (a target that is the reference itself
+    scores 1, the ceiling), from the
+    per-trial ``rows``: with one trial, the row's bootstrap interval over examples; with several,
+    the t-interval of the mean over trials. n: the examples on which the reference is invariant
+    (per trial, the mean over trials), else the base samples. Each target is named with its
+    reference where the rows have several references or ``name_references`` is true."""
+    groups: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+    for r in rows:
+        groups.setdefault((r["reference"], r["target"], r["capability"]), []).append(r)
+    several = name_references or len({ref for ref, _, _ in groups}) > 1
+    estimates = []
+    for metric, label in (("hard_scope", "Hard-SCoPE"), ("soft_scope", "Soft-SCoPE")):
+        for (ref, target, cap), rs in groups.items():
+            subject = f"{target} (reference {ref})" if several else target
+            rs = sorted(rs, key=lambda r: r.get("trial", 0))
+            value, low, high, what = over_trials([r.get(metric) for r in rs], rs[0].get(metric + "_ci"))
+            ns = [r.get("n_ref_invariant", r.get("n")) for r in rs]
+            ns = [v for v in ns if isinstance(v, (int, float))]
+            estimates.append(Estimate(
+                subject, f"{label}, {cap}", value, low, high, n=round(sum(ns) / len(ns)) if ns else None,
+                interval=what, better="higher", flags=tuple(sorted({f for r in rs for f in r.get("flags") or []})),
+                key=f"{metric}:{cap}"))
+    return Headline(sentence.format(reference=reference), estimates)
 
 
 def sample_complexity_curves(hard: np.ndarray, soft: np.ndarray, sizes: Sequence[int] = DEFAULT_SIZES,

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
 from ...core.files import atomic_write_text, write_json
+from ...core.headline import Headline
 from ...core.study import Phase, RunContext, Study, StudyResult
 from ...data.examples import Dataset
 from ...errors import InputError
@@ -263,6 +264,14 @@ class CheckpointStudy(Study):
         return sorted(out, key=lambda r: (order[r["comparison"]], caps[r["capability"]], r["position"]))
 
 
+CHECKPOINT_SENTENCE = (
+    "How much of its reference's invariances each checkpoint shares (the reference named beside it: the "
+    "final checkpoint, or the one before). Hard-SCoPE: of the examples whose prediction the reference keeps "
+    "under the perturbation it is least sensitive to, the share on which the checkpoint keeps its prediction "
+    "too; Soft-SCoPE also counts how far its output moves (0 ≤ Soft ≤ Hard ≤ 1). n: the examples on which "
+    "the reference is invariant.")
+
+
 class CheckpointResult(StudyResult):
     """The result of :func:`perturblab.checkpoints`: ``rows`` (one per checkpoint, comparison and
     capability: the summary over trials), ``trials`` (the per-trial SCoPE rows), ``manifest``
@@ -300,6 +309,13 @@ class CheckpointResult(StudyResult):
         n = max((t["n_base"] for t in self.trials), default=0)
         return "\n".join(lines + ([sizes] if sizes else [])) + (
             f"\n\n{len(self.manifest['checkpoints'])} checkpoints; {trials} trial(s) of n={n}")
+
+    def headline(self) -> Headline:
+        """Hard- and Soft-SCoPE of each checkpoint against its reference (the final or the
+        previous checkpoint) per capability, with their intervals and n."""
+        from .analysis import scope_headline
+
+        return scope_headline(self.trials, "", sentence=CHECKPOINT_SENTENCE, name_references=True)
 
     def save(self, out: str | Path) -> list[Path]:
         """``results.json``, ``trials.json`` (per-trial SCoPE rows), ``table.md``, ``checkpoints.json``

@@ -33,6 +33,7 @@ from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
+from ...core.headline import Headline
 from ...core.files import write_json
 from ...core.keys import content_key, model_fingerprint
 from ...core.study import Phase, RunContext, Study, StudyResult, Task
@@ -333,6 +334,13 @@ def _token_counts(models: Mapping[str, LanguageModel], name: str, texts: list[st
     return [[int(a), int(b)] for a, b in zip(c, n)]
 
 
+LM_SENTENCE = (
+    "Hard-SCoPE: of the sentences after which the reference {reference} keeps its top-1 next token under "
+    "the perturbation it is least sensitive to, the share after which the target keeps its top-1 token too; "
+    "Soft-SCoPE also counts how far the target's next-token distribution moves (0 ≤ Soft ≤ Hard ≤ 1; 1 = "
+    "every invariance shared). n: the sentences on which the reference is invariant.")
+
+
 class LMScopeResult(StudyResult):
     """The result of :func:`perturblab.scope_lm`: per-trial ``rows``, ``summary`` (mean ± s.e.
     over trials), :meth:`table` and :meth:`save` (``results.json``)."""
@@ -351,6 +359,12 @@ class LMScopeResult(StudyResult):
         sentences."""
         n = max((r["n"] for r in self.rows), default=0)
         return f"{super().console()}\n\nreference: {self.args.reference}; {self.args.trials} trial(s) of n={n}"
+
+    def headline(self) -> "Headline":
+        """LM Hard- and Soft-SCoPE of each target per capability with their intervals and n."""
+        from .analysis import scope_headline
+
+        return scope_headline(self.rows, self.args.reference, sentence=LM_SENTENCE)
 
     def save(self, out: str | Path) -> list[Path]:
         """Write ``results.json`` (the per-trial rows) into ``out``."""

@@ -10,14 +10,15 @@ import numpy as np
 from ...core.files import atomic_write_text, write_json
 from ...core.study import StudyResult
 from ...measures.scope import METRICS
-from .analysis import metric_correlations, sample_complexity_curves, summarise
+from ...core.headline import Headline
+from .analysis import metric_correlations, sample_complexity_curves, scope_headline, summarise
 
 if TYPE_CHECKING:  # pragma: no cover
     from .config import ScopeArgs
 
 #: the files :meth:`ScopeResult.save` writes besides the figures
 FILES = ("results.json", "summary.json", "perturbed_examples.csv", "examples_table.csv", "metrics.csv",
-         "correlations.json", "sample_complexity.json")
+         "correlations.json", "sample_complexity.json", "headline.json")
 
 
 class ScopeResult(StudyResult):
@@ -65,6 +66,11 @@ class ScopeResult(StudyResult):
         samples."""
         n = max((r["n_base"] for r in self.rows), default=0)
         return f"{super().console()}\n\nreference: {self.args.reference}; {self.args.trials} trial(s) of n={n}"
+
+    def headline(self) -> Headline:
+        """Hard- and Soft-SCoPE of each target per capability with their intervals and n
+        (:func:`~.analysis.scope_headline`)."""
+        return scope_headline(self.rows, self.args.reference)
 
     def metric_rows(self) -> list[dict[str, Any]]:
         """One row per (reference, target, capability, trial, metric): the long form of ``rows``."""

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
+from ...core import headline as hl
 from ...core.files import write_csv, write_json
 from ...core.study import StudyResult
 
@@ -94,6 +95,15 @@ def selfcheck_table(rows: Sequence[dict[str, Any]]) -> str:
 EXAMPLE_COLUMNS = ["model", "metric", "setting", "example_id", "value", "text", "perturbed", "extra"]
 
 
+HEADLINE_SENTENCE = (
+    "How much each language model's predictions move when its own text is transformed, with no labels: "
+    "negation sensitivity (log-perplexity change, normalised on a benign corpus), toxicity (profane "
+    "generations gained with triggers), long-range context, word order and tokenization (Jensen–Shannon "
+    "divergences in nats, at most ln 2 ≈ 0.693), and the entropies for scale. Compare models metric by "
+    "metric and read them beside the entropies: a model of lower quality moves more for that reason alone. "
+    "n: the texts.")
+
+
 class SelfCheckResult(StudyResult):
     """The result of :func:`perturblab.selfcheck`: ``rows`` (one per model × score × setting,
     see :func:`summarise_selfcheck`), ``examples`` (every per-example row), :meth:`table`,
@@ -113,6 +123,22 @@ class SelfCheckResult(StudyResult):
     def console(self) -> str:
         """The console table, its sizes, and the corpus with the number of examples."""
         return f"{super().console()}\n\ncorpus: {self.args.corpus}; n={self.args.n}"
+
+    def headline(self) -> hl.Headline:
+        """Each model's score per metric in its headline setting, ± 1.96 standard errors, with n."""
+        from .plots import SPIDER_AXES
+
+        better = {m: ("higher" if up else "lower") for m, up, _ in SPIDER_AXES}
+        estimates = []
+        for r in self.summary:
+            low, high = hl.normal_interval(r["value"], r["stderr"])
+            what = ("95 % normal interval over examples" if low is not None
+                    else f"no interval ({'one example' if r['n'] == 1 else 'no standard error'})")
+            setting = "" if r["setting"] in ("-", "") else f" ({r['setting']})"
+            estimates.append(hl.Estimate(r["model"], f"{r['metric'].replace('_', ' ')}{setting}", r["value"], low, high,
+                                      n=r["n"], interval=what, better=better.get(r["metric"], ""),
+                                      key=r["metric"]))
+        return hl.Headline(HEADLINE_SENTENCE, estimates)
 
     def figures(self) -> dict[str, Any]:
         """``spider.png`` (Fig. 2) and ``ablations.png`` (Figs. 16, 18, 20, 21) -> figure."""

@@ -6,13 +6,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
 from ....core.files import write_json
+from ....core.headline import Estimate, Headline, normal_interval, t_interval
 from ....core.study import StudyResult
 
 if TYPE_CHECKING:  # pragma: no cover
     from .config import FinetuningArgs
 
 #: the files :meth:`FinetuningResult.save` writes
-FILES = ("results.json", "finetuning.png", "probes.png", "finetune.json")
+FILES = ("results.json", "finetuning.png", "probes.png", "finetune.json", "headline.json")
 #: measure -> its label in ``finetuning.png``
 SHOWN = {"cka": "CKA(pre, ft)", "stir_ft|pre": "STIR(ft|pre)", "stir_pre|ft": "STIR(pre|ft)",
          "stir_pre|pre": "STIR(pre|pre) ceiling", "stir_text_ft|pre": "text STIR(ft|pre)",
@@ -80,6 +81,41 @@ class FinetuningResult(StudyResult):
                 "probes.png": layer_curves_figure(
                     {"pretrained": self.series("probe_acc_pre"), "fine-tuned": self.series("probe_acc_ft")},
                     title=f"per-layer probe accuracy on {args.data}", ylabel="probe accuracy")}
+
+    def headline(self) -> Headline:
+        """At the last layer: CKA of the two models' states (no interval: one value on the
+        evaluation examples), STIR in both directions and its ceiling (t-intervals over the k random
+        halves), and both probes' accuracy (± 1.96 binomial standard errors); the fine-tuned
+        classifier's own accuracy when there is one."""
+        last = max((r["layer"] for r in self.rows if r["layer"] is not None), default=None)
+        pair = f"{self.args.base} vs {self.ft_name}"
+        labels = {"cka": "CKA(pre, ft)", "stir_ft|pre": "STIR(ft|pre)", "stir_pre|ft": "STIR(pre|ft)",
+                  "stir_pre|pre": "STIR(pre|pre), the ceiling", "probe_acc_pre": "probe accuracy, pretrained",
+                  "probe_acc_ft": "probe accuracy, fine-tuned", "classifier_acc_ft": "fine-tuned classifier accuracy"}
+        n, k = self.n_eval, int(self.args.k)
+        estimates = []
+        for r in self.rows:
+            if r["measure"] not in labels or r["layer"] not in (last, None):
+                continue
+            m, v = r["measure"], r["value"]
+            if m.startswith("stir"):
+                sd = r.get("std")
+                low, high = t_interval(v, None if sd is None else sd / k ** 0.5, k)
+                what = f"95 % t-interval over {k} random halves" if low is not None else "no interval"
+            elif "acc" in m:
+                low, high = normal_interval(v, (v * (1 - v) / n) ** 0.5 if n else None)
+                what = "95 % normal interval over examples (binomial)"
+            else:
+                low = high = None
+                what = "no interval (one value over the evaluation examples)"
+            where = "" if r["layer"] is None else f" (layer {r['layer']})"
+            estimates.append(Estimate(pair, labels[m] + where, v, low, high, n=n, interval=what,
+                                      better="higher" if "acc" in m else "", key=m))
+        return Headline(
+            "How far fine-tuning moved the representations, at the last layer: CKA(pre, ft) is 1 for states "
+            "equal up to rotation and scale; STIR(ft|pre) is how much of the pretrained model's invariances the "
+            "fine-tuned one shares (read it against STIR(pre|pre), the most it can be on these inputs); the "
+            "probes say how much of the task each layer's states hold. n: the evaluation examples.", estimates)
 
     def save(self, out: str | Path) -> list[Path]:
         """Write ``results.json``, ``finetune.json`` (the study's options and the fine-tune's

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 import numpy as np
 
 from ....core.files import write_csv, write_json
+from ....core.headline import Estimate, Headline, normal_interval
 from ....core.study import StudyResult
 from ....measures.quality import above_noise, tied_with_best
 
@@ -15,7 +16,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .config import LayerProbesArgs
 
 #: the files :meth:`LayerProbeResult.save` writes
-FILES = ("results.json", "summary.json", "top_layers.csv", "probe_drops.png")
+FILES = ("results.json", "summary.json", "top_layers.csv", "probe_drops.png", "headline.json")
 #: the flag of a perturbation that affects no layer beyond noise
 NO_LAYER = "no layer affected beyond noise"
 
@@ -116,6 +117,28 @@ class LayerProbeResult(StudyResult):
                              f" largest drop {_drop(self.rows, p, worst)} at layer {worst})")
         sizes = self.sizes()
         return "\n".join(lines + ([sizes] if sizes else []))
+
+    def headline(self) -> Headline:
+        """Per perturbation, the largest probe accuracy drop over the layers (± 1.96 paired
+        standard errors), the layer it is at and the number of layers affected beyond noise."""
+        per_layer = _per_layer(self.rows)
+        n_eval = (self.split_sizes or {}).get("eval")
+        estimates = []
+        for s in self.summary:
+            p = s["perturbation"]
+            m = per_layer[p]
+            worst = min(m["rank"], key=lambda layer: m["rank"][layer])
+            low, high = normal_interval(m["drop"][worst], m["drop_se"][worst])
+            estimates.append(Estimate(
+                self.args.model, f"largest probe accuracy drop, {p} (layer {worst}; "
+                f"{s['affected_layers']} layer{'s' if s['affected_layers'] != 1 else ''} affected)",
+                m["drop"][worst], low, high, n=n_eval, interval="95 % normal interval, paired over examples",
+                flags=tuple(s["flags"]), key=f"probe_drop:{p}"))
+        return Headline(
+            "How much a linear probe of each layer loses in accuracy when the evaluation text is perturbed "
+            "(clean minus perturbed accuracy; 0.10 = ten points lost), at the layer that loses most; a layer "
+            "is affected when its drop is positive and above two paired standard errors. n: the evaluation "
+            "examples.", estimates)
 
     def drops(self) -> np.ndarray:
         """Accuracy drop per perturbation (rows, in the order of the options) × layer."""

@@ -1,0 +1,133 @@
+"""What a study's result says first: its headline estimates, each with its interval and its n.
+
+Every study result offers :meth:`~perturblab.core.study.StudyResult.headline`, a
+:class:`Headline`: one sentence on how to read the numbers and the few estimates a reader looks
+at first (SCoPE's Hard/Soft-SCoPE per target and capability, relative robustness per model and
+perturbation, the self-supervised scores per model, ...), each an :class:`Estimate` with its 95 %
+interval, what that interval is over, and the number of examples behind it. ``save`` writes it
+as ``headline.json``; the HTML report opens each study's section with it.
+
+>>> e = Estimate("minilm-l3", "Soft-SCoPE, typo", 0.83, 0.62, 0.98, n=60,
+...              interval="95 % bootstrap over examples", key="soft_scope:typo")
+>>> h = Headline("Share of the reference's invariances the target keeps (1 = all).", [e])
+>>> Headline.from_json(h.to_json()) == h
+True
+>>> e.text()
+'0.830 [0.620, 0.980]'
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any, Sequence
+
+#: the level of every headline interval
+LEVEL = 0.95
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """One headline number.
+
+    ``subject``: what it is about (a model, or ``a vs b``); ``measure``: what it measures, in
+    words (``"Soft-SCoPE, typo"``); ``value``: the estimate (None when undefined); ``low``/``high``:
+    its 95 % interval (None when the study has none, and then ``interval`` says why); ``n``: the
+    number of examples (or pairs) behind it; ``interval``: what the interval is over;
+    ``better``: ``"higher"``, ``"lower"`` or ``""``; ``flags``: why the number may mean nothing
+    (a model predicting one class, at chance level); ``key``: a stable machine name
+    (``soft_scope:typo``)."""
+
+    subject: str
+    measure: str
+    value: float | None
+    low: float | None = None
+    high: float | None = None
+    n: int | None = None
+    interval: str = ""
+    better: str = ""
+    flags: tuple[str, ...] = ()
+    key: str = ""
+
+    def text(self, digits: int = 3) -> str:
+        """The estimate and its interval as text: ``0.830 [0.620, 0.980]``; ``n/a`` when undefined."""
+        if not _defined(self.value):
+            return "n/a"
+        s = f"{self.value:.{digits}f}"
+        if _defined(self.low) and _defined(self.high):
+            s += f" [{self.low:.{digits}f}, {self.high:.{digits}f}]"
+        return s
+
+
+@dataclass
+class Headline:
+    """A study's headline: ``sentence`` (how to read the estimates) and ``estimates``."""
+
+    sentence: str
+    estimates: list[Estimate] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        """The headline as plain JSON values (``headline.json``)."""
+        return {"sentence": self.sentence, "level": LEVEL,
+                "estimates": [{**asdict(e), "flags": list(e.flags)} for e in self.estimates]}
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any]) -> "Headline":
+        """The headline written by :meth:`to_json` (unknown keys ignored)."""
+        names = set(Estimate.__dataclass_fields__)
+        ests = [Estimate(**{**{k: v for k, v in e.items() if k in names}, "flags": tuple(e.get("flags") or ())})
+                for e in obj.get("estimates") or [] if isinstance(e, dict)]
+        return cls(str(obj.get("sentence") or ""), ests)
+
+
+def _defined(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _num(v: Any) -> float | None:
+    return float(v) if _defined(v) else None
+
+
+def over_trials(values: Sequence[float | None], single_ci: Sequence[float | None] | None = None,
+                *, what: str = "trials", single: str = "95 % bootstrap over examples"
+                ) -> tuple[float | None, float | None, float | None, str]:
+    """(mean, low, high, what the interval is over) of one estimate repeated over ``values``
+    (one per trial, seed or draw; undefined ones left out): with one value, its own interval
+    ``single_ci`` (described by ``single``); with k > 1, the 95 % Student-t interval of the mean
+    over the k values (mean ± t(0.975, k−1) · s.d. / √k)."""
+    vals = [float(v) for v in values if _defined(v)]
+    if not vals:
+        return None, None, None, ""
+    if len(vals) == 1:
+        lo, hi = (single_ci or (None, None))[:2] if single_ci else (None, None)
+        if _defined(lo) and _defined(hi):
+            return vals[0], float(lo), float(hi), single
+        return vals[0], None, None, f"no interval (one {what[:-1] if what.endswith('s') else what})"
+    mean = sum(vals) / len(vals)
+    sd = math.sqrt(sum((v - mean) ** 2 for v in vals) / (len(vals) - 1))
+    low, high = t_interval(mean, sd / math.sqrt(len(vals)), len(vals))
+    return mean, low, high, f"95 % t-interval over {len(vals)} {what}"
+
+
+def t_interval(mean: Any, se: Any, k: int) -> tuple[float | None, float | None]:
+    """The 95 % Student-t interval ``mean`` ± t(0.975, k−1) ``se`` of a mean over k > 1 values
+    (None, None when k < 2 or either number is undefined)."""
+    if k < 2 or not (_defined(mean) and _defined(se)):
+        return None, None
+    from scipy import stats
+
+    half = float(stats.t.ppf(0.5 + LEVEL / 2, k - 1)) * float(se)
+    return float(mean) - half, float(mean) + half
+
+
+def normal_interval(value: Any, se: Any) -> tuple[float | None, float | None]:
+    """``value`` ± 1.96 ``se`` (None, None when either is undefined)."""
+    if not (_defined(value) and _defined(se)):
+        return None, None
+    from scipy import stats
+
+    half = float(stats.norm.ppf(0.5 + LEVEL / 2)) * float(se)
+    return float(value) - half, float(value) + half
+
+
+__all__ = ["Estimate", "Headline", "LEVEL", "over_trials", "normal_interval", "t_interval"]
