@@ -246,13 +246,15 @@ def _break_ties(directions: np.ndarray, rho: np.ndarray, gram: np.ndarray) -> np
     Inside a tie (e.g. x against a copy of some of its own principal components: all kept
     correlations are 1) canonical directions are not unique, and PWCCA's L1 weights depend on
     which basis is taken; the SVD's iterations return one that moves with round-off (the
-    released code's value for x against its PC-deleted copy changes by up to 0.009 when the copy
-    is multiplied by a constant, which every measure ignores). Principal directions are unique
-    for distinct variances, so the value is a function of the data. Only the first
-    ``len(rho)`` columns (the canonical pairs) are looked at: the columns past them, x's
-    directions that no direction of y matches, are the SVD's completion of the basis, which
-    depends continuously on the data, and are kept as the released code has them. ``gram`` is
-    x's covariance in the directions' coordinates."""
+    released computation's value for x against its PC-deleted copy changes by up to 0.0010 when
+    the copy is multiplied by a constant, which every measure ignores;
+    ``scripts/cca_ties.py``). Principal directions are unique for distinct variances, so the
+    pairs' part of the value is a function of the data. Only the first ``len(rho)`` columns (the
+    canonical pairs) are looked at: the columns past them, x's directions that no direction of y
+    matches, are the SVD's completion of the basis and are kept as the released code has them.
+    Inside a tie that completion follows round-off too, so where the copy keeps most of x's
+    directions (240 or more of 384 in the script) the value still moves with such a constant, by
+    up to 1.2e-3. ``gram`` is x's covariance in the directions' coordinates."""
     k = min(len(rho), directions.shape[1])
     out = directions.copy()
     start = 0
