@@ -132,3 +132,22 @@ def test_module_examples_run():
 
     result = doctest.testmod(perturblab.core.headline)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_a_t_interval_past_the_measures_range_is_cut_and_says_so():
+    mean, low, high, what = over_trials([0.6, 0.9, 1.0], bounds=(0.0, 1.0))
+    se = math.sqrt(((0.6 - mean) ** 2 + (0.9 - mean) ** 2 + (1.0 - mean) ** 2) / 2) / math.sqrt(3)
+    assert low == pytest.approx(mean - T2 * se, abs=1e-12) and high == 1.0
+    assert what == "95 % t-interval over 3 trials, cut to [0, 1]"
+    # inside the range: nothing cut, nothing said
+    assert over_trials([0.5, 0.6, 0.7], bounds=(0.0, 1.0))[3] == "95 % t-interval over 3 trials"
+    assert normal_interval(0.99, 0.01, bounds=(0.0, 1.0))[1] == 1.0
+
+
+def test_cut_intervals_are_marked_and_share_the_column_of_their_kind():
+    ests = [Estimate("a", "Hard", 0.9, 0.7, 1.0, n=5, interval="95 % t-interval over 3 trials, cut to [0, 1]"),
+            Estimate("b", "Hard", 0.5, 0.4, 0.6, n=5, interval="95 % t-interval over 3 trials")]
+    t = headline_table(Headline("s", ests))
+    assert t.header == ["measure", "a", "b"]
+    assert t.rows[0][1:] == ["0.900 [0.700, 1.000]†", "0.500 [0.400, 0.600]"]
+    assert "Intervals: 95 % t-interval over 3 trials." in t.note and "† an interval that reached" in t.note

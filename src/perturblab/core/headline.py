@@ -89,12 +89,17 @@ def _num(v: Any) -> float | None:
 
 
 def over_trials(values: Sequence[float | None], single_ci: Sequence[float | None] | None = None,
-                *, what: str = "trials", single: str = "95 % bootstrap over examples"
-                ) -> tuple[float | None, float | None, float | None, str]:
+                *, what: str = "trials", single: str = "95 % bootstrap over examples",
+                bounds: tuple[float, float] | None = None) -> tuple[float | None, float | None, float | None, str]:
     """(mean, low, high, what the interval is over) of one estimate repeated over ``values``
     (one per trial, seed or draw; undefined ones left out): with one value, its own interval
     ``single_ci`` (described by ``single``); with k > 1, the 95 % Student-t interval of the mean
-    over the k values (mean ± t(0.975, k−1) · s.d. / √k)."""
+    over the k values (mean ± t(0.975, k−1) · s.d. / √k), cut to ``bounds`` (the measure's range)
+    when it reaches past them, and then saying so.
+
+    >>> over_trials([0.9, 1.0, 1.0], bounds=(0.0, 1.0))[2:]
+    (1.0, '95 % t-interval over 3 trials, cut to [0, 1]')
+    """
     vals = [float(v) for v in values if _defined(v)]
     if not vals:
         return None, None, None, ""
@@ -106,7 +111,18 @@ def over_trials(values: Sequence[float | None], single_ci: Sequence[float | None
     mean = sum(vals) / len(vals)
     sd = math.sqrt(sum((v - mean) ** 2 for v in vals) / (len(vals) - 1))
     low, high = t_interval(mean, sd / math.sqrt(len(vals)), len(vals))
-    return mean, low, high, f"95 % t-interval over {len(vals)} {what}"
+    low, high, cut = within(low, high, bounds)
+    return mean, low, high, f"95 % t-interval over {len(vals)} {what}" + cut
+
+
+def within(low: float | None, high: float | None, bounds: tuple[float, float] | None
+           ) -> tuple[float | None, float | None, str]:
+    """(low, high) cut to ``bounds``, and ``", cut to [a, b]"`` when that changed either (else "")."""
+    if bounds is None or low is None or high is None:
+        return low, high, ""
+    a, b = bounds
+    cut_low, cut_high = max(low, a), min(high, b)
+    return cut_low, cut_high, (f", cut to [{a:g}, {b:g}]" if (cut_low, cut_high) != (low, high) else "")
 
 
 def t_interval(mean: Any, se: Any, k: int) -> tuple[float | None, float | None]:
@@ -120,14 +136,16 @@ def t_interval(mean: Any, se: Any, k: int) -> tuple[float | None, float | None]:
     return float(mean) - half, float(mean) + half
 
 
-def normal_interval(value: Any, se: Any) -> tuple[float | None, float | None]:
-    """``value`` ± 1.96 ``se`` (None, None when either is undefined)."""
+def normal_interval(value: Any, se: Any, bounds: tuple[float, float] | None = None
+                    ) -> tuple[float | None, float | None]:
+    """``value`` ± 1.96 ``se`` (None, None when either is undefined), cut to ``bounds`` (the
+    measure's range) when given."""
     if not (_defined(value) and _defined(se)):
         return None, None
     from scipy import stats
 
     half = float(stats.norm.ppf(0.5 + LEVEL / 2)) * float(se)
-    return float(value) - half, float(value) + half
+    return within(float(value) - half, float(value) + half, bounds)[:2]
 
 
-__all__ = ["Estimate", "Headline", "LEVEL", "over_trials", "normal_interval", "t_interval"]
+__all__ = ["Estimate", "Headline", "LEVEL", "over_trials", "normal_interval", "t_interval", "within"]

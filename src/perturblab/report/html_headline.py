@@ -15,6 +15,8 @@ from ..core.headline import Estimate, Headline
 from .html_tables import Table
 
 FLAG_MARK = "⚑"
+#: how an interval description says it was cut to the measure's range, and the cell's mark of it
+CUT, CUT_MARK = ", cut to ", "†"
 ARROWS = {"higher": " ↑", "lower": " ↓"}
 
 
@@ -51,9 +53,11 @@ def headline_table(headline: Headline) -> Table:
     subjects = list(dict.fromkeys(e.subject for e in ests))
     cell: dict[tuple[str, str], Estimate] = {(e.measure, e.subject): e for e in ests}
     by_row = {m: [e for e in ests if e.measure == m] for m in measures}
-    n_all, iv_all = _same([e.n for e in ests]), _same([e.interval for e in ests])
+    kind = {id(e): e.interval.split(CUT)[0] for e in ests}  # what the interval is over, cut or not
+    n_all, iv_all = _same([e.n for e in ests]), _same([kind[id(e)] for e in ests])
     n_rows = not n_all and all(_same([e.n for e in row]) for row in by_row.values())
-    iv_rows = not iv_all and all(_same([e.interval for e in row]) for row in by_row.values())
+    iv_rows = not iv_all and all(_same([kind[id(e)] for e in row]) for row in by_row.values())
+    cuts = list(dict.fromkeys(e.interval.split(CUT)[1] for e in ests if CUT in e.interval))
     header = ["measure", *subjects] + (["n"] if n_rows else []) + (["interval"] if iv_rows else [])
     rows = []
     for m in measures:
@@ -64,17 +68,22 @@ def headline_table(headline: Headline) -> Table:
                 row.append("")
                 continue
             text = e.text()
+            if CUT in e.interval:
+                text += CUT_MARK
             if not (n_all or n_rows):
                 text += f" (n = {_n(e.n)})"
             if not (iv_all or iv_rows) and e.interval:
-                text += f" ({e.interval})"
+                text += f" ({kind[id(e)]})"
             row.append(text + (f" {FLAG_MARK}" if e.flags else ""))
         row += [_n(by_row[m][0].n)] if n_rows else []
-        row += [by_row[m][0].interval] if iv_rows else []
+        row += [kind[id(by_row[m][0])]] if iv_rows else []
         rows.append(row)
     notes = ["Each cell: the estimate [its 95 % interval]."] if any(e.low is not None for e in ests) else []
     if ests and iv_all and ests[0].interval:
-        notes.append(f"Intervals: {ests[0].interval}.")
+        notes.append(f"Intervals: {kind[id(ests[0])]}.")
+    if cuts:
+        notes.append(f"{CUT_MARK} an interval that reached past the measure's range, cut to it "
+                     f"({'; '.join(c.strip() for c in cuts)}).")
     if ests and n_all:
         notes.append(f"n = {_n(ests[0].n)} for every estimate.")
     arrows = sorted({e.better for e in ests if e.better in ARROWS})

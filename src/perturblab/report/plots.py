@@ -160,43 +160,142 @@ def sample_complexity_figure(curves: dict[str, list[dict[str, float]]], title: s
     return fig
 
 
+def text_colour(im: Any, value: float) -> str:
+    """Black on light cells of the image ``im``, white on dark ones (by the luminance of the
+    cell's colour), so that a number written in a cell stays legible."""
+    if not np.isfinite(value):
+        return "black"
+    r, g, b, _ = im.cmap(im.norm(value))
+    return "black" if 0.299 * r + 0.587 * g + 0.114 * b > 0.5 else "white"
+
+
+def wrap_title(title: str, width_in: float, fontsize: float = 9) -> str:
+    """``title`` with each of its lines broken into lines that fit ``width_in`` inches at
+    ``fontsize`` points (about 0.55 em a character); a line that fits stays whole."""
+    import textwrap
+
+    chars = max(20, int(width_in * 72 / (0.55 * fontsize)))
+    return "\n".join("\n".join(textwrap.wrap(line, chars, break_on_hyphens=False)) if len(line) > chars else line
+                     for line in title.split("\n"))
+
+
+def names_note(full: Sequence[str], width: int = 28) -> str:
+    """``full name: …`` lines for the names that :func:`short_name` shortens (empty when none)."""
+    cut = [str(n) for n in dict.fromkeys(map(str, full)) if short_name(n, width) != n]
+    return "\n".join(f"{short_name(n, width)}: {n}" for n in cut)
+
+
+def _depth_below(ax: Any) -> float:
+    """How far (points) the tick labels, x label and legend of ``ax`` reach below its bottom edge;
+    they keep that depth when the layout resizes the axes."""
+    fig = ax.figure
+    renderer = fig.canvas.get_renderer()
+    boxes = [ax.xaxis.get_tightbbox(renderer)] + ([ax.get_legend().get_window_extent(renderer)]
+                                                   if ax.get_legend() is not None else [])
+    lowest = min((b.y0 for b in boxes if b is not None), default=np.inf)
+    return max(ax.get_window_extent(renderer).y0 - lowest, 0.0) * 72 / fig.dpi if np.isfinite(lowest) else 0.0
+
+
+def legend_below(ax: Any, *args: Any, **kw: Any) -> Any:
+    """A legend centred under the axes' tick labels and x label, clear of them however the layout
+    later resizes the axes (the gap is in points); it replaces any legend the axes had."""
+    from matplotlib.transforms import offset_copy
+
+    fig = ax.figure
+    kw.setdefault("loc", "upper center")
+    if ax.get_legend() is not None:
+        ax.get_legend().remove()
+    return ax.legend(*args, bbox_to_anchor=(0.5, 0), bbox_transform=offset_copy(
+        ax.transAxes, fig=fig, y=-(_depth_below(ax) + 6), units="points"), **kw)
+
+
+def note_below(ax: Any, text: str, fontsize: float = 7, width_in: float | None = None) -> Any:
+    """``text`` in small print under the axes' tick labels, x label and legend, left-aligned with
+    the axes and wrapped to ``width_in`` inches (default: the axes' width, so that beside other
+    panels it widens no gap between them); returns the text artist."""
+    fig = ax.figure
+    width = 0.85 * ax.get_position().width * fig.get_size_inches()[0] if width_in is None else width_in
+    lines = [wrap_title(line, width, fontsize) for line in text.split("\n")]
+    return ax.annotate("\n".join(lines), (0, 0), xycoords="axes fraction", xytext=(0, -(_depth_below(ax) + 4)),
+                       textcoords="offset points", ha="left", va="top", fontsize=fontsize)
+
+
+def settle_layout(fig: Any) -> Any:
+    """A first layout pass over ``fig``. One pass of ``tight_layout`` from matplotlib's default
+    margins can leave a colour bar's label past the figure's edge when long tick labels and a wide
+    title push the axes about; from this pass, the one :func:`save_figure` makes fits everything."""
+    fig.tight_layout()
+    return fig
+
+
 def value_heatmap(values: np.ndarray, rows: Sequence[str], cols: Sequence[str], path: str | Path, *,
                   title: str, cmap: str = "viridis", fmt: str = "{:.2f}", center: float | None = None,
-                  colorbar: bool = True) -> Path:
+                  colorbar: bool = True, colorbar_label: str = "") -> Path:
     """:func:`heatmap_figure` written to ``path``."""
     return save_figure(heatmap_figure(values, rows, cols, title=title, cmap=cmap, fmt=fmt, center=center,
-                                      colorbar=colorbar), path)
+                                      colorbar=colorbar, colorbar_label=colorbar_label), path)
+
+
+def _label(name: str) -> str:
+    """A tick label: each line of ``name`` shortened by :func:`short_name`."""
+    return "\n".join(short_name(line) for line in str(name).split("\n"))
 
 
 def heatmap_figure(values: np.ndarray, rows: Sequence[str], cols: Sequence[str], *, title: str,
                    cmap: str = "viridis", fmt: str = "{:.2f}", center: float | None = None,
-                   colorbar: bool = True) -> Any:
-    """A rows × cols heatmap with each value written in its cell (NaN cells left blank).
+                   colorbar: bool = True, colorbar_label: str = "", scale: np.ndarray | None = None,
+                   max_span: float | None = None, notes: Sequence[str] = ()) -> Any:
+    """A rows × cols heatmap with each value written in its cell (NaN cells left blank), in black
+    on light cells and white on dark ones.
 
-    ``center`` makes the colour scale symmetric around that value (e.g. 1 for relative robustness).
+    ``center`` makes the colour scale symmetric around that value (e.g. 1 for relative robustness);
+    ``max_span`` caps its half-width, and ``scale`` (a boolean array shaped like ``values``) picks
+    the cells that set the scale (default: every finite cell). Cells beyond the scale take its end
+    colours and the colour bar gets an arrow at that end. Long row and column names are cut in the
+    middle (:func:`short_name`) and given in full in a note under the axes, after ``notes``.
     """
     plt = _plt()
     mat = np.asarray(values, dtype=float)
-    fig, ax = plt.subplots(figsize=(max(4.5, 2.2 + 1.1 * len(cols)), 1.2 + 0.45 * len(rows)))
-    kw = {}
     finite = mat[np.isfinite(mat)]
-    if center is not None and finite.size:
-        span = float(np.max(np.abs(finite - center)))
+    basis = mat[np.isfinite(mat) & (np.ones_like(mat, bool) if scale is None else np.asarray(scale, bool))]
+    basis = basis if basis.size else finite
+    col_labels, row_labels = [_label(c) for c in cols], [_label(r) for r in rows]
+    longest = max((len(line) for c in col_labels for line in c.split("\n")), default=0)
+    wide = longest > 10
+    lines = max((c.count("\n") + 1 for c in col_labels), default=1)
+    note = "\n".join([*notes, names_note([line for n in [*rows, *cols] for line in str(n).split("\n")])]).strip()
+    # room under the axes for the column names slanted at 30° (half their length, about 0.08 inch a
+    # character at 10 points) and the note, so that a few rows keep a readable height
+    label_room = (0.04 * longest if wide else 0.0) + 0.15 * (lines - 1)
+    width = max(4.5, 2.2 + 1.1 * len(cols))
+    fig, ax = plt.subplots(figsize=(width, 1.2 + 0.45 * len(rows) + label_room + 0.13 * (note.count("\n") + 1
+                                                                                            if note else 0)))
+    kw = {}
+    if center is not None and basis.size:
+        span = float(np.max(np.abs(basis - center)))
         span = span if span > 1e-6 else 0.05  # every cell at the centre: a readable scale, not ±1e-9 around it
+        span = min(span, max_span) if max_span else span
         kw = {"vmin": center - span, "vmax": center + span}
-    elif finite.size and float(np.ptp(finite)) < 1e-12:  # every cell equal: a scale around that value
-        pad = max(abs(float(finite[0])) * 0.05, 0.05)
-        kw = {"vmin": float(finite[0]) - pad, "vmax": float(finite[0]) + pad}
+    elif basis.size and float(np.ptp(basis)) < 1e-12:  # every cell equal: a scale around that value
+        pad = max(abs(float(basis[0])) * 0.05, 0.05)
+        kw = {"vmin": float(basis[0]) - pad, "vmax": float(basis[0]) + pad}
+    elif basis.size:
+        kw = {"vmin": float(basis.min()), "vmax": float(basis.max())}
     im = ax.imshow(mat, cmap=cmap, aspect="auto", **kw)
     for i in range(len(rows)):
         for j in range(len(cols)):
             if np.isfinite(mat[i, j]):
-                ax.text(j, i, fmt.format(mat[i, j]), ha="center", va="center", fontsize=7)
-    short = [c if len(c) <= 24 else "…" + c[-23:] for c in map(str, cols)]  # paths and hub ids can be long
-    wide = max(map(len, short), default=0) > 10
-    ax.set_xticks(range(len(cols)), short, rotation=30 if wide else 0, ha="right" if wide else "center")
-    ax.set_yticks(range(len(rows)), list(rows))
-    ax.set_title(title, fontsize=9)
+                ax.text(j, i, fmt.format(mat[i, j]), ha="center", va="center", fontsize=7,
+                        color=text_colour(im, mat[i, j]))
+    ax.set_xticks(range(len(cols)), col_labels, rotation=30 if wide else 0, ha="right" if wide else "center",
+                  rotation_mode="anchor" if wide else "default")
+    ax.set_yticks(range(len(rows)), row_labels)
+    ax.set_title(wrap_title(title, width - 1.0), fontsize=9)
     if colorbar:
-        fig.colorbar(im, ax=ax, shrink=0.8)
-    return fig
+        low, high = im.norm.vmin, im.norm.vmax
+        extend = {(False, False): "neither", (True, False): "min", (False, True): "max", (True, True): "both"}[
+            (bool(finite.size and finite.min() < low - 1e-12), bool(finite.size and finite.max() > high + 1e-12))]
+        fig.colorbar(im, ax=ax, shrink=0.8, extend=extend, label=colorbar_label)
+    if note:  # under the column names, whatever their height; as wide as the axes and colour bar
+        note_below(ax, note, width_in=0.9 * width - ax.get_position().x0 * width)
+    return settle_layout(fig)

@@ -7,7 +7,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ...report.plots import _plt
+from ...report.plots import _plt, legend_below, names_note, note_below, short_name
 
 #: resolution of the grounding figures
 DPI = 110
@@ -17,11 +17,17 @@ def specificity_figure(dist_same: dict[str, np.ndarray], dist_other: dict[str, n
                        names: Sequence[str], layer: int | None = None) -> Any:
     """Fig. 1: per measure, the distances between the layers of model A and of A vs B (top), and
     for one layer of A (default: the middle one) its distance to every layer of A and of B,
-    with the distance to the same layer of B dashed (bottom)."""
+    with the distance to the same layer of B dashed (bottom). The panels widen with the number
+    of layers (their tick labels stay apart); one legend under the bottom row serves every
+    panel, and long model names are cut in the middle and given in full under it. Where the two
+    curves of a panel coincide (equal models), the broad pale one shows under the other."""
     plt = _plt()
     measures = list(dist_same)
-    fig, axes = plt.subplots(2, len(measures), figsize=(4.2 * len(measures), 6.6), squeeze=False)
-    a, b = names
+    n_max = max((dist_same[m].shape[0] for m in measures), default=1)
+    panel = max(4.2, 1.8 + 0.16 * 2 * n_max)  # two blocks of n_max columns, about 0.16 inch each
+    fig, axes = plt.subplots(2, len(measures), figsize=(panel * len(measures), 7.4), squeeze=False)
+    a, b = (str(n) for n in names)
+    sa, sb = short_name(a, 20), short_name(b, 20)
     for c, m in enumerate(measures):
         ds, do = dist_same[m], dist_other[m]
         n = ds.shape[0]
@@ -32,18 +38,26 @@ def specificity_figure(dist_same: dict[str, np.ndarray], dist_other: dict[str, n
         ax.axvline(n - 0.5, color="white", lw=2)
         ax.set_xticks(range(2 * n), [str(j + 1) for j in range(n)] * 2, fontsize=7)
         ax.set_yticks(range(n), [str(j + 1) for j in range(n)], fontsize=7)
-        ax.set_title(f"{m}: {a} vs {a} | {a} vs {b}", fontsize=8)
-        ax.set_ylabel(f"{a} layer")
-        fig.colorbar(im, ax=ax, shrink=0.8)
+        ax.set_title(f"{m}\n{sa} vs {sa} | {sa} vs {sb}", fontsize=8)
+        ax.set_xlabel(f"layer of {sa} | layer of {sb}", fontsize=8)
+        ax.set_ylabel(f"{sa} layer")
+        what = m if "distance" in m else f"{m} distance"  # procrustes_distance, linear_cka distance
+        fig.colorbar(im, ax=ax, shrink=0.8, label=what)
         ax = axes[1, c]
         x = np.arange(1, n + 1)
-        ax.plot(x, ds[i], marker="o", label=f"to {a} layers")
-        ax.plot(x, do[i], marker="s", label=f"to {b} layers")
-        ax.axhline(do[i, i], ls="--", color="grey", label=f"{b} layer {i + 1}")
+        # the first line broad and pale under the second, so that both show where they coincide
+        ax.plot(x, ds[i], marker="o", ms=8, lw=3, alpha=0.5, label=f"to {sa} layers")
+        ax.plot(x, do[i], marker="s", ms=4, label=f"to {sb} layers")
+        ax.axhline(do[i, i], ls="--", color="grey", label=f"to {sb} layer {i + 1}")
+        ax.set_xticks(x)
         ax.set_xlabel("layer")
-        ax.set_ylabel(f"distance from {a} layer {i + 1}")
-        ax.legend(fontsize=7)
+        ax.set_ylabel(f"{what} from {sa} layer {i + 1}", fontsize=8)
         ax.grid(alpha=0.3)
+    bottom = axes[1, len(measures) // 2]
+    legend_below(bottom, *axes[1, 0].get_legend_handles_labels(), fontsize=8)  # one column: no wider than a panel
+    note = names_note([a, b], 20)
+    if note:
+        note_below(axes[1, 0], note)
     return fig
 
 
@@ -52,9 +66,12 @@ def pc_deletion_figure(ks: Sequence[int], accuracy: Sequence[float],
                        title: str) -> Any:
     """Fig. 2 (and 3b): distance to the full representation as the smallest principal components
     are deleted (solid), the seed baseline (dotted) and the first point above it (star); probe
-    accuracy on the right axis."""
+    accuracy on the right axis (dashed). The legend, under the axes, says what each line style
+    and the star mean."""
     plt = _plt()
-    fig, ax = plt.subplots(figsize=(6.4, 3.8))
+    from matplotlib.lines import Line2D
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.4))
     ks = list(ks)
     fractions = np.asarray(ks, dtype=float) / dim
     for m, (d, baseline, k_star) in per_measure.items():
@@ -65,9 +82,13 @@ def pc_deletion_figure(ks: Sequence[int], accuracy: Sequence[float],
     ax.set_xlabel("fraction of principal components deleted (smallest first)")
     ax.set_ylabel("distance to the full representation")
     ax2 = ax.twinx()
-    ax2.plot(fractions, accuracy, color="black", lw=1, ls="--", label="probe accuracy")
+    ax2.plot(fractions, accuracy, color="black", lw=1, ls="--")
     ax2.set_ylabel("probe accuracy (dashed)")
     ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=7, loc="upper left")
+    handles, labels = ax.get_legend_handles_labels()
+    handles += [Line2D([], [], color="grey", ls=":"), Line2D([], [], color="grey", ls="", marker="*", ms=10),
+                Line2D([], [], color="black", lw=1, ls="--")]
+    labels += ["seed baseline (dotted)", "first deletion above the baseline", "probe accuracy (right axis)"]
+    legend_below(ax, handles, labels, fontsize=7, ncol=3)
     ax.grid(alpha=0.3)
     return fig

@@ -30,7 +30,7 @@ def robustness_headline(summary: dict[str, Any], rows: Sequence[dict[str, Any]],
     estimates = []
     for model, q in quality.items():
         if isinstance(q.get("accuracy"), (int, float)):
-            low, high = normal_interval(q["accuracy"], q.get("accuracy_se"))
+            low, high = normal_interval(q["accuracy"], q.get("accuracy_se"), bounds=(0.0, 1.0))
             estimates.append(Estimate(model, "clean accuracy", q["accuracy"], low, high, n=q.get("n"),
                                       interval="95 % normal interval over test examples", better="higher",
                                       flags=tuple(q.get("flags") or ()), key="accuracy"))

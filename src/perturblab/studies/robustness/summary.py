@@ -174,14 +174,25 @@ def robustness_markdown(summary: dict[str, Any]) -> str:
 
 def relative_robustness_figures(summary: dict[str, Any], prefix: str) -> dict[str, Any]:
     """``<prefix>_<metric>.png`` -> figure per metric of a :func:`summarise` result: perturbations ×
-    models, centred on 1 (unaffected)."""
+    models, centred on 1 (unaffected). The colour scale spans at most 0 to 2 and is set by the
+    models that are not flagged (one class, chance level: their ratios of tiny scores can run far
+    beyond it); flagged models say so under their names and in a note, cells beyond the scale
+    take its end colours."""
     from ...report.plots import heatmap_figure
 
     models = list(dict.fromkeys(c["model"] for c in summary["clean"]))
     perts = list(dict.fromkeys(c["perturbation"] for c in summary["cells"]))
+    flagged = _flagged(summary)
+    cols = [m + (f"\n({', '.join(flagged[m])})" if flagged.get(m) else "") for m in models]
+    scale = np.array([[not flagged.get(m) for m in models] for _ in perts], dtype=bool)
+    names = ", ".join(m for m in models if flagged.get(m))
+    notes = [f"flagged, so not ranked and not used to set the colour scale: {names}"] if names else []
     return {f"{prefix}_{metric}.png": heatmap_figure(
-                np.array([[_cell(summary, m, p, metric)["mean"] for m in models] for p in perts]), perts, models,
-                title=f"relative robustness 1 − (m_c − m_p)/m_c, {metric}", cmap="RdYlGn", fmt="{:.2f}", center=1.0)
+                np.array([[_cell(summary, m, p, metric)["mean"] for m in models] for p in perts]), perts, cols,
+                title=f"relative robustness 1 − (m_c − m_p)/m_c, {metric}\n"
+                      "(m_c: clean score, m_p: perturbed score)",
+                cmap="RdYlGn", fmt="{:.2f}", center=1.0, max_span=1.0, scale=scale, notes=notes,
+                colorbar_label="relative robustness (1 = unaffected)")
             for metric in dict.fromkeys(c["metric"] for c in summary["clean"])}
 
 

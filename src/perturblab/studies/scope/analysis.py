@@ -61,7 +61,8 @@ def scope_headline(rows: Sequence[dict[str, Any]], reference: str, *,
         for (ref, target, cap), rs in groups.items():
             subject = f"{target} (reference {ref})" if several else target
             rs = sorted(rs, key=lambda r: r.get("trial", 0))
-            value, low, high, what = over_trials([r.get(metric) for r in rs], rs[0].get(metric + "_ci"))
+            value, low, high, what = over_trials([r.get(metric) for r in rs], rs[0].get(metric + "_ci"),
+                                                 bounds=(0.0, 1.0))
             ns = [r.get("n_ref_invariant", r.get("n")) for r in rs]
             ns = [v for v in ns if isinstance(v, (int, float))]
             estimates.append(Estimate(

@@ -80,7 +80,7 @@ class FinetuningResult(StudyResult):
         return {"finetuning.png": layer_curves_figure(curves, title=title, errors=errs, ylabel="CKA / STIR"),
                 "probes.png": layer_curves_figure(
                     {"pretrained": self.series("probe_acc_pre"), "fine-tuned": self.series("probe_acc_ft")},
-                    title=f"per-layer probe accuracy on {args.data}", ylabel="probe accuracy")}
+                    title=f"per-layer probe accuracy on {args.data} (n={self.n_eval})", ylabel="probe accuracy")}
 
     def headline(self) -> Headline:
         """At the last layer: CKA of the two models' states (no interval: one value on the
@@ -103,7 +103,7 @@ class FinetuningResult(StudyResult):
                 low, high = t_interval(v, None if sd is None else sd / k ** 0.5, k)
                 what = f"95 % t-interval over {k} random halves" if low is not None else "no interval"
             elif "acc" in m:
-                low, high = normal_interval(v, (v * (1 - v) / n) ** 0.5 if n else None)
+                low, high = normal_interval(v, (v * (1 - v) / n) ** 0.5 if n else None, bounds=(0.0, 1.0))
                 what = "95 % normal interval over examples (binomial)"
             else:
                 low = high = None
