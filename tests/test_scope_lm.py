@@ -238,7 +238,7 @@ def test_model_against_itself_scores_one(tmp_path, ref):
         assert r["iid_agreement"] == pytest.approx(1.0) and r["ood_agreement"] == pytest.approx(1.0)
         assert r["iid_top1_agreement"] == 1.0 and r["ood_top1_agreement"] == 1.0
         assert r["gap_iid_acc"] == 0.0
-    assert [p.name for p in result.save(tmp_path)] == ["results.json"]
+    assert [p.name for p in result.save(tmp_path)] == ["results.json", "headline.json"]
     saved = json.loads((tmp_path / "results.json").read_text())
     assert len(saved) == 4 and saved[0]["hard_scope_ci"][1] == 1.0
 

@@ -18,6 +18,7 @@ _EXPORTS = {
     "learnability": "studies.learnability.function", "selfcheck": "studies.selfcheck.function",
     "similarity": "studies.grounding.similarity_function", "finetuning": "studies.robustness.finetuning",
     "layer_probes": "studies.robustness.layer_probes", "grounding": "studies.grounding",
+    "compare": "studies.compare.function",
 }
 __all__ = ["__version__", *sorted(_EXPORTS)]
 __getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)

@@ -351,6 +351,39 @@ def content_security_policy(script: str) -> str:
     return f"{CSP}; script-src {script_hash(script)}"
 
 
+#: a comparison's verdicts (``perturblab compare``), at the top of its output directory
+COMPARE_FILE = "compare.json"
+
+
+def compare_tables(root: Path) -> list[Table]:
+    """The verdict tables of ``root/compare.json`` (none when there is none): one per target (a
+    row per study: its sentence), then the ``--fail-under`` checks."""
+    path = root / COMPARE_FILE
+    if not path.is_file():
+        return []
+    obj = load_json(path, "run the comparison again")
+    if not isinstance(obj, dict):
+        return []
+    ref = str(obj.get("reference") or "the reference")
+    tables = []
+    for target in obj.get("targets") or []:
+        rows = [[str(v.get("study", "")), str(v.get("sentence", ""))] for v in obj.get("verdicts") or []
+                if v.get("target") == target]
+        tables.append(Table(header=["study", "verdict"], rows=rows, numeric=[False, False],
+                            title=f"{target} against {ref}"))
+    checks = obj.get("checks") or []
+    if checks:
+        used = "lower ends of the 95 % intervals" if obj.get("strict") else "estimates"
+        rows = [[("pass" if c.get("passed") else "FAIL"), str(c.get("target", "")), str(c.get("key", "")),
+                 "n/a" if c.get("value") is None else f"{c['value']:.3f}", f"{c.get('threshold', 0):g}"]
+                for c in checks]
+        failed = sum(not c.get("passed") for c in checks)
+        tables.append(Table(header=["result", "target", "estimate", "value", "at least"], rows=rows,
+                            numeric=[False, False, False, True, True], title="Checks",
+                            note=f"{len(checks) - failed} of {len(checks)} checks passed ({used})."))
+    return tables
+
+
 def render_report(root: str | Path, title: str | None = None) -> str:
     """The report of ``root`` (a study directory or a run directory of studies) as an HTML string."""
     from .. import __version__
@@ -385,11 +418,12 @@ def render_report(root: str | Path, title: str | None = None) -> str:
     taken: set[str] = set()
     sections = [build_section(s, root, taken, run_studies.get(s.relative_to(root).as_posix()))
                 for s in studies]
+    verdicts = compare_tables(root)
     title = title or f"perturblab report: {run_name or root.resolve().name}"
     now = _utc(_dt.datetime.now(_dt.timezone.utc).timestamp())
     script = report_script()
     return _environment().get_template(TEMPLATE).render(
-        title=title, sections=sections, run_info=run_info, run_notes=run_notes, source=str(root),
+        title=title, sections=sections, run_info=run_info, run_notes=run_notes, source=str(root), verdicts=verdicts,
         generated=now, version=__version__, script=Markup(script), csp=Markup(content_security_policy(script)))
 
 

@@ -1,0 +1,90 @@
+"""Options of ``perturblab compare`` and :func:`perturblab.compare` (the one schema)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ...core.options import option
+from ...errors import InputError
+from ..args import Args, items, nonempty
+
+#: the studies compare can run, by the name of their folder in the output directory
+STUDY_NAMES = ("invariances", "robustness", "layers", "lm-invariances", "selfcheck")
+
+
+def threshold(value: str) -> tuple[str, float]:
+    """``METRIC=VALUE`` of ``--fail-under`` -> (metric, value); the metric is a headline key
+    (``hard_scope:typo``, ``relative_robustness:change_char``) or its first part (``soft_scope``:
+    every capability)."""
+    m = re.fullmatch(r"\s*([A-Za-z_][\w|.-]*(?::[\w|.* -]+)*)\s*=\s*([-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?)\s*", value)
+    if not m:
+        raise InputError(f"{value!r}: expected METRIC=VALUE, e.g. hard_scope:typo=0.9 or soft_scope=0.85")
+    return m.group(1).strip(), float(m.group(2))
+
+
+def thresholds(values: list[str] | None) -> None:
+    """Every ``--fail-under`` entry reads as ``METRIC=VALUE``."""
+    for v in values or []:
+        threshold(v)
+
+
+def study_list(value: str | None) -> None:
+    """``--studies``: names from :data:`STUDY_NAMES`, none twice."""
+    if value is None:
+        return
+    names = items(value)
+    if not names:
+        raise InputError(f"give at least one study of {', '.join(STUDY_NAMES)}, or leave --studies out")
+    unknown = [n for n in names if n not in STUDY_NAMES]
+    if unknown:
+        raise InputError(f"unknown stud{'y' if len(unknown) == 1 else 'ies'} {', '.join(unknown)}; "
+                         f"choose from {', '.join(STUDY_NAMES)}")
+
+
+def duration(value: str) -> float:
+    """``90s``, ``10m``, ``1.5h`` or a number of seconds -> seconds."""
+    m = re.fullmatch(r"\s*(\d+(\.\d*)?|\.\d+)\s*(s|sec|m|min|h)?\s*", str(value))
+    if not m:
+        raise InputError(f"{value!r}: expected a time such as 90s, 10m or 1.5h")
+    return float(m.group(1)) * {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600}.get(m.group(3) or "s", 1)
+
+
+@dataclass(kw_only=True)
+class CompareArgs(Args):
+    """The options of ``perturblab compare`` and :func:`perturblab.compare`."""
+
+    reference: str | None = option(required=True, help="the model you trust: a classifier (minilm-l6, a fine-tuned "
+                                                        "HF directory, ...) or a language model (smollm2-135m, ...)")
+    targets: str | None = option(required=True, check=nonempty,
+                                 help="comma list of the models to compare with it, of the same kind")
+    data: str = option("rotten_tomatoes", data=True, help="labelled data for classifiers")
+    corpus: str = option("oanc", help="unlabelled text for language models: a packaged corpus or a text file")
+    studies: str | None = option(None, check=study_list,
+                                 help=f"comma list of {', '.join(STUDY_NAMES)}; default: those the models' kind "
+                                      "supports")
+    budget: str = option("10m", check=duration, help="about how long the studies may take (90s, 10m, 1.5h); "
+                                                     "sample sizes are chosen to fit it")
+    fail_under: list[str] | None = option(None, repeat=True, check=thresholds, metavar="METRIC=VALUE",
+                                   help="exit with 1 when a target's estimate is below VALUE (repeatable), e.g. "
+                                        "hard_scope:typo=0.9, soft_scope=0.85, relative_robustness:change_char=0.9")
+    strict: bool = option(False, flag=True, help="check the lower end of each estimate's 95%% interval "
+                                                 "instead of the estimate")
+    seed: int = option(0, min=0, help="seed of the samples and perturbations")
+
+    # -- what the compare reads -------------------------------------------------------------
+    def target_names(self) -> list[str]:
+        """The targets, in the order given."""
+        return items(self.targets or "")
+
+    def budget_seconds(self) -> float:
+        """``budget`` in seconds."""
+        return duration(self.budget)
+
+    def threshold_list(self) -> list[tuple[str, float]]:
+        """``fail_under`` as (metric, value) pairs."""
+        return [threshold(v) for v in self.fail_under or []]
+
+    def study_names(self) -> list[str] | None:
+        """``studies`` given, or None: those the models support."""
+        return items(self.studies) if self.studies else None

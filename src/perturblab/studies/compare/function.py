@@ -1,0 +1,122 @@
+""":func:`perturblab.compare`: the plan, each study through the one entry, the verdicts."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ...core.entry import check_out, run_saved
+from ...core.files import atomic_write_text
+from ...core.lock import output_lock
+from .config import CompareArgs
+from .plan import Plan, make_plan
+from .verdict import Check, Verdict, check_metrics, read_headline, run_checks, study_verdicts, to_json
+
+#: what the comparison writes at the top of its output directory
+COMPARE_FILE, MANIFEST = "compare.json", "study.json"
+
+
+@dataclass
+class CompareResult:
+    """What :func:`compare` returns: the ``plan``, the ``verdicts`` per target and study, the
+    ``--fail-under`` ``checks`` and ``passed`` (every check passed; True when there are none);
+    ``results``: each study's own result by its folder name."""
+
+    args: CompareArgs
+    plan: Plan
+    verdicts: list[Verdict] = field(default_factory=list)
+    checks: list[Check] = field(default_factory=list)
+    results: dict[str, Any] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def passed(self) -> bool:
+        return all(c.passed for c in self.checks)
+
+    def to_json(self) -> dict[str, Any]:
+        """``compare.json``: the reference, the targets, the plan with the time each study took, the
+        verdicts and the checks."""
+        return {"reference": self.args.reference, "targets": self.args.target_names(), "kind": self.plan.kind,
+                "budget_seconds": self.args.budget_seconds(), "strict": self.args.strict,
+                "plan": [{"name": p.name, "kind": p.kind, "size": p.size, "estimated_seconds": round(p.seconds, 1),
+                          "seconds": round(self.seconds.get(p.name, 0.0), 1), "options": p.options}
+                         for p in self.plan.studies],
+                "left_out": self.plan.left_out, **to_json(self.verdicts, self.checks)}
+
+    def console(self) -> str:
+        """The verdicts, one block per target, then each check as pass or fail."""
+        lines = []
+        for target in self.args.target_names():
+            lines.append(f"{target} against {self.args.reference}:")
+            lines += [f"  [{v.study}] {v.sentence}" for v in self.verdicts if v.target == target]
+        if self.checks:
+            lines.append("checks" + (" (lower ends of the 95 % intervals)" if self.args.strict else "") + ":")
+            lines += [f"  {'pass' if c.passed else 'FAIL'}  {c.target}  {c.key} "
+                      f"{'n/a' if c.value is None else f'{c.value:.3f}'} {'>=' if c.passed else '<'} {c.threshold:g}"
+                      for c in self.checks]
+            failed = sum(not c.passed for c in self.checks)
+            lines.append(f"{len(self.checks) - failed} of {len(self.checks)} checks passed")
+        return "\n".join(lines)
+
+
+def compare(reference: str, targets: str, *, data: str = "rotten_tomatoes", corpus: str = "oanc",
+            studies: str | None = None, budget: str = "10m", fail_under: list[str] | None = None,
+            strict: bool = False, seed: int = 0, out: str | Path | None = None, quiet: bool = False) -> CompareResult:
+    """Compare ``targets`` (a comma list) with ``reference``: run the studies their kind supports,
+    sized to ``budget``, each into ``out/<study>`` through the one entry (a re-run, or one with a
+    larger budget, reads back what is stored and computes only what is new), then write
+    ``compare.json`` and the report, whose top is the verdict of each target.
+
+    Example (not run here: it runs for about the budget)::
+
+        >>> r = pl.compare("minilm-l6", "minilm-l6-int8,minilm-l3", out="out/cmp",
+        ...                fail_under=["hard_scope:typo=0.9"])  # doctest: +SKIP
+        >>> r.passed, [c.key for c in r.checks if not c.passed]  # doctest: +SKIP
+    """
+    args = CompareArgs(reference=reference, targets=targets, data=data, corpus=corpus, studies=studies,
+                       budget=budget, fail_under=list(fail_under or []), strict=strict, seed=seed,
+                       out=None if out is None else str(out), quiet=quiet)
+    args.check()
+    return run_compare(args)
+
+
+def run_compare(args: CompareArgs) -> CompareResult:
+    """:func:`compare` of checked options (the command and the function)."""
+    from ...studies.registry import entry
+
+    plan = make_plan(args)
+    check_metrics([m for m, _ in args.threshold_list()], [p.name for p in plan.studies])
+    out = check_out(args.out)
+    if not args.quiet:
+        print(plan.table(), file=sys.stderr, flush=True)
+    result = CompareResult(args, plan)
+    with output_lock(out, name=".compare.lock", what="the comparison"):
+        for p in plan.studies:
+            study = entry(p.kind)
+            options = study.options()(**p.options, out=str(out / p.name), quiet=args.quiet)
+            sdir = out / p.name
+            sdir.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(sdir / MANIFEST, json.dumps({"name": p.name, "kind": p.kind, "options": p.options},
+                                                          indent=2, default=str))
+            t0 = time.time()
+            res, _ = run_saved(study.load_function(), options, out=sdir, what=f"study {p.name}",
+                               prefix=f"{p.name}: ")
+            result.seconds[p.name] = time.time() - t0
+            result.results[p.name] = res
+            if not args.quiet:
+                print(f"{p.name}: done in {result.seconds[p.name]:.0f} s (planned ~{p.seconds:.0f} s)",
+                      file=sys.stderr, flush=True)
+        for p in plan.studies:
+            headline = read_headline(out / p.name)
+            if headline is not None:
+                result.verdicts += study_verdicts(p.name, headline, args.reference, args.target_names())
+        result.checks = run_checks(result.verdicts, args.threshold_list(), args.strict)
+        atomic_write_text(out / COMPARE_FILE, json.dumps(result.to_json(), indent=2, default=str))
+        from ...report.html import write_report
+
+        write_report(out, title=f"perturblab compare: {', '.join(args.target_names())} against {args.reference}")
+    return result

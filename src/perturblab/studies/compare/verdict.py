@@ -1,0 +1,176 @@
+"""Verdicts of a comparison: per target and study, its headline estimates (from each study's
+``headline.json``) with a plain sentence, and the ``--fail-under`` checks.
+
+A sentence ranks nothing that a flag says means nothing (a model predicting one class or at
+chance level), and says "within the intervals" where two estimates' 95 % intervals overlap,
+rather than ranking them.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+from ...core.headline import Estimate, Headline
+from ...errors import InputError
+
+#: the headline keys each study of the plan gives (their first part), for checking --fail-under
+#: before anything runs
+KEYS_OF = {"invariances": ("hard_scope", "soft_scope"), "lm-invariances": ("hard_scope", "soft_scope"),
+           "robustness": ("relative_robustness", "accuracy"), "layers": ("linear_cka",),
+           "selfcheck": ("negation_sensitivity", "negation_normalised", "negation_benign_abs", "negation_ppl_drops",
+                         "toxicity_generation", "toxicity_next_token",
+                         "long_range", "word_order", "tokenization", "next_token_entropy", "token_entropy")}
+
+
+@dataclass
+class Verdict:
+    """What one study says of one target: a ``sentence`` and the target's ``estimates`` (with the
+    reference's own, where the study measures both, in ``reference``)."""
+
+    target: str
+    study: str
+    sentence: str
+    estimates: list[Estimate] = field(default_factory=list)
+    reference: list[Estimate] = field(default_factory=list)
+    flagged: bool = False
+
+
+@dataclass
+class Check:
+    """One ``--fail-under`` check of one target's estimate."""
+
+    target: str
+    metric: str
+    key: str
+    threshold: float
+    value: float | None
+    used: str  # "estimate" or "lower bound of the 95 % interval"
+    passed: bool
+
+
+def _fmt(e: Estimate) -> str:
+    return e.text() + (" ⚑" if e.flags else "")
+
+
+def _overlap(a: Estimate, b: Estimate) -> bool:
+    """Whether the 95 % intervals of ``a`` and ``b`` overlap (no interval: they are taken to)."""
+    if None in (a.low, a.high, b.low, b.high):
+        return True
+    return not (a.high < b.low or b.high < a.low)
+
+
+def _family(study: str) -> str:
+    return "layers" if study.startswith("layers") else study
+
+
+def study_verdicts(study: str, headline: Headline, reference: str, targets: Sequence[str]) -> list[Verdict]:
+    """The verdicts of one study's headline for each target."""
+    family = _family(study)
+    out = []
+    for target in targets:
+        mine = [e for e in headline.estimates if e.subject == target]
+        if family == "layers":
+            mine = [e for e in headline.estimates if e.subject.endswith(f" vs {target}")]
+        if not mine:
+            continue
+        theirs = [e for e in headline.estimates if e.subject == reference]
+        v = Verdict(target, study, "", mine, theirs, flagged=all(e.flags for e in mine))
+        v.sentence = _sentence(family, target, reference, mine, theirs)
+        flags = sorted({f for e in mine for f in e.flags})
+        if flags:
+            v.sentence += (f" ⚑ marks estimates flagged ({', '.join(flags)}): they may mean nothing and are "
+                           "not ranked.")
+        out.append(v)
+    return out
+
+
+def _sentence(family: str, target: str, reference: str, mine: list[Estimate], theirs: list[Estimate]) -> str:
+    if family in ("invariances", "lm-invariances"):
+        hard = [e for e in mine if e.key.startswith("hard_scope:")]
+        parts = [f"{e.key.split(':', 1)[1]} {_fmt(e)}" for e in hard]
+        what = "top-1 next token" if family == "lm-invariances" else "prediction"
+        s = f"{target} keeps its {what} where {reference} keeps its own (Hard-SCoPE): " + "; ".join(parts) + "."
+        ranked = [e for e in hard if not e.flags and e.value is not None]
+        if len(ranked) > 1:
+            lo, hi = min(ranked, key=lambda e: e.value), max(ranked, key=lambda e: e.value)
+            if _overlap(lo, hi):
+                s += " The capabilities do not differ beyond their intervals."
+            else:
+                s += (f" It shares fewer of {reference}'s {lo.key.split(':', 1)[1]} invariances than of its "
+                      f"{hi.key.split(':', 1)[1]} ones, beyond both intervals.")
+        return s
+    if family == "robustness":
+        by_key = {e.key: e for e in theirs}
+        pairs = [(e, by_key.get(e.key)) for e in mine if e.key.startswith("relative_robustness")]
+        worse = [(e, r) for e, r in pairs if r is not None and e.value is not None and r.value is not None
+                 and not (e.flags or r.flags) and not _overlap(e, r) and e.value < r.value]
+        acc = next((e for e in mine if e.key == "accuracy"), None)
+        s = f"{target}: clean accuracy {_fmt(acc)}" + (
+            f" against {reference}'s {_fmt(by_key['accuracy'])}" if acc and "accuracy" in by_key else "") + ". " \
+            if acc else ""
+        if worse:
+            names = ", ".join(f"{e.key.split(':', 1)[1]} ({_fmt(e)} against {_fmt(r)})" for e, r in worse)
+            return s + f"Less robust than {reference}, beyond both intervals, to: {names}."
+        return s + f"Its relative robustness is within the intervals of {reference}'s (or above) under every perturbation."
+    if family == "layers":
+        return f"Layer similarity with {reference}: " + "; ".join(f"{e.measure} {_fmt(e)}" for e in mine) + "."
+    if family == "selfcheck":
+        by_key = {e.key: e for e in theirs}
+        differ = [f"{e.measure} ({_fmt(e)} against {_fmt(by_key[e.key])})" for e in mine
+                  if e.key in by_key and not (e.flags or by_key[e.key].flags) and not _overlap(e, by_key[e.key])]
+        if differ:
+            return f"{target} differs from {reference}, beyond both intervals, on: " + "; ".join(differ) + "."
+        return f"{target}'s self-supervised scores are within the intervals of {reference}'s on every score."
+    return "; ".join(f"{e.measure} {_fmt(e)}" for e in mine)
+
+
+def read_headline(study_dir: Path) -> Headline | None:
+    """A study directory's ``headline.json`` (None when there is none)."""
+    path = study_dir / "headline.json"
+    if not path.is_file():
+        return None
+    try:
+        return Headline.from_json(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, json.JSONDecodeError, TypeError) as e:
+        raise InputError(f"{path} is not a readable headline ({e}); run the comparison again") from None
+
+
+def check_metrics(metrics: Sequence[str], studies: Sequence[str]) -> None:
+    """Refuse a ``--fail-under`` metric that no planned study gives, naming those they give."""
+    known = {k for s in studies for k in KEYS_OF.get(_family(s), ())}
+    for m in metrics:
+        if m.split(":", 1)[0] not in known:
+            raise InputError(f"--fail-under {m}: no study of this comparison gives {m.split(':', 1)[0]!r}; "
+                             f"give one of {', '.join(sorted(known))} (with :CAPABILITY or :PERTURBATION to "
+                             "check one)")
+
+
+def run_checks(verdicts: Sequence[Verdict], thresholds: Sequence[tuple[str, float]], strict: bool) -> list[Check]:
+    """Each threshold against each target's matching estimates: ``metric`` names a key
+    (``hard_scope:typo``) or its first part (``soft_scope``: every capability); an undefined
+    estimate (or interval, with ``strict``) fails."""
+    checks = []
+    for metric, limit in thresholds:
+        for v in verdicts:
+            for e in v.estimates:
+                if not (e.key == metric or e.key.split(":", 1)[0] == metric):
+                    continue
+                value = e.low if strict else e.value
+                checks.append(Check(v.target, metric, e.key, limit, value,
+                                    "lower bound of the 95 % interval" if strict else "estimate",
+                                    value is not None and value >= limit))
+    return checks
+
+
+def to_json(verdicts: Sequence[Verdict], checks: Sequence[Check]) -> dict[str, Any]:
+    """``compare.json``'s verdicts and checks as plain JSON values."""
+    def est(e: Estimate) -> dict[str, Any]:
+        return {**asdict(e), "flags": list(e.flags)}
+
+    return {"verdicts": [{"target": v.target, "study": v.study, "sentence": v.sentence, "flagged": v.flagged,
+                          "estimates": [est(e) for e in v.estimates], "reference": [est(e) for e in v.reference]}
+                         for v in verdicts],
+            "checks": [asdict(c) for c in checks], "passed": all(c.passed for c in checks)}
