@@ -50,9 +50,9 @@ COSTS: dict[str, Cost] = {
     "invariances": Cost("scope", "n", per_unit=0.62, fixed=20.0, share=0.45, least=20, most=1000),
     "robustness": Cost("robustness", "n_eval", per_unit=0.021, fixed=25.0, share=0.35, least=100, most=2000),
     "layers": Cost("similarity", "n", per_unit=0.009, fixed=5.0, share=0.2, least=200, most=2000),
-    "lm-invariances": Cost("scope-lm", "n", per_unit=11.0, fixed=20.0, share=0.45, least=10, most=500),
-    "selfcheck": Cost("selfcheck", "n", per_unit=2.1, fixed=15.0, share=0.4, least=20, most=1000),
-    "lm-layers": Cost("similarity", "n", per_unit=0.14, fixed=5.0, share=0.15, least=200, most=2000),
+    "lm-invariances": Cost("scope-lm", "n", per_unit=14.7, fixed=20.0, share=0.45, least=10, most=500),
+    "selfcheck": Cost("selfcheck", "n", per_unit=2.45, fixed=15.0, share=0.4, least=20, most=1000),
+    "lm-layers": Cost("similarity", "n", per_unit=0.155, fixed=5.0, share=0.15, least=200, most=2000),
 }
 STUDIES_OF = {CLASSIFIER: ("invariances", "robustness", "layers"),
               LANGUAGE_MODEL: ("lm-invariances", "selfcheck", "layers")}
