@@ -24,6 +24,8 @@ from typing import Any, Sequence
 
 #: the level of every headline interval
 LEVEL = 0.95
+#: what an interval's description ends with when it was cut to the measure's range (:func:`within`)
+CUT = ", cut to "
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,10 @@ class Estimate:
     flags: tuple[str, ...] = ()
     key: str = ""
 
+    def to_json(self) -> dict[str, Any]:
+        """The estimate as plain JSON values (flags as a list)."""
+        return {**asdict(self), "flags": list(self.flags)}
+
     def text(self, digits: int = 3) -> str:
         """The estimate and its interval as text: ``0.830 [0.620, 0.980]``; ``n/a`` when undefined."""
         if not _defined(self.value):
@@ -69,7 +75,7 @@ class Headline:
     def to_json(self) -> dict[str, Any]:
         """The headline as plain JSON values (``headline.json``)."""
         return {"sentence": self.sentence, "level": LEVEL,
-                "estimates": [{**asdict(e), "flags": list(e.flags)} for e in self.estimates]}
+                "estimates": [e.to_json() for e in self.estimates]}
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> "Headline":
@@ -82,10 +88,6 @@ class Headline:
 
 def _defined(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-
-
-def _num(v: Any) -> float | None:
-    return float(v) if _defined(v) else None
 
 
 def over_trials(values: Sequence[float | None], single_ci: Sequence[float | None] | None = None,
@@ -122,7 +124,7 @@ def within(low: float | None, high: float | None, bounds: tuple[float, float] | 
         return low, high, ""
     a, b = bounds
     cut_low, cut_high = max(low, a), min(high, b)
-    return cut_low, cut_high, (f", cut to [{a:g}, {b:g}]" if (cut_low, cut_high) != (low, high) else "")
+    return cut_low, cut_high, (f"{CUT}[{a:g}, {b:g}]" if (cut_low, cut_high) != (low, high) else "")
 
 
 def t_interval(mean: Any, se: Any, k: int) -> tuple[float | None, float | None]:
@@ -148,4 +150,4 @@ def normal_interval(value: Any, se: Any, bounds: tuple[float, float] | None = No
     return within(float(value) - half, float(value) + half, bounds)[:2]
 
 
-__all__ = ["Estimate", "Headline", "LEVEL", "over_trials", "normal_interval", "t_interval", "within"]
+__all__ = ["CUT", "Estimate", "Headline", "LEVEL", "over_trials", "normal_interval", "t_interval", "within"]

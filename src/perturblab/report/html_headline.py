@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core.headline import Estimate, Headline
+from ..core.headline import CUT, Estimate, Headline
 from .html_tables import Table
 
 FLAG_MARK = "⚑"
-#: how an interval description says it was cut to the measure's range, and the cell's mark of it
-CUT, CUT_MARK = ", cut to ", "†"
+#: the mark of a cell whose interval was cut to the measure's range
+CUT_MARK = "†"
 ARROWS = {"higher": " ↑", "lower": " ↓"}
 
 

@@ -14,10 +14,8 @@ from ...core.files import atomic_write_text
 from ...core.lock import output_lock
 from .config import CompareArgs
 from .plan import Plan, make_plan
-from .verdict import Check, Verdict, check_metrics, read_headline, run_checks, study_verdicts, to_json
-
-#: what the comparison writes at the top of its output directory
-COMPARE_FILE, MANIFEST = "compare.json", "study.json"
+from ...report.html import COMPARE_FILE, MANIFEST, write_report
+from .verdict import Check, Verdict, check_metrics, run_checks, study_verdicts, to_json
 
 
 @dataclass
@@ -110,13 +108,11 @@ def run_compare(args: CompareArgs) -> CompareResult:
             if not args.quiet:
                 print(f"{p.name}: done in {result.seconds[p.name]:.0f} s (planned ~{p.seconds:.0f} s)",
                       file=sys.stderr, flush=True)
-        for p in plan.studies:
-            headline = read_headline(out / p.name)
+        for name, res in result.results.items():  # the headlines each study just wrote
+            headline = res.headline()
             if headline is not None:
-                result.verdicts += study_verdicts(p.name, headline, args.reference, args.target_names())
+                result.verdicts += study_verdicts(name, headline, args.reference, args.target_names())
         result.checks = run_checks(result.verdicts, args.threshold_list(), args.strict)
         atomic_write_text(out / COMPARE_FILE, json.dumps(result.to_json(), indent=2, default=str))
-        from ...report.html import write_report
-
         write_report(out, title=f"perturblab compare: {', '.join(args.target_names())} against {args.reference}")
     return result

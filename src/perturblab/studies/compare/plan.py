@@ -1,7 +1,8 @@
 """Which studies a comparison runs, and at what sizes.
 
 The models' kind decides the studies (:func:`model_kind`): classifiers get shared invariances
-(SCoPE: synonym and typo, and fairness when the data have protected-category words), relative
+(SCoPE: synonym, typo and fairness; fairness is measured on the samples that have a
+protected-category word, and its rows say how many qualified), relative
 robustness to the robustness paper's perturbations, and layer similarity when both models expose
 hidden states; language models get LM shared invariances, the self-supervised scores with
 entropy, and layer similarity. ``--studies`` overrides the choice.

@@ -8,9 +8,7 @@ rather than ranking them.
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any, Sequence
 
 from ...core.headline import Estimate, Headline
@@ -127,17 +125,6 @@ def _sentence(family: str, target: str, reference: str, mine: list[Estimate], th
     return "; ".join(f"{e.measure} {_fmt(e)}" for e in mine)
 
 
-def read_headline(study_dir: Path) -> Headline | None:
-    """A study directory's ``headline.json`` (None when there is none)."""
-    path = study_dir / "headline.json"
-    if not path.is_file():
-        return None
-    try:
-        return Headline.from_json(json.loads(path.read_text(encoding="utf-8")))
-    except (OSError, json.JSONDecodeError, TypeError) as e:
-        raise InputError(f"{path} is not a readable headline ({e}); run the comparison again") from None
-
-
 def check_metrics(metrics: Sequence[str], studies: Sequence[str]) -> None:
     """Refuse a ``--fail-under`` metric that no planned study gives, naming those they give."""
     known = {k for s in studies for k in KEYS_OF.get(_family(s), ())}
@@ -167,10 +154,8 @@ def run_checks(verdicts: Sequence[Verdict], thresholds: Sequence[tuple[str, floa
 
 def to_json(verdicts: Sequence[Verdict], checks: Sequence[Check]) -> dict[str, Any]:
     """``compare.json``'s verdicts and checks as plain JSON values."""
-    def est(e: Estimate) -> dict[str, Any]:
-        return {**asdict(e), "flags": list(e.flags)}
-
     return {"verdicts": [{"target": v.target, "study": v.study, "sentence": v.sentence, "flagged": v.flagged,
-                          "estimates": [est(e) for e in v.estimates], "reference": [est(e) for e in v.reference]}
+                          "estimates": [e.to_json() for e in v.estimates],
+                          "reference": [e.to_json() for e in v.reference]}
                          for v in verdicts],
             "checks": [asdict(c) for c in checks], "passed": all(c.passed for c in checks)}
