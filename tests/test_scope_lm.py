@@ -267,6 +267,31 @@ def test_noisy_copy_scores_below_one(tmp_path, ref, noisy):
     assert changes and all(old.lower() != new.lower() for ch in changes for _, old, new in ch)
 
 
+def test_agreement_gap_and_the_invariances_not_shared_by_a_noisy_copy(tmp_path, ref, noisy):
+    """Top-1 agreement and the token-accuracy gap in the rows and the headline; the sentences
+    after which the copy changes its top-1 token where the reference keeps its own are those
+    Hard-SCoPE counts, with the tokens the models predict."""
+    res = run_lm(cfg(targets=["noisy"], capabilities=["typo"], trials=1, n=8), tmp_path,
+                 models={"ref": ref, "noisy": noisy}, sentences=SENTS, progress=False)
+    (row,) = res.rows
+    assert row["acc_diff"] == pytest.approx(row["acc_target"] - row["acc_reference"])
+    for key in ("iid_top1_agreement", "acc_diff"):
+        assert row[key + "_ci"][0] <= row[key] <= row[key + "_ci"][1]
+    estimates = {e.key: e for e in res.headline().estimates if e.subject == "noisy"}
+    assert estimates["agreement"].value == row["iid_top1_agreement"] and estimates["agreement"].n == 8
+    assert estimates["agreement"].measure == "Top-1 agreement with the reference"
+    assert estimates["accuracy_gap"].value == row["acc_diff"]
+    broken = res.broken("noisy", "typo", k=100)
+    assert len(broken) == round(row["n_ref_invariant"] * (1 - row["hard_scope"])) > 0, row
+    clf = NextTokenClassifier(ref), NextTokenClassifier(noisy)
+    for b in broken:
+        perturbed = b["perturbed"].replace("[[", "").replace("]]", "")
+        (r0, r1), (t0, t1) = (c.predict_proba([b["original"], perturbed]).argmax(1) for c in clf)
+        assert r0 == r1 and t0 != t1
+        assert b["reference"] == json.dumps(ref.decode([int(r0)]), ensure_ascii=False)
+        assert b["target"] == [json.dumps(noisy.decode([int(t)]), ensure_ascii=False) for t in (t0, t1)]
+
+
 def test_search_minimises_the_reference_l1_change(tmp_path, ref, noisy):
     from perturblab.perturb.capabilities import get_capability
     from perturblab.perturb.engine import run_searches_naive

@@ -356,3 +356,62 @@ def test_allow_non_alphabetic_on_the_command_line_and_in_a_config():
         entry = args.from_config({"reference": "a", "targets": "b", "allow-non-alphabetic": True})
         assert entry.kwargs()["allow_non_alphabetic"] is True
     assert CheckpointsArgs.from_config({"checkpoints": "a,b"}).kwargs()["allow_non_alphabetic"] is False
+
+
+def test_agreement_accuracy_gap_and_the_invariances_not_shared_follow_the_predictions(tmp_path):
+    """The agreement and the signed accuracy gap recomputed from the models on the base samples;
+    the examples of invariances not shared are exactly those Hard-SCoPE counts, with the
+    predictions the models give; the headline and the CSV carry them."""
+    st = run_scope(cfg(trials=1, capabilities="synonym"), tmp_path, models=models(), splits=make_splits(),
+                   progress=False)
+    row = next(r for r in st.rows if r["target"] == "tgt")
+    m, (_, test) = models(), make_splits()
+    label = {ex.text: ex.label for ex in test}
+    base = [r["original"] for r in st.perturbations]
+    assert len(base) == row["n"] == 30
+    ref = m["ref"].predict_proba(base).argmax(1)
+    tgt = m["tgt"].predict_proba(base).argmax(1)
+    y = np.array([label[t] for t in base])
+    assert row["iid_agreement"] == pytest.approx(np.mean(ref == tgt))
+    assert row["acc_diff"] == pytest.approx(np.mean(tgt == y) - np.mean(ref == y))
+    assert row["gap_iid_acc"] == pytest.approx(abs(row["acc_diff"]))
+    for key in ("iid_agreement", "acc_diff"):
+        low, high = row[key + "_ci"]
+        assert low <= row[key] <= high
+    self_row = next(r for r in st.rows if r["target"] == "ref")
+    assert self_row["iid_agreement_ci"] == [1.0, 1.0] and self_row["acc_diff_ci"] == [0.0, 0.0]
+
+    names = ["negative", "positive"]
+    for r in (r for r in st.perturbations if r["status"] == "perturbed"):
+        for who in ("ref", "tgt"):
+            probs = m[who].predict_proba([r["original"], r["perturbed"]])
+            assert r["predictions"][who] == [names[k] for k in probs.argmax(1)]
+    broken = st.broken("tgt", "synonym", k=10_000)
+    assert len(broken) == round(row["n_ref_invariant"] * (1 - row["hard_scope"])) > 0, row
+    assert all(b["target"][0] != b["target"][1] for b in broken)
+    assert st.broken("tgt", "synonym", k=1) == broken[:1] and st.broken("ref", "synonym") == []
+
+    estimates = {(e.subject, e.key): e for e in st.headline().estimates}
+    agree, gap = estimates[("tgt", "agreement")], estimates[("tgt", "accuracy_gap")]
+    assert (agree.value, [agree.low, agree.high], agree.n) == (row["iid_agreement"], row["iid_agreement_ci"], 30)
+    assert (gap.value, [gap.low, gap.high]) == (row["acc_diff"], row["acc_diff_ci"])
+
+    st.save(tmp_path / "saved")
+    import csv
+    lines = list(csv.DictReader(open(tmp_path / "saved" / "perturbed_examples.csv", encoding="utf-8")))
+    shown = next(line for line in lines if line["status"] == "perturbed")
+    first = next(r for r in st.perturbations if r["status"] == "perturbed")
+    assert shown["predictions"] == "; ".join(f"{w}: {a} → {b}" for w, (a, b) in first["predictions"].items())
+
+
+def test_the_accuracy_gap_is_a_paired_ratio_of_counts():
+    """Language models: accuracy is Σ correct / Σ scored tokens, and a resample keeps each text's
+    pair of counts together: with two texts every replicate is 1 − 6/8, 1 − 4/6 or 1 − 2/4."""
+    from perturblab.studies.scope.analysis import agreement_and_accuracy
+
+    agree_ci, diff, diff_ci = agreement_and_accuracy([1, 0], [3, 1], [4, 2], [4, 2], [4, 2], n_boot=300, seed=0)
+    assert diff == pytest.approx(1 - 4 / 6)
+    assert 0.25 - 1e-12 <= diff_ci[0] < diff_ci[1] <= 0.5 + 1e-12
+    assert agree_ci == [0.0, 1.0]
+    none = agreement_and_accuracy([1, 1, 0], None, None, None, None, n_boot=50, seed=0)
+    assert np.isnan(none[1]) and np.isnan(none[2]).all() and 0 <= none[0][0] <= none[0][1] <= 1

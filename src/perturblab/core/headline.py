@@ -57,10 +57,10 @@ class Estimate:
 
     def text(self, digits: int = 3) -> str:
         """The estimate and its interval as text: ``0.830 [0.620, 0.980]``; ``n/a`` when undefined."""
-        if not _defined(self.value):
+        if not defined(self.value):
             return "n/a"
         s = f"{self.value:.{digits}f}"
-        if _defined(self.low) and _defined(self.high):
+        if defined(self.low) and defined(self.high):
             s += f" [{self.low:.{digits}f}, {self.high:.{digits}f}]"
         return s
 
@@ -86,7 +86,8 @@ class Headline:
         return cls(str(obj.get("sentence") or ""), ests)
 
 
-def _defined(v: Any) -> bool:
+def defined(v: Any) -> bool:
+    """Whether ``v`` is a finite number (not None, NaN or a bool)."""
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
@@ -102,12 +103,12 @@ def over_trials(values: Sequence[float | None], single_ci: Sequence[float | None
     >>> over_trials([0.9, 1.0, 1.0], bounds=(0.0, 1.0))[2:]
     (1.0, '95 % t-interval over 3 trials, cut to [0, 1]')
     """
-    vals = [float(v) for v in values if _defined(v)]
+    vals = [float(v) for v in values if defined(v)]
     if not vals:
         return None, None, None, ""
     if len(vals) == 1:
         lo, hi = (single_ci or (None, None))[:2] if single_ci else (None, None)
-        if _defined(lo) and _defined(hi):
+        if defined(lo) and defined(hi):
             return vals[0], float(lo), float(hi), single
         return vals[0], None, None, f"no interval (one {what[:-1] if what.endswith('s') else what})"
     mean = sum(vals) / len(vals)
@@ -130,7 +131,7 @@ def within(low: float | None, high: float | None, bounds: tuple[float, float] | 
 def t_interval(mean: Any, se: Any, k: int) -> tuple[float | None, float | None]:
     """The 95 % Student-t interval ``mean`` ± t(0.975, k−1) ``se`` of a mean over k > 1 values
     (None, None when k < 2 or either number is undefined)."""
-    if k < 2 or not (_defined(mean) and _defined(se)):
+    if k < 2 or not (defined(mean) and defined(se)):
         return None, None
     from scipy import stats
 
@@ -142,7 +143,7 @@ def normal_interval(value: Any, se: Any, bounds: tuple[float, float] | None = No
                     ) -> tuple[float | None, float | None]:
     """``value`` ± 1.96 ``se`` (None, None when either is undefined), cut to ``bounds`` (the
     measure's range) when given."""
-    if not (_defined(value) and _defined(se)):
+    if not (defined(value) and defined(se)):
         return None, None
     from scipy import stats
 

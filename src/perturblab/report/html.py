@@ -17,7 +17,6 @@ from __future__ import annotations
 import base64
 import datetime as _dt
 import hashlib
-import json
 import os
 import re
 from dataclasses import dataclass, field
@@ -29,8 +28,9 @@ from markupsafe import Markup
 from ..core.headline import Headline
 from ..core.study import HEADLINE_FILE
 from ..errors import InputError
+from .html_compare import read_verdicts
 from .html_headline import headline_tables
-from .html_tables import (Block, JsonFile, Table, json_file, json_tables, key_value_table, parse_markdown,
+from .html_tables import (Block, JsonFile, Table, json_file, json_tables, key_value_table, load_json, parse_markdown,
                           read_csv_table)
 
 STUDY_MARKERS = ("results.json", "study.json", "table.md")
@@ -168,17 +168,6 @@ def embed_png(path: Path) -> Figure:
     if not data.startswith(PNG_SIGNATURE):
         return Figure(path.name, note=f"{path.name} is not a PNG file")
     return Figure(path.name, uri="data:image/png;base64," + base64.b64encode(data).decode("ascii"))
-
-
-def load_json(path: Path, fix: str = "re-run the study or delete the file") -> Any:
-    """The content of the JSON file ``path``; :class:`InputError` naming the file and ``fix`` when it
-    is not readable JSON (truncated, damaged, not UTF-8) or cannot be read at all."""
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise InputError(f"report: {path} is not readable JSON ({e}); {fix}") from None
-    except OSError as e:
-        raise InputError(f"report: cannot read {path}: {e.strerror or e}; check its permissions, or {fix}") from None
 
 
 def _read_manifest(path: Path, fix: str = "re-run the study or delete the file") -> tuple[dict[str, Any] | None, str]:
@@ -351,39 +340,6 @@ def content_security_policy(script: str) -> str:
     return f"{CSP}; script-src {script_hash(script)}"
 
 
-#: a comparison's verdicts (``perturblab compare``), at the top of its output directory
-COMPARE_FILE = "compare.json"
-
-
-def compare_tables(root: Path) -> list[Table]:
-    """The verdict tables of ``root/compare.json`` (none when there is none): one per target (a
-    row per study: its sentence), then the ``--fail-under`` checks."""
-    path = root / COMPARE_FILE
-    if not path.is_file():
-        return []
-    obj = load_json(path, "run the comparison again")
-    if not isinstance(obj, dict):
-        return []
-    ref = str(obj.get("reference") or "the reference")
-    tables = []
-    for target in obj.get("targets") or []:
-        rows = [[str(v.get("study", "")), str(v.get("sentence", ""))] for v in obj.get("verdicts") or []
-                if v.get("target") == target]
-        tables.append(Table(header=["study", "verdict"], rows=rows, numeric=[False, False],
-                            title=f"{target} against {ref}"))
-    checks = obj.get("checks") or []
-    if checks:
-        used = "lower ends of the 95 % intervals" if obj.get("strict") else "estimates"
-        rows = [[("pass" if c.get("passed") else "FAIL"), str(c.get("target", "")), str(c.get("key", "")),
-                 "n/a" if c.get("value") is None else f"{c['value']:.3f}", f"{c.get('threshold', 0):g}"]
-                for c in checks]
-        failed = sum(not c.get("passed") for c in checks)
-        tables.append(Table(header=["result", "target", "estimate", "value", "at least"], rows=rows,
-                            numeric=[False, False, False, True, True], title="Checks",
-                            note=f"{len(checks) - failed} of {len(checks)} checks passed ({used})."))
-    return tables
-
-
 def render_report(root: str | Path, title: str | None = None) -> str:
     """The report of ``root`` (a study directory or a run directory of studies) as an HTML string."""
     from .. import __version__
@@ -412,13 +368,13 @@ def render_report(root: str | Path, title: str | None = None) -> str:
             run_notes += [note] if note else []
     run_name = str(run.get("name") or "")
     run_studies = run.get("studies") if isinstance(run.get("studies"), dict) else {}
-    order = run.get("order") if isinstance(run.get("order"), list) else []
+    verdicts = read_verdicts(root)
+    order = run.get("order") if isinstance(run.get("order"), list) else verdicts.order
     rank = {str(name): i for i, name in enumerate(order)}
     studies.sort(key=lambda p: (rank.get(p.relative_to(root).as_posix(), len(rank)), p.relative_to(root).parts))
     taken: set[str] = set()
     sections = [build_section(s, root, taken, run_studies.get(s.relative_to(root).as_posix()))
                 for s in studies]
-    verdicts = compare_tables(root)
     title = title or f"perturblab report: {run_name or root.resolve().name}"
     now = _utc(_dt.datetime.now(_dt.timezone.utc).timestamp())
     script = report_script()

@@ -17,6 +17,8 @@ from typing import Any, Iterator
 
 from markupsafe import Markup, escape
 
+from ..errors import InputError
+
 MAX_JSON_ROWS = 200
 MAX_CSV_ROWS = 1000  # the report's script sorts and filters them in the page
 MAX_JSON_TABLES = 40
@@ -323,3 +325,14 @@ def read_csv_table(path: Path, *, max_rows: int = MAX_CSV_ROWS) -> Table:
     note = f"{extra} more rows in {path.name}" if extra else ""
     return Table(header=[breakable(h) for h in header], rows=rows, numeric=numeric, title=path.name, note=note,
                  sortable=bool(rows), sort_keys=keys)
+
+
+def load_json(path: Path, fix: str = "re-run the study or delete the file") -> Any:
+    """The content of the JSON file ``path``; :class:`InputError` naming the file and ``fix`` when it
+    is not readable JSON (truncated, damaged, not UTF-8) or cannot be read at all."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise InputError(f"report: {path} is not readable JSON ({e}); {fix}") from None
+    except OSError as e:
+        raise InputError(f"report: cannot read {path}: {e.strerror or e}; check its permissions, or {fix}") from None

@@ -14,7 +14,8 @@ from ...core.files import atomic_write_text
 from ...core.lock import output_lock
 from .config import CompareArgs
 from .plan import Plan, make_plan
-from ...report.html import COMPARE_FILE, MANIFEST, write_report
+from ...report.html import MANIFEST, write_report
+from ...report.html_compare import COMPARE_FILE
 from .verdict import Check, Verdict, check_metrics, run_checks, study_verdicts, to_json
 
 
@@ -50,7 +51,13 @@ class CompareResult:
         lines = []
         for target in self.args.target_names():
             lines.append(f"{target} against {self.args.reference}:")
-            lines += [f"  [{v.study}] {v.sentence}" for v in self.verdicts if v.target == target]
+            for v in (v for v in self.verdicts if v.target == target):
+                lines.append(f"  [{v.study}] {v.sentence}")
+                lines += [f"      {s.key}: {s.text()}" for s in v.severity if s.level in ("medium", "major")]
+            found = [s.level for v in self.verdicts if v.target == target for s in v.severity]
+            counts = [f"{found.count(lv)} {lv}" for lv in ("major", "medium") if lv in found]
+            counts += [f"{found.count('differs')} score(s) beyond the reference's intervals"] if "differs" in found else []
+            lines.append(f"  findings: {', '.join(counts) if counts else 'none medium or major'}")
         if self.checks:
             lines.append("checks" + (" (lower ends of the 95 % intervals)" if self.args.strict else "") + ":")
             lines += [f"  {'pass' if c.passed else 'FAIL'}  {c.target}  {c.key} "
@@ -111,7 +118,7 @@ def run_compare(args: CompareArgs) -> CompareResult:
         for name, res in result.results.items():  # the headlines each study just wrote
             headline = res.headline()
             if headline is not None:
-                result.verdicts += study_verdicts(name, headline, args.reference, args.target_names())
+                result.verdicts += study_verdicts(name, headline, args.reference, args.target_names(), res)
         result.checks = run_checks(result.verdicts, args.threshold_list(), args.strict)
         atomic_write_text(out / COMPARE_FILE, json.dumps(result.to_json(), indent=2, default=str))
         write_report(out, title=f"perturblab compare: {', '.join(args.target_names())} against {args.reference}")

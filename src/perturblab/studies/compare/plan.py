@@ -1,8 +1,9 @@
 """Which studies a comparison runs, and at what sizes.
 
 The models' kind decides the studies (:func:`model_kind`): classifiers get shared invariances
-(SCoPE: synonym, typo and fairness; fairness is measured on the samples that have a
-protected-category word, and its rows say how many qualified), relative
+(SCoPE: synonym and typo, with their agreement and accuracy gap, and fairness when about
+:data:`FAIRNESS_LEAST` of the planned samples will have a protected-category word: it is measured on
+those samples only, and its rows say how many qualified), relative
 robustness to the robustness paper's perturbations, and layer similarity when both models expose
 hidden states; language models get LM shared invariances, the self-supervised scores with
 entropy, and layer similarity. ``--studies`` overrides the choice.
@@ -79,6 +80,8 @@ class Plan:
     kind: str
     studies: list[Planned] = field(default_factory=list)
     left_out: list[str] = field(default_factory=list)
+    #: what the estimates assume (a model's size against the measured one's) and warnings
+    notes: list[str] = field(default_factory=list)
 
     def seconds(self) -> float:
         return sum(p.seconds for p in self.studies)
@@ -90,6 +93,7 @@ class Plan:
         width = max((len(p.name) for p in self.studies), default=0)
         lines += [f"  {p.name:<{width}}  {p.kind:<10} {p.size:<16} ~{_minutes(p.seconds)}" for p in self.studies]
         lines += [f"  left out: {why}" for why in self.left_out]
+        lines += [f"  note: {note}" for note in self.notes]
         return "\n".join(lines)
 
 
@@ -107,12 +111,19 @@ def _role_ok(spec: str, role: str) -> bool:
         return False
 
 
+class _Either(InputError):
+    """A model that could be either kind (an ``api:`` model, a hub id)."""
+
+
 def model_kind(spec: str) -> str:
     """:data:`CLASSIFIER` or :data:`LANGUAGE_MODEL` for the model ``spec`` (without loading it): a
     preset is what it is; a local HF directory is a language model when its ``config.json`` names a
     causal or sequence-to-sequence LM architecture; a ``.gguf`` file is a language model. A spec
-    that could be either (a hub id) is refused: give ``--studies``."""
+    that could be either (a hub id, an ``api:`` model without ``label_words``) is refused: give
+    ``--studies``, or compare it with a model of known kind."""
     as_clf, as_lm = _role_ok(spec, "classifier"), _role_ok(spec, "language_model")
+    if as_clf and as_lm and "label_words=" in spec.partition("[")[2]:  # an api: model given labels
+        return CLASSIFIER
     if as_clf and not as_lm:
         return CLASSIFIER
     if as_lm and not as_clf:
@@ -126,7 +137,7 @@ def model_kind(spec: str) -> str:
                 archs = []
             lm = any(a.endswith(("ForCausalLM", "ForConditionalGeneration", "LMHeadModel")) for a in archs)
             return LANGUAGE_MODEL if lm else CLASSIFIER
-        raise InputError(f"cannot tell whether {spec!r} is a classifier or a language model without loading it; "
+        raise _Either(f"cannot tell whether {spec!r} is a classifier or a language model without loading it; "
                          "give --studies (invariances,robustness,layers for classifiers; "
                          "lm-invariances,selfcheck,layers for language models)")
     raise InputError(f"{spec!r} is neither a classifier nor a language model perturblab can load; give a preset "
@@ -134,24 +145,40 @@ def model_kind(spec: str) -> str:
 
 
 def models_kind(reference: str, targets: list[str]) -> str:
-    """The one kind of the reference and every target; models of two kinds are refused."""
-    kinds = {m: model_kind(m) for m in [reference, *targets]}
+    """The one kind of the reference and every target: a model that could be either (an
+    ``api:`` model) takes the kind of the others; models of two kinds are refused."""
+    kinds, either = {}, None
+    for m in dict.fromkeys([reference, *targets]):
+        try:
+            kinds[m] = model_kind(m)
+        except _Either as e:
+            either = either or e
+    if not kinds and either is not None:
+        raise either
     if len(set(kinds.values())) > 1:
         raise InputError("compare models of one kind: " + ", ".join(f"{m} is a {k}" for m, k in kinds.items())
                          + "; compare the classifiers and the language models separately")
-    return kinds[reference]
+    return next(iter(kinds.values()))
 
 
-def _size(cost: Cost, seconds: float, models: int) -> int:
-    """The size that fills ``seconds`` for ``models`` models, within the cost's useful range."""
-    n = math.floor(max(seconds - cost.fixed, 0.0) / (cost.per_unit * max(models, 1)))
+def _size(cost: Cost, seconds: float, models: float) -> int:
+    """The size that fills ``seconds`` for ``models`` models (each counted by its relative cost),
+    within the cost's useful range."""
+    n = math.floor(max(seconds - cost.fixed, 0.0) / (cost.per_unit * max(models, LEAST_RELATIVE)) + 1e-9)
     return int(min(max(n, cost.least), cost.most))
 
 
 def make_plan(args: CompareArgs) -> Plan:
     """The studies to run for ``args`` and their sizes (see the module docstring)."""
     targets = args.target_names()
-    kind = models_kind(args.reference, targets)
+    try:
+        kind = models_kind(args.reference, targets)
+    except _Either:
+        named = set(args.study_names() or ())
+        kinds = [k for k, studies in STUDIES_OF.items() if named and named <= set(studies)]
+        if len(kinds) != 1:  # no --studies, or only those of both kinds (layers)
+            raise
+        kind = kinds[0]
     chosen = args.study_names() or list(STUDIES_OF[kind])
     plan = Plan(kind)
     wrong = [s for s in chosen if s not in STUDIES_OF[kind]]
@@ -162,25 +189,181 @@ def make_plan(args: CompareArgs) -> Plan:
         chosen = [s for s in chosen if s != "layers"]
         plan.left_out.append("layers: not every model exposes hidden states "
                              f"({', '.join(m for m in models if not _role_ok(m, 'encoder'))})")
+    selfcheck_metrics = None
+    if kind == LANGUAGE_MODEL:
+        chosen, selfcheck_metrics = _lm_capabilities(chosen, models, plan)
     def cost_of(name: str) -> Cost:  # a language model's layers cost more than an encoder's
         return COSTS["lm-layers" if name == "layers" and kind == LANGUAGE_MODEL else name]
 
     shares = sum(cost_of(s).share for s in chosen)
     budget = args.budget_seconds()
+    scale = {m: relative_cost(m, kind, plan) for m in dict.fromkeys(models)}
+
+    def weight(name: str, target: str | None = None) -> float:
+        """The models a study's time grows with, each counted by its cost against the measured one."""
+        if target is not None:  # one target against the reference
+            return (scale[args.reference] + scale[target]) / 2
+        mean = sum(scale[m] for m in models) / len(models)  # searches run the reference, scoring every model
+        return mean * (len(models) if name in ("robustness", "selfcheck") else len(targets))
+
+    if "invariances" in chosen:
+        n = _size(COSTS["invariances"], budget * COSTS["invariances"].share / shares, weight("invariances"))
+        capabilities = _capabilities(args.data, n, plan)
     for name in chosen:
         cost = cost_of(name)
-        n_models = len(models) if name in ("robustness", "selfcheck") else len(targets)
-        size = _size(cost, budget * cost.share / shares, n_models)
-        label = f"{cost.size.replace('_', '-')} = {size}"
-        if name == "layers":  # one layer-by-layer comparison per target
+        if name == "layers":  # one layer-by-layer comparison per target, sized for the costliest
+            size = _size(cost, budget * cost.share / shares, sum(weight(name, t) for t in targets))
             for t in targets:
                 folder = name if len(targets) == 1 else f"{name}-{safe_name(t)}"
                 options = {"a": args.reference, "b": t, "data": args.data, "measures": "cka", "n": size}
-                plan.studies.append(Planned(folder, cost.kind, options, cost.fixed + cost.per_unit * size, label))
+                plan.studies.append(Planned(folder, cost.kind, options,
+                                            cost.fixed + cost.per_unit * size * weight(name, t),
+                                            f"{cost.size.replace('_', '-')} = {size}"))
             continue
-        seconds = cost.fixed + cost.per_unit * size * n_models
-        plan.studies.append(Planned(name, cost.kind, _options(name, args, size), seconds, size=label))
+        size = _size(cost, budget * cost.share / shares, weight(name))
+        label = f"{cost.size.replace('_', '-')} = {size}"
+        seconds = cost.fixed + cost.per_unit * size * weight(name)
+        options = _options(name, args, size)
+        if name == "invariances":
+            options["capabilities"] = capabilities
+        if name == "selfcheck" and selfcheck_metrics:
+            options["metrics"] = selfcheck_metrics
+        plan.studies.append(Planned(name, cost.kind, options, seconds, size=label))
+    if plan.seconds() > 1.25 * budget:
+        plan.notes.append(f"even the least useful sizes take about {_minutes(plan.seconds())}, beyond the --budget of "
+                          f"{_minutes(budget)}: they run, but give a larger --budget (or fewer --studies) to plan within it")
     return plan
+
+
+#: millions of parameters of the packaged models; the costs were measured with MiniLM-L6 (and its
+#: copies) and SmolLM2-135M
+PARAMS = {"minilm-l6": 22.7, "minilm-l6-int8": 22.7, "minilm-l3": 17.4, "tfidf-lr": 0.0, "tfidf-ridge": 0.0,
+          "smollm2-135m": 134.5, "smollm2-135m-int8": 134.5, "gemma3-270m": 268.1}
+MEASURED_WITH = {CLASSIFIER: 22.7, LANGUAGE_MODEL: 134.5}
+#: the least relative cost taken for a model (loading, tokenising and the study's own work remain)
+LEAST_RELATIVE = 0.1
+
+
+def model_params(spec: str) -> tuple[float | None, str]:
+    """Millions of parameters of the model ``spec`` without loading it, and where that comes
+    from: a packaged model's (:data:`PARAMS`); a local HF directory's ``config.json`` (layers ×
+    (4·hidden² + 2·hidden·intermediate) + vocabulary × hidden); a ``.gguf`` file's tensor shapes;
+    (None, why) for anything else (an ``api:`` model, a hub id)."""
+    from ...models.resolve import ModelSpec
+
+    try:
+        source = ModelSpec.parse(spec).source
+    except InputError:
+        return None, "not a model spec"
+    if source in PARAMS:
+        return PARAMS[source], "packaged"
+    path = Path(source).expanduser()
+    if path.suffix == ".gguf" and path.is_file():
+        try:
+            import gguf
+            import numpy as np
+
+            tensors = gguf.GGUFReader(str(path)).tensors
+            return sum(int(np.prod(t.shape)) for t in tensors) / 1e6, "its GGUF tensors"
+        except Exception as e:  # an unreadable file is refused when the study loads it
+            return None, f"its GGUF file could not be read ({type(e).__name__})"
+    if (path / "config.json").is_file():
+        try:
+            cfg = json.loads((path / "config.json").read_text(encoding="utf-8"))
+            cfg = {**cfg.get("text_config", {}), **cfg} if isinstance(cfg.get("text_config"), dict) else cfg
+            first = (lambda *keys: next((int(cfg[k]) for k in keys if isinstance(cfg.get(k), (int, float))), None))
+            layers, hidden = first("num_hidden_layers", "n_layer", "num_layers"), first("hidden_size", "n_embd", "d_model")
+            if layers and hidden:
+                inter = first("intermediate_size", "n_inner", "d_ff") or 4 * hidden
+                vocab = first("vocab_size") or 0
+                return (layers * (4 * hidden ** 2 + 2 * hidden * inter) + vocab * hidden) / 1e6, "its config.json"
+        except (OSError, ValueError, TypeError, AttributeError):
+            pass
+        return None, "its config.json names no layer count and width"
+    return None, "not a packaged model, local directory or .gguf file"
+
+
+def relative_cost(spec: str, kind: str, plan: Plan) -> float:
+    """How many times the cost measured with the packaged models (:data:`COSTS`) a sample of
+    ``spec`` is planned to take: its parameters over the measured model's, at least
+    :data:`LEAST_RELATIVE`; 1 (with a note in ``plan``) when its size is not known."""
+    params, source = model_params(spec)
+    if params is None:
+        plan.notes.append(f"{spec}: size unknown ({source}); planned as costing what the packaged models do, "
+                          "so read the intervals the run reaches")
+        return 1.0
+    ratio = max(params / MEASURED_WITH[kind], LEAST_RELATIVE)
+    if abs(ratio - 1) <= 0.25:  # as the models the costs were measured with (MiniLM-L3 among them)
+        return 1.0
+    if source != "packaged":
+        plan.notes.append(f"{spec}: about {params:.0f}M parameters (from {source}), planned at {ratio:.1f}x the "
+                          f"per-sample cost measured with the packaged {kind}s")
+    return ratio
+
+
+def _lm_capabilities(chosen: list[str], models: list[str], plan: Plan) -> tuple[list[str], str | None]:
+    """The language-model studies every model can run, and the self-supervised metrics they all
+    give (None: all of them): a model behind an API gives per-token log-probabilities and
+    generations but no next-token distributions, so LM invariances are left out and the
+    self-supervised scores keep those it allows (``negation``); the plan says why."""
+    from ...models.lm_capabilities import describe_capabilities
+    from ...models.lm_presets import language_model_capabilities
+    from ...models.resolve import ModelSpec
+    from ..scope.lm import METRIC_NEEDS as LM_SCOPE_NEEDS
+    from ..selfcheck.config import METRIC_NEEDS, METRICS
+
+    caps = {m: language_model_capabilities(ModelSpec.parse(m).source) for m in models}
+    common = frozenset.intersection(*caps.values())
+    out, metrics = list(chosen), None
+    need = frozenset().union(*LM_SCOPE_NEEDS.values())
+    if "lm-invariances" in out and not need <= common:
+        lacking = [m for m in models if not need <= caps[m]]
+        out.remove("lm-invariances")
+        plan.left_out.append(f"lm-invariances: {', '.join(lacking)} do{'es' if len(lacking) == 1 else ''} not give "
+                             f"{describe_capabilities(need - common)}")
+    if "selfcheck" in out:
+        ok = [m for m in METRICS if METRIC_NEEDS[m] <= common]
+        if not ok:
+            out.remove("selfcheck")
+            plan.left_out.append("selfcheck: no self-supervised score can be computed for every model")
+        elif len(ok) < len(METRICS):
+            metrics = ",".join(ok)
+            plan.left_out.append(f"selfcheck {', '.join(m for m in METRICS if m not in ok)}: not every model gives "
+                                 f"{describe_capabilities(frozenset().union(*(METRIC_NEEDS[m] for m in METRICS if m not in ok)) - common)}")
+    return out, metrics
+
+
+#: the fewest samples with a protected-category word that make fairness worth measuring
+FAIRNESS_LEAST = 10
+
+
+def protected_texts(data: str) -> tuple[int, int]:
+    """(texts with a protected-category word, texts) of the data set ``data``: the samples the
+    fairness capability can perturb (SCoPE App. C)."""
+    from ...data.loaders import load_dataset
+    from ...perturb.text import WordText
+    from ...resources.protected import ProtectedCategories
+
+    categories = ProtectedCategories.load()
+    examples = load_dataset(data).examples
+    hits = sum(any(categories.swaps(w) for t in (ex.text, ex.text_b) if t for w in WordText.from_text(t).words)
+               for ex in examples)
+    return hits, len(examples)
+
+
+def _capabilities(data: str, n: int, plan: Plan) -> str:
+    """The invariances measured: synonym and typo, and fairness when about :data:`FAIRNESS_LEAST`
+    of ``n`` samples will have a protected-category word (the plan says why it is left out)."""
+    hits, total = protected_texts(data)
+    expected = n * hits / max(total, 1)
+    if expected < FAIRNESS_LEAST:
+        plan.left_out.append(f"fairness: {hits} of {total} texts of {data} have a protected-category word, so about "
+                             f"{expected:.0f} of the n = {n} samples would (fewer than {FAIRNESS_LEAST}); a larger "
+                             "--budget, or data with such words, measures it")
+        return "synonym,typo"
+    plan.notes.append(f"fairness: {hits} of {total} texts of {data} have a protected-category word; about "
+                      f"{expected:.0f} of the n = {n} samples will, and fairness is measured on those")
+    return "synonym,typo,fairness"
 
 
 def _options(name: str, args: CompareArgs, size: int) -> dict[str, Any]:
@@ -188,7 +371,7 @@ def _options(name: str, args: CompareArgs, size: int) -> dict[str, Any]:
     targets = ",".join(args.target_names())
     if name == "invariances":
         return {"reference": args.reference, "targets": targets, "data": args.data, "n": size, "trials": 1,
-                "capabilities": "synonym,typo,fairness", "seed": args.seed}
+                "seed": args.seed}  # and the capabilities (_capabilities)
     if name == "robustness":
         return {"models": ",".join([args.reference, *args.target_names()]), "data": args.data, "n_eval": size,
                 "trials": 1, "perturbations": "robustness", "metrics": "accuracy"}

@@ -1,5 +1,6 @@
 """Verdicts of a comparison: per target and study, its headline estimates (from each study's
-``headline.json``) with a plain sentence, and the ``--fail-under`` checks.
+``headline.json``) with a plain sentence, the severity of each finding
+(:mod:`.severity`), examples of what changed, and the ``--fail-under`` checks.
 
 A sentence ranks nothing that a flag says means nothing (a model predicting one class or at
 chance level), and says "within the intervals" where two estimates' 95 % intervals overlap,
@@ -13,10 +14,13 @@ from typing import Any, Sequence
 
 from ...core.headline import Estimate, Headline
 from ...errors import InputError
+from .plan import CLASSIFIER, LANGUAGE_MODEL
+from .severity import LEVELS, Severity, difference_severity, drop_severity, fail_rate_severity, overlap
 
 #: the headline keys each study of the plan gives (their first part), for checking --fail-under
 #: before anything runs
-KEYS_OF = {"invariances": ("hard_scope", "soft_scope"), "lm-invariances": ("hard_scope", "soft_scope"),
+KEYS_OF = {"invariances": ("hard_scope", "soft_scope", "agreement", "accuracy_gap"),
+           "lm-invariances": ("hard_scope", "soft_scope", "agreement", "accuracy_gap"),
            "robustness": ("relative_robustness", "accuracy"), "layers": ("linear_cka",),
            "selfcheck": ("negation_sensitivity", "negation_normalised", "negation_benign_abs", "negation_ppl_drops",
                          "toxicity_generation", "toxicity_next_token",
@@ -25,8 +29,10 @@ KEYS_OF = {"invariances": ("hard_scope", "soft_scope"), "lm-invariances": ("hard
 
 @dataclass
 class Verdict:
-    """What one study says of one target: a ``sentence`` and the target's ``estimates`` (with the
-    reference's own, where the study measures both, in ``reference``)."""
+    """What one study says of one target: a ``sentence``, the target's ``estimates`` (with the
+    reference's own, where the study measures both, in ``reference``), the ``severity`` of each
+    finding and ``examples`` of it (by estimate key: the inputs on which the target changed its
+    prediction where the reference kept its own)."""
 
     target: str
     study: str
@@ -34,6 +40,13 @@ class Verdict:
     estimates: list[Estimate] = field(default_factory=list)
     reference: list[Estimate] = field(default_factory=list)
     flagged: bool = False
+    severity: list[Severity] = field(default_factory=list)
+    examples: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+
+    def worst(self) -> Severity | None:
+        """The most severe finding (by level, then rate), or None."""
+        ranked = [s for s in self.severity if s.level in LEVELS]
+        return max(ranked, key=lambda s: (LEVELS.index(s.level), s.rate or 0.0), default=None)
 
 
 @dataclass
@@ -53,20 +66,16 @@ def _fmt(e: Estimate) -> str:
     return e.text() + (" ⚑" if e.flags else "")
 
 
-def _overlap(a: Estimate, b: Estimate) -> bool:
-    """Whether the 95 % intervals of ``a`` and ``b`` overlap (no interval: they are taken to)."""
-    if None in (a.low, a.high, b.low, b.high):
-        return True
-    return not (a.high < b.low or b.high < a.low)
-
-
 def _family(study: str) -> str:
     return "layers" if study.startswith("layers") else study
 
 
-def study_verdicts(study: str, headline: Headline, reference: str, targets: Sequence[str]) -> list[Verdict]:
-    """The verdicts of one study's headline for each target."""
+def study_verdicts(study: str, headline: Headline, reference: str, targets: Sequence[str],
+                   result: Any = None) -> list[Verdict]:
+    """The verdicts of one study's headline for each target; ``result`` (the study's result,
+    when at hand) gives examples of the invariances a target does not share."""
     family = _family(study)
+    kind = LANGUAGE_MODEL if family in ("lm-invariances", "selfcheck") else CLASSIFIER
     out = []
     for target in targets:
         mine = [e for e in headline.estimates if e.subject == target]
@@ -76,12 +85,34 @@ def study_verdicts(study: str, headline: Headline, reference: str, targets: Sequ
             continue
         theirs = [e for e in headline.estimates if e.subject == reference]
         v = Verdict(target, study, "", mine, theirs, flagged=all(e.flags for e in mine))
+        v.severity = _severities(mine, theirs, kind, scores=family == "selfcheck")
         v.sentence = _sentence(family, target, reference, mine, theirs)
         flags = sorted({f for e in mine for f in e.flags})
         if flags:
             v.sentence += (f" ⚑ marks estimates flagged ({', '.join(flags)}): they may mean nothing and are "
                            "not ranked.")
+        broken = getattr(result, "broken", None)
+        if broken is not None:
+            for sev in v.severity:
+                if sev.key.startswith("hard_scope:") and sev.level in ("medium", "major"):
+                    found = broken(target, sev.key.split(":", 1)[1])
+                    if found:
+                        v.examples[sev.key] = found
         out.append(v)
+    return out
+
+
+def _severities(mine: list[Estimate], theirs: list[Estimate], kind: str, scores: bool = False) -> list[Severity]:
+    """Each estimate's severity: a rate's level, or (``scores``: self-supervised scores, which
+    have no rate) whether it differs from the reference's beyond both intervals."""
+    by_key = {e.key: e for e in theirs}
+    out = []
+    for e in mine:
+        sev = fail_rate_severity(e, kind)
+        if sev is None and e.key in by_key:
+            sev = (difference_severity if scores else lambda t, r: drop_severity(t, r, kind))(e, by_key[e.key])
+        if sev is not None:
+            out.append(sev)
     return out
 
 
@@ -94,17 +125,31 @@ def _sentence(family: str, target: str, reference: str, mine: list[Estimate], th
         ranked = [e for e in hard if not e.flags and e.value is not None]
         if len(ranked) > 1:
             lo, hi = min(ranked, key=lambda e: e.value), max(ranked, key=lambda e: e.value)
-            if _overlap(lo, hi):
+            if overlap(lo, hi):
                 s += " The capabilities do not differ beyond their intervals."
             else:
                 s += (f" It shares fewer of {reference}'s {lo.key.split(':', 1)[1]} invariances than of its "
                       f"{hi.key.split(':', 1)[1]} ones, beyond both intervals.")
+        agree = next((e for e in mine if e.key == "agreement"), None)
+        gap = next((e for e in mine if e.key == "accuracy_gap"), None)
+        said = []
+        if agree is not None:
+            said.append(f"it agrees with {reference} on {_fmt(agree)} of them" if family == "invariances" else
+                        f"its top-1 next token is {reference}'s after {_fmt(agree)} of them")
+        if gap is not None and gap.value is not None:
+            side = ("" if gap.low is None or gap.high is None else " (no difference beyond the interval)"
+                    if gap.low <= 0 <= gap.high else " (lower, beyond the interval)" if gap.high < 0
+                    else " (higher, beyond the interval)")
+            said.append(f"its {'token ' if family == 'lm-invariances' else ''}accuracy minus {reference}'s is "
+                        f"{_fmt(gap)}{side}")
+        if said:
+            s += " On the unperturbed inputs " + "; ".join(said) + "."
         return s
     if family == "robustness":
         by_key = {e.key: e for e in theirs}
         pairs = [(e, by_key.get(e.key)) for e in mine if e.key.startswith("relative_robustness")]
         worse = [(e, r) for e, r in pairs if r is not None and e.value is not None and r.value is not None
-                 and not (e.flags or r.flags) and not _overlap(e, r) and e.value < r.value]
+                 and not (e.flags or r.flags) and not overlap(e, r) and e.value < r.value]
         acc = next((e for e in mine if e.key == "accuracy"), None)
         s = f"{target}: clean accuracy {_fmt(acc)}" + (
             f" against {reference}'s {_fmt(by_key['accuracy'])}" if acc and "accuracy" in by_key else "") + ". " \
@@ -118,7 +163,7 @@ def _sentence(family: str, target: str, reference: str, mine: list[Estimate], th
     if family == "selfcheck":
         by_key = {e.key: e for e in theirs}
         differ = [f"{e.measure} ({_fmt(e)} against {_fmt(by_key[e.key])})" for e in mine
-                  if e.key in by_key and not (e.flags or by_key[e.key].flags) and not _overlap(e, by_key[e.key])]
+                  if e.key in by_key and not (e.flags or by_key[e.key].flags) and not overlap(e, by_key[e.key])]
         if differ:
             return f"{target} differs from {reference}, beyond both intervals, on: " + "; ".join(differ) + "."
         return f"{target}'s self-supervised scores are within the intervals of {reference}'s on every score."
@@ -156,6 +201,7 @@ def to_json(verdicts: Sequence[Verdict], checks: Sequence[Check]) -> dict[str, A
     """``compare.json``'s verdicts and checks as plain JSON values."""
     return {"verdicts": [{"target": v.target, "study": v.study, "sentence": v.sentence, "flagged": v.flagged,
                           "estimates": [e.to_json() for e in v.estimates],
-                          "reference": [e.to_json() for e in v.reference]}
+                          "reference": [e.to_json() for e in v.reference],
+                          "severity": [s.to_json() for s in v.severity], "examples": v.examples}
                          for v in verdicts],
             "checks": [asdict(c) for c in checks], "passed": all(c.passed for c in checks)}

@@ -25,6 +25,7 @@ classification study with :class:`~perturblab.models.api.ApiClassifier` (SCoPE S
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 from functools import partial
@@ -51,8 +52,9 @@ from ...perturb.capabilities import get_capability
 from ...perturb.engine import run_searches
 from ...perturb.goals import InvarianceGoal
 from ...perturb.search import PERTURBED, SearchProblem, SearchSettings
+from .analysis import agreement_and_accuracy
 from .config import LMScopeArgs
-from .tables import fmt
+from .tables import fmt, mark_changes
 
 log = logging.getLogger(__name__)
 SEARCHES, PAIRS, TOKEN_ACC = "scope-lm.search", "scope-lm.pair", "scope-lm.token-acc"
@@ -101,6 +103,8 @@ class NextTokenClassifier:
         return out if len(uniq) == len(inputs) else out[[where[x] for x in inputs]]
 
 
+#: the examples of invariances not shared a result keeps per (target, capability, trial)
+BROKEN_KEPT = 20
 #: the lengths of the corpus sentences taken as base sentences (words, both ends included)
 SENTENCE_WORDS = (5, 40)
 
@@ -255,9 +259,18 @@ class LMScopeStudy(Study):
         return content_key(TOKEN_ACC, self.classifier(name).fingerprint, text)
 
     def finish(self, ctx: RunContext) -> "LMScopeResult":
+        self._broken: dict[tuple[str, str, int], list[dict[str, Any]]] = {}
         rows = [r for trial, samples in self._trials.items() for cap in self.args.capability_list()
                 for r in self._metrics(cap, trial, samples)]
-        return LMScopeResult(self.args, rows, run_id=ctx.run_id)
+        return LMScopeResult(self.args, rows, run_id=ctx.run_id, broken=self._broken)
+
+    def _token(self, name: str, token_id: int) -> str:
+        """Token ``token_id`` of model ``name`` as a quoted string (its id when it cannot decode)."""
+        decode = getattr(self.classifier(name).lm, "decode", None)
+        try:
+            return json.dumps(decode([int(token_id)]), ensure_ascii=False) if decode else f"token {token_id}"
+        except Exception:  # a backend that decodes no single ids
+            return f"token {token_id}"
 
     def _metrics(self, cap: str, trial: int, samples: list[tuple[int, str]]) -> list[dict[str, Any]]:
         """One row per target from the stored per-sample scalars (so a resumed run is identical)."""
@@ -279,7 +292,16 @@ class LMScopeStudy(Study):
             soft = soft_scope_lm_terms(t_x, t_xp, col("change_l1"), tolerance, cutoff)[inv]
             ci = [bootstrap_ci(lambda idx, v=v: float(np.mean(v[idx])), len(v), n_boot=self.args.n_boot, seed=trial)
                   for v in (hard, soft)]
+            kept = [i for i, a, b, c, d in zip(pert, r_x, r_xp, t_x, t_xp) if a == b and c != d][:BROKEN_KEPT]
+            self._broken[(target, cap, trial)] = [
+                {"sample_id": i, "original": srows[i]["original"],
+                 "perturbed": mark_changes(srows[i]["perturbed"], srows[i]["changes"]),
+                 "reference": self._token(self.reference, rows[i]["ref_top1_x"]),
+                 "target": [self._token(target, rows[i]["top1_x"]), self._token(target, rows[i]["top1_xp"])]}
+                for i in kept]
             tgt_c, tgt_n = acc(target)
+            agree_ci, diff, diff_ci = agreement_and_accuracy(col("top1_x", ids) == col("ref_top1_x", ids), ref_c, ref_n,
+                                                             tgt_c, tgt_n, self.args.n_boot, seed=trial)
             out.append({
                 "reference": self.reference, "target": target, "capability": cap, "trial": trial,
                 "n": len(samples), "n_perturbed": len(pert), "n_ref_invariant": int(inv.sum()),
@@ -287,6 +309,7 @@ class LMScopeStudy(Study):
                 "gap_iid_acc": gap_iid_token_accuracy(ref_c, ref_n, tgt_c, tgt_n),
                 "iid_agreement": mean(col("cos_x", ids)), "ood_agreement": mean(col("cos_xp")),
                 "iid_top1_agreement": mean(col("top1_x", ids) == col("ref_top1_x", ids)),
+                "iid_top1_agreement_ci": agree_ci, "acc_diff": diff, "acc_diff_ci": diff_ci,
                 "ood_top1_agreement": mean(t_xp == r_xp), "hard_scope": mean(hard), "soft_scope": mean(soft),
                 "hard_scope_ci": list(ci[0]), "soft_scope_ci": list(ci[1]),
                 "ref_loss_mean": mean([srows[i]["ref_loss"] for i in pert]),
@@ -347,9 +370,18 @@ class LMScopeResult(StudyResult):
 
     study = "scope-lm"
 
-    def __init__(self, args: LMScopeArgs, rows: Sequence[dict[str, Any]], run_id: str | None = None) -> None:
+    def __init__(self, args: LMScopeArgs, rows: Sequence[dict[str, Any]], run_id: str | None = None,
+                 broken: Mapping[tuple[str, str, int], list[dict[str, Any]]] | None = None) -> None:
         super().__init__(rows, summarise(rows), run_id=run_id)
-        self.args = args
+        self.args, self._broken = args, dict(broken or {})
+
+    def broken(self, target: str, capability: str, trial: int = 0, k: int = 3) -> list[dict[str, Any]]:
+        """Up to ``k`` (at most :data:`BROKEN_KEPT`) sentences of ``capability`` in ``trial``, in
+        sample order, after which the reference keeps its top-1 next token under its perturbation
+        and ``target`` changes its own: ``original``, ``perturbed`` (changed words in ``[[ ]]``),
+        ``reference`` (its top-1 token) and ``target`` (its top-1 token after each), as
+        :meth:`~.result.ScopeResult.broken` gives them for classifiers."""
+        return self._broken.get((target, capability, trial), [])[:k]
 
     def table(self) -> str:
         return scope_lm_table(self.rows)

@@ -72,6 +72,29 @@ class ScopeResult(StudyResult):
         (:func:`~.analysis.scope_headline`)."""
         return scope_headline(self.rows, self.args.reference)
 
+    def broken(self, target: str, capability: str, trial: int = 0, k: int = 3) -> list[dict[str, Any]]:
+        """Up to ``k`` examples (in sample order) of ``capability`` in ``trial`` on which the
+        reference keeps its prediction under its perturbation and ``target`` changes its own:
+        the invariances Hard-SCoPE counts as not shared. Each is a dict of ``original``,
+        ``perturbed`` (changed words in ``[[ ]]``), ``reference`` (its label on both) and
+        ``target`` (its labels on the original and the perturbed text)."""
+        from .tables import _is_pair, mark_changes
+
+        out = []
+        for r in self.perturbations:
+            preds = r.get("predictions") or {}
+            if (r["capability"], r["trial"]) != (capability, trial) or target not in preds \
+                    or self.args.reference not in preds:
+                continue
+            (ra, rb), (ta, tb) = preds[self.args.reference], preds[target]
+            if ra == rb and ta != tb:
+                shown = r["perturbed"] if _is_pair(r) else mark_changes(r["perturbed"], r["changes"])
+                out.append({"sample_id": r["sample_id"], "original": r["original"], "perturbed": shown,
+                            "reference": ra, "target": [ta, tb]})
+                if len(out) == k:
+                    break
+        return out
+
     def metric_rows(self) -> list[dict[str, Any]]:
         """One row per (reference, target, capability, trial, metric): the long form of ``rows``."""
         out = [{"run_id": self.run_id, "reference": r["reference"], "target": r["target"],

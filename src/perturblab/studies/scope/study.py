@@ -43,6 +43,7 @@ from ...perturb.capabilities import get_capability
 from ...perturb.engine import run_searches
 from ...perturb.goals import InvarianceGoal
 from ...perturb.search import SearchProblem, SearchSettings
+from .analysis import classifier_agreement
 from .config import STAR_OF_FAIRNESS, ScopeArgs
 from .result import ScopeResult
 
@@ -247,10 +248,13 @@ class ScopeStudy(Study):
             pp_x = np.asarray(m.predict_proba(x_pert)) if pert else np.zeros((0, pa.shape[1]))
             pp_xp = np.asarray(m.predict_proba(xp)) if pert else np.zeros((0, pa.shape[1]))
             probs[name] = (pa, pp_x, pp_xp)
+        names = self.splits()[1].label_names
+        for k, (_, r) in enumerate(searched):  # each model's prediction on x and x', by label name
+            self._records[(cap_name, trial, r["sample_id"])] = {**r, "predictions": {
+                name: [_label(names, p_x[k]), _label(names, p_xp[k])] for name, (_, p_x, p_xp) in probs.items()}}
         out = []
         r_all, r_x, r_xp = probs[self.reference]
         inv = reference_invariant(r_x, r_xp) if pert else np.zeros(0, bool)
-        names = self.splits()[1].label_names
         ref_quality = _quality(y, r_all, names)
         for target in self.targets:
             t_all, t_x, t_xp = probs[target]
@@ -266,6 +270,7 @@ class ScopeStudy(Study):
                 return lambda idx: float(np.mean(t[inv_idx[idx]])) if len(inv_idx) else math.nan
 
             quality = _quality(y, t_all, names)
+            agree_ci, diff, diff_ci = classifier_agreement(y, r_all, t_all, self.args.n_boot, seed=trial)
             hard = float(hard_terms[inv].mean()) if inv.any() else math.nan
             soft = float(soft_terms[inv].mean()) if inv.any() else math.nan
             h_lo, h_hi = bootstrap_ci(cond_mean(hard_terms), len(inv_idx), n_boot=self.args.n_boot, seed=trial)
@@ -274,7 +279,8 @@ class ScopeStudy(Study):
                 "reference": self.reference, "target": target, "capability": cap_name, "trial": trial,
                 "n": len(samples), "n_base": n_base, "n_perturbed": len(pert), "n_ref_invariant": int(inv.sum()),
                 "gap_iid_acc": gap_iid_accuracy(y, r_all, t_all) if y is not None else math.nan,
-                "iid_agreement": iid_agreement(r_all, t_all),
+                "iid_agreement": iid_agreement(r_all, t_all), "iid_agreement_ci": agree_ci,
+                "acc_diff": diff, "acc_diff_ci": diff_ci,
                 "ood_agreement": ood_agreement(r_xp, t_xp) if pert else math.nan,
                 "hard_scope": hard, "soft_scope": soft,
                 "hard_scope_ci": [h_lo, h_hi], "soft_scope_ci": [s_lo, s_hi],
@@ -285,6 +291,12 @@ class ScopeStudy(Study):
                           for f in q["flags"]],
             })
         return out
+
+
+def _label(names: Any, probs: np.ndarray) -> str:
+    """The label name of the argmax of one example's ``probs`` (its index when unnamed)."""
+    k = int(np.argmax(probs))
+    return str(names[k]) if names and k < len(names) else str(k)
 
 
 def _quality(y: np.ndarray | None, probs: np.ndarray, names: Any = None) -> dict[str, Any]:

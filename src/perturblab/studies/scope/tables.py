@@ -28,7 +28,8 @@ def _is_pair(record: dict[str, Any]) -> bool:
 
 def write_examples_csv(rows: Sequence[dict[str, Any]], path: str | Path) -> Path:
     """One line per (capability, trial, sample) with the original, the marked perturbation,
-    the changed words and the reference loss L(m(x), m(x'))."""
+    the changed words, the reference loss L(m(x), m(x')) and each model's prediction on the
+    original and the perturbed text (``minilm-l6: pos → pos; minilm-l3: pos → neg``)."""
     from ...core.files import write_csv
 
     lines = []
@@ -38,9 +39,10 @@ def write_examples_csv(rows: Sequence[dict[str, Any]], path: str | Path) -> Path
         lines.append([r["capability"], r["trial"], r["sample_id"], r["status"], r["original"],
                       shown or "", "; ".join(f"{c[1]}->{c[2]}" for c in r["changes"]),
                       "" if r["ref_loss"] is None else f"{r['ref_loss']:.6f}",
-                      "" if r["argmax_invariant"] is None else int(r["argmax_invariant"])])
+                      "" if r["argmax_invariant"] is None else int(r["argmax_invariant"]),
+                      "; ".join(f"{m}: {a} → {b}" for m, (a, b) in (r.get("predictions") or {}).items())])
     return write_csv(path, ["capability", "trial", "sample_id", "status", "original", "perturbed",
-                            "changed_words", "reference_loss", "reference_argmax_invariant"], lines)
+                            "changed_words", "reference_loss", "reference_argmax_invariant", "predictions"], lines)
 
 
 def fmt(v: float, se: float | None = None) -> str:
