@@ -18,9 +18,10 @@ def test_parse_names_sources_and_options():
     assert str(s) == "ref=models/ft-run[batch_size=8,max_length=128]"
     assert ModelSpec.parse("minilm-l6") == ModelSpec("minilm-l6", "minilm-l6")
     assert ModelSpec.parse("api:gpt@http://127.0.0.1:8000/v1").source == "api:gpt@http://127.0.0.1:8000/v1"
-    assert ModelSpec.parse("m=x[device=cpu,dtype=float32]").kwargs == {}
+    assert ModelSpec.parse("m=x[device=cpu,dtype=bf16]").kwargs == {"device": "cpu", "dtype": "bfloat16"}
     for bad, match in (("a b=minilm-l6", "model name 'a b'"), ("x[batch_size=0]", "at least 1"),
-                       ("x[batch=8]", "one of batch_size"), ("x[device=cuda]", "CPU in this version"),
+                       ("x[batch=8]", "one of batch_size"), ("x[device=gpu]", "model option device 'gpu'"),
+                       ("x[dtype=int8]", "model option dtype 'int8'"),
                        ("x[max_length=abc]", "whole number"), ("", "not \\[NAME=\\]SOURCE")):
         with pytest.raises(InputError, match=match):
             ModelSpec.parse(bad)

@@ -39,7 +39,9 @@ def study_function(args: "type[StudyArgs] | str") -> Callable[[F], F]:
     :meth:`~.options.StudyArgs.check`) before the function runs; model objects, data sets and
     Python-only keywords are the function's to check. ``args`` may be given as ``module:Class``
     (imported at the first call). ``fn.__wrapped__`` is the unchecked body (for callers that
-    checked already).
+    checked already). Every decorated function also takes ``device=`` and ``dtype=`` (the
+    ``--device`` / ``--dtype`` of its command), which place the models it loads
+    (:func:`perturblab.models.device.placement`).
 
     Example::
 
@@ -60,15 +62,28 @@ def study_function(args: "type[StudyArgs] | str") -> Callable[[F], F]:
     """
 
     def decorate(fn: F) -> F:
+        from .options import PLACEMENT
+
         signature = inspect.signature(fn)
+        extra = [n for n in PLACEMENT if n not in signature.parameters]
 
         @functools.wraps(fn)
         def checked(*a: Any, **kw: Any) -> Any:
+            from ..models.device import placement
+
+            place = {n: kw.pop(n, None) for n in extra}
             bound = signature.bind(*a, **kw)
             options = import_object(args) if isinstance(args, str) else args
-            options.from_python(bound.arguments).check()
-            return fn(*a, **kw)
+            options.from_python({**bound.arguments, **place}).check()
+            with placement(place.get("device"), place.get("dtype")):
+                return fn(*a, **kw)
 
+        # every study function takes device= and dtype= (--device / --dtype): where its models run
+        params = list(signature.parameters.values())
+        at = next((i for i, p in enumerate(params) if p.kind is p.VAR_KEYWORD), len(params))
+        params[at:at] = [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=None, annotation="str | None")
+                         for n in extra]
+        checked.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
         return checked  # type: ignore[return-value]
 
     return decorate
@@ -138,7 +153,9 @@ def run_saved(function: Callable[..., "StudyResult"], options: "StudyArgs", *, o
     kwargs = {**options.kwargs(), "out": out}
     if executor is not None and "executor" in inspect.signature(body).parameters:
         kwargs["executor"] = executor
-    with output_lock(out, what=what), FaultRecorder() as faults:
+    from ..models.device import placement
+
+    with output_lock(out, what=what), FaultRecorder() as faults, placement(*options.placement()):
         try:
             result = body(**kwargs)
             paths = result.save(out)  # all or nothing (StudyResult.save)

@@ -241,6 +241,22 @@ def _none_or(kind: Callable[[str], Any]) -> Callable[[str], Any]:
     return parse
 
 
+#: the runner options that place models (:meth:`StudyArgs.placement`), not study keywords
+PLACEMENT = ("device", "dtype")
+
+
+def _placement(name: str, value: str | None) -> None:
+    """``--device`` / ``--dtype``: None or a value :mod:`perturblab.models.device` takes."""
+    if value is None:
+        return
+    from ..models.device import check_dtype, resolve
+
+    if name == "device":  # CUDA where there is none: said before any work
+        resolve(value, "float32")
+    else:
+        check_dtype(value)
+
+
 @dataclass(kw_only=True)
 class StudyArgs:
     """Base of every study's options: ``out`` and ``quiet``, which every study has. A subclass
@@ -253,6 +269,12 @@ class StudyArgs:
                              help="output directory (re-running with the same inputs resumes; what changed is "
                                   "computed afresh)")
     quiet: bool = option(False, flag=True, runner=True, help="no progress bars")
+    device: str | None = option(None, runner=True, check=lambda v: _placement("device", v), metavar="DEVICE",
+                                help="where the models perturblab loads run: cpu, cuda, cuda:N or auto (CUDA when "
+                                     "there is one); a model spec's [device=...] wins (default: cpu)")
+    dtype: str | None = option(None, runner=True, check=lambda v: _placement("dtype", v), metavar="DTYPE",
+                               help="their floating-point type: float32, bfloat16 or float16 (CUDA only); a model "
+                                    "spec's [dtype=...] wins; results are stored per dtype (default: float32)")
 
     # -- the schema ------------------------------------------------------------------------
     #: keywords of the study function that have no command-line form (objects, Python-only hooks)
@@ -416,8 +438,14 @@ class StudyArgs:
 
     # -- the study function -----------------------------------------------------------------
     def kwargs(self) -> dict[str, Any]:
-        """The study function's keyword arguments."""
-        return {f.name: getattr(self, f.name) for f, _ in self.fields()}
+        """The study function's keyword arguments (all but :data:`PLACEMENT`, which
+        :meth:`placement` gives)."""
+        return {f.name: getattr(self, f.name) for f, _ in self.fields() if f.name not in PLACEMENT}
+
+    def placement(self) -> tuple[str | None, str | None]:
+        """(``device``, ``dtype``) for the models the study loads (None: the defaults), as
+        :func:`perturblab.models.device.placement` takes them."""
+        return self.device, self.dtype
 
     def study_options(self) -> dict[str, Any]:
         """The options that shape the study's work (not the runner's ``out``, ``quiet`` and
@@ -474,7 +502,7 @@ class StudyArgs:
         out: list[tuple[str, str]] = []
         for f, opt in self.fields():
             value = getattr(self, f.name)
-            if opt.runner or value is None or opt.flag:
+            if (opt.runner and f.name not in PLACEMENT) or value is None or opt.flag:
                 continue
             try:
                 message = self.field_problem(f.name, opt, value)
@@ -482,6 +510,13 @@ class StudyArgs:
                 message = str(e)
             if message:
                 out.append((f.name, message))
+        if not out and self.dtype is not None:  # the pair: float16 needs CUDA
+            from ..models.device import resolve
+
+            try:
+                resolve(self.device, self.dtype)
+            except InputError as e:
+                out.append(("dtype", str(e)))
         if not out:
             out += self.relations()
         _say_old_names(valid=not out)

@@ -14,13 +14,14 @@ import hashlib
 import json
 import logging
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 import torch
 
 from ..errors import InputError
 from .base import POOLINGS, Pooling, TextInput, check_inputs, file_fingerprint, fingerprint_of
+from .device import loading, split_on_oom, with_dtype
 from .head import softmax
 
 log = logging.getLogger(__name__)
@@ -139,7 +140,9 @@ def _model_fingerprint(model: Any, files: str | None) -> str:
     h = hashlib.sha256(json.dumps(config, sort_keys=True).encode())
     for name, t in model.state_dict().items():
         h.update(name.encode())
-        h.update(t.detach().to("cpu").contiguous().numpy().tobytes())
+        t = t.detach().to("cpu").contiguous()
+        # the raw bytes (numpy has no bfloat16): the same bytes as numpy's for other dtypes
+        h.update((t.reshape(-1).view(torch.uint8) if t.dtype == torch.bfloat16 else t).numpy().tobytes())
     return h.hexdigest()[:16]
 
 
@@ -154,9 +157,15 @@ class _Batching:
     _files: str | None
     _fingerprint: str
 
-    def _setup(self, batch_size: int, max_length: int, fingerprint: str | None) -> None:
+    def _setup(self, batch_size: int, max_length: int, fingerprint: str | None, device: str | None = None,
+               dtype: str | None = None) -> None:
+        """Batch limits, the model placed (:func:`~.device.placed`: one loaded from a source takes
+        the command's placement) and the fingerprint, which names a dtype other than float32."""
+        from .device import placed
+
         if batch_size < 1 or max_length < 2:
             raise InputError(f"batch_size must be >= 1 and max_length >= 2, got {batch_size}, {max_length}")
+        self.model = placed(self.model, device, dtype, loaded=self._source is not None)
         self.batch_size = int(batch_size)
         limits = (getattr(self.tokenizer, "model_max_length", None),
                   getattr(self.model.config, "max_position_embeddings", None))
@@ -165,9 +174,9 @@ class _Batching:
         self.model.eval()
         # computed now, from the model and tokenizer as loaded: asked for first before or after
         # the first use, in this process or another, it is the same (heads and stores keyed on it)
-        self._fingerprint = fingerprint or fingerprint_of(
+        self._fingerprint = with_dtype(fingerprint or fingerprint_of(
             type(self).__name__, _model_fingerprint(self.model, self._files), _tokenizer_fingerprint(self.tokenizer),
-            self.max_length)
+            self.max_length), self.model)
 
     @property
     def fingerprint(self) -> str:
@@ -175,10 +184,22 @@ class _Batching:
         the model is loaded."""
         return self._fingerprint
 
-    def _load_sequence_model(self, model: Any, tokenizer: Any, name: str | None) -> int:
+    def _forward_rows(self, batch: dict[str, torch.Tensor],
+                      run: Callable[[dict[str, torch.Tensor]], list[np.ndarray]]) -> list[np.ndarray]:
+        """``run(batch)``: arrays whose first axis is the batch's rows; on running out of device
+        memory the rows are halved and run again (:func:`~.device.split_on_oom`)."""
+        def forward(rows: Sequence[int]) -> list[list[np.ndarray]]:
+            outs = run({k: v[rows[0]: rows[-1] + 1] for k, v in batch.items()})  # halves stay contiguous
+            return [[o[r] for o in outs] for r in range(len(rows))]
+
+        per_row = split_on_oom(list(range(len(batch["input_ids"]))), forward, what=self.name)
+        return [np.stack([row[j] for row in per_row]) for j in range(len(per_row[0]))]
+
+    def _load_sequence_model(self, model: Any, tokenizer: Any, name: str | None, device: str | None = None,
+                             dtype: str | None = None) -> int:
         """Set ``model`` (a fine-tuned sequence head, :func:`_sequence_model`), its tokenizer and
         name; returns its number of outputs (``num_labels``)."""
-        self._source, self.model = _sequence_model(model)
+        self._source, self.model = _sequence_model(model, device, dtype)
         self.tokenizer = _load_tokenizer(tokenizer, self._source)
         self.name = name or self._source or type(self.model).__name__
         return int(self.model.config.num_labels)
@@ -233,7 +254,7 @@ def pool(hidden: torch.Tensor, mask: torch.Tensor, pooling: Pooling) -> torch.Te
     raise InputError(f"unknown pooling {pooling!r}; choose one of {', '.join(POOLINGS)}")
 
 
-def _load_base_model(source: str) -> Any:
+def _load_base_model(source: str, device: str | None = None, dtype: str | None = None) -> Any:
     """``AutoModel`` of a directory or id. Weights the base model does not use (e.g. the head of
     a fine-tuned classifier) are expected and not reported; weights it lacks are logged, since
     they are freshly initialised."""
@@ -243,7 +264,7 @@ def _load_base_model(source: str) -> Any:
     before = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()
     try:
-        model, info = AutoModel.from_pretrained(source, output_loading_info=True)
+        model, info = AutoModel.from_pretrained(source, output_loading_info=True, **loading(device, dtype))
     finally:
         hf_logging.set_verbosity(before)
     if info.get("missing_keys"):
@@ -262,17 +283,17 @@ class HFEncoder(_Batching):
 
     def __init__(self, model: Any, tokenizer: Any = None, *, batch_size: int = DEFAULT_BATCH_SIZE,
                  max_length: int = DEFAULT_MAX_LENGTH, name: str | None = None,
-                 fingerprint: str | None = None) -> None:
+                 fingerprint: str | None = None, device: str | None = None, dtype: str | None = None) -> None:
         self._source = str(model) if isinstance(model, (str, Path)) else None
         if self._source is not None:
-            model = _load_base_model(self._source)
+            model = _load_base_model(self._source, device, dtype)
         self.model = model
         self.tokenizer = _load_tokenizer(tokenizer, self._source)
         self.name = name or self._source or type(model).__name__
         cfg = model.config
         self.num_layers: int = int(getattr(cfg, "num_hidden_layers", None) or cfg.n_layer)
         self.hidden_size: int = int(getattr(cfg, "hidden_size", None) or cfg.n_embd)
-        self._setup(batch_size, max_length, fingerprint)
+        self._setup(batch_size, max_length, fingerprint, device, dtype)
 
     def __repr__(self) -> str:
         return f"HFEncoder({self.name!r}, layers={self.num_layers}, dim={self.hidden_size})"
@@ -309,11 +330,14 @@ class HFEncoder(_Batching):
             raise InputError(f"unknown pooling {pooling!r}; choose one of {', '.join(POOLINGS)}")
         inputs = check_inputs(inputs)
         outs = [np.zeros((len(inputs), self.hidden_size), dtype=np.float32) for _ in sel]
+        def run(batch: dict[str, torch.Tensor]) -> list[np.ndarray]:
+            states = self.model(**batch, output_hidden_states=True).hidden_states
+            return [pool(states[layer], batch["attention_mask"], pooling).float().cpu().numpy() for layer in sel]
+
         with torch.inference_mode():
             for idx, batch in self._batches(inputs):
-                states = self.model(**batch, output_hidden_states=True).hidden_states
-                for out, layer in zip(outs, sel):
-                    out[idx] = pool(states[layer], batch["attention_mask"], pooling).float().cpu().numpy()
+                for out, part in zip(outs, self._forward_rows(batch, run)):
+                    out[idx] = part
         return outs
 
     def _blocks(self) -> tuple[Any, Any] | None:
@@ -356,15 +380,17 @@ class HFEncoder(_Batching):
             raise InputError(f"unknown pooling {pooling!r}; choose one of {', '.join(POOLINGS)}")
         inputs = check_inputs(inputs)
         out = np.zeros((len(inputs), self.hidden_size), dtype=np.float32)
+        def run(batch: dict[str, torch.Tensor]) -> list[np.ndarray]:
+            return [pool(self._layer_states(batch, layer), batch["attention_mask"], pooling).float().cpu().numpy()]
+
         with torch.inference_mode():
             for idx, batch in self._batches(inputs):
-                h = self._layer_states(batch, layer)
-                out[idx] = pool(h, batch["attention_mask"], pooling).float().cpu().numpy()
+                out[idx] = self._forward_rows(batch, run)[0]
         return out
 
 
 # ---------------------------------------------------------------- sequence classifier / regressor
-def _sequence_model(model: Any) -> tuple[str | None, Any]:
+def _sequence_model(model: Any, device: str | None = None, dtype: str | None = None) -> tuple[str | None, Any]:
     """(source, model): a model instance as is, or a fine-tuned ``AutoModelForSequenceClassification``
     loaded from a directory / hub id, refusing one whose head weights are missing (they would be random)."""
     if not isinstance(model, (str, Path)):
@@ -372,7 +398,8 @@ def _sequence_model(model: Any) -> tuple[str | None, Any]:
     from transformers import AutoModelForSequenceClassification
 
     source = str(model)
-    loaded, info = AutoModelForSequenceClassification.from_pretrained(source, output_loading_info=True)
+    loaded, info = AutoModelForSequenceClassification.from_pretrained(source, output_loading_info=True,
+                                                                      **loading(device, dtype))
     if info.get("missing_keys"):
         raise InputError(f"{source} is not a fine-tuned sequence classification/regression model: weights "
                          f"{sorted(info['missing_keys'])[:4]} are missing (they would be random). "
@@ -390,15 +417,15 @@ class HFSequenceClassifier(_Batching):
 
     def __init__(self, model: Any, tokenizer: Any = None, *, batch_size: int = DEFAULT_BATCH_SIZE,
                  max_length: int = DEFAULT_MAX_LENGTH, name: str | None = None,
-                 fingerprint: str | None = None) -> None:
-        k = self._load_sequence_model(model, tokenizer, name)
+                 fingerprint: str | None = None, device: str | None = None, dtype: str | None = None) -> None:
+        k = self._load_sequence_model(model, tokenizer, name, device, dtype)
         if k < 2:
             raise InputError(f"{self.name} has {k} output (a regression head), not class labels; load it as an "
                              "HFSequenceRegressor (a regression data set, e.g. `robustness --task regression`). "
                              "Hard-/Soft-SCoPE and the classification studies need a classifier with >= 2 labels")
         id2label = self.model.config.id2label or {}
         self.labels: list[str] = [str(id2label.get(i, id2label.get(str(i), f"LABEL_{i}"))) for i in range(k)]
-        self._setup(batch_size, max_length, fingerprint)
+        self._setup(batch_size, max_length, fingerprint, device, dtype)
 
     def __repr__(self) -> str:
         return f"HFSequenceClassifier({self.name!r}, labels={self.labels})"
@@ -409,7 +436,7 @@ class HFSequenceClassifier(_Batching):
         out = np.zeros((len(inputs), len(self.labels)), dtype=np.float32)
         with torch.inference_mode():
             for idx, batch in self._batches(inputs):
-                out[idx] = self.model(**batch).logits.float().cpu().numpy()
+                out[idx] = self._forward_rows(batch, lambda b: [self.model(**b).logits.float().cpu().numpy()])[0]
         return out
 
     def predict_proba(self, inputs: Sequence[TextInput]) -> np.ndarray:
@@ -424,12 +451,12 @@ class HFSequenceRegressor(_Batching):
 
     def __init__(self, model: Any, tokenizer: Any = None, *, batch_size: int = DEFAULT_BATCH_SIZE,
                  max_length: int = DEFAULT_MAX_LENGTH, name: str | None = None,
-                 fingerprint: str | None = None) -> None:
-        k = self._load_sequence_model(model, tokenizer, name)
+                 fingerprint: str | None = None, device: str | None = None, dtype: str | None = None) -> None:
+        k = self._load_sequence_model(model, tokenizer, name, device, dtype)
         if k != 1:
             raise InputError(f"{self.name} has {k} outputs (a classification head); a regressor has one output "
                              "(num_labels=1). Use it as a classifier on a classification data set")
-        self._setup(batch_size, max_length, fingerprint)
+        self._setup(batch_size, max_length, fingerprint, device, dtype)
 
     def __repr__(self) -> str:
         return f"HFSequenceRegressor({self.name!r})"
@@ -440,5 +467,5 @@ class HFSequenceRegressor(_Batching):
         out = np.zeros(len(inputs), dtype=np.float64)
         with torch.inference_mode():
             for idx, batch in self._batches(inputs):
-                out[idx] = self.model(**batch).logits[:, 0].double().cpu().numpy()
+                out[idx] = self._forward_rows(batch, lambda b: [self.model(**b).logits[:, 0].double().cpu().numpy()])[0]
         return out

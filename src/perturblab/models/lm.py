@@ -48,6 +48,7 @@ import torch
 
 from ..errors import InputError
 from .base import fingerprint_of
+from .device import model_dtype, split_on_oom
 from .lm_capabilities import (ALL_CAPABILITIES, CAPABILITIES, capabilities_of, check_metric_capabilities,
                               describe_capabilities, require)
 
@@ -189,16 +190,22 @@ class HFCausalLM(LocalLanguageModel):
     def __init__(self, model: Any, tokenizer: Any = None, *, name: str | None = None,
                  start_token: str | None = AUTO, batch_size: int = DEFAULT_BATCH_SIZE,
                  batch_tokens: int = DEFAULT_BATCH_TOKENS, max_length: int | None = None,
-                 fingerprint: str | None = None) -> None:
+                 fingerprint: str | None = None, device: str | None = None, dtype: str | None = None) -> None:
+        from .device import placed
+
         self._source = str(model) if isinstance(model, (str, Path)) else None
         if self._source is not None:
             from transformers import AutoModelForCausalLM
 
-            model = AutoModelForCausalLM.from_pretrained(self._source, dtype=torch.float32)
+            from .device import loading
+
+            model = AutoModelForCausalLM.from_pretrained(self._source, **loading(device, dtype))
+        model = placed(model, device, dtype, loaded=self._source is not None)
         self._setup_model(model, tokenizer, name, batch_size, batch_tokens)
         self.prefix = self._start_ids(start_token)
         limit = getattr(model.config, "max_position_embeddings", None) or 1024
         self.max_length = int(min(limit, max_length or limit))
+        from .device import with_dtype
         from .hf import _files_fingerprint, _model_fingerprint, _tokenizer_fingerprint
 
         # the weight files as loaded, not as they are when the fingerprint is first asked for
@@ -207,9 +214,9 @@ class HFCausalLM(LocalLanguageModel):
         self._gather: bool | None = None
         self.start_token = start_token  # as given ("auto", a token or None); prefix is the result
         # computed now, from the model and tokenizer as loaded, so it never moves with use
-        self._fingerprint: str = fingerprint or fingerprint_of(
+        self._fingerprint: str = with_dtype(fingerprint or fingerprint_of(
             type(self).__name__, _model_fingerprint(self.model, self._files), _tokenizer_fingerprint(self.tokenizer),
-            self.prefix)
+            self.prefix), self.model)
 
     def __repr__(self) -> str:
         return f"HFCausalLM({self.name!r}, vocab={self.vocab_size}, start={self.prefix})"
@@ -268,11 +275,14 @@ class HFCausalLM(LocalLanguageModel):
             decoder = getattr(self.model, "get_decoder", lambda: None)()
             head = self.model.get_output_embeddings()
             if decoder is not None and head is not None:
-                probe = torch.tensor([self.prefix + self.encode("Hello world, this is a probe.")])
+                device = next(self.model.parameters()).device
+                probe = torch.tensor([self.prefix + self.encode("Hello world, this is a probe.")], device=device)
                 with torch.inference_mode():
                     want = self.model(input_ids=probe).logits.float()
                     got = self._head_logits(decoder(input_ids=probe).last_hidden_state[0]).float()
-                self._gather = bool(torch.allclose(got, want[0], atol=1e-4, rtol=1e-4))
+                # the same computation agrees to round-off: float32's, or a few of bfloat16's (2**-8)
+                tol = 1e-4 if model_dtype(self.model) == torch.float32 else 2e-2
+                self._gather = bool(torch.allclose(got, want[0], atol=tol, rtol=tol))
         return self._gather
 
     def _head_logits(self, hidden: torch.Tensor) -> torch.Tensor:
@@ -288,33 +298,36 @@ class HFCausalLM(LocalLanguageModel):
         pad = self.tokenizer.pad_token_id
         pad = 0 if pad is None else int(pad)
         gather = self._head_path()
+
+        def forward(idx: Sequence[int]) -> list[torch.Tensor]:
+            width = max(len(seqs[i]) for i in idx)
+            ids = torch.full((len(idx), width), pad, dtype=torch.long)
+            mask = torch.zeros((len(idx), width), dtype=torch.long)
+            for r, i in enumerate(idx):
+                ids[r, : len(seqs[i])] = torch.tensor(seqs[i])
+                mask[r, : len(seqs[i])] = 1
+            ids, mask = ids.to(device), mask.to(device)
+            sizes = [len(positions[i]) for i in idx]
+            rows = torch.repeat_interleave(torch.arange(len(idx)), torch.tensor(sizes)).to(device)
+            cols = torch.as_tensor(np.concatenate([positions[i] for i in idx]), dtype=torch.long, device=device)
+            if gather:  # the output layer only where asked: each row's own positions
+                hidden = self.model.get_decoder()(input_ids=ids, attention_mask=mask).last_hidden_state
+                logits = self._head_logits(hidden[rows, cols]).float()
+            else:
+                union, inverse = torch.unique(cols, return_inverse=True)
+                kw: dict[str, Any] = {"logits_to_keep": union} if self._keep and len(union) < width else {}
+                full = self.model(input_ids=ids, attention_mask=mask, **kw).logits
+                logits = (full if kw else full[:, union])[rows, inverse].float()
+            if targets is not None:
+                tgt = torch.as_tensor(np.concatenate([targets[i] for i in idx]), dtype=torch.long, device=device)
+                out = logits.gather(1, tgt[:, None])[:, 0] - torch.logsumexp(logits, dim=-1)
+            else:
+                out = torch.log_softmax(logits, dim=-1)
+            return list(torch.split(out, sizes))
+
         with torch.inference_mode():
             for idx in self._batches([len(x) for x in seqs]):
-                width = max(len(seqs[i]) for i in idx)
-                ids = torch.full((len(idx), width), pad, dtype=torch.long)
-                mask = torch.zeros((len(idx), width), dtype=torch.long)
-                for r, i in enumerate(idx):
-                    ids[r, : len(seqs[i])] = torch.tensor(seqs[i])
-                    mask[r, : len(seqs[i])] = 1
-                ids, mask = ids.to(device), mask.to(device)
-                sizes = [len(positions[i]) for i in idx]
-                rows = torch.repeat_interleave(torch.arange(len(idx)), torch.tensor(sizes)).to(device)
-                cols = torch.as_tensor(np.concatenate([positions[i] for i in idx]), dtype=torch.long, device=device)
-                if gather:  # the output layer only where asked: each row's own positions
-                    hidden = self.model.get_decoder()(input_ids=ids, attention_mask=mask).last_hidden_state
-                    logits = self._head_logits(hidden[rows, cols]).float()
-                else:
-                    union, inverse = torch.unique(cols, return_inverse=True)
-                    kw: dict[str, Any] = {"logits_to_keep": union} if self._keep and len(union) < width else {}
-                    full = self.model(input_ids=ids, attention_mask=mask, **kw).logits
-                    logits = (full if kw else full[:, union])[rows, inverse].float()
-                if targets is not None:
-                    tgt = torch.as_tensor(np.concatenate([targets[i] for i in idx]), dtype=torch.long, device=device)
-                    out = logits.gather(1, tgt[:, None])[:, 0] - torch.logsumexp(logits, dim=-1)
-                else:
-                    out = torch.log_softmax(logits, dim=-1)
-                for i, part in zip(idx, torch.split(out, sizes)):
-                    yield i, part
+                yield from zip(idx, split_on_oom(idx, forward, what=self.name))
 
     def token_logprobs(self, inputs: Sequence[LMInput]) -> list[np.ndarray]:
         """Per input, float64 log p(t_i | t_<i) of every scored token (see *The first token*)."""

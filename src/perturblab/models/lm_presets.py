@@ -162,8 +162,15 @@ def _smollm2(**kw: Any) -> HFCausalLM:
 
 
 def _smollm2_int8(**kw: Any) -> HFCausalLM:
+    from .device import defaults
+
     kw.pop("batch_size", None)  # always 1, see quantise_dynamic_int8
-    return quantise_dynamic_int8(_smollm2(**kw), "smollm2-135m-int8")
+    placement = (kw.pop("device", None) or defaults()[0], kw.pop("dtype", None) or defaults()[1])
+    if placement[0] not in ("cpu", "auto") or placement[1] != "float32":
+        raise InputError(f"smollm2-135m-int8 runs torch's dynamic int8 kernels, on the CPU from float32 weights; "
+                         f"drop device={placement[0]} and dtype={placement[1]} (or compare smollm2-135m in "
+                         "bfloat16 on a GPU)")
+    return quantise_dynamic_int8(_smollm2(device="cpu", dtype="float32", **kw), "smollm2-135m-int8")
 
 
 def _gemma3(**kw: Any) -> HFCausalLM:

@@ -8,8 +8,10 @@ A spec is ``[NAME=]SOURCE[[OPTION=VALUE,...]]``:
 * ``NAME=`` — the short name tables and files show (default: the source as written); a part
   before ``=`` that contains ``/`` is a path, not a name (``/data/run=7`` is one source);
 * ``[OPTION=VALUE,...]`` — backend options: ``batch_size`` and ``max_length`` for Hugging Face
-  models and language models; ``device`` and ``dtype`` are read and checked (``cpu`` and
-  ``float32`` only in this version). An ``api:`` source takes the settings a study config's
+  models and language models; ``device`` (``cpu``, ``cuda``, ``cuda:N``, ``auto``) and ``dtype``
+  (``float32``, ``bfloat16``, ``float16``) for Hugging Face models and language models given by
+  a directory, hub id, ``.gguf`` file or language-model preset (:mod:`.device`; ``--device`` and
+  ``--dtype`` set them for every model of a command). An ``api:`` source takes the settings a study config's
   ``api:`` block takes (:data:`API_OPTIONS`): ``api_key_env`` (the *name* of the environment
   variable holding the key; ``none`` sends no key), ``timeout``, ``max_retries``,
   ``concurrency``, ``max_response_bytes``, ``backoff_base``, ``backoff_max``; for classifiers ``label_words`` (``negative|positive``
@@ -34,6 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
 from ..errors import InputError
+from .device import check_device, check_dtype
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..data.examples import Dataset
@@ -42,8 +45,6 @@ ROLES = ("classifier", "regressor", "encoder", "language_model")
 _SPEC = re.compile(r"^(?:(?P<name>[^=\[\]]+)=(?!=))?(?P<source>[^\[\]]+?)\s*(?:\[(?P<options>[^\[\]]*)\])?$")
 _UNNAMED = re.compile(r"^(?P<name>[^\s\S])?(?P<source>[^\[\]]+?)\s*(?:\[(?P<options>[^\[\]]*)\])?$")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$")
-DEVICES = ("cpu",)
-DTYPES = ("float32",)
 
 
 def _positive(key: str, least: int) -> Any:
@@ -66,11 +67,18 @@ def _one_of(key: str, allowed: tuple[str, ...], why: str) -> Any:
     return convert
 
 
+def _placement_option(check: Any, text: str) -> str:
+    try:
+        return check(text)
+    except InputError as e:
+        raise InputError(f"model option {e}") from None
+
+
 OPTIONS: dict[str, Any] = {
     "batch_size": _positive("batch_size", 1),
     "max_length": _positive("max_length", 2),
-    "device": _one_of("device", DEVICES, "the model backends run on the CPU in this version; drop device="),
-    "dtype": _one_of("dtype", DTYPES, "the model backends compute in float32 in this version; drop dtype="),
+    "device": lambda text: _placement_option(check_device, text),
+    "dtype": lambda text: _placement_option(check_dtype, text),
 }
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 #: Option names that would carry a secret: refused on sight, and never echoed.
@@ -185,8 +193,8 @@ class ModelSpec:
 
     @property
     def kwargs(self) -> dict[str, Any]:
-        """The backend options a loader takes (device and dtype, checked, are the defaults)."""
-        return {k: v for k, v in self.options if k not in ("device", "dtype")}
+        """The backend options a loader takes."""
+        return dict(self.options)
 
     def __str__(self) -> str:
         opts = f"[{','.join(f'{k}={v}' for k, v in self.options)}]" if self.options else ""
@@ -337,6 +345,14 @@ def check_spec(spec: "str | ModelSpec", role: str) -> None:
     ms = spec if isinstance(spec, ModelSpec) else ModelSpec.parse(spec)
     _check_equals(ms)
     _check_source(ms, role)
+    opts = dict(ms.options)
+    if "device" in opts or "dtype" in opts:  # CUDA where there is none: said before any work
+        from .device import resolve
+
+        try:
+            resolve(opts.get("device"), opts.get("dtype"))
+        except InputError as e:
+            raise InputError(f"{ms.name}: {e}") from None
 
 
 def load_model(spec: "str | ModelSpec | Any", role: str = "classifier", *, train: "Dataset | None" = None,
@@ -453,7 +469,8 @@ def _api_options(ms: ModelSpec, role: str) -> tuple[dict[str, Any], dict[str, An
 def _no_options(ms: ModelSpec, what: str) -> None:
     if ms.kwargs:
         raise InputError(f"{ms}: backend options are taken by Hugging Face classifiers and language models, not "
-                         f"by {what} in this version; drop the [...] part")
+                         f"by {what} in this version; drop the [...] part (--device and --dtype place every model "
+                         "of a command)")
 
 
 def _classifier(ms: ModelSpec, train: "Dataset", seed: int, data_name: str | None) -> Any:

@@ -43,6 +43,7 @@ import torch
 
 from ..errors import CapabilityError, InputError
 from .base import fingerprint_of
+from .device import with_dtype
 from .lm import LocalLanguageModel, _check_generation
 
 __all__ = ["SEQ2SEQ_CAPABILITIES", "HFSeq2SeqLM"]
@@ -69,7 +70,9 @@ class HFSeq2SeqLM(LocalLanguageModel):
 
     def __init__(self, model: Any, tokenizer: Any = None, *, name: str | None = None,
                  batch_size: int = DEFAULT_BATCH_SIZE, batch_tokens: int = DEFAULT_BATCH_TOKENS,
-                 max_length: int | None = None, fingerprint: str | None = None) -> None:
+                 max_length: int | None = None, fingerprint: str | None = None, device: str | None = None,
+                 dtype: str | None = None) -> None:
+        from .device import loading, placed
 
         self._source = str(model) if isinstance(model, (str, Path)) else None
         if self._source is not None:
@@ -77,7 +80,8 @@ class HFSeq2SeqLM(LocalLanguageModel):
 
             config = AutoConfig.from_pretrained(self._source)
             self._check_encoder_decoder(config, self._source)
-            model = AutoModelForSeq2SeqLM.from_pretrained(self._source, config=config, dtype=torch.float32)
+            model = AutoModelForSeq2SeqLM.from_pretrained(self._source, config=config, **loading(device, dtype))
+        model = placed(model, device, dtype, loaded=self._source is not None)
         self._check_encoder_decoder(model.config, self._source or type(model).__name__)
         self._setup_model(model, tokenizer, name, batch_size, batch_tokens)
         cfg = model.config
@@ -102,7 +106,7 @@ class HFSeq2SeqLM(LocalLanguageModel):
             start = start[0] if start else None
         self._start = None if start is None else int(start)
         # computed now, from the model and tokenizer as loaded, so it never moves with use
-        self._fingerprint: str = fingerprint or self._computed_fingerprint()
+        self._fingerprint: str = with_dtype(fingerprint or self._computed_fingerprint(), self.model)
 
     @staticmethod
     def _check_encoder_decoder(config: Any, what: str) -> None:

@@ -70,11 +70,13 @@ class CompareResult:
 
 def compare(reference: str, targets: str, *, data: str = "rotten_tomatoes", corpus: str = "oanc",
             studies: str | None = None, budget: str = "10m", fail_under: list[str] | None = None,
-            strict: bool = False, seed: int = 0, out: str | Path | None = None, quiet: bool = False) -> CompareResult:
+            strict: bool = False, seed: int = 0, out: str | Path | None = None, quiet: bool = False,
+            device: str | None = None, dtype: str | None = None) -> CompareResult:
     """Compare ``targets`` (a comma list) with ``reference``: run the studies their kind supports,
     sized to ``budget``, each into ``out/<study>`` through the one entry (a re-run, or one with a
     larger budget, reads back what is stored and computes only what is new), then write
-    ``compare.json`` and the report, whose top is the verdict of each target.
+    ``compare.json`` and the report, whose top is the verdict of each target. ``device`` and
+    ``dtype`` place every model it loads (``--device`` / ``--dtype``).
 
     Example (not run here: it runs for about the budget)::
 
@@ -84,7 +86,7 @@ def compare(reference: str, targets: str, *, data: str = "rotten_tomatoes", corp
     """
     args = CompareArgs(reference=reference, targets=targets, data=data, corpus=corpus, studies=studies,
                        budget=budget, fail_under=list(fail_under or []), strict=strict, seed=seed,
-                       out=None if out is None else str(out), quiet=quiet)
+                       out=None if out is None else str(out), quiet=quiet, device=device, dtype=dtype)
     args.check()
     return run_compare(args)
 
@@ -99,7 +101,9 @@ def run_compare(args: CompareArgs) -> CompareResult:
     if not args.quiet:
         print(plan.table(), file=sys.stderr, flush=True)
     result = CompareResult(args, plan)
-    with output_lock(out, name=".compare.lock", what="the comparison"):
+    from ...models.device import placement
+
+    with output_lock(out, name=".compare.lock", what="the comparison"), placement(*args.placement()):
         for p in plan.studies:
             study = entry(p.kind)
             options = study.options()(**p.options, out=str(out / p.name), quiet=args.quiet)
