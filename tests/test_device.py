@@ -230,3 +230,40 @@ def test_a_large_model_loads_straight_onto_the_gpus_in_its_dtype(tmp_path, tok, 
     assert loading("cuda:1", "float32") == {"dtype": torch.float32, "low_cpu_mem_usage": True, "device_map": {"": 1}}
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     assert loading("auto", None) == {"dtype": torch.float32, "low_cpu_mem_usage": True}
+
+
+def test_worker_threads_and_processes_load_models_where_the_command_placed_them():
+    """A cell runs in a thread with the command's placement, and a Ray worker restores it."""
+    from perturblab.core.executor import _WORKER_STATE, Cell, LocalExecutor, _run_cell
+
+    with placement(dtype="bfloat16"):
+        seen = dict(LocalExecutor(2).run([Cell(str(i), defaults) for i in range(4)]))
+        state = [(restore, snapshot()) for snapshot, restore in _WORKER_STATE]
+    assert set(seen.values()) == {("cpu", "bfloat16")}
+    assert defaults() == ("cpu", "float32")
+    import contextvars
+
+    threads = torch.get_num_threads()  # a worker's cell sets torch's threads: restored here
+    try:
+        assert contextvars.Context().run(_run_cell, defaults, 1, state) == ("cpu", "bfloat16")  # a fresh worker
+    finally:
+        torch.set_num_threads(threads)
+
+
+@pytest.mark.parametrize("module", ["perturblab.core.placement", "perturblab.core.executor",
+                                    "perturblab.studies.compare.severity"])
+def test_docstring_examples_run(module):
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(module))
+    assert result.attempted > 0 and result.failed == 0
+
+
+def test_a_named_language_model_spec_loads_under_its_name(tmp_path, tok):
+    from perturblab.models.resolve import load_model
+
+    _model(tok).save_pretrained(tmp_path / "m")
+    tok.save_pretrained(tmp_path / "m")
+    lm = load_model(f"short={tmp_path / 'm'}[dtype=bf16]", "language_model")
+    assert lm.name == "short" and next(lm.model.parameters()).dtype == torch.bfloat16

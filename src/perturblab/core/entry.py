@@ -41,7 +41,7 @@ def study_function(args: "type[StudyArgs] | str") -> Callable[[F], F]:
     (imported at the first call). ``fn.__wrapped__`` is the unchecked body (for callers that
     checked already). Every decorated function also takes ``device=`` and ``dtype=`` (the
     ``--device`` / ``--dtype`` of its command), which place the models it loads
-    (:func:`perturblab.models.device.placement`).
+    (:func:`perturblab.core.placement.placement`).
 
     Example::
 
@@ -69,7 +69,7 @@ def study_function(args: "type[StudyArgs] | str") -> Callable[[F], F]:
 
         @functools.wraps(fn)
         def checked(*a: Any, **kw: Any) -> Any:
-            from ..models.device import placement
+            from .placement import placement
 
             place = {n: kw.pop(n, None) for n in extra}
             bound = signature.bind(*a, **kw)
@@ -153,7 +153,7 @@ def run_saved(function: Callable[..., "StudyResult"], options: "StudyArgs", *, o
     kwargs = {**options.kwargs(), "out": out}
     if executor is not None and "executor" in inspect.signature(body).parameters:
         kwargs["executor"] = executor
-    from ..models.device import placement
+    from .placement import placement
 
     with output_lock(out, what=what), FaultRecorder() as faults, placement(*options.placement()):
         try:

@@ -13,7 +13,9 @@ bytes as a local run.
 * :class:`LocalExecutor` — ``workers=1`` runs cells one after the other in this thread;
   ``workers=N`` runs N at once in threads, each with ``torch.get_num_threads() // N`` intra-op
   threads (cell functions must then be thread-safe; the built-in ones are).
-* :class:`RayExecutor` — one Ray task per cell with ``num_cpus``/``num_gpus`` from the cell.
+* :class:`RayExecutor` — one Ray task per cell with ``num_cpus``/``num_gpus`` from the cell, and a
+  GPU per cell where the command places its models on CUDA (:func:`gpus_per_cell`); each worker
+  runs its cells with the driver's placement.
   ``address=None`` starts a local Ray instance (``num_cpus`` caps it), ``"auto"`` or
   ``"ray://host:10001"`` joins a cluster whose workers have perturblab installed. Each task runs
   torch with as many intra-op threads as the cell's CPUs.
@@ -21,6 +23,7 @@ bytes as a local run.
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import os
 import threading
@@ -29,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Protocol, Sequence
 
 from ..errors import InputError
+from . import placement
 
 log = logging.getLogger(__name__)
 EXECUTORS = ("local", "ray")
@@ -84,7 +88,8 @@ class LocalExecutor:
         torch.set_num_threads(max(1, before // self.workers))
         try:
             with ThreadPoolExecutor(self.workers) as pool:
-                futures = {pool.submit(c.fn): c for c in cells}
+                # each thread runs its cell in the driver's context (a command's model placement)
+                futures = {pool.submit(contextvars.copy_context().run, c.fn): c for c in cells}
                 try:
                     for f in as_completed(futures):
                         yield futures[f], f.result()
@@ -137,6 +142,10 @@ def share_with_workers(snapshot: Callable[[], Any], restore: Callable[[Any], Non
     what the state is (it is registered by the module that owns it)."""
     if (snapshot, restore) not in _WORKER_STATE:
         _WORKER_STATE.append((snapshot, restore))
+
+
+# the models a worker's cells load go where the driver's command placed them (--device / --dtype)
+share_with_workers(placement.defaults, placement.restore)
 
 
 def _run_cell(fn: Callable[[], Any], num_cpus: float, state: list[tuple[Callable[[Any], None], Any]]) -> Any:
@@ -228,6 +237,7 @@ class RayExecutor:
 
         self.start()
         remote, models = ray.remote(_run_cell), [(restore, snapshot()) for snapshot, restore in _WORKER_STATE]
+        gpus = gpus_per_cell(placement.defaults()[0], float(ray.cluster_resources().get("GPU", 0)))
         limit = self.max_in_flight or max(1, len(cells))
         pending: dict[Any, Cell] = {}
         todo = list(cells)
@@ -235,7 +245,8 @@ class RayExecutor:
             while todo or pending:
                 while todo and len(pending) < limit:
                     c = todo.pop(0)
-                    ref = remote.options(num_cpus=c.num_cpus, num_gpus=c.num_gpus).remote(c.fn, c.num_cpus, models)
+                    ref = remote.options(num_cpus=c.num_cpus, num_gpus=max(c.num_gpus, gpus)).remote(
+                        c.fn, c.num_cpus, models)
                     pending[ref] = c
                 done, _ = ray.wait(list(pending), num_returns=1)
                 for ref in done:
@@ -248,6 +259,18 @@ class RayExecutor:
         finally:
             for ref in pending:
                 ray.cancel(ref, force=True)
+
+
+def gpus_per_cell(device: str, cluster_gpus: float) -> float:
+    """The GPUs each Ray cell reserves for the command's model placement ``device``: one where the
+    models go to CUDA (``cuda``, ``cuda:N``, or ``auto`` on a cluster with GPUs), so that each worker
+    holds a GPU and loads its model there once; none otherwise. A cell's own ``num_gpus`` is kept
+    when larger.
+
+    >>> gpus_per_cell("cuda", 0.0), gpus_per_cell("auto", 8.0), gpus_per_cell("auto", 0.0), gpus_per_cell("cpu", 8.0)
+    (1.0, 1.0, 0.0, 0.0)
+    """
+    return 1.0 if device.startswith("cuda") or (device == "auto" and cluster_gpus > 0) else 0.0
 
 
 def make_executor(kind: str = "local", *, workers: int = 1, address: str | None = None,

@@ -246,10 +246,10 @@ PLACEMENT = ("device", "dtype")
 
 
 def _placement(name: str, value: str | None) -> None:
-    """``--device`` / ``--dtype``: None or a value :mod:`perturblab.models.device` takes."""
+    """``--device`` / ``--dtype``: None or a value :mod:`.placement` takes."""
     if value is None:
         return
-    from ..models.device import check_dtype, resolve
+    from .placement import check_dtype, resolve
 
     if name == "device":  # CUDA where there is none: said before any work
         resolve(value, "float32")
@@ -444,7 +444,7 @@ class StudyArgs:
 
     def placement(self) -> tuple[str | None, str | None]:
         """(``device``, ``dtype``) for the models the study loads (None: the defaults), as
-        :func:`perturblab.models.device.placement` takes them."""
+        :func:`.placement.placement` takes them."""
         return self.device, self.dtype
 
     def study_options(self) -> dict[str, Any]:
@@ -511,7 +511,7 @@ class StudyArgs:
             if message:
                 out.append((f.name, message))
         if not out and self.dtype is not None:  # the pair: float16 needs CUDA
-            from ..models.device import resolve
+            from .placement import resolve
 
             try:
                 resolve(self.device, self.dtype)

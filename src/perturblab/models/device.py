@@ -15,84 +15,23 @@ bfloat16 model are never read for the float32 one, nor the other way round. The 
 in the fingerprint: float32 on a GPU gives the CPU's numbers to round-off (TF32 matrix products
 stay off, torch's default), and a run moved from CPU to GPU resumes.
 
->>> resolve("cpu", "bfloat16")
-(device(type='cpu'), torch.bfloat16)
+The names, their checks and a command's placement are :mod:`perturblab.core.placement`'s
+(re-exported here).
 """
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import logging
-import re
-from typing import Any, Callable, Iterator, Sequence, TypeVar
+from typing import Any, Callable, Sequence, TypeVar
 
+from ..core.placement import (DEFAULT_DEVICE, DEFAULT_DTYPE, DTYPES, check_device, check_dtype, defaults,
+                              placement, resolve)
 from ..errors import InputError
 
+__all__ = ["DEFAULT_DEVICE", "DEFAULT_DTYPE", "DTYPES", "check_device", "check_dtype", "defaults", "placement",
+           "resolve", "dtype_tag", "model_dtype", "loading", "placed", "with_dtype", "split_on_oom"]
 log = logging.getLogger(__name__)
 T = TypeVar("T")
-DTYPES = ("float32", "bfloat16", "float16")
-DEFAULT_DEVICE, DEFAULT_DTYPE = "cpu", "float32"
-_DEVICE = re.compile(r"^(auto|cpu|cuda(:\d+)?)$")
-_defaults: contextvars.ContextVar[tuple[str, str]] = contextvars.ContextVar(
-    "perturblab_model_placement", default=(DEFAULT_DEVICE, DEFAULT_DTYPE))
-
-
-def check_device(text: str) -> str:
-    """``text`` when it names a device (``auto``, ``cpu``, ``cuda``, ``cuda:N``), else InputError."""
-    value = str(text).strip().lower()
-    if not _DEVICE.match(value):
-        raise InputError(f"device {text!r}: give cpu, cuda, cuda:N (the N-th GPU) or auto (CUDA when available)")
-    return value
-
-
-def check_dtype(text: str) -> str:
-    """``text`` when it names a dtype of :data:`DTYPES` (``fp32``, ``bf16``, ``fp16`` too)."""
-    value = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16", "half": "float16"}.get(
-        str(text).strip().lower(), str(text).strip().lower())
-    if value not in DTYPES:
-        raise InputError(f"dtype {text!r}: give one of {', '.join(DTYPES)}")
-    return value
-
-
-def defaults() -> tuple[str, str]:
-    """The (device, dtype) a model without its own takes: ``--device`` / ``--dtype`` of the
-    command running (:func:`placement`), else cpu and float32."""
-    return _defaults.get()
-
-
-@contextlib.contextmanager
-def placement(device: str | None = None, dtype: str | None = None) -> Iterator[None]:
-    """Within the block, models without their own device or dtype take these (None: unchanged)."""
-    old = _defaults.get()
-    token = _defaults.set((check_device(device) if device else old[0], check_dtype(dtype) if dtype else old[1]))
-    try:
-        yield
-    finally:
-        _defaults.reset(token)
-
-
-def resolve(device: str | None = None, dtype: str | None = None) -> tuple[Any, Any]:
-    """(torch.device, torch.dtype) of ``device`` and ``dtype`` (None: :func:`defaults`): ``auto``
-    picks CUDA when torch sees it; CUDA where there is none, a GPU index beyond those there are,
-    and float16 on the CPU are refused with the fix."""
-    import torch
-
-    d_default, t_default = defaults()
-    name, dt = check_device(device or d_default), check_dtype(dtype or t_default)
-    if name == "auto":
-        name = "cuda" if torch.cuda.is_available() else "cpu"
-    if name.startswith("cuda"):
-        if not torch.cuda.is_available():
-            raise InputError(f"device={name}: torch sees no CUDA device on this machine (a CPU-only torch, or no "
-                             "GPU); use device=cpu, or device=auto to take CUDA only where there is one")
-        index = int(name.split(":")[1]) if ":" in name else 0
-        if index >= torch.cuda.device_count():
-            raise InputError(f"device={name}: there {'is' if torch.cuda.device_count() == 1 else 'are'} "
-                             f"{torch.cuda.device_count()} CUDA device(s), numbered from 0")
-    if dt == "float16" and not name.startswith("cuda"):
-        raise InputError("dtype=float16 on the CPU: many CPU kernels lack float16; use dtype=bfloat16 (or float32)")
-    return torch.device(name), getattr(torch, dt)
 
 
 def dtype_tag(dtype: Any) -> str:

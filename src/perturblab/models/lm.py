@@ -96,6 +96,26 @@ class LanguageModel(Protocol):
         ...
 
 
+def input_ids(lm: Any, inputs: Sequence[LMInput], min_tokens: int = 1) -> list[list[int]]:
+    """Per input, ``lm.prefix`` (its start tokens) + the input's ids (a text through
+    ``lm.encode``), refusing a single string, an input of fewer than ``min_tokens`` tokens and one
+    longer than ``lm.max_length``, each with the input's index and the fix."""
+    if isinstance(inputs, str):
+        raise InputError("inputs must be a list of texts or id lists, not a single string; wrap it in a list")
+    out = []
+    for i, x in enumerate(inputs):
+        ids = lm.encode(x) if isinstance(x, str) else [int(t) for t in x]
+        if len(ids) < min_tokens:
+            raise InputError(f"inputs[{i}] has {len(ids)} token(s); at least {min_tokens} needed "
+                             "(drop empty texts before scoring)")
+        full = lm.prefix + ids
+        if len(full) > lm.max_length:
+            raise InputError(f"inputs[{i}] has {len(full)} tokens, longer than the context window of "
+                             f"{lm.name} ({lm.max_length}); shorten or filter long texts first")
+        out.append(full)
+    return out
+
+
 def log_perplexity(token_logprobs: np.ndarray) -> float:
     """log ppl = −mean log p(t_i | t_<i) over the scored tokens (paper Sec. 4)."""
     lp = np.asarray(token_logprobs, dtype=np.float64)
@@ -246,21 +266,8 @@ class HFCausalLM(LocalLanguageModel):
         return self._fingerprint
 
     def _ids(self, inputs: Sequence[LMInput], min_tokens: int = 1) -> list[list[int]]:
-        """Model input ids (start tokens + text ids) per input, validated."""
-        if isinstance(inputs, str):
-            raise InputError("inputs must be a list of texts or id lists, not a single string; wrap it in a list")
-        out = []
-        for i, x in enumerate(inputs):
-            ids = self.encode(x) if isinstance(x, str) else [int(t) for t in x]
-            if len(ids) < min_tokens:
-                raise InputError(f"inputs[{i}] has {len(ids)} token(s); at least {min_tokens} needed "
-                                 "(drop empty texts before scoring)")
-            full = self.prefix + ids
-            if len(full) > self.max_length:
-                raise InputError(f"inputs[{i}] has {len(full)} tokens, longer than the context window of "
-                                 f"{self.name} ({self.max_length}); shorten or filter long texts first")
-            out.append(full)
-        return out
+        """Model input ids (start tokens + text ids) per input, validated (:func:`input_ids`)."""
+        return input_ids(self, inputs, min_tokens)
 
     # ------------------------------------------------------------------ forward passes
     def _head_path(self) -> bool:

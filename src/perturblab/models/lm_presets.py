@@ -187,8 +187,8 @@ for _p in (
 
 
 def language_model_capabilities(name: str) -> frozenset[str]:
-    """What the model :func:`load_language_model` gives for ``name`` can do, without loading it:
-    an ``api:`` spec gives an :class:`~.api_lm.ApiLanguageModel` (:class:`InputError` when it is
+    """What the model :func:`load_language_model` gives for ``name`` can do, without loading it
+    (:func:`~.resolve.spec_capabilities` reads a spec's options too): an ``api:`` spec gives an :class:`~.api_lm.ApiLanguageModel` (:class:`InputError` when it is
     malformed), an encoder-decoder directory (or hub id with a cached config) an
     :class:`~.seq2seq.HFSeq2SeqLM` (generation only), every other name an :class:`~.lm.HFCausalLM`
     (everything)."""
@@ -267,7 +267,34 @@ def load_api_language_model(spec: str, **kwargs: Any) -> ApiLanguageModel:
     return _api_model(config, kwargs)
 
 
-def load_language_model(name: str, **kwargs: Any) -> HFCausalLM | HFSeq2SeqLM | ApiLanguageModel:
+#: the GGUF file of each preset that has one (``[backend=llamacpp]`` runs it natively)
+GGUF_OF = {"smollm2-135m": smollm2_gguf, "gemma3-270m": gemma3_gguf}
+
+
+def _llamacpp(name: str, kwargs: dict[str, Any]) -> Any:
+    """The GGUF file ``name`` names (a ``.gguf`` path or a GGUF preset) run by llama.cpp
+    (:class:`~.llamacpp.LlamaCppLM`); options llama.cpp cannot honour are refused."""
+    from .device import defaults
+    from .llamacpp import LlamaCppLM
+
+    kwargs = {k: v for k, v in kwargs.items() if k != "backend"}
+    device, dtype = kwargs.pop("device", None) or defaults()[0], kwargs.pop("dtype", None)
+    if device not in ("cpu", "auto") or dtype not in (None, "float32"):
+        raise InputError(f"{name}[backend=llamacpp] computes with the GGUF file's own quantised weights on the CPU; "
+                         "drop device= and dtype=")
+    kwargs.pop("batch_size", None)  # one input at a time
+    unknown = sorted(set(kwargs) - {"name", "max_length"})
+    if unknown:
+        raise InputError(f"{name}[backend=llamacpp] takes max_length, not {', '.join(unknown)}")
+    if name in GGUF_OF:
+        return LlamaCppLM(GGUF_OF[name](), name=kwargs.pop("name", name), **kwargs)
+    if Path(name).expanduser().suffix == ".gguf":
+        return LlamaCppLM(name, **kwargs)
+    raise InputError(f"{name}[backend=llamacpp]: llama.cpp runs .gguf files and the GGUF presets "
+                     f"({', '.join(GGUF_OF)}); give one of those")
+
+
+def load_language_model(name: str, /, **kwargs: Any) -> HFCausalLM | HFSeq2SeqLM | ApiLanguageModel:
     """A language model by preset name, local directory, ``.gguf`` file, hub id, API spec
     ``api:MODEL@BASE_URL`` or the name of an API model a study config defines (``models.named``).
 
@@ -290,6 +317,9 @@ def load_language_model(name: str, **kwargs: Any) -> HFCausalLM | HFSeq2SeqLM | 
         config.setdefault("api_key_env", default_api_key_env())
         kwargs.setdefault("name", name)
         return _api_model(ApiConfig(**config), kwargs)
+    if kwargs.get("backend", "torch") == "llamacpp":
+        return _llamacpp(name, kwargs)
+    kwargs.pop("backend", None)
     if name in LM_PRESETS:
         return LM_PRESETS.create(name).make(**kwargs)
     from .lm import HFCausalLM

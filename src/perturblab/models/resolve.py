@@ -77,6 +77,8 @@ def _placement_option(check: Any, text: str) -> str:
 OPTIONS: dict[str, Any] = {
     "batch_size": _positive("batch_size", 1),
     "max_length": _positive("max_length", 2),
+    "backend": _one_of("backend", ("torch", "llamacpp"), "give torch (the default) or llamacpp (a .gguf file or "
+                                                         "GGUF preset run natively by llama.cpp)"),
     "device": lambda text: _placement_option(check_device, text),
     "dtype": lambda text: _placement_option(check_dtype, text),
 }
@@ -346,6 +348,8 @@ def check_spec(spec: "str | ModelSpec", role: str) -> None:
     _check_equals(ms)
     _check_source(ms, role)
     opts = dict(ms.options)
+    if "backend" in opts and role != "language_model":
+        raise InputError(f"{ms.name}: backend= chooses how a language model runs; drop it for a {role}")
     if "device" in opts or "dtype" in opts:  # CUDA where there is none: said before any work
         from .device import resolve
 
@@ -353,6 +357,23 @@ def check_spec(spec: "str | ModelSpec", role: str) -> None:
             resolve(opts.get("device"), opts.get("dtype"))
         except InputError as e:
             raise InputError(f"{ms.name}: {e}") from None
+
+
+def spec_capabilities(spec: str) -> frozenset[str]:
+    """What the language model of ``spec`` can do, its options read too, without loading it:
+    ``[backend=llamacpp]`` gives :data:`~.llamacpp.LLAMACPP_CAPABILITIES`, any other spec what
+    :func:`~.lm_presets.language_model_capabilities` says of its source."""
+    from .api_client import is_api_spec
+    from .lm_presets import language_model_capabilities
+
+    if is_api_spec(spec):
+        return language_model_capabilities(spec)
+    ms = ModelSpec.parse(spec)
+    if dict(ms.options).get("backend") == "llamacpp":
+        from .llamacpp import LLAMACPP_CAPABILITIES
+
+        return LLAMACPP_CAPABILITIES
+    return language_model_capabilities(ms.source)
 
 
 def load_model(spec: "str | ModelSpec | Any", role: str = "classifier", *, train: "Dataset | None" = None,

@@ -307,12 +307,11 @@ def _lm_capabilities(chosen: list[str], models: list[str], plan: Plan) -> tuple[
     generations but no next-token distributions, so LM invariances are left out and the
     self-supervised scores keep those it allows (``negation``); the plan says why."""
     from ...models.lm_capabilities import describe_capabilities
-    from ...models.lm_presets import language_model_capabilities
-    from ...models.resolve import ModelSpec
+    from ...models.resolve import spec_capabilities
     from ..scope.lm import METRIC_NEEDS as LM_SCOPE_NEEDS
     from ..selfcheck.config import METRIC_NEEDS, METRICS
 
-    caps = {m: language_model_capabilities(ModelSpec.parse(m).source) for m in models}
+    caps = {m: spec_capabilities(m) for m in models}
     common = frozenset.intersection(*caps.values())
     out, metrics = list(chosen), None
     need = frozenset().union(*LM_SCOPE_NEEDS.values())

@@ -46,8 +46,7 @@ from ...measures.stats import bootstrap_ci
 from ...models.base import check_inputs, fingerprint_of
 from ...models.lm import LanguageModel
 from ...models.lm_capabilities import capabilities_of, check_metric_capabilities
-from ...models.lm_presets import language_model_capabilities
-from ...models.resolve import ModelSpec, load_model
+from ...models.resolve import load_model, spec_capabilities
 from ...perturb.capabilities import get_capability
 from ...perturb.engine import run_searches
 from ...perturb.goals import InvarianceGoal
@@ -150,7 +149,7 @@ class LMScopeStudy(Study):
         compute the study's metrics (:data:`METRIC_NEEDS`); loads no model, sends no request."""
         names = dict.fromkeys([self.reference, *self.targets])
         caps = {n: capabilities_of(self._models[n]) if n in self._models
-                else language_model_capabilities(ModelSpec.parse(self._specs.get(n, n)).source) for n in names}
+                else spec_capabilities(self._specs.get(n, n)) for n in names}
         check_metric_capabilities(caps, METRIC_NEEDS, list(LM_METRICS), study="LM SCoPE (App. G)", hint=(
             "LM SCoPE compares next-token distributions over one shared vocabulary: use local models that "
             "share a tokenizer. To compare with a model behind an API, run the classification SCoPE study "

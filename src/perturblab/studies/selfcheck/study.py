@@ -181,11 +181,10 @@ class SelfCheckStudy(Study):
     def check_capabilities(self) -> None:
         """Raise one :class:`~perturblab.errors.CapabilityError` listing every model × requested
         metric the model cannot compute (:data:`METRIC_NEEDS`); loads no model, sends no request."""
-        from ...models.lm_presets import language_model_capabilities
-        from ...models.resolve import ModelSpec
+        from ...models.resolve import spec_capabilities
 
         caps = {name: capabilities_of(self.models[name]) if name in self.models
-                else language_model_capabilities(ModelSpec.parse(name).source) for name in self.model_names}
+                else spec_capabilities(name) for name in self.model_names}
         check_metric_capabilities(caps, METRIC_NEEDS, self.metrics, study="selfcheck", hint=(
             "Leave those metrics out (--metrics) for those models, or use a local model (a preset, a Hugging "
             "Face directory or a .gguf file): an API model gives per-token log-probs and generations only."))
