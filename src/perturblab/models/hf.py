@@ -21,7 +21,7 @@ import torch
 
 from ..errors import InputError
 from .base import POOLINGS, Pooling, TextInput, check_inputs, file_fingerprint, fingerprint_of
-from .device import loading, split_on_oom, with_dtype
+from .device import loading, placed, split_on_oom, with_dtype
 from .head import softmax
 
 log = logging.getLogger(__name__)
@@ -161,8 +161,6 @@ class _Batching:
                dtype: str | None = None) -> None:
         """Batch limits, the model placed (:func:`~.device.placed`: one loaded from a source takes
         the command's placement) and the fingerprint, which names a dtype other than float32."""
-        from .device import placed
-
         if batch_size < 1 or max_length < 2:
             raise InputError(f"batch_size must be >= 1 and max_length >= 2, got {batch_size}, {max_length}")
         self.model = placed(self.model, device, dtype, loaded=self._source is not None)

@@ -29,7 +29,7 @@ import numpy as np
 
 from ..errors import InputError
 from .base import file_fingerprint, fingerprint_of
-from .lm import LMInput, _check_generation, input_ids
+from .lm import LMInput, _check_generation, input_ids, scored_tokens, span_positions
 from .lm_capabilities import ALL_CAPABILITIES
 
 #: what llama.cpp gives: everything but a Hugging Face tokenizer object
@@ -86,44 +86,32 @@ class LlamaCppLM:
         """The text of token ids."""
         return self._llm.detokenize(list(ids)).decode("utf-8", errors="replace")
 
-
     # ------------------------------------------------------------------ scoring
-    def _logprobs(self, ids: list[int]) -> np.ndarray:
-        """(len(ids), vocab) float64 log-softmax of the logits after each token of ``ids``."""
+    def _logprobs(self, ids: list[int], positions: np.ndarray) -> np.ndarray:
+        """(len(positions), vocab) float64 log-softmax of the logits after the tokens of ``ids`` at
+        ``positions`` (one evaluation of ``ids``; the log-softmax only where asked)."""
+        from scipy.special import log_softmax
+
         self._llm.reset()
         self._llm.eval(ids)
-        logits = np.asarray(self._llm.scores[: len(ids)], dtype=np.float64)
-        m = logits.max(axis=1, keepdims=True)
-        return logits - (m + np.log(np.exp(logits - m).sum(axis=1, keepdims=True)))
+        return log_softmax(np.asarray(self._llm.scores[positions], dtype=np.float64), axis=1)
 
     def token_logprobs(self, inputs: Sequence[LMInput]) -> list[np.ndarray]:
         """Per input, float64 log p(t_i | t_<i) of every scored token (the first text token is
         scored only when the model's tokenizer adds a start token, as for the other backends)."""
-        out = []
-        for i, ids in enumerate(input_ids(self, inputs)):
-            if len(ids) < 2:
-                raise InputError(f"inputs[{i}] has a single token and {self.name} adds no start token, so no token "
-                                 "can be scored; use longer texts")
-            lp = self._logprobs(ids)
-            out.append(lp[np.arange(len(ids) - 1), ids[1:]])
-        return out
+        seqs, positions, targets = scored_tokens(self, inputs)
+        return [self._logprobs(ids, pos)[np.arange(len(pos)), tgt] for ids, pos, tgt in zip(seqs, positions, targets)]
 
     def next_token_logprobs(self, inputs: Sequence[LMInput]) -> np.ndarray:
         """(n, vocab_size) float32 log-probabilities of the next token after each input."""
-        return np.stack([self._logprobs(ids)[-1].astype(np.float32) for ids in input_ids(self, inputs)])
+        return np.stack([self._logprobs(ids, np.asarray([len(ids) - 1]))[0].astype(np.float32)
+                         for ids in input_ids(self, inputs)])
 
     def span_logprobs(self, inputs: Sequence[LMInput], starts: Sequence[int]) -> list[np.ndarray]:
-        """Per input, (len − start, vocab_size) float32 next-token log-probs at positions start.. of
-        its ids (the start tokens not counted)."""
-        if len(starts) != len(inputs):
-            raise InputError(f"give one start per input: {len(inputs)} inputs, {len(starts)} starts")
-        out = []
-        for i, (ids, start) in enumerate(zip(input_ids(self, inputs), starts)):
-            n = len(ids) - len(self.prefix)
-            if not 0 <= start < n:
-                raise InputError(f"starts[{i}] = {start} is outside the {n} tokens of inputs[{i}]")
-            out.append(self._logprobs(ids)[len(self.prefix) + start:].astype(np.float32))
-        return out
+        """Per input, the next-token log-probs (float32) after each text token from ``starts[i]`` to
+        the end (``starts`` index the text tokens, the start tokens not counted)."""
+        seqs, positions = span_positions(self, inputs, starts)
+        return [self._logprobs(ids, pos).astype(np.float32) for ids, pos in zip(seqs, positions)]
 
     def generate(self, prompts: Sequence[str], *, max_new_tokens: int = 32, sample: bool = False,
                  seed: int = 0, temperature: float = 1.0) -> list[str]:

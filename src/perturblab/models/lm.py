@@ -48,7 +48,7 @@ import torch
 
 from ..errors import InputError
 from .base import fingerprint_of
-from .device import model_dtype, split_on_oom
+from .device import loading, model_dtype, placed, split_on_oom, with_dtype
 from .lm_capabilities import (ALL_CAPABILITIES, CAPABILITIES, capabilities_of, check_metric_capabilities,
                               describe_capabilities, require)
 
@@ -114,6 +114,35 @@ def input_ids(lm: Any, inputs: Sequence[LMInput], min_tokens: int = 1) -> list[l
                              f"{lm.name} ({lm.max_length}); shorten or filter long texts first")
         out.append(full)
     return out
+
+
+def scored_tokens(lm: Any, inputs: Sequence[LMInput]) -> tuple[list[list[int]], list[np.ndarray], list[np.ndarray]]:
+    """What :meth:`LanguageModel.token_logprobs` scores, per input: its ids (:func:`input_ids`),
+    the positions whose next-token distribution is read (all but the last) and the tokens read
+    there (all but the first); an input of one token, with no start token before it, is refused."""
+    seqs = input_ids(lm, inputs, min_tokens=1)
+    for i, s in enumerate(seqs):
+        if len(s) < 2:
+            hint = " or start_token=<a token>" if hasattr(lm, "start_token") else ""
+            raise InputError(f"inputs[{i}] has a single token and {lm.name} adds no start token, "
+                             f"so no token can be scored; use longer texts{hint}")
+    return seqs, [np.arange(len(s) - 1) for s in seqs], [np.asarray(s[1:]) for s in seqs]
+
+
+def span_positions(lm: Any, inputs: Sequence[LMInput], starts: Sequence[int]) -> tuple[list[list[int]], list[np.ndarray]]:
+    """What :meth:`LanguageModel.span_logprobs` reads, per input: its ids and the positions of its
+    text tokens from ``starts[i]`` on (``starts`` index the text tokens, start tokens not
+    counted), each start checked to lie within the text."""
+    seqs = input_ids(lm, inputs)
+    if len(starts) != len(seqs):
+        raise InputError(f"starts has {len(starts)} entries for {len(seqs)} inputs; give one per input")
+    k = len(lm.prefix)
+    positions = []
+    for i, (s, st) in enumerate(zip(seqs, starts)):
+        if not 0 <= int(st) < len(s) - k:
+            raise InputError(f"starts[{i}] = {st} is outside the {len(s) - k} text tokens of inputs[{i}]")
+        positions.append(np.arange(k + int(st), len(s)))
+    return seqs, positions
 
 
 def log_perplexity(token_logprobs: np.ndarray) -> float:
@@ -211,13 +240,9 @@ class HFCausalLM(LocalLanguageModel):
                  start_token: str | None = AUTO, batch_size: int = DEFAULT_BATCH_SIZE,
                  batch_tokens: int = DEFAULT_BATCH_TOKENS, max_length: int | None = None,
                  fingerprint: str | None = None, device: str | None = None, dtype: str | None = None) -> None:
-        from .device import placed
-
         self._source = str(model) if isinstance(model, (str, Path)) else None
         if self._source is not None:
             from transformers import AutoModelForCausalLM
-
-            from .device import loading
 
             model = AutoModelForCausalLM.from_pretrained(self._source, **loading(device, dtype))
         model = placed(model, device, dtype, loaded=self._source is not None)
@@ -225,7 +250,6 @@ class HFCausalLM(LocalLanguageModel):
         self.prefix = self._start_ids(start_token)
         limit = getattr(model.config, "max_position_embeddings", None) or 1024
         self.max_length = int(min(limit, max_length or limit))
-        from .device import with_dtype
         from .hf import _files_fingerprint, _model_fingerprint, _tokenizer_fingerprint
 
         # the weight files as loaded, not as they are when the fingerprint is first asked for
@@ -338,13 +362,7 @@ class HFCausalLM(LocalLanguageModel):
 
     def token_logprobs(self, inputs: Sequence[LMInput]) -> list[np.ndarray]:
         """Per input, float64 log p(t_i | t_<i) of every scored token (see *The first token*)."""
-        seqs = self._ids(inputs, min_tokens=1)
-        for i, s in enumerate(seqs):
-            if len(s) < 2:
-                raise InputError(f"inputs[{i}] has a single token and {self.name} adds no start token, "
-                                 "so no token can be scored; use longer texts or start_token=<a token>")
-        positions = [np.arange(len(s) - 1) for s in seqs]
-        targets = [np.asarray(s[1:]) for s in seqs]
+        seqs, positions, targets = scored_tokens(self, inputs)
         out: list[np.ndarray] = [np.zeros(0)] * len(seqs)
         for i, lp in self._logprobs_at(seqs, positions, targets):
             out[i] = lp.double().cpu().numpy()
@@ -364,15 +382,7 @@ class HFCausalLM(LocalLanguageModel):
         ``starts`` index the input's text tokens (``encode`` ids, not counting start tokens);
         row j of the result is the distribution after text token ``starts[i] + j``.
         """
-        seqs = self._ids(inputs)
-        if len(starts) != len(seqs):
-            raise InputError(f"starts has {len(starts)} entries for {len(seqs)} inputs; give one per input")
-        k = len(self.prefix)
-        positions = []
-        for i, (s, st) in enumerate(zip(seqs, starts)):
-            if not 0 <= int(st) < len(s) - k:
-                raise InputError(f"starts[{i}] = {st} is outside the {len(s) - k} text tokens of inputs[{i}]")
-            positions.append(np.arange(k + int(st), len(s)))
+        seqs, positions = span_positions(self, inputs, starts)
         out: list[np.ndarray] = [np.zeros((0, self.vocab_size), np.float32)] * len(seqs)
         for i, lp in self._logprobs_at(seqs, positions):
             out[i] = lp.cpu().numpy()

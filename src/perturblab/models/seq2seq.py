@@ -43,7 +43,7 @@ import torch
 
 from ..errors import CapabilityError, InputError
 from .base import fingerprint_of
-from .device import with_dtype
+from .device import loading, placed, with_dtype
 from .lm import LocalLanguageModel, _check_generation
 
 __all__ = ["SEQ2SEQ_CAPABILITIES", "HFSeq2SeqLM"]
@@ -72,8 +72,6 @@ class HFSeq2SeqLM(LocalLanguageModel):
                  batch_size: int = DEFAULT_BATCH_SIZE, batch_tokens: int = DEFAULT_BATCH_TOKENS,
                  max_length: int | None = None, fingerprint: str | None = None, device: str | None = None,
                  dtype: str | None = None) -> None:
-        from .device import loading, placed
-
         self._source = str(model) if isinstance(model, (str, Path)) else None
         if self._source is not None:
             from transformers import AutoConfig, AutoModelForSeq2SeqLM

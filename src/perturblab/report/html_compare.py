@@ -57,9 +57,10 @@ def read_verdicts(root: Path) -> Verdicts:
     ref = str(obj.get("reference") or "the reference")
     verdicts = [v for v in obj.get("verdicts") or [] if isinstance(v, dict)]
     out = Verdicts(order=[str(p.get("name")) for p in obj.get("plan") or [] if isinstance(p, dict)])
+    found = obj.get("findings") if isinstance(obj.get("findings"), dict) else {}
     for target in obj.get("targets") or []:
         mine = [v for v in verdicts if v.get("target") == target]
-        out.targets.append(TargetVerdict(f"{target} against {ref}", _findings(mine),
+        out.targets.append(TargetVerdict(f"{target} against {ref}", str(found.get(target) or ""),
                                          [str(v.get("sentence", "")) for v in mine],
                                          _estimates_table(mine, str(target), ref), _examples_table(mine, ref, target)))
     out.checks = _checks_table(obj)
@@ -68,21 +69,6 @@ def read_verdicts(root: Path) -> Verdicts:
 
 def _estimates(v: dict[str, Any], which: str) -> list[Estimate]:
     return Headline.from_json({"estimates": v.get(which) or []}).estimates
-
-
-def _findings(mine: list[dict[str, Any]]) -> str:
-    """``Findings: major: …; medium: …`` (the measures at each level), or that there are none."""
-    by_level: dict[str, list[str]] = {"major": [], "medium": [], "differs": []}
-    for v in mine:
-        measures = {e.key: e.measure for e in _estimates(v, "estimates")}
-        for s in v.get("severity") or []:
-            if isinstance(s, dict) and s.get("level") in by_level:
-                by_level[s["level"]].append(measures.get(s.get("key"), str(s.get("key"))))
-    parts = [f"{len(found)} {lv} ({'; '.join(found)})" for lv, found in by_level.items() if found and lv != "differs"]
-    if by_level["differs"]:
-        parts.append(f"{len(by_level['differs'])} score{'s' if len(by_level['differs']) > 1 else ''} beyond the "
-                     f"reference's intervals ({'; '.join(by_level['differs'])})")
-    return "Findings: " + (", ".join(parts) if parts else "none medium or major") + "."
 
 
 def _severity_cell(s: dict[str, Any] | None) -> Any:

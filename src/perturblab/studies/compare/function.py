@@ -16,7 +16,7 @@ from .config import CompareArgs
 from .plan import Plan, make_plan
 from ...report.html import MANIFEST, write_report
 from ...report.html_compare import COMPARE_FILE
-from .verdict import Check, Verdict, check_metrics, run_checks, study_verdicts, to_json
+from .verdict import Check, Verdict, check_metrics, findings, run_checks, study_verdicts, to_json
 
 
 @dataclass
@@ -54,10 +54,7 @@ class CompareResult:
             for v in (v for v in self.verdicts if v.target == target):
                 lines.append(f"  [{v.study}] {v.sentence}")
                 lines += [f"      {s.key}: {s.text()}" for s in v.severity if s.level in ("medium", "major")]
-            found = [s.level for v in self.verdicts if v.target == target for s in v.severity]
-            counts = [f"{found.count(lv)} {lv}" for lv in ("major", "medium") if lv in found]
-            counts += [f"{found.count('differs')} score(s) beyond the reference's intervals"] if "differs" in found else []
-            lines.append(f"  findings: {', '.join(counts) if counts else 'none medium or major'}")
+            lines.append(f"  {findings(self.verdicts, target)}")
         if self.checks:
             lines.append("checks" + (" (lower ends of the 95 % intervals)" if self.args.strict else "") + ":")
             lines += [f"  {'pass' if c.passed else 'FAIL'}  {c.target}  {c.key} "

@@ -206,9 +206,6 @@ def make_plan(args: CompareArgs) -> Plan:
         mean = sum(scale[m] for m in models) / len(models)  # searches run the reference, scoring every model
         return mean * (len(models) if name in ("robustness", "selfcheck") else len(targets))
 
-    if "invariances" in chosen:
-        n = _size(COSTS["invariances"], budget * COSTS["invariances"].share / shares, weight("invariances"))
-        capabilities = _capabilities(args.data, n, plan)
     for name in chosen:
         cost = cost_of(name)
         if name == "layers":  # one layer-by-layer comparison per target, sized for the costliest
@@ -225,7 +222,7 @@ def make_plan(args: CompareArgs) -> Plan:
         seconds = cost.fixed + cost.per_unit * size * weight(name)
         options = _options(name, args, size)
         if name == "invariances":
-            options["capabilities"] = capabilities
+            options["capabilities"] = _capabilities(args.data, size, plan)
         if name == "selfcheck" and selfcheck_metrics:
             options["metrics"] = selfcheck_metrics
         plan.studies.append(Planned(name, cost.kind, options, seconds, size=label))

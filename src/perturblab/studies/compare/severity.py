@@ -4,7 +4,7 @@ A comparison's findings are rates of changed behaviour: the share of the referen
 the target does not keep (1 − Hard-SCoPE), the share of inputs on which the two disagree
 (1 − agreement), and how much more a perturbation costs the target than the reference (the
 reference's relative robustness minus the target's). Each gets a level, as a scan report gives
-one: **medium** from a rate of :data:`THRESHOLDS` ``[kind][0]``, **major** from twice that,
+one: **medium** from a rate of :data:`THRESHOLDS` ``[kind]``, **major** from twice that,
 **minor** below. The thresholds are those of Giskard's scan for its perturbation detectors
 (5 % of predictions changed for a classifier, 10 % for a text-generating model; major from twice
 the threshold); ours are rates measured against a reference model, with intervals. Where the 95 %

@@ -170,6 +170,22 @@ def _sentence(family: str, target: str, reference: str, mine: list[Estimate], th
     return "; ".join(f"{e.measure} {_fmt(e)}" for e in mine)
 
 
+def findings(verdicts: Sequence[Verdict], target: str) -> str:
+    """``Findings: 2 major (…), 1 medium (…), 3 scores beyond the reference's intervals (…).``: the
+    measures of ``target`` at each level, or that none is medium or major."""
+    by_level: dict[str, list[str]] = {"major": [], "medium": [], "differs": []}
+    for v in (v for v in verdicts if v.target == target):
+        measures = {e.key: e.measure for e in v.estimates}
+        for sev in v.severity:
+            if sev.level in by_level:
+                by_level[sev.level].append(measures.get(sev.key, sev.key))
+    parts = [f"{len(found)} {lv} ({'; '.join(found)})" for lv, found in by_level.items() if found and lv != "differs"]
+    if by_level["differs"]:
+        parts.append(f"{len(by_level['differs'])} score{'s' if len(by_level['differs']) > 1 else ''} beyond the "
+                     f"reference's intervals ({'; '.join(by_level['differs'])})")
+    return "Findings: " + (", ".join(parts) if parts else "none medium or major") + "."
+
+
 def check_metrics(metrics: Sequence[str], studies: Sequence[str]) -> None:
     """Refuse a ``--fail-under`` metric that no planned study gives, naming those they give."""
     known = {k for s in studies for k in KEYS_OF.get(_family(s), ())}
@@ -198,10 +214,12 @@ def run_checks(verdicts: Sequence[Verdict], thresholds: Sequence[tuple[str, floa
 
 
 def to_json(verdicts: Sequence[Verdict], checks: Sequence[Check]) -> dict[str, Any]:
-    """``compare.json``'s verdicts and checks as plain JSON values."""
+    """``compare.json``'s verdicts, each target's findings (:func:`findings`) and the checks as
+    plain JSON values."""
     return {"verdicts": [{"target": v.target, "study": v.study, "sentence": v.sentence, "flagged": v.flagged,
                           "estimates": [e.to_json() for e in v.estimates],
                           "reference": [e.to_json() for e in v.reference],
                           "severity": [s.to_json() for s in v.severity], "examples": v.examples}
                          for v in verdicts],
+            "findings": {t: findings(verdicts, t) for t in dict.fromkeys(v.target for v in verdicts)},
             "checks": [asdict(c) for c in checks], "passed": all(c.passed for c in checks)}

@@ -9,7 +9,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ...core.headline import Estimate, Headline, over_trials
+from ...core.headline import Estimate, Headline, defined, over_trials
 from ...measures.scope import METRICS
 from ...measures.stats import bootstrap_ci, mean_se, pearson, sample_complexity
 
@@ -133,7 +133,7 @@ def _agreement_estimates(groups: dict[tuple[str, str, str], list[dict[str, Any]]
                                                  bounds=(0.0, 1.0))
             out.append(Estimate(subject, label.capitalize(), value, low, high, n=n, interval=what, better="higher",
                                 flags=flags, key="agreement"))
-        if "acc_diff" in rs[0] and _number(rs[0]["acc_diff"]):
+        if defined(rs[0].get("acc_diff")):
             what_acc = "token accuracy" if column == "iid_top1_agreement" else "accuracy"
             value, low, high, what = over_trials([r.get("acc_diff") for r in rs], rs[0].get("acc_diff_ci"),
                                                  bounds=(-1.0, 1.0))
@@ -141,9 +141,6 @@ def _agreement_estimates(groups: dict[tuple[str, str, str], list[dict[str, Any]]
                                 interval=what, better="higher", flags=flags, key="accuracy_gap"))
     return out
 
-
-def _number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not math.isnan(v)
 
 
 def sample_complexity_curves(hard: np.ndarray, soft: np.ndarray, sizes: Sequence[int] = DEFAULT_SIZES,
