@@ -142,7 +142,8 @@ if [[ "$BROWSER" == 1 ]]; then install_browser; fi
 LLAMACPP_PIN="$("$VPY" -c 'import tomllib; d = tomllib.load(open("pyproject.toml", "rb"))
 print(d["project"]["optional-dependencies"]["llamacpp"][0])')"
 if [[ "$LLAMACPP" == 1 ]]; then
-  if "$VPY" -c "import importlib.metadata as m, sys; sys.exit(m.version('llama-cpp-python') != '${LLAMACPP_PIN#*==}')" 2>/dev/null; then
+  if "$VPY" -c "import importlib.metadata as m, sys; import llama_cpp.server.app
+sys.exit(m.version('llama-cpp-python') != '${LLAMACPP_PIN#*==}')" 2>/dev/null; then
     say "llama-cpp-python present (${LLAMACPP_PIN})"
   else
     say "installing ${LLAMACPP_PIN} (builds llama.cpp from source: a few minutes)"

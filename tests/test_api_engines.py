@@ -86,7 +86,8 @@ def test_vllm_echo_with_logprobs(score_max_tokens):
         got = lm(server, score_max_tokens=score_max_tokens).token_logprobs(TEXTS)
     for g, text in zip(got, TEXTS):
         np.testing.assert_array_equal(g, expected(text))  # exact: the served numbers, the generated one dropped
-    assert all(b["echo"] is True and b["logprobs"] == 1 and b["max_tokens"] == score_max_tokens for b in seen)
+    assert seen[0]["prompt"] == ApiLanguageModel.PROBE  # the alignment probe, then one request per text
+    assert all(b["echo"] is True and b["logprobs"] == 1 and b["max_tokens"] == score_max_tokens for b in seen[1:])
 
 
 @pytest.mark.parametrize("ids,alternatives", [(False, False), (True, True)])

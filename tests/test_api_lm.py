@@ -14,6 +14,7 @@ from collections import Counter
 
 import numpy as np
 import pytest
+import torch
 
 pytest.importorskip("httpx")
 torch = pytest.importorskip("torch")
@@ -43,8 +44,10 @@ def one_thread(torch_one_thread):
     yield
 
 
-def serving(lm: HFCausalLM, *, echo: bool = True, seen: list | None = None):
-    """``respond`` for CompletionsServer answering from ``lm`` like an OpenAI legacy completions API."""
+def serving(lm: HFCausalLM, *, echo: bool = True, seen: list | None = None, shifted: bool = False):
+    """``respond`` for CompletionsServer answering from ``lm`` like an OpenAI legacy completions API
+    (per token its log-prob and the top-1 alternative); ``shifted`` reports beside every echoed
+    token the distribution after it, as llama-cpp-python's server does."""
     lock = threading.Lock()
 
     def respond(body):
@@ -64,14 +67,22 @@ def serving(lm: HFCausalLM, *, echo: bool = True, seen: list | None = None):
                 assert "".join(pieces) == prompt  # byte-level BPE on ASCII text: offsets are exact
                 tokens = [lm.decode([t]) for t in lm.prefix] + pieces
                 offsets = [0] * len(lm.prefix) + list(np.cumsum([0] + [len(p) for p in pieces[:-1]]).tolist())
-                values = [None] + lm.token_logprobs([prompt])[0].tolist()  # the first token has no context
-                for _ in range(n_new):  # the generated token(s) follow the prompt
-                    nxt = lm.next_token_logprobs([prompt])[0]
-                    tokens.append(lm.decode([int(nxt.argmax())]))
-                    values.append(float(nxt.max()))
-                    offsets.append(len(prompt))
+                gen: list[int] = []
+                for _ in range(n_new):  # the generated token(s) follow the prompt, greedily
+                    gen.append(int(lm.next_token_logprobs([ids + gen])[0].argmax()))
+                seq = lm.prefix + ids + gen
+                tokens += [lm.decode([t]) for t in gen]
+                offsets += [len(prompt)] * len(gen)
+                with torch.no_grad():  # row r: the distribution after seq[r]
+                    rows = torch.log_softmax(lm.model(torch.tensor([seq])).logits[0].double(), -1).numpy()
+                at = [rows[r if shifted else r - 1] for r in range(1, len(seq))]
+                values = [None] + [float(d[t]) for d, t in zip(at, seq[1:])]  # the first has no context
+                if not shifted:  # the prompt's as the model scores a text
+                    values[1: len(seq) - len(gen)] = lm.token_logprobs([prompt])[0].tolist()
+                tops = [None] + [{lm.decode([int(d.argmax())]): float(d.max()), tok: v}
+                                 for d, tok, v in zip(at, tokens[1:], values[1:])]
                 return {"choices": [{"text": prompt, "logprobs": {"tokens": tokens, "token_logprobs": values,
-                                                                 "text_offset": offsets, "top_logprobs": None}}],
+                                                                 "text_offset": offsets, "top_logprobs": tops}}],
                         "usage": {"prompt_tokens": len(lm.prefix) + len(ids), "completion_tokens": n_new}}
             sample = float(body.get("temperature", 1.0)) > 0
             kw = dict(sample=True, seed=int(body["seed"]), temperature=float(body["temperature"])) if sample else {}
@@ -125,14 +136,37 @@ def test_token_logprobs_and_generations_equal_the_local_model_through_faults(bos
     kinds = Counter(f.kind for f in api.faults)
     assert kinds == Counter({"status": 4, "malformed": 2, "timeout": 1})
     assert sorted(f.status for f in api.faults if f.kind == "status") == [429, 429, 500, 503]
-    assert api.usage.requests == len(TEXTS) + len(PROMPTS) + 2 and api.usage.retries == 7
-    assert api.usage.failures == 0 and api.usage.completion_tokens == 6 * len(PROMPTS) + 5 * 2
+    probe = 1  # the alignment probe before the first scoring request, four greedy tokens
+    assert api.usage.requests == probe + len(TEXTS) + len(PROMPTS) + 2 and api.usage.retries == 7
+    assert api.usage.failures == 0 and api.usage.completion_tokens == 4 * probe + 6 * len(PROMPTS) + 5 * 2
+
+
+@pytest.mark.parametrize("bos", [False, True])
+def test_a_server_reporting_each_tokens_log_prob_after_it_is_refused(bos):
+    """llama-cpp-python's server (0.3.x) reports beside each echoed token the distribution after it:
+    the alignment probe's greedy tokens are then not the best of their reported distributions."""
+    local = tiny_lm(bos=bos)
+    for score_max_tokens in (0, 1):
+        seen: list = []
+        with CompletionsServer(respond=serving(local, shifted=True, seen=seen)) as server:
+            with pytest.raises(CapabilityError, match=r"misaligned: after '1, 2, 3, 4, 5,' it generated .* greedily"):
+                api_model(server, score_max_tokens=score_max_tokens).token_logprobs(TEXTS[:2])
+        assert [b["prompt"] for b in seen] == [ApiLanguageModel.PROBE]  # nothing scored
+    with CompletionsServer(respond=serving(local, seen=seen)) as server:  # aligned: the same probe passes
+        api = api_model(server, score_max_tokens=1)
+        for g, w in zip(api.token_logprobs(TEXTS[:2]), local.token_logprobs(TEXTS[:2])):
+            np.testing.assert_allclose(g, w, rtol=0, atol=1e-6)
+        api.token_logprobs(TEXTS[2:3])
+    prompts = [b["prompt"] for b in seen[1:]]
+    assert prompts[0] == ApiLanguageModel.PROBE and sorted(prompts[1:]) == sorted(TEXTS[:3])  # probed once
 
 
 def test_score_max_tokens_1_drops_the_generated_token(local):
     seen: list = []
     with CompletionsServer(respond=serving(local, seen=seen)) as server:
         got = api_model(server, score_max_tokens=1).token_logprobs(TEXTS[:3] + TEXTS[:1])
+    assert seen[0]["prompt"] == ApiLanguageModel.PROBE and seen[0]["max_tokens"] == 4  # the alignment probe
+    seen = seen[1:]
     assert all(b["echo"] is True and b["max_tokens"] == 1 and b["temperature"] == 0 for b in seen)
     assert len(seen) == 3  # a repeated text is scored once
     for g, w in zip(got, local.token_logprobs(TEXTS[:3] + TEXTS[:1])):
@@ -319,4 +353,4 @@ def test_packaged_smollm2_served_over_http_scores_like_itself_through_faults():
         assert len(g) == len(local.encode(text)) - 1  # SmolLM2 adds no start token: the first is unscored
     assert gens == [local.generate([p], max_new_tokens=5)[0] for p in prompts] and all(gens)
     assert Counter(f.kind for f in api.faults) == Counter({"status": 5, "malformed": 1})
-    assert api.usage.failures == 0 and api.usage.requests == len(texts) + len(prompts)
+    assert api.usage.failures == 0 and api.usage.requests == 1 + len(texts) + len(prompts)  # 1: the probe

@@ -29,6 +29,12 @@ naming the model, the missing capability and what to use instead; ``capabilities
 works, so studies refuse unsupported metrics before any request
 (:func:`~.lm_capabilities.check_metric_capabilities`).
 
+Before its first ``echo`` scoring request a model sends one probe (:attr:`ApiLanguageModel.PROBE`
+with four greedy tokens): a server that reports beside each token the distribution *after* it
+(llama-cpp-python's server, 0.3.x) gives greedy tokens that are not the best of their reported
+distributions, and is refused with :class:`~perturblab.errors.CapabilityError` instead of scored
+one position off; every scoring answer's generated tokens are checked the same way.
+
 An endpoint that answers a scoring request without prompt log-probs (no ``logprobs``, empty
 lists, only completion tokens), or refuses it with HTTP 400/422 (echo with logprobs
 unsupported), raises :class:`~perturblab.errors.CapabilityError`: never zeros. Transport,
@@ -38,6 +44,7 @@ retries, usage and faults, and the API key (read from the environment, written n
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
@@ -48,6 +55,8 @@ from .base import fingerprint_of
 
 if TYPE_CHECKING:  # pragma: no cover - lm imports torch, which an API model does not need
     from .lm import LMInput
+
+log = logging.getLogger(__name__)
 
 _INSTEAD = ("use a local model (a preset, a Hugging Face directory or a .gguf file) for it; through a "
             "completions API only per-token log-probs of a text (perplexity, the negation metric) and "
@@ -76,6 +85,7 @@ class ApiLanguageModel:
             raise InputError(f"scoring must be 'echo' (OpenAI echo with logprobs) or 'prompt_logprobs' (vLLM), "
                              f"got {scoring!r}")
         self.scoring = scoring
+        self._probed = self._warned_generation = False
         self.client = client
         self.name = name or f"api:{client.config.model or client.config.base_url}"
         client.name = client.name or self.name  # faults are reported under the model's name
@@ -144,6 +154,8 @@ class ApiLanguageModel:
             payloads = [{"prompt": t, "echo": True, "max_tokens": self.score_max_tokens, "temperature": 0,
                          "logprobs": self.logprobs} for t in uniq]
         try:
+            if self.scoring == "echo" and not self._probed:
+                self._probe_alignment()
             answers = self.client.post_many("completions", payloads)
         except ApiError as e:
             if e.status in (400, 422):
@@ -192,6 +204,60 @@ class ApiLanguageModel:
             values.append(item.get("logprob") if isinstance(item, dict) else item)
         return values
 
+    #: the probe's prompt: every language model continues it greedily with " 6, 7", whose tokens a
+    #: misaligned server reports beside the distribution after them, where they are not the best
+    PROBE = "1, 2, 3, 4, 5,"
+
+    def _probe_alignment(self) -> None:
+        """Once per model, before its first scoring request: one echo request that also generates
+        four greedy tokens after :attr:`PROBE`, checked as :meth:`_check_generated` checks every
+        scoring answer. An answer that cannot tell (no top log-probs) passes."""
+        answer = self.client.post_many("completions", [{"prompt": self.PROBE, "echo": True, "max_tokens": 4,
+                                                        "temperature": 0, "logprobs": max(self.logprobs, 1)}])[0]
+        try:
+            lp = answer["choices"][0]["logprobs"]
+        except (KeyError, IndexError, TypeError):
+            lp = None
+        offsets = lp.get("text_offset") if isinstance(lp, dict) else None
+        if isinstance(offsets, list) and isinstance(lp.get("token_logprobs"), list) and len(offsets) == len(lp["token_logprobs"]):
+            self._check_generated(-1, lp, [j for j, o in enumerate(offsets) if isinstance(o, int) and o >= len(self.PROBE)],
+                                  note=False)
+        self._probed = True
+
+    def _check_generated(self, i: int, lp: dict[str, Any], generated: list[int], *, note: bool = True) -> None:
+        """The tokens an echo answer generated after the prompt (``temperature=0``, so greedy) must
+        each be the most likely token of the distribution reported beside it. A server that reports,
+        at every position, the distribution *after* the token (llama-cpp-python's server, 0.3.x,
+        with ``echo``) fails this: every prompt log-prob it gives belongs to the next position, so
+        the scores would be wrong, and :class:`CapabilityError` says so. A server that generates
+        although ``max_tokens=0`` was asked is noted once (``score_max_tokens=1`` bounds that)."""
+        if not generated:
+            return
+        if note and not self.score_max_tokens and not self._warned_generation:
+            self._warned_generation = True
+            log.warning("%s: the endpoint generated %d token(s) after the prompt although max_tokens=0 was asked "
+                        "(some servers read 0 as 'no limit'); they are dropped, and score_max_tokens=1 stops the "
+                        "server from generating more than one", self.name, len(generated))
+        tops, values, tokens = lp.get("top_logprobs"), lp["token_logprobs"], lp.get("tokens")
+        if not isinstance(tops, list) or len(tops) != len(values):
+            return
+        for j in generated:
+            top, value = tops[j], values[j]
+            if not isinstance(top, dict) or not top or not isinstance(value, (int, float)):
+                continue
+            best_token, best = max(top.items(), key=lambda kv: kv[1] if isinstance(kv[1], (int, float)) else -np.inf)
+            if isinstance(best, (int, float)) and value < best - 1e-3:
+                token = tokens[j] if isinstance(tokens, list) and j < len(tokens) else "?"
+                raise CapabilityError(
+                    f"{self.name}: the endpoint's log-probabilities are misaligned: "
+                    f"{'after ' + repr(self.PROBE) if i < 0 else f'for inputs[{i}]'} it generated "
+                    f"{self.client.redact(repr(token), 40)} greedily (temperature=0) but reports it at log-prob "
+                    f"{value:.3f} beside {self.client.redact(repr(best_token), 40)} at {best:.3f}, so the values it "
+                    "reports belong to the distribution after each token, not before it (llama-cpp-python's server "
+                    "does this with echo). Per-token log-probabilities of a prompt cannot be read from it: serve "
+                    "the model with vLLM, or score the GGUF file locally (--models FILE.gguf, or "
+                    "[backend=llamacpp] for llama.cpp's own kernels)")
+
     def _prompt_logprobs(self, i: int, text: str, answer: dict[str, Any]) -> np.ndarray:
         try:
             choice = answer["choices"][0]
@@ -205,6 +271,7 @@ class ApiLanguageModel:
                 raise self._no_logprobs(i, "without log-probabilities")
             values, offsets = lp["token_logprobs"], lp.get("text_offset")
             if isinstance(offsets, list) and len(offsets) == len(values) and all(isinstance(o, int) for o in offsets):
+                self._check_generated(i, lp, [j for j, o in enumerate(offsets) if o >= len(text)])
                 values = [v for v, o in zip(values, offsets) if o < len(text)]  # the prompt's tokens only
             elif self.score_max_tokens:
                 raise ApiError(f"{self.name}: the answer has no text_offset, so the prompt's tokens cannot be told "
