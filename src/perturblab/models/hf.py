@@ -21,6 +21,7 @@ import torch
 
 from ..errors import InputError
 from .base import POOLINGS, Pooling, TextInput, check_inputs, file_fingerprint, fingerprint_of
+from .batching import AUTO, auto_batch_tokens, batches, check_batch_tokens
 from .device import loading, placed, split_on_oom, with_dtype
 from .head import softmax
 
@@ -152,22 +153,28 @@ class _Batching:
     model: Any
     tokenizer: Any
     batch_size: int
+    batch_tokens: int
     max_length: int
     _source: str | None
     _files: str | None
     _fingerprint: str
 
     def _setup(self, batch_size: int, max_length: int, fingerprint: str | None, device: str | None = None,
-               dtype: str | None = None) -> None:
-        """Batch limits, the model placed (:func:`~.device.placed`: one loaded from a source takes
-        the command's placement) and the fingerprint, which names a dtype other than float32."""
+               dtype: str | None = None, batch_tokens: int | str = AUTO) -> None:
+        """Batch limits (``batch_size`` rows and ``batch_tokens`` padded tokens, ``auto`` sized
+        where the model is placed: :mod:`.batching`), the model placed (:func:`~.device.placed`:
+        one loaded from a source takes the command's placement) and the fingerprint, which names a
+        dtype other than float32 (not the batch limits: they change no score beyond round-off)."""
         if batch_size < 1 or max_length < 2:
             raise InputError(f"batch_size must be >= 1 and max_length >= 2, got {batch_size}, {max_length}")
+        budget = check_batch_tokens(batch_tokens)
         self.model = placed(self.model, device, dtype, loaded=self._source is not None)
         self.batch_size = int(batch_size)
         limits = (getattr(self.tokenizer, "model_max_length", None),
                   getattr(self.model.config, "max_position_embeddings", None))
         self.max_length = int(min([max_length, *[x for x in limits if isinstance(x, int) and x > 1]]))
+        self.batch_tokens = (auto_batch_tokens(self.model, "encoder", max_length=self.max_length)
+                             if budget == AUTO else int(budget))
         self._files = None if fingerprint else _files_fingerprint(self._source)
         self.model.eval()
         # computed now, from the model and tokenizer as loaded: asked for first before or after
@@ -220,13 +227,14 @@ class _Batching:
         return encs
 
     def _batches(self, inputs: list[TextInput]) -> Iterator[tuple[np.ndarray, dict[str, torch.Tensor]]]:
-        """(positions in ``inputs``, padded tensors) per batch, longest first; ``inputs`` already checked."""
+        """(positions in ``inputs``, padded tensors) per batch, longest first, at most ``batch_size``
+        rows and ``batch_tokens`` padded tokens (:func:`~.batching.batches`); ``inputs`` already
+        checked."""
         encs = self._tokenize(list(inputs))
-        order = sorted(range(len(encs)), key=lambda i: -len(encs[i]["input_ids"]))
         pad_id = self.tokenizer.pad_token_id or 0
         device = next(self.model.parameters()).device
-        for start in range(0, len(order), self.batch_size):
-            idx = np.asarray(order[start:start + self.batch_size])
+        for rows in batches([len(e["input_ids"]) for e in encs], self.batch_size, self.batch_tokens):
+            idx = np.asarray(rows)
             width = max(len(encs[i]["input_ids"]) for i in idx)
             batch: dict[str, np.ndarray] = {"attention_mask": np.zeros((len(idx), width), dtype=np.int64)}
             for key in encs[idx[0]]:
@@ -280,7 +288,7 @@ class HFEncoder(_Batching):
     """
 
     def __init__(self, model: Any, tokenizer: Any = None, *, batch_size: int = DEFAULT_BATCH_SIZE,
-                 max_length: int = DEFAULT_MAX_LENGTH, name: str | None = None,
+                 batch_tokens: int | str = AUTO, max_length: int = DEFAULT_MAX_LENGTH, name: str | None = None,
                  fingerprint: str | None = None, device: str | None = None, dtype: str | None = None) -> None:
         self._source = str(model) if isinstance(model, (str, Path)) else None
         if self._source is not None:
@@ -291,7 +299,7 @@ class HFEncoder(_Batching):
         cfg = model.config
         self.num_layers: int = int(getattr(cfg, "num_hidden_layers", None) or cfg.n_layer)
         self.hidden_size: int = int(getattr(cfg, "hidden_size", None) or cfg.n_embd)
-        self._setup(batch_size, max_length, fingerprint, device, dtype)
+        self._setup(batch_size, max_length, fingerprint, device, dtype, batch_tokens)
 
     def __repr__(self) -> str:
         return f"HFEncoder({self.name!r}, layers={self.num_layers}, dim={self.hidden_size})"
@@ -414,7 +422,7 @@ class HFSequenceClassifier(_Batching):
     """
 
     def __init__(self, model: Any, tokenizer: Any = None, *, batch_size: int = DEFAULT_BATCH_SIZE,
-                 max_length: int = DEFAULT_MAX_LENGTH, name: str | None = None,
+                 batch_tokens: int | str = AUTO, max_length: int = DEFAULT_MAX_LENGTH, name: str | None = None,
                  fingerprint: str | None = None, device: str | None = None, dtype: str | None = None) -> None:
         k = self._load_sequence_model(model, tokenizer, name, device, dtype)
         if k < 2:
@@ -423,7 +431,7 @@ class HFSequenceClassifier(_Batching):
                              "Hard-/Soft-SCoPE and the classification studies need a classifier with >= 2 labels")
         id2label = self.model.config.id2label or {}
         self.labels: list[str] = [str(id2label.get(i, id2label.get(str(i), f"LABEL_{i}"))) for i in range(k)]
-        self._setup(batch_size, max_length, fingerprint, device, dtype)
+        self._setup(batch_size, max_length, fingerprint, device, dtype, batch_tokens)
 
     def __repr__(self) -> str:
         return f"HFSequenceClassifier({self.name!r}, labels={self.labels})"
@@ -448,13 +456,13 @@ class HFSequenceRegressor(_Batching):
     prediction is the head's single output."""
 
     def __init__(self, model: Any, tokenizer: Any = None, *, batch_size: int = DEFAULT_BATCH_SIZE,
-                 max_length: int = DEFAULT_MAX_LENGTH, name: str | None = None,
+                 batch_tokens: int | str = AUTO, max_length: int = DEFAULT_MAX_LENGTH, name: str | None = None,
                  fingerprint: str | None = None, device: str | None = None, dtype: str | None = None) -> None:
         k = self._load_sequence_model(model, tokenizer, name, device, dtype)
         if k != 1:
             raise InputError(f"{self.name} has {k} outputs (a classification head); a regressor has one output "
                              "(num_labels=1). Use it as a classifier on a classification data set")
-        self._setup(batch_size, max_length, fingerprint, device, dtype)
+        self._setup(batch_size, max_length, fingerprint, device, dtype, batch_tokens)
 
     def __repr__(self) -> str:
         return f"HFSequenceRegressor({self.name!r})"

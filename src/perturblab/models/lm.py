@@ -48,6 +48,8 @@ import torch
 
 from ..errors import InputError
 from .base import fingerprint_of
+from .batching import AUTO as AUTO_BUDGET
+from .batching import auto_batch_tokens, batches, check_batch_tokens
 from .device import loading, model_dtype, placed, split_on_oom, with_dtype
 from .lm_capabilities import (ALL_CAPABILITIES, CAPABILITIES, capabilities_of, check_metric_capabilities,
                               describe_capabilities, require)
@@ -57,7 +59,7 @@ __all__ = ["ALL_CAPABILITIES", "AUTO", "CAPABILITIES", "HFCausalLM", "LMInput", 
 
 LMInput = Union[str, Sequence[int]]
 DEFAULT_BATCH_SIZE = 32
-DEFAULT_BATCH_TOKENS = 2048
+DEFAULT_BATCH_TOKENS = AUTO_BUDGET  # 2048 on the CPU (batching.CPU_BATCH_TOKENS), from free memory on CUDA
 AUTO = "auto"
 
 
@@ -177,33 +179,31 @@ class LocalLanguageModel:
     tokenizer: Any
     _source: str | None
 
-    def _setup_model(self, model: Any, tokenizer: Any, name: str | None, batch_size: int, batch_tokens: int) -> None:
-        """Keep ``model`` (in eval mode), its tokenizer (``tokenizer`` or the source's), name, batch
-        limits and vocabulary size (the output head's width)."""
+    def _setup_model(self, model: Any, tokenizer: Any, name: str | None, batch_size: int, batch_tokens: int | str,
+                     kind: str = "language_model") -> None:
+        """Keep ``model`` (placed, put in eval mode), its tokenizer (``tokenizer`` or the source's),
+        name, batch limits (``batch_tokens="auto"`` sized where the model is placed,
+        :mod:`.batching`; ``kind`` picks the CPU budget) and vocabulary size (the output head's
+        width)."""
         from .hf import _load_tokenizer
 
         self.model = model.eval()
         self.tokenizer = _load_tokenizer(tokenizer, self._source)
         self.name = name or self._source or type(model).__name__
-        if batch_size < 1 or batch_tokens < 1:
-            raise InputError(f"batch_size and batch_tokens must be >= 1, got {batch_size}, {batch_tokens}")
-        self.batch_size, self.batch_tokens = int(batch_size), int(batch_tokens)
+        if batch_size < 1:
+            raise InputError(f"batch_size must be >= 1, got {batch_size}")
+        budget = check_batch_tokens(batch_tokens)
         head = model.get_output_embeddings()
         self.vocab_size = int(getattr(head, "out_features", None) or model.config.vocab_size)
+        width = int(min(getattr(model.config, "max_position_embeddings", None) or 4096, 4096))
+        self.batch_size = int(batch_size)
+        self.batch_tokens = (auto_batch_tokens(model, kind, max_length=width, vocab=self.vocab_size)
+                             if budget == AUTO_BUDGET else int(budget))
 
     def _batches(self, widths: Sequence[int]) -> Iterator[list[int]]:
         """Indices per batch of sequences of these lengths: widest first, ≤ batch_size rows and
-        ≤ batch_tokens padded tokens."""
-        order = sorted(range(len(widths)), key=lambda i: -widths[i])
-        batch: list[int] = []
-        for i in order:
-            width = widths[batch[0]] if batch else widths[i]
-            if batch and (len(batch) >= self.batch_size or width * (len(batch) + 1) > self.batch_tokens):
-                yield batch
-                batch = []
-            batch.append(i)
-        if batch:
-            yield batch
+        ≤ batch_tokens padded tokens (:func:`~.batching.batches`)."""
+        return batches(widths, self.batch_size, self.batch_tokens)
 
     @staticmethod
     def _decoding(max_new_tokens: int, sample: bool, temperature: float, pad: int) -> dict[str, Any]:
@@ -238,7 +238,7 @@ class HFCausalLM(LocalLanguageModel):
 
     def __init__(self, model: Any, tokenizer: Any = None, *, name: str | None = None,
                  start_token: str | None = AUTO, batch_size: int = DEFAULT_BATCH_SIZE,
-                 batch_tokens: int = DEFAULT_BATCH_TOKENS, max_length: int | None = None,
+                 batch_tokens: int | str = DEFAULT_BATCH_TOKENS, max_length: int | None = None,
                  fingerprint: str | None = None, device: str | None = None, dtype: str | None = None) -> None:
         self._source = str(model) if isinstance(model, (str, Path)) else None
         if self._source is not None:

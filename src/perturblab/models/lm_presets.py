@@ -164,7 +164,7 @@ def _smollm2(**kw: Any) -> HFCausalLM:
 def _smollm2_int8(**kw: Any) -> HFCausalLM:
     from .device import defaults
 
-    kw.pop("batch_size", None)  # always 1, see quantise_dynamic_int8
+    kw.pop("batch_size", None), kw.pop("batch_tokens", None)  # always 1 row, see quantise_dynamic_int8
     placement = (kw.pop("device", None) or defaults()[0], kw.pop("dtype", None) or defaults()[1])
     if placement[0] not in ("cpu", "auto") or placement[1] != "float32":
         raise InputError(f"smollm2-135m-int8 runs torch's dynamic int8 kernels, on the CPU from float32 weights; "
@@ -282,7 +282,7 @@ def _llamacpp(name: str, kwargs: dict[str, Any]) -> Any:
     if device not in ("cpu", "auto") or dtype not in (None, "float32"):
         raise InputError(f"{name}[backend=llamacpp] computes with the GGUF file's own quantised weights on the CPU; "
                          "drop device= and dtype=")
-    kwargs.pop("batch_size", None)  # one input at a time
+    kwargs.pop("batch_size", None), kwargs.pop("batch_tokens", None)  # one input at a time
     unknown = sorted(set(kwargs) - {"name", "max_length"})
     if unknown:
         raise InputError(f"{name}[backend=llamacpp] takes max_length, not {', '.join(unknown)}")

@@ -7,7 +7,8 @@ A spec is ``[NAME=]SOURCE[[OPTION=VALUE,...]]``:
   model of the zoo (``tfidf-lr``, ``textrnn``, ``hf-finetune`` …);
 * ``NAME=`` — the short name tables and files show (default: the source as written); a part
   before ``=`` that contains ``/`` is a path, not a name (``/data/run=7`` is one source);
-* ``[OPTION=VALUE,...]`` — backend options: ``batch_size`` and ``max_length`` for Hugging Face
+* ``[OPTION=VALUE,...]`` — backend options: ``batch_size`` (rows), ``batch_tokens`` (padded
+  tokens per batch, or ``auto``: :mod:`.batching`) and ``max_length`` for Hugging Face
   models and language models; ``device`` (``cpu``, ``cuda``, ``cuda:N``, ``auto``) and ``dtype``
   (``float32``, ``bfloat16``, ``float16``) for Hugging Face models and language models given by
   a directory, hub id, ``.gguf`` file or language-model preset (:mod:`.device`; ``--device`` and
@@ -36,6 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
 from ..errors import InputError
+from .batching import check_batch_tokens
 from .device import check_device, check_dtype
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -76,6 +78,7 @@ def _placement_option(check: Any, text: str) -> str:
 
 OPTIONS: dict[str, Any] = {
     "batch_size": _positive("batch_size", 1),
+    "batch_tokens": lambda text: _placement_option(lambda t: check_batch_tokens(t, "batch_tokens"), text),
     "max_length": _positive("max_length", 2),
     "backend": _one_of("backend", ("torch", "llamacpp"), "give torch (the default) or llamacpp (a .gguf file or "
                                                          "GGUF preset run natively by llama.cpp)"),

@@ -43,13 +43,14 @@ import torch
 
 from ..errors import CapabilityError, InputError
 from .base import fingerprint_of
+from .batching import AUTO
 from .device import loading, placed, with_dtype
 from .lm import LocalLanguageModel, _check_generation
 
 __all__ = ["SEQ2SEQ_CAPABILITIES", "HFSeq2SeqLM"]
 
 DEFAULT_BATCH_SIZE = 32
-DEFAULT_BATCH_TOKENS = 4096
+DEFAULT_BATCH_TOKENS = AUTO  # 4096 on the CPU (batching.CPU_BATCH_TOKENS), from free memory on CUDA
 DEFAULT_MAX_LENGTH = 512
 #: What :class:`HFSeq2SeqLM` can do (keys of :data:`~.lm_capabilities.CAPABILITIES`).
 SEQ2SEQ_CAPABILITIES: frozenset[str] = frozenset({"encode", "decode", "tokenizer", "generate"})
@@ -69,7 +70,7 @@ class HFSeq2SeqLM(LocalLanguageModel):
     capabilities: frozenset[str] = SEQ2SEQ_CAPABILITIES
 
     def __init__(self, model: Any, tokenizer: Any = None, *, name: str | None = None,
-                 batch_size: int = DEFAULT_BATCH_SIZE, batch_tokens: int = DEFAULT_BATCH_TOKENS,
+                 batch_size: int = DEFAULT_BATCH_SIZE, batch_tokens: int | str = DEFAULT_BATCH_TOKENS,
                  max_length: int | None = None, fingerprint: str | None = None, device: str | None = None,
                  dtype: str | None = None) -> None:
         self._source = str(model) if isinstance(model, (str, Path)) else None
@@ -81,7 +82,7 @@ class HFSeq2SeqLM(LocalLanguageModel):
             model = AutoModelForSeq2SeqLM.from_pretrained(self._source, config=config, **loading(device, dtype))
         model = placed(model, device, dtype, loaded=self._source is not None)
         self._check_encoder_decoder(model.config, self._source or type(model).__name__)
-        self._setup_model(model, tokenizer, name, batch_size, batch_tokens)
+        self._setup_model(model, tokenizer, name, batch_size, batch_tokens, kind="seq2seq")
         cfg = model.config
         learned = getattr(cfg, "max_position_embeddings", None) or getattr(cfg, "n_positions", None)
         # learned positions cap the input; relative ones (T5) do not, there the default is 512
