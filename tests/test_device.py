@@ -267,3 +267,25 @@ def test_a_named_language_model_spec_loads_under_its_name(tmp_path, tok):
     tok.save_pretrained(tmp_path / "m")
     lm = load_model(f"short={tmp_path / 'm'}[dtype=bf16]", "language_model")
     assert lm.name == "short" and next(lm.model.parameters()).dtype == torch.bfloat16
+
+
+def test_models_that_run_only_on_the_cpu_refuse_their_own_placement_and_keep_out_of_the_commands(caplog):
+    """The int8 preset and llama.cpp compute on the CPU in their own arithmetic: a device= or dtype=
+    in their own spec is refused; a command's --device/--dtype place the other models, and these
+    stay on the CPU with a note (a quantised model compared with a bfloat16 one in one command)."""
+    from perturblab.models.lm_presets import own_placement
+
+    why = "runs on the CPU"
+    for device, dtype, shown in (("cuda", None, "device=cuda"), (None, "bfloat16", "dtype=bfloat16"),
+                                 ("cuda:1", "float16", "device=cuda:1, dtype=float16")):
+        with pytest.raises(InputError, match=f"^m runs on the CPU; drop {shown}$"):
+            own_placement("m", device, dtype, why)
+    with caplog.at_level("INFO", logger="perturblab.models.lm_presets"):
+        own_placement("m", "cpu", "float32", why)
+        own_placement("m", None, None, why)
+        assert not caplog.records  # the command's placement is the CPU in float32: nothing to say
+        with placement(dtype="bfloat16"):
+            own_placement("m", None, None, why)
+            own_placement("m", None, "float32", why)  # its own float32 overrides: no note
+    assert [r.getMessage() for r in caplog.records] == [
+        "m runs on the CPU: it stays there; --device/--dtype (cpu, bfloat16) place the other models"]

@@ -73,8 +73,12 @@ def test_the_language_model_contract(native):
 
 
 def test_bad_llamacpp_specs_are_refused(tmp_path):
-    with pytest.raises(InputError, match="drop device= and dtype="):
+    with pytest.raises(InputError, match="quantised weights on the CPU; drop dtype=bfloat16$"):
         load_model("smollm2-135m[backend=llamacpp,dtype=bf16]", "language_model")
+    from perturblab.models.device import placement
+
+    with placement(dtype="bfloat16"):  # a command's dtype places the other models; llama.cpp keeps its own
+        assert load_model("smollm2-135m[backend=llamacpp]", "language_model").encode("Hi") == [26843]
     with pytest.raises(InputError, match="runs .gguf files and the GGUF presets"):
         load_model("smollm2-135m-int8[backend=llamacpp]", "language_model")
     from test_cli import tiny_model_dir

@@ -162,15 +162,26 @@ def _smollm2(**kw: Any) -> HFCausalLM:
 
 
 def _smollm2_int8(**kw: Any) -> HFCausalLM:
+    kw.pop("batch_size", None), kw.pop("batch_tokens", None)  # always 1 row, see quantise_dynamic_int8
+    own_placement("smollm2-135m-int8", kw.pop("device", None), kw.pop("dtype", None),
+                  "runs torch's dynamic int8 kernels, on the CPU from float32 weights",
+                  "(or compare smollm2-135m in bfloat16 on a GPU)")
+    return quantise_dynamic_int8(_smollm2(device="cpu", dtype="float32", **kw), "smollm2-135m-int8")
+
+
+def own_placement(name: str, device: str | None, dtype: str | None, why: str, instead: str = "") -> None:
+    """For a model that always runs on the CPU in its own arithmetic (the int8 preset, llama.cpp):
+    a ``device=`` or ``dtype=`` of its own spec it cannot honour is refused; a command's
+    ``--device`` / ``--dtype`` place the other models, and this one stays where it runs, with a
+    note."""
     from .device import defaults
 
-    kw.pop("batch_size", None), kw.pop("batch_tokens", None)  # always 1 row, see quantise_dynamic_int8
-    placement = (kw.pop("device", None) or defaults()[0], kw.pop("dtype", None) or defaults()[1])
-    if placement[0] not in ("cpu", "auto") or placement[1] != "float32":
-        raise InputError(f"smollm2-135m-int8 runs torch's dynamic int8 kernels, on the CPU from float32 weights; "
-                         f"drop device={placement[0]} and dtype={placement[1]} (or compare smollm2-135m in "
-                         "bfloat16 on a GPU)")
-    return quantise_dynamic_int8(_smollm2(device="cpu", dtype="float32", **kw), "smollm2-135m-int8")
+    if device not in (None, "cpu", "auto") or dtype not in (None, "float32"):
+        given = ", ".join(f"{k}={v}" for k, v in (("device", device), ("dtype", dtype)) if v is not None)
+        raise InputError(f"{name} {why}; drop {given} {instead}".rstrip())
+    command = defaults()
+    if (device is None and command[0] != "cpu") or (dtype is None and command[1] != "float32"):
+        log.info("%s %s: it stays there; --device/--dtype (%s, %s) place the other models", name, why, *command)
 
 
 def _gemma3(**kw: Any) -> HFCausalLM:
@@ -274,14 +285,11 @@ GGUF_OF = {"smollm2-135m": smollm2_gguf, "gemma3-270m": gemma3_gguf}
 def _llamacpp(name: str, kwargs: dict[str, Any]) -> Any:
     """The GGUF file ``name`` names (a ``.gguf`` path or a GGUF preset) run by llama.cpp
     (:class:`~.llamacpp.LlamaCppLM`); options llama.cpp cannot honour are refused."""
-    from .device import defaults
     from .llamacpp import LlamaCppLM
 
     kwargs = {k: v for k, v in kwargs.items() if k != "backend"}
-    device, dtype = kwargs.pop("device", None) or defaults()[0], kwargs.pop("dtype", None)
-    if device not in ("cpu", "auto") or dtype not in (None, "float32"):
-        raise InputError(f"{name}[backend=llamacpp] computes with the GGUF file's own quantised weights on the CPU; "
-                         "drop device= and dtype=")
+    own_placement(f"{name}[backend=llamacpp]", kwargs.pop("device", None), kwargs.pop("dtype", None),
+                  "computes with the GGUF file's own quantised weights on the CPU")
     kwargs.pop("batch_size", None), kwargs.pop("batch_tokens", None)  # one input at a time
     unknown = sorted(set(kwargs) - {"name", "max_length"})
     if unknown:
