@@ -1,7 +1,7 @@
 """Divergences between next-token distributions, given as log-probabilities.
 
 All functions take arrays of natural-log probabilities whose last axis is the vocabulary and
-reduce over it (float64 arithmetic, results in nats). Zero-probability entries (log p = −inf)
+reduce over it (float64 arithmetic, results in nats; :func:`jsd` sums float32 terms in float64). Zero-probability entries (log p = −inf)
 contribute nothing, as 0 · log 0 = 0.
 
 * :func:`jsd` — Jensen–Shannon divergence, ½ KL(P‖M) + ½ KL(Q‖M), M = ½(P + Q)
@@ -30,14 +30,27 @@ def kl(logp: np.ndarray, logq: np.ndarray) -> np.ndarray:
 
 
 def jsd(logp: np.ndarray, logq: np.ndarray) -> np.ndarray:
-    """Jensen–Shannon divergence in nats over the last axis (0 for equal inputs, ≤ ln 2)."""
-    from scipy.special import rel_entr
+    """Jensen–Shannon divergence in nats over the last axis (0 for equal inputs, ≤ ln 2), float64.
 
-    p, q = _probs(logp), _probs(logq)
-    m = 0.5 * (p + q)
-    out = 0.5 * rel_entr(p, m).sum(axis=-1)
-    out += 0.5 * rel_entr(q, m).sum(axis=-1)
-    return np.clip(out, 0.0, LN2)
+    Computed from the log-probabilities themselves, ½ Σ p (log p − log m) + ½ Σ q (log q − log m)
+    with log m = logaddexp(log p, log q) − ln 2 (exactly log p where p = q), in torch (all cores): float32 terms (the
+    inputs' own precision: the language models give float32 log-probabilities) summed in float64,
+    so a value is within about 1e-7 of the float64 formula's (``tests/test_selfcheck.py``
+    checks 1e-6); the float64 numpy version took 15-20 % of the long-range metric's time."""
+    import torch
+
+    a = torch.as_tensor(np.asarray(logp)).float()
+    b = torch.as_tensor(np.asarray(logq)).float()
+    a, b = torch.broadcast_tensors(a, b)
+    with torch.inference_mode():
+        # log m = logaddexp(a, b) − ln 2, written so that equal rows give log m = log p exactly
+        logm = torch.maximum(a, b) + (torch.log1p(torch.exp(-(a - b).abs())) - LN2)
+        zero = torch.zeros((), dtype=a.dtype)
+        # 0 · log 0 = 0: where p (or q) is 0, its term is 0 (and its log-ratio, −inf − x, unused)
+        terms = torch.where(a > -torch.inf, a.exp() * (a - logm), zero)
+        terms += torch.where(b > -torch.inf, b.exp() * (b - logm), zero)
+        out = 0.5 * terms.sum(dim=-1, dtype=torch.float64)
+    return np.clip(out.numpy(), 0.0, LN2)
 
 
 def entropy(logp: np.ndarray) -> np.ndarray:
