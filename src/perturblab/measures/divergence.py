@@ -1,8 +1,8 @@
 """Divergences between next-token distributions, given as log-probabilities.
 
 All functions take arrays of natural-log probabilities whose last axis is the vocabulary and
-reduce over it (float64 arithmetic, results in nats; :func:`jsd` sums float32 terms in float64). Zero-probability entries (log p = −inf)
-contribute nothing, as 0 · log 0 = 0.
+reduce over it (float64 arithmetic, results in nats; :func:`jsd` sums float32 terms in float64).
+Zero-probability entries (log p = −inf) contribute nothing, as 0 · log 0 = 0.
 
 * :func:`jsd` — Jensen–Shannon divergence, ½ KL(P‖M) + ½ KL(Q‖M), M = ½(P + Q)
   (self-supervised evaluation paper, Sec. 6 equation; used in Sec. 6–8). In [0, ln 2].
@@ -33,10 +33,11 @@ def jsd(logp: np.ndarray, logq: np.ndarray) -> np.ndarray:
     """Jensen–Shannon divergence in nats over the last axis (0 for equal inputs, ≤ ln 2), float64.
 
     Computed from the log-probabilities themselves, ½ Σ p (log p − log m) + ½ Σ q (log q − log m)
-    with log m = logaddexp(log p, log q) − ln 2 (exactly log p where p = q), in torch (all cores): float32 terms (the
-    inputs' own precision: the language models give float32 log-probabilities) summed in float64,
-    so a value is within about 1e-7 of the float64 formula's (``tests/test_selfcheck.py``
-    checks 1e-6); the float64 numpy version took 15-20 % of the long-range metric's time."""
+    with log m = logaddexp(log p, log q) − ln 2 (exactly log p where p = q), in torch (all
+    cores): float32 terms (the inputs' own precision: the language models give float32
+    log-probabilities) summed in float64, so a value is within about 1e-7 of the float64
+    formula's (``tests/test_selfcheck.py`` checks 1e-6); the float64 numpy version took 14 % of
+    the long-range metric's time in a profile."""
     import torch
 
     a = torch.as_tensor(np.asarray(logp)).float()

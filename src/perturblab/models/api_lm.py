@@ -218,26 +218,27 @@ class ApiLanguageModel:
             lp = answer["choices"][0]["logprobs"]
         except (KeyError, IndexError, TypeError):
             lp = None
-        offsets = lp.get("text_offset") if isinstance(lp, dict) else None
-        if isinstance(offsets, list) and isinstance(lp.get("token_logprobs"), list) and len(offsets) == len(lp["token_logprobs"]):
-            self._check_generated(-1, lp, [j for j, o in enumerate(offsets) if isinstance(o, int) and o >= len(self.PROBE)],
-                                  note=False)
+        generated = self._generated(lp, self.PROBE) if isinstance(lp, dict) else None
+        if generated:
+            self._check_generated(-1, lp, generated)
         self._probed = True
 
-    def _check_generated(self, i: int, lp: dict[str, Any], generated: list[int], *, note: bool = True) -> None:
+    @staticmethod
+    def _generated(lp: dict[str, Any], prompt: str) -> list[int] | None:
+        """Indices of the tokens of an echo answer's ``logprobs`` that follow ``prompt`` (by
+        ``text_offset``), or None when the answer has no usable offsets."""
+        values, offsets = lp.get("token_logprobs"), lp.get("text_offset")
+        if not (isinstance(values, list) and isinstance(offsets, list) and len(offsets) == len(values)
+                and all(isinstance(o, int) for o in offsets)):
+            return None
+        return [j for j, o in enumerate(offsets) if o >= len(prompt)]
+
+    def _check_generated(self, i: int, lp: dict[str, Any], generated: list[int]) -> None:
         """The tokens an echo answer generated after the prompt (``temperature=0``, so greedy) must
         each be the most likely token of the distribution reported beside it. A server that reports,
         at every position, the distribution *after* the token (llama-cpp-python's server, 0.3.x,
         with ``echo``) fails this: every prompt log-prob it gives belongs to the next position, so
-        the scores would be wrong, and :class:`CapabilityError` says so. A server that generates
-        although ``max_tokens=0`` was asked is noted once (``score_max_tokens=1`` bounds that)."""
-        if not generated:
-            return
-        if note and not self.score_max_tokens and not self._warned_generation:
-            self._warned_generation = True
-            log.warning("%s: the endpoint generated %d token(s) after the prompt although max_tokens=0 was asked "
-                        "(some servers read 0 as 'no limit'); they are dropped, and score_max_tokens=1 stops the "
-                        "server from generating more than one", self.name, len(generated))
+        the scores would be wrong, and :class:`CapabilityError` says so."""
         tops, values, tokens = lp.get("top_logprobs"), lp["token_logprobs"], lp.get("tokens")
         if not isinstance(tops, list) or len(tops) != len(values):
             return
@@ -269,10 +270,16 @@ class ApiLanguageModel:
         else:
             if not isinstance(lp, dict) or not isinstance(lp.get("token_logprobs"), list):
                 raise self._no_logprobs(i, "without log-probabilities")
-            values, offsets = lp["token_logprobs"], lp.get("text_offset")
-            if isinstance(offsets, list) and len(offsets) == len(values) and all(isinstance(o, int) for o in offsets):
-                self._check_generated(i, lp, [j for j, o in enumerate(offsets) if o >= len(text)])
-                values = [v for v, o in zip(values, offsets) if o < len(text)]  # the prompt's tokens only
+            values, generated = lp["token_logprobs"], self._generated(lp, text)
+            if generated is not None:
+                if generated and not self.score_max_tokens and not self._warned_generation:
+                    self._warned_generation = True
+                    log.warning("%s: the endpoint generated %d token(s) after the prompt although max_tokens=0 was "
+                                "asked (some servers read 0 as 'no limit'); they are dropped, and score_max_tokens=1 "
+                                "stops the server from generating more than one", self.name, len(generated))
+                self._check_generated(i, lp, generated)
+                after = set(generated)
+                values = [v for j, v in enumerate(values) if j not in after]  # the prompt's tokens only
             elif self.score_max_tokens:
                 raise ApiError(f"{self.name}: the answer has no text_offset, so the prompt's tokens cannot be told "
                                "from the generated one; use score_max_tokens=0")

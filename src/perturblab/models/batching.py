@@ -35,7 +35,7 @@ CUDA_SHARE = 1 / 3
 MIN_AUTO_TOKENS, MAX_AUTO_TOKENS = 512, 1 << 20
 
 
-def check_batch_tokens(value: Any, what: str = "batch_tokens") -> int | str:
+def check_batch_tokens(value: Any) -> int | str:
     """``value`` as a budget: a positive integer, or ``"auto"``; anything else is an
     :class:`InputError` naming both forms."""
     if isinstance(value, str) and value.strip().lower() == AUTO:
@@ -45,7 +45,7 @@ def check_batch_tokens(value: Any, what: str = "batch_tokens") -> int | str:
     except (TypeError, ValueError):
         n = 0
     if isinstance(value, bool) or n < 1 or (isinstance(value, float) and value != n):
-        raise InputError(f"{what} must be a positive number of padded tokens per batch or 'auto', got {value!r}")
+        raise InputError(f"batch_tokens must be a positive number of padded tokens per batch or 'auto', got {value!r}")
     return n
 
 
@@ -78,6 +78,14 @@ def bytes_per_token(config: Any, dtype_bytes: int, *, max_length: int, vocab: in
     inner = get("intermediate_size", "n_inner", "d_ff", "ffn_dim", default=4 * hidden)
     heads = get("num_attention_heads", "n_head", "num_heads", default=16)
     return int(dtype_bytes * ((layers + 1) * hidden + 2 * inner + heads * max_length) + 8 * vocab)
+
+
+def token_budget(value: Any, model: Any, kind: str, *, max_length: int, vocab: int = 0) -> int:
+    """The padded tokens per batch of ``model`` for a ``batch_tokens`` setting ``value``: the
+    number given, or for ``"auto"`` :func:`auto_batch_tokens`; anything else is refused
+    (:func:`check_batch_tokens`)."""
+    budget = check_batch_tokens(value)
+    return auto_batch_tokens(model, kind, max_length=max_length, vocab=vocab) if budget == AUTO else int(budget)
 
 
 def auto_batch_tokens(model: Any, kind: str, *, max_length: int, vocab: int = 0) -> int:

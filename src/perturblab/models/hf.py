@@ -21,7 +21,7 @@ import torch
 
 from ..errors import InputError
 from .base import POOLINGS, Pooling, TextInput, check_inputs, file_fingerprint, fingerprint_of
-from .batching import AUTO, auto_batch_tokens, batches, check_batch_tokens
+from .batching import AUTO, batches, token_budget
 from .device import loading, placed, split_on_oom, with_dtype
 from .head import softmax
 
@@ -167,14 +167,12 @@ class _Batching:
         dtype other than float32 (not the batch limits: they change no score beyond round-off)."""
         if batch_size < 1 or max_length < 2:
             raise InputError(f"batch_size must be >= 1 and max_length >= 2, got {batch_size}, {max_length}")
-        budget = check_batch_tokens(batch_tokens)
         self.model = placed(self.model, device, dtype, loaded=self._source is not None)
         self.batch_size = int(batch_size)
         limits = (getattr(self.tokenizer, "model_max_length", None),
                   getattr(self.model.config, "max_position_embeddings", None))
         self.max_length = int(min([max_length, *[x for x in limits if isinstance(x, int) and x > 1]]))
-        self.batch_tokens = (auto_batch_tokens(self.model, "encoder", max_length=self.max_length)
-                             if budget == AUTO else int(budget))
+        self.batch_tokens = token_budget(batch_tokens, self.model, "encoder", max_length=self.max_length)
         self._files = None if fingerprint else _files_fingerprint(self._source)
         self.model.eval()
         # computed now, from the model and tokenizer as loaded: asked for first before or after

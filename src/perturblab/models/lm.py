@@ -49,7 +49,7 @@ import torch
 from ..errors import InputError
 from .base import fingerprint_of
 from .batching import AUTO as AUTO_BUDGET
-from .batching import auto_batch_tokens, batches, check_batch_tokens
+from .batching import batches, token_budget
 from .device import loading, model_dtype, placed, split_on_oom, with_dtype
 from .lm_capabilities import (ALL_CAPABILITIES, CAPABILITIES, capabilities_of, check_metric_capabilities,
                               describe_capabilities, require)
@@ -192,13 +192,11 @@ class LocalLanguageModel:
         self.name = name or self._source or type(model).__name__
         if batch_size < 1:
             raise InputError(f"batch_size must be >= 1, got {batch_size}")
-        budget = check_batch_tokens(batch_tokens)
         head = model.get_output_embeddings()
         self.vocab_size = int(getattr(head, "out_features", None) or model.config.vocab_size)
         width = int(min(getattr(model.config, "max_position_embeddings", None) or 4096, 4096))
         self.batch_size = int(batch_size)
-        self.batch_tokens = (auto_batch_tokens(model, kind, max_length=width, vocab=self.vocab_size)
-                             if budget == AUTO_BUDGET else int(budget))
+        self.batch_tokens = token_budget(batch_tokens, model, kind, max_length=width, vocab=self.vocab_size)
 
     def _batches(self, widths: Sequence[int]) -> Iterator[list[int]]:
         """Indices per batch of sequences of these lengths: widest first, ≤ batch_size rows and

@@ -69,7 +69,7 @@ def _one_of(key: str, allowed: tuple[str, ...], why: str) -> Any:
     return convert
 
 
-def _placement_option(check: Any, text: str) -> str:
+def _model_option(check: Any, text: str) -> Any:
     try:
         return check(text)
     except InputError as e:
@@ -78,12 +78,12 @@ def _placement_option(check: Any, text: str) -> str:
 
 OPTIONS: dict[str, Any] = {
     "batch_size": _positive("batch_size", 1),
-    "batch_tokens": lambda text: _placement_option(lambda t: check_batch_tokens(t, "batch_tokens"), text),
+    "batch_tokens": lambda text: _model_option(check_batch_tokens, text),
     "max_length": _positive("max_length", 2),
     "backend": _one_of("backend", ("torch", "llamacpp"), "give torch (the default) or llamacpp (a .gguf file or "
                                                          "GGUF preset run natively by llama.cpp)"),
-    "device": lambda text: _placement_option(check_device, text),
-    "dtype": lambda text: _placement_option(check_dtype, text),
+    "device": lambda text: _model_option(check_device, text),
+    "dtype": lambda text: _model_option(check_dtype, text),
 }
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 #: Option names that would carry a secret: refused on sight, and never echoed.
