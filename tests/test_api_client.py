@@ -146,7 +146,9 @@ def test_hung_server_stops_the_batch_at_the_first_permanent_failure():
     assert "failed 2 times" in str(err.value) and "0 of 20 requests completed" in str(err.value)
     assert elapsed < 2.0  # before: 5 rounds of 4 requests x (2 x 0.3 s + backoff), over 3 s
     assert sent <= 4 * 2  # only the first `concurrency` requests were sent, each at most twice
-    assert api.usage.failures == 1
+    # the requests in flight time out together: the first to fail for good stops the batch, but one
+    # already past its last attempt at that moment has failed for good too, and is counted as such
+    assert 1 <= api.usage.failures <= 4
 
 
 def test_a_refusal_interrupts_the_requests_in_flight():
