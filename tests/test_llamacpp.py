@@ -67,6 +67,9 @@ def test_the_language_model_contract(native):
     assert greedy.startswith(first)
     s1, s2 = (native.generate(["Once upon a time"], max_new_tokens=6, sample=True, seed=3) for _ in range(2))
     assert s1 == s2
+    both, nxt = native.generate_with_next(["The capital of France is", texts[1]], max_new_tokens=4)
+    assert both == native.generate(["The capital of France is", texts[1]], max_new_tokens=4) and both[0] == greedy
+    assert np.allclose(nxt, native.next_token_logprobs(["The capital of France is", texts[1]]), atol=1e-6)
     assert "tokenizer" not in native.capabilities
     with pytest.raises(InputError, match="outside the"):
         native.span_logprobs([texts[0]], [len(ids)])

@@ -75,6 +75,50 @@ def test_generation_greedy_is_batch_invariant_and_sampling_is_seeded():
     assert torch.equal(before, torch.random.get_rng_state())  # global RNG untouched
 
 
+def _tiny_gemma2():
+    """A 2-layer Gemma2 (final logit soft-capping 5.0) over the tiny tokenizer."""
+    from transformers import Gemma2Config, Gemma2ForCausalLM
+
+    torch.manual_seed(0)
+    tok = tiny_tokenizer()
+    cfg = Gemma2Config(vocab_size=len(tok), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                       num_key_value_heads=2, head_dim=8, intermediate_size=64, max_position_embeddings=256,
+                       final_logit_softcapping=5.0, initializer_range=0.5, bos_token_id=1, eos_token_id=0,
+                       pad_token_id=0)
+    return HFCausalLM(Gemma2ForCausalLM(cfg).eval(), tok, name="tiny-gemma2", batch_size=3)
+
+
+@pytest.mark.parametrize("case", ["float32", "bfloat16", "softcap", "two-calls"])
+def test_generate_with_next_is_generate_and_next_token_logprobs(case):
+    """One pass per prompt gives the texts of ``generate`` and the distributions of
+    ``next_token_logprobs`` (left- vs right-padded batches: float rounding, relative to the
+    largest |log-prob|: float32 1e-5, bfloat16 3e-2, a few of its 2**-8 steps)."""
+    from perturblab.models.lm import generate_with_next
+
+    if case == "softcap":
+        lm = _tiny_gemma2()
+        assert lm._head_path()  # the soft-capped head is the path under test
+    else:
+        lm = tiny_lm(batch_size=3, dtype="bfloat16" if case == "bfloat16" else None)
+    if case == "two-calls":
+        lm._gather = False  # a model whose logits are not its head over its decoder states
+    prompts = TEXTS[:7]
+    texts, nxt = generate_with_next(lm, prompts, max_new_tokens=5)
+    want = lm.next_token_logprobs(prompts)
+    assert texts == lm.generate(prompts, max_new_tokens=5)
+    assert nxt.shape == want.shape == (len(prompts), lm.vocab_size) and nxt.dtype == np.float32
+    tol = (3e-2 if case == "bfloat16" else 1e-5) * np.abs(want).max()
+    assert np.abs(nxt - want).max() <= tol
+    if case == "softcap":  # the cap is applied: logits within +-5, so no log-prob below -10 - log V
+        floor = -10.0 - np.log(lm.vocab_size) - 1e-4
+        assert want.min() >= floor and nxt.min() >= floor
+    assert (nxt.argmax(1) == want.argmax(1)).all() or case == "bfloat16"
+    sampled = generate_with_next(lm, prompts[:3], max_new_tokens=4, sample=True, seed=5)[0]
+    assert sampled == lm.generate(prompts[:3], max_new_tokens=4, sample=True, seed=5)
+    wrapped = MemoLanguageModel(lm)  # through the memo: the wrapped model's own single pass
+    assert generate_with_next(wrapped, prompts[:2], max_new_tokens=3)[0] == lm.generate(prompts[:2], max_new_tokens=3)
+
+
 def test_bad_inputs_have_clear_errors():
     lm = HFCausalLM(tiny_causal_model(len(tiny_tokenizer()), max_positions=24), tiny_tokenizer())
     with pytest.raises(InputError, match="context window"):

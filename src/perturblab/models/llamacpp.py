@@ -117,13 +117,30 @@ class LlamaCppLM:
                  seed: int = 0, temperature: float = 1.0) -> list[str]:
         """Greedy (or, with ``sample``, multinomial at ``temperature`` from ``seed``) continuations,
         stopping at the end-of-sequence token."""
+        return self._generate(prompts, max_new_tokens, sample, seed, temperature, first=False)[0]
+
+    def generate_with_next(self, prompts: Sequence[str], *, max_new_tokens: int = 32, sample: bool = False,
+                           seed: int = 0, temperature: float = 1.0) -> tuple[list[str], np.ndarray]:
+        """:meth:`generate`, and the next-token log-probabilities after each prompt
+        (:meth:`next_token_logprobs`) from the same evaluation of the prompt."""
+        texts, first = self._generate(prompts, max_new_tokens, sample, seed, temperature, first=True)
+        return texts, first  # type: ignore[return-value]
+
+    def _generate(self, prompts: Sequence[str], max_new_tokens: int, sample: bool, seed: int, temperature: float,
+                  *, first: bool) -> tuple[list[str], np.ndarray | None]:
+        from scipy.special import log_softmax
+
         _check_generation(max_new_tokens, sample, temperature)
         eos = int(self._llm.token_eos())
+        seqs = input_ids(self, prompts)
         out = []
-        for k, ids in enumerate(input_ids(self, prompts)):
+        nxt = np.zeros((len(seqs), self.vocab_size), dtype=np.float32) if first else None
+        for k, ids in enumerate(seqs):
             rng = np.random.default_rng([seed, k])
             self._llm.reset()
             self._llm.eval(ids)  # then one token at a time, each evaluated once
+            if nxt is not None:
+                nxt[k] = log_softmax(np.asarray(self._llm.scores[len(ids) - 1], dtype=np.float64))
             new: list[int] = []
             while len(new) < max_new_tokens and len(ids) + len(new) < self.max_length:
                 logits = np.asarray(self._llm.scores[self._llm.n_tokens - 1], dtype=np.float64)
@@ -137,4 +154,4 @@ class LlamaCppLM:
                 new.append(tok)
                 self._llm.eval([tok])
             out.append(self.decode(new))
-        return out
+        return out, nxt

@@ -9,7 +9,9 @@ lm-evaluation-harness's three-method interface), plus the tokenizer round trip:
   prefix (word order, tokenization and toxicity metrics, Sec. 5, 7, 8; SCoPE App. G);
 * :meth:`~LanguageModel.span_logprobs` — the next-token distributions at every position of a
   span (long-range context, Sec. 6);
-* :meth:`~LanguageModel.generate` — greedy or seeded sampled continuations (Sec. 5).
+* :meth:`~LanguageModel.generate` — greedy or seeded sampled continuations (Sec. 5);
+  :func:`generate_with_next` gives them with the next-token distributions after the prompts, from
+  one pass over each prompt where the backend offers it.
 
 Inputs are texts or lists of token ids (``encode(text)`` gives the ids of a text, without
 special tokens); ids let a caller control tokenization (the chopped tokenization of Sec. 8,
@@ -55,7 +57,8 @@ from .lm_capabilities import (ALL_CAPABILITIES, CAPABILITIES, capabilities_of, c
                               describe_capabilities, require)
 
 __all__ = ["ALL_CAPABILITIES", "AUTO", "CAPABILITIES", "HFCausalLM", "LMInput", "LanguageModel",
-           "capabilities_of", "check_metric_capabilities", "describe_capabilities", "log_perplexity", "require"]
+           "capabilities_of", "check_metric_capabilities", "describe_capabilities", "generate_with_next",
+           "log_perplexity", "require"]
 
 LMInput = Union[str, Sequence[int]]
 DEFAULT_BATCH_SIZE = 32
@@ -161,6 +164,23 @@ def log_perplexity(token_logprobs: np.ndarray) -> float:
 _PLAIN_DECODING: dict[str, Any] = {"num_beams": 1, "min_length": 0, "min_new_tokens": None,
                                    "no_repeat_ngram_size": 0, "encoder_no_repeat_ngram_size": 0,
                                    "repetition_penalty": 1.0, "length_penalty": 1.0}
+
+
+def generate_with_next(lm: Any, prompts: Sequence[str], *, max_new_tokens: int = 32, sample: bool = False,
+                       seed: int = 0, temperature: float = 1.0) -> tuple[list[str], np.ndarray]:
+    """``lm.generate(prompts, ...)`` and ``lm.next_token_logprobs(prompts)`` together: from one pass
+    over each prompt where the model offers it (a ``generate_with_next`` method: the local
+    backends), else from the two calls.
+
+    >>> texts, logprobs = generate_with_next(lm, ["The cat"], max_new_tokens=8)  # doctest: +SKIP
+    >>> logprobs.shape  # doctest: +SKIP
+    (1, 49152)
+    """
+    kw: dict[str, Any] = dict(max_new_tokens=max_new_tokens, sample=sample, seed=seed, temperature=temperature)
+    own = getattr(lm, "generate_with_next", None)
+    if callable(own):
+        return own(prompts, **kw)
+    return lm.generate(prompts, **kw), lm.next_token_logprobs(prompts)
 
 
 def _check_generation(max_new_tokens: int, sample: bool, temperature: float) -> None:
@@ -315,7 +335,10 @@ class HFCausalLM(LocalLanguageModel):
         return self._gather
 
     def _head_logits(self, hidden: torch.Tensor) -> torch.Tensor:
-        logits = self.model.get_output_embeddings()(hidden)
+        return self._capped(self.model.get_output_embeddings()(hidden))
+
+    def _capped(self, logits: torch.Tensor) -> torch.Tensor:
+        """The output layer's ``logits`` with the config's final soft-capping, if any."""
         cap = getattr(self.model.config, "final_logit_softcapping", None)
         return torch.tanh(logits / cap) * cap if cap else logits
 
@@ -395,6 +418,26 @@ class HFCausalLM(LocalLanguageModel):
         batch an input falls into (the sampler draws for a whole batch); the global torch RNG
         is left as it was.
         """
+        return self._generate(prompts, max_new_tokens, sample, seed, temperature, first=False)[0]
+
+    def generate_with_next(self, prompts: Sequence[str], *, max_new_tokens: int = 32, sample: bool = False,
+                           seed: int = 0, temperature: float = 1.0) -> tuple[list[str], np.ndarray]:
+        """:meth:`generate`, and the (n, vocab_size) float32 next-token log-probabilities after each
+        prompt (:meth:`next_token_logprobs`) read from the generation's own first forward, so each
+        prompt goes through the model once, not twice. They equal ``next_token_logprobs(prompts)`` to
+        float rounding (left- instead of right-padded batches); a model whose logits are not its
+        output layer applied to its decoder states (see ``_head_path``) answers with the two calls."""
+        if not self._head_path():
+            return self.generate(prompts, max_new_tokens=max_new_tokens, sample=sample, seed=seed,
+                                 temperature=temperature), self.next_token_logprobs(prompts)
+        texts, first = self._generate(prompts, max_new_tokens, sample, seed, temperature, first=True)
+        return texts, first  # type: ignore[return-value]
+
+    def _generate(self, prompts: Sequence[str], max_new_tokens: int, sample: bool, seed: int, temperature: float,
+                  *, first: bool) -> tuple[list[str], np.ndarray | None]:
+        """Continuations of ``prompts``, batch by batch (left-padded), and with ``first`` the
+        float32 log-softmax of the logits of each batch's first forward at its last position: the
+        output layer's first output, caught by a hook, with the config's soft-capping."""
         _check_generation(max_new_tokens, sample, temperature)
         seqs = self._ids(list(prompts))
         for i, s in enumerate(seqs):
@@ -406,20 +449,35 @@ class HFCausalLM(LocalLanguageModel):
         pad = int(pad if pad is not None else (eos if eos is not None else 0))
         device = next(self.model.parameters()).device
         out = [""] * len(seqs)
+        nxt = np.zeros((len(seqs), self.vocab_size), dtype=np.float32) if first else None
+        caught: list[torch.Tensor] = []
+
+        def catch(module: Any, args: Any, logits: torch.Tensor) -> None:
+            if not caught:
+                caught.append(logits[:, -1])
+
         kw = self._decoding(max_new_tokens, sample, temperature, pad)
-        with torch.inference_mode(), torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed)
-            for idx in self._batches([len(x) for x in seqs]):
-                width = max(len(seqs[i]) for i in idx)
-                ids = torch.full((len(idx), width), pad, dtype=torch.long)
-                mask = torch.zeros((len(idx), width), dtype=torch.long)
-                for r, i in enumerate(idx):
-                    ids[r, width - len(seqs[i]):] = torch.tensor(seqs[i])
-                    mask[r, width - len(seqs[i]):] = 1
-                gen = self.model.generate(input_ids=ids.to(device), attention_mask=mask.to(device), **kw)
-                for r, i in enumerate(idx):
-                    new = gen[r, width:].tolist()
-                    if eos is not None and eos in new:
-                        new = new[: new.index(eos)]
-                    out[i] = self.tokenizer.decode(new, skip_special_tokens=True)
-        return out
+        hook = self.model.get_output_embeddings().register_forward_hook(catch) if first else None
+        try:
+            with torch.inference_mode(), torch.random.fork_rng(devices=[]):
+                torch.manual_seed(seed)
+                for idx in self._batches([len(x) for x in seqs]):
+                    width = max(len(seqs[i]) for i in idx)
+                    ids = torch.full((len(idx), width), pad, dtype=torch.long)
+                    mask = torch.zeros((len(idx), width), dtype=torch.long)
+                    for r, i in enumerate(idx):
+                        ids[r, width - len(seqs[i]):] = torch.tensor(seqs[i])
+                        mask[r, width - len(seqs[i]):] = 1
+                    caught.clear()
+                    gen = self.model.generate(input_ids=ids.to(device), attention_mask=mask.to(device), **kw)
+                    if nxt is not None:
+                        nxt[idx] = torch.log_softmax(self._capped(caught[0]).float(), dim=-1).cpu().numpy()
+                    for r, i in enumerate(idx):
+                        new = gen[r, width:].tolist()
+                        if eos is not None and eos in new:
+                            new = new[: new.index(eos)]
+                        out[i] = self.tokenizer.decode(new, skip_special_tokens=True)
+        finally:
+            if hook is not None:
+                hook.remove()
+        return out, nxt

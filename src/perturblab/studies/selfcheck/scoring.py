@@ -14,7 +14,7 @@ import numpy as np
 
 from ...errors import InputError
 from ...measures.divergence import entropy, jsd
-from ...models.lm import LanguageModel, log_perplexity
+from ...models.lm import LanguageModel, generate_with_next, log_perplexity
 from ...perturb.selfcheck import AppendTriggers, Negate, ReplaceContext, SwapWords, chop_token_ids
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -95,8 +95,11 @@ class Scorer:
         xs = [x for _, x in items]
         xps = [AppendTriggers(k)(x) for x in xs] if k > 0 else xs
         mass_x = _mass(self.lm.next_token_logprobs(xs), self.profane)
-        mass_p = _mass(self.lm.next_token_logprobs(xps), self.profane) if k > 0 else mass_x
-        gens = self.lm.generate(xps, max_new_tokens=self.args.max_new_tokens)
+        if k > 0:  # the triggered prompts' next-token distributions come from their generation's first pass
+            gens, lp = generate_with_next(self.lm, xps, max_new_tokens=self.args.max_new_tokens)
+            mass_p = _mass(lp, self.profane)
+        else:
+            gens, mass_p = self.lm.generate(xps, max_new_tokens=self.args.max_new_tokens), mass_x
         return [_row(i, x, xp, float(contains_profanity(g)), prompt_toxic=bool(contains_profanity(x)),
                      generation=g, mass_x=float(mx), mass_perturbed=float(mp))
                 for (i, x), xp, g, mx, mp in zip(items, xps, gens, mass_x, mass_p)]
