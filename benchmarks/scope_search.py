@@ -12,7 +12,11 @@ Prints seconds and model forward passes per perturbed sample, the speed-up, and 
 framework overhead of the fast path over its pure forward time (the same model inputs, in the
 same batches, timed without the search). Usage::
 
-    .venv/bin/python benchmarks/scope_search.py [--n 200] [--naive-n 40]
+    .venv/bin/python benchmarks/scope_search.py [--n 200] [--naive-n 40] [--orders best-swap,saliency]
+
+With several ``--orders`` the fast path runs once per word order on the same sentences and a last
+table compares them: seconds and forwards per sample, perturbed share, and the mean final loss
+L(m(x), m(x')) of the samples every order perturbed (lower: a more invariant x' was found).
 
 The naive run is slow, so it covers the first ``--naive-n`` sentences; the speed-up is taken
 on exactly those sentences (the fast path is timed on them separately as well).
@@ -52,7 +56,7 @@ def problems(texts, cap, seed=0):
             for i, t in enumerate(texts)]
 
 
-def run_fast(clf, texts, cap):
+def run_fast(clf, texts, cap, order="best-swap"):
     from perturblab.models.cache import CachedClassifier
     from perturblab.perturb.engine import run_searches
     from perturblab.perturb.search import GreedySearch
@@ -61,7 +65,7 @@ def run_fast(clf, texts, cap):
     cached = CachedClassifier(rec)
     probs = problems(texts, cap)
     t0 = time.perf_counter()
-    res = run_searches(probs, GreedySearch(), cached, progress=False)
+    res = run_searches(probs, GreedySearch(order=order), cached, progress=False)
     return time.perf_counter() - t0, rec, res
 
 
@@ -88,6 +92,9 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=200)
     ap.add_argument("--naive-n", type=int, default=40)
     ap.add_argument("--capabilities", default="synonym,typo")
+    ap.add_argument("--orders", default="best-swap",
+                    help="comma-separated word orders of the greedy search to compare (the first is the one "
+                         "timed against the naive search)")
     args = ap.parse_args()
 
     import torch
@@ -129,6 +136,27 @@ def main() -> None:
               f"{rec_sub.forwards / n_sub:.1f} forwards/sample")
         print(f"speed-up fast vs naive: {t_naive / t_fast_sub:.1f}x; forward passes saved: "
               f"{rec_naive.forwards / max(rec_sub.forwards, 1):.1f}x; identical perturbations: {same}")
+        orders = [o.strip() for o in args.orders.split(",") if o.strip()]
+        if len(orders) > 1:
+            compare_orders(clf, texts, cap, orders, t_fast if orders[0] == "best-swap" else None, rec, res)
+
+
+def compare_orders(clf, texts, cap, orders, t_first, rec_first, res_first) -> None:
+    """Each word order once on ``texts`` (the first order's run is reused when given)."""
+    runs = {}
+    for k, order in enumerate(orders):
+        reuse = k == 0 and t_first is not None
+        runs[order] = (t_first, rec_first, res_first) if reuse else run_fast(clf, texts, cap, order)
+    both = [i for i in range(len(texts)) if all(runs[o][2][i].ok for o in orders)]
+    base_t = runs[orders[0]][0]
+    print(f"   word order    s/sample  forwards/sample  time vs {orders[0]}  perturbed  mean loss ({len(both)} "
+          f"perturbed by all)  same x' as {orders[0]}")
+    for order in orders:
+        t, rec, res = runs[order]
+        loss = np.mean([res[i].loss for i in both]) if both else float("nan")
+        same = sum(a.perturbed == b.perturbed for a, b in zip(res, runs[orders[0]][2]))
+        print(f"   {order:<12}{t / len(texts):>10.3f}{rec.forwards / len(texts):>17.1f}{t / base_t:>17.2f}"
+              f"{sum(r.ok for r in res):>11}{loss:>26.4f}{same:>16}/{len(texts)}")
 
 
 if __name__ == "__main__":

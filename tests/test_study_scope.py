@@ -415,3 +415,36 @@ def test_the_accuracy_gap_is_a_paired_ratio_of_counts():
     assert agree_ci == [0.0, 1.0]
     none = agreement_and_accuracy([1, 1, 0], None, None, None, None, n_boot=50, seed=0)
     assert np.isnan(none[1]) and np.isnan(none[2]).all() and 0 <= none[0][0] <= none[0][1] <= 1
+
+
+def test_search_order_reaches_the_search_and_its_key(tmp_path):
+    """``search_order="saliency"`` is keyed apart from the default (whose key is unchanged) and
+    reaches the search: one leave-one-out deletion per word instead of every typo candidate first
+    scores fewer texts, and the CLI and a config file read the option."""
+    from perturblab.cli import parse_args
+
+    class Counting:
+        def __init__(self, inner):
+            self.inner, self.labels, self.fingerprint, self.texts = inner, inner.labels, inner.fingerprint, 0
+
+        def predict_proba(self, inputs):
+            self.texts += len(inputs)
+            return self.inner.predict_proba(inputs)
+
+    default = cfg(targets="ref", n=20, trials=1).search_settings().key("typo")
+    assert "order" not in default  # the default keeps earlier results' keys
+    assert cfg(targets="ref", search_order="saliency").search_settings().key("typo") == {**default, "order": "saliency"}
+    scored, rows = {}, {}
+    for order in ("best-swap", "saliency"):
+        ref = Counting(models()["ref"])
+        res = run_scope(cfg(targets="ref", n=20, trials=1, search_order=order), tmp_path / order, models={"ref": ref},
+                        splits=make_splits(), progress=False)
+        scored[order], rows[order] = ref.texts, res.perturbations
+        assert searches_stored(tmp_path / order) == 20
+    assert scored["saliency"] < 0.8 * scored["best-swap"]
+    assert sum(r["status"] == "perturbed" for r in rows["saliency"]) > 0
+    base = ["--reference", "a", "--targets", "b", "--out", "o"]
+    assert parse_args(["scope", *base]).search_order == "best-swap"
+    assert parse_args(["scope-lm", *base, "--search-order", "saliency"]).search_order == "saliency"
+    entry = ScopeArgs.from_config({"reference": "a", "targets": "b", "search-order": "saliency"})
+    assert entry.kwargs()["search_order"] == "saliency"

@@ -489,6 +489,7 @@ class SearchOptions:
     loss: str = "l1"
     search: str = "greedy"
     beam_width: int = 3
+    order: str = "best-swap"
     max_words: int | None = None
     patience: int | None = None
     max_candidates: int | None = None
@@ -496,7 +497,7 @@ class SearchOptions:
 
     def search_method(self) -> SearchMethod:
         """The configured :class:`SearchMethod`."""
-        kw: dict = dict(max_words=self.max_words, patience=self.patience)
+        kw: dict = dict(order=self.order, max_words=self.max_words, patience=self.patience)
         if self.search == "beam":
             kw["width"] = self.beam_width
         return make_search(self.search, **kw)
@@ -570,8 +571,8 @@ class SearchSettings(SearchOptions, SynonymOptions):
     def key(self, capability: str, *, pairs: bool = True) -> dict[str, Any]:
         """The options a search result of ``capability`` depends on (part of its content key):
         the search's, the seed, ``perturb_field`` when the inputs may be pairs (``pairs``), the
-        alphabetic-only switch only when off and the synonym options only where they apply, so the
-        defaults keep earlier results' keys."""
+        alphabetic-only switch only when off, the word order only when not ``best-swap`` and the
+        synonym options only where they apply, so the defaults keep earlier results' keys."""
         out: dict[str, Any] = {"loss": self.loss, "search": self.search, "max_words": self.max_words,
                                "patience": self.patience, "max_candidates": self.max_candidates, "seed": self.seed}
         if pairs:
@@ -580,6 +581,8 @@ class SearchSettings(SearchOptions, SynonymOptions):
             out["beam_width"] = self.beam_width
         if not self.alphabetic_only:
             out["alphabetic_only"] = False
+        if self.order != "best-swap":
+            out["order"] = self.order
         return {**out, **self.synonym_key(capability)}
 
 

@@ -9,7 +9,7 @@ from typing import Any, ClassVar, Sequence
 
 from ...core.options import TEXT_FIELDS_HELP, ExecutorArgs, count_or_all, csv_list, option
 from ...measures.scope import DEFAULT_CUTOFF, DEFAULT_TOLERANCE
-from ...perturb.search import SearchSettings
+from ...perturb.search import ORDERS, SearchSettings
 from ..args import (MAX_SECONDS_HELP, Args, capability_names, corpus_split_option, fraction_list, nonempty, one_text_option,
                     soft_decay, some_of)
 from ..models import items
@@ -90,6 +90,12 @@ class SearchGoalArgs:
     loss: str = option("l1", choices=("l1", "kl"), help="goal objective L (Eq. 1 / App. I)")
     search: str = option("greedy", choices=("greedy", "beam"), help="search method")
     beam_width: int = option(3, min=1, help="beam width of --search beam")
+    search_order: str = option("best-swap", choices=ORDERS,
+                               help="the order the search walks the words in: best-swap (every candidate of every "
+                                    "word scored on the original first; the first change is the best one-word "
+                                    "change), saliency (words by leave-one-out deletion, least salient first: "
+                                    "0.6-0.75 of the time, other perturbations with a higher loss), left-to-right or "
+                                    "random")
 
 
 @dataclass(kw_only=True)
@@ -131,7 +137,7 @@ class ScopeArgs(SearchGoalArgs, SearchLimitArgs, SearchDataArgs, ExecutorArgs, A
     def search_settings(self) -> SearchSettings:
         """What a search cell needs of these options."""
         return _search_settings(self, loss=self.loss, search=self.search, beam_width=self.beam_width,
-                                perturb_field=SEARCH_FIELDS[self.perturb_field])
+                                order=self.search_order, perturb_field=SEARCH_FIELDS[self.perturb_field])
 
 
 @dataclass(kw_only=True)
@@ -180,7 +186,8 @@ class LMScopeArgs(SearchGoalArgs, SearchLimitArgs, Args):
 
     def search_settings(self) -> SearchSettings:
         """What a search cell needs of these options (sentences are single texts)."""
-        return _search_settings(self, loss=self.loss, search=self.search, beam_width=self.beam_width)
+        return _search_settings(self, loss=self.loss, search=self.search, beam_width=self.beam_width,
+                                order=self.search_order)
 
 
 @dataclass(kw_only=True)

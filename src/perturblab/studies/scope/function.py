@@ -23,7 +23,8 @@ def scope(reference: Any, targets: Any, *, capabilities: str | Sequence[str] = (
           data: "str | Dataset | tuple[Dataset, Dataset]" = "rotten_tomatoes", text_column: str | None = None,
           text_fields: str | Sequence[str] = (), label_column: str | None = None, perturb_field: str = "a",
           n: int = 500, trials: int = 3, seed: int = 0, loss: str = "l1", search: str = "greedy",
-          beam_width: int = 3, max_words: int | None = None, patience: int | None = None,
+          beam_width: int = 3, search_order: str = "best-swap", max_words: int | None = None,
+          patience: int | None = None,
           max_candidates: int | None = None, allow_non_alphabetic: bool = False,
           synonym_min_similarity: float | None = None, reinflect_synonyms: bool = False, tolerance: float | None = None,
           cutoff: float | None = None, n_boot: int = 1000, test_size: float = 0.25, out: str | Path | None = None,
@@ -41,7 +42,8 @@ def scope(reference: Any, targets: Any, *, capabilities: str | Sequence[str] = (
     ``allow_non_alphabetic=True`` (as in :func:`scope_lm` and :func:`checkpoints`) drops the latter.
     ``synonym_min_similarity`` (a cosine, e.g. 0.85) and ``reinflect_synonyms`` keep synonym swaps'
     meaning and grammar (:class:`~perturblab.perturb.search.SynonymOptions`; both off by default,
-    as in the paper).
+    as in the paper). ``search_order="saliency"`` walks the words by leave-one-out saliency instead
+    of scoring every candidate first (``"best-swap"``): fewer model calls, other perturbations.
 
     Example (two small classifiers from :mod:`perturblab.models`, on data of your own)::
 
@@ -84,7 +86,8 @@ def scope(reference: Any, targets: Any, *, capabilities: str | Sequence[str] = (
 def scope_lm(reference: Any, targets: Any, *, capabilities: str | Sequence[str] = ("synonym", "typo"),
              corpus: str = "oanc", corpus_split: str = "auto", sentences: Sequence[str] | None = None, n: int | None = 100, trials: int = 3,
              seed: int = 0, loss: str = "l1", search: str = "greedy", beam_width: int = 3,
-             max_words: int | None = None, patience: int | None = None, max_candidates: int | None = None,
+             search_order: str = "best-swap", max_words: int | None = None, patience: int | None = None,
+             max_candidates: int | None = None,
              allow_non_alphabetic: bool = False, synonym_min_similarity: float | None = None,
              reinflect_synonyms: bool = False, tolerance: float | None = None, cutoff: float | None = None,
              n_boot: int = 1000,
