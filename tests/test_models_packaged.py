@@ -6,8 +6,6 @@ PERTURBLAB_HOME so the user's cache is not touched.
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pytest
 
@@ -83,9 +81,7 @@ def test_second_load_served_from_cache(home, monkeypatch):
     target = onnx_convert.converted_dir("minilm-l6-int8")
     assert target.parent == home / "cache" / "converted"
     shutil.rmtree(target, ignore_errors=True)
-    t0 = time.perf_counter()
     fresh, tok_dir = onnx_convert.load_onnx_minilm("minilm-l6-int8")  # converts and verifies
-    first = time.perf_counter() - t0
     stamps = {p.name: p.stat().st_mtime_ns for p in target.iterdir()}
     assert {"model.safetensors", "config.json", onnx_convert.MARKER} <= set(stamps)
 
@@ -93,12 +89,11 @@ def test_second_load_served_from_cache(home, monkeypatch):
         raise AssertionError("converted again instead of loading the cache")
 
     monkeypatch.setattr(onnx_convert, "convert_onnx_bert", no_conversion)
-    t0 = time.perf_counter()
     model, _ = onnx_convert.load_onnx_minilm("minilm-l6-int8")
-    second = time.perf_counter() - t0
+    # served from the cache: no conversion (above) and no file rewritten; no wall-clock bound, which
+    # would fail by chance on a loaded machine
     assert {p.name: p.stat().st_mtime_ns for p in target.iterdir()} == stamps
     assert model.config.num_hidden_layers == 6
-    assert second < first / 2, (first, second)
     # the converting call and the cached one give the same encoder fingerprint (heads stay valid)
     from perturblab.models.hf import HFEncoder
 
