@@ -90,10 +90,15 @@ class LlamaCppLM:
     def _logprobs(self, ids: list[int], positions: np.ndarray) -> np.ndarray:
         """(len(positions), vocab) float64 log-softmax of the logits after the tokens of ``ids`` at
         ``positions`` (one evaluation of ``ids``; the log-softmax only where asked)."""
-        from scipy.special import log_softmax
-
         self._llm.reset()
         self._llm.eval(ids)
+        return self._evaluated(positions)
+
+    def _evaluated(self, positions: np.ndarray) -> np.ndarray:
+        """(len(positions), vocab) float64 log-softmax of the logits after the evaluated tokens at
+        ``positions``."""
+        from scipy.special import log_softmax
+
         return log_softmax(np.asarray(self._llm.scores[positions], dtype=np.float64), axis=1)
 
     def token_logprobs(self, inputs: Sequence[LMInput]) -> list[np.ndarray]:
@@ -123,13 +128,11 @@ class LlamaCppLM:
                            seed: int = 0, temperature: float = 1.0) -> tuple[list[str], np.ndarray]:
         """:meth:`generate`, and the next-token log-probabilities after each prompt
         (:meth:`next_token_logprobs`) from the same evaluation of the prompt."""
-        texts, first = self._generate(prompts, max_new_tokens, sample, seed, temperature, first=True)
-        return texts, first  # type: ignore[return-value]
+        return self._generate(prompts, max_new_tokens, sample, seed,  # type: ignore[return-value]
+                              temperature, first=True)
 
     def _generate(self, prompts: Sequence[str], max_new_tokens: int, sample: bool, seed: int, temperature: float,
                   *, first: bool) -> tuple[list[str], np.ndarray | None]:
-        from scipy.special import log_softmax
-
         _check_generation(max_new_tokens, sample, temperature)
         eos = int(self._llm.token_eos())
         seqs = input_ids(self, prompts)
@@ -140,7 +143,7 @@ class LlamaCppLM:
             self._llm.reset()
             self._llm.eval(ids)  # then one token at a time, each evaluated once
             if nxt is not None:
-                nxt[k] = log_softmax(np.asarray(self._llm.scores[len(ids) - 1], dtype=np.float64))
+                nxt[k] = self._evaluated(np.asarray([len(ids) - 1]))[0]
             new: list[int] = []
             while len(new) < max_new_tokens and len(ids) + len(new) < self.max_length:
                 logits = np.asarray(self._llm.scores[self._llm.n_tokens - 1], dtype=np.float64)

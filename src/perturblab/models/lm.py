@@ -430,8 +430,8 @@ class HFCausalLM(LocalLanguageModel):
         if not self._head_path():
             return self.generate(prompts, max_new_tokens=max_new_tokens, sample=sample, seed=seed,
                                  temperature=temperature), self.next_token_logprobs(prompts)
-        texts, first = self._generate(prompts, max_new_tokens, sample, seed, temperature, first=True)
-        return texts, first  # type: ignore[return-value]
+        return self._generate(prompts, max_new_tokens, sample, seed,  # type: ignore[return-value]
+                              temperature, first=True)
 
     def _generate(self, prompts: Sequence[str], max_new_tokens: int, sample: bool, seed: int, temperature: float,
                   *, first: bool) -> tuple[list[str], np.ndarray | None]:
