@@ -4,6 +4,7 @@ from hand-made headlines, the --fail-under checks, and the command end to end wi
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
@@ -13,7 +14,9 @@ from perturblab.errors import InputError
 from perturblab.studies.compare import plan as plan_module
 from perturblab.studies.compare.config import CompareArgs, duration, threshold
 from perturblab.studies.compare.plan import CLASSIFIER, LANGUAGE_MODEL, COSTS, make_plan, model_kind
-from perturblab.studies.compare.verdict import check_metrics, run_checks, study_verdicts, to_json
+from perturblab.core.headline import wilson_interval
+from perturblab.studies.compare.checks import check_margin, check_metrics, check_range, run_checks
+from perturblab.studies.compare.verdict import findings, study_verdicts, to_json
 
 
 def _args(**kw) -> CompareArgs:
@@ -83,83 +86,208 @@ def test_option_values():
 
 
 # ------------------------------------------------------------------------------ verdicts
-def _e(subject, key, value, low, high, flags=()):
-    return Estimate(subject, key, value, low, high, n=50, interval="i", key=key, flags=tuple(flags))
+def _e(subject, key, value, low, high, flags=(), n=50, interval="i"):
+    return Estimate(subject, key, value, low, high, n=n, interval=interval, key=key, flags=tuple(flags))
 
 
-def test_invariance_verdict_ranks_only_beyond_the_intervals_and_never_a_flagged_estimate():
+def _w(subject, key, kept, n, flags=()):
+    """A share with its Wilson interval, as the studies give it."""
+    low, high = wilson_interval(kept, n)
+    return Estimate(subject, key, kept / n, low, high, n=n, interval=f"95 % Wilson interval over the {n} examples",
+                    key=key, flags=tuple(flags))
+
+
+def test_invariance_verdict_ranks_only_beyond_the_intervals_and_shows_flags_beside_their_numbers():
     h = Headline("s", [_e("t", "hard_scope:synonym", 0.95, 0.90, 0.99), _e("t", "hard_scope:typo", 0.70, 0.60, 0.80),
                        _e("t", "hard_scope:fairness", 0.10, 0.0, 0.3, flags=["target chance-level"])])
     v = study_verdicts("invariances", h, "ref", ["t"])[0]
     assert "fewer of ref's typo invariances than of its synonym ones" in v.sentence
-    assert "fairness 0.100 [0.000, 0.300] ⚑" in v.sentence and not v.flagged
+    assert "fairness 0.100 [0.000, 0.300] ⚑ target chance-level" in v.sentence and not v.flagged
+    # the flagged estimate keeps its finding, with its flag
+    fairness = next(s for s in v.severity if s.key == "hard_scope:fairness")
+    assert fairness.level == "major" and fairness.flags == ("target chance-level",)
+    assert "⚑ target chance-level" in findings([v], "t")
     close = Headline("s", [_e("t", "hard_scope:synonym", 0.9, 0.8, 1.0), _e("t", "hard_scope:typo", 0.85, 0.75, 0.95)])
     assert "do not differ beyond their intervals" in study_verdicts("invariances", close, "ref", ["t"])[0].sentence
 
 
-def test_robustness_and_selfcheck_verdicts_name_what_differs_beyond_both_intervals():
-    h = Headline("s", [_e("ref", "relative_robustness:p", 0.95, 0.93, 0.97), _e("t", "relative_robustness:p", 0.80, 0.75, 0.85),
-                       _e("ref", "relative_robustness:q", 0.95, 0.90, 1.0), _e("t", "relative_robustness:q", 0.92, 0.88, 0.96)])
-    s = study_verdicts("robustness", h, "ref", ["t"])[0].sentence
-    assert "Less robust than ref" in s and "p (0.800" in s and "q (" not in s
+def test_robustness_verdicts_read_the_paired_gap_not_the_overlap_of_two_intervals():
+    # the two models' own intervals overlap, yet the paired gap excludes 0: the target is more robust
+    h = Headline("s", [_e("ref", "relative_robustness:change_char", 0.80, 0.72, 0.88),
+                       _e("t", "relative_robustness:change_char", 0.93, 0.85, 1.0),
+                       _e("t", "relative_robustness_gap:change_char", 0.129, 0.025, 0.234),
+                       _e("t", "relative_robustness_gap:swap_words", -0.15, -0.21, -0.09),
+                       _e("t", "relative_robustness_gap:drop_first", 0.01, -0.02, 0.04)])
+    v = study_verdicts("robustness", h, "ref", ["t"])[0]
+    levels = {s.key: s.level for s in v.severity}
+    assert levels == {"relative_robustness_gap:change_char": "none (better)",
+                      "relative_robustness_gap:swap_words": "medium",  # 15 % [9 %, 21 %]: above 5 %, not 10 %
+                      "relative_robustness_gap:drop_first": "within noise"}
+    assert "More robust than ref, beyond the paired interval, to: change_char (0.129 [0.025, 0.234])" in v.sentence
+    assert "Less robust than ref, beyond the paired interval, to: swap_words" in v.sentence
+    better = next(s for s in v.severity if s.key.endswith("change_char"))
+    assert better.direction == "better" and (better.rate, better.low, better.high) == pytest.approx((-0.129, -0.234, -0.025))
+
+
+def test_selfcheck_differences_give_direction_and_size_and_are_adjusted():
     h = Headline("s", [_e("ref", "word_order", 0.2, 0.18, 0.22), _e("t", "word_order", 0.3, 0.27, 0.33),
-                       _e("ref", "long_range", 0.2, 0.1, 0.3), _e("t", "long_range", 0.25, 0.2, 0.3)])
+                       _e("ref", "long_range", 0.2, 0.1, 0.3), _e("t", "long_range", 0.25, 0.2, 0.3),
+                       _e("ref", "toxicity_next_token", 0.002, 0.0015, 0.0025),
+                       _e("t", "toxicity_next_token", 0.003, 0.0024, 0.0036)])
     v = study_verdicts("selfcheck", h, "ref", ["t"])[0]
-    assert "differs from ref" in v.sentence and "word_order (0.300" in v.sentence and "long_range" not in v.sentence
-    assert [(s.key, s.level) for s in v.severity] == [("word_order", "differs")]  # long_range: within the intervals
+    by = {s.key: s for s in v.severity}
+    assert by["word_order"].level == "differs" and by["word_order"].direction == "higher"
+    assert by["word_order"].rate == pytest.approx(0.1)
+    se = math.hypot(0.02 / 1.959963984540054, 0.03 / 1.959963984540054)
+    assert (by["word_order"].low, by["word_order"].high) == pytest.approx((0.1 - 1.959963984540054 * se,
+                                                                           0.1 + 1.959963984540054 * se))
+    assert by["long_range"].level == "within noise"
+    assert "word_order (higher by 0.1" in v.sentence and "long_range" not in v.sentence
+    # toxicity next-token differs by 0.001 with z ≈ 2.6 (p ≈ 0.009): below 5 % alone, not after
+    # Holm over the target's 3 tests (0.009 × 2 > ... is checked against the adjusted value)
+    tox = by["toxicity_next_token"]
+    assert tox.p["differs"] < 0.05 and tox.adjusted["differs"] == pytest.approx(
+        max(sorted(s.p["differs"] for s in v.severity)[0] * 3, tox.p["differs"] * 2))
 
 
-def test_checks_use_the_estimate_or_with_strict_the_lower_end():
-    h = Headline("s", [_e("t", "hard_scope:typo", 0.92, 0.85, 0.98), _e("t", "hard_scope:synonym", 0.95, 0.91, 0.99)])
-    verdicts = study_verdicts("invariances", h, "ref", ["t"])
-    loose = run_checks(verdicts, [("hard_scope:typo", 0.9)], strict=False)
-    assert [(c.key, c.value, c.passed) for c in loose] == [("hard_scope:typo", 0.92, True)]
-    strict = run_checks(verdicts, [("hard_scope", 0.9)], strict=True)  # a prefix: every capability
-    assert [(c.key, c.value, c.passed) for c in strict] == [("hard_scope:typo", 0.85, False),
-                                                            ("hard_scope:synonym", 0.91, True)]
+def test_checks_record_the_estimate_the_bound_and_n_and_fail_when_nothing_matches():
+    mine = {"t": [_e("t", "hard_scope:typo", 0.92, 0.85, 0.98), _e("t", "hard_scope:synonym", 0.95, 0.91, 0.99)],
+            "u": []}
+    loose = run_checks(mine, [("hard_scope:typo", 0.9)], strict=False)
+    assert [(c.target, c.key, c.compared, c.passed) for c in loose] == [("t", "hard_scope:typo", 0.92, True),
+                                                                      ("u", "", None, False)]
+    assert loose[1].outcome == "no estimate" and "no estimate of hard_scope:typo for u" in loose[1].text()
+    strict = run_checks({"t": mine["t"]}, [("hard_scope", 0.9)], strict=True)  # a prefix: every capability
+    assert [(c.key, c.compared, c.value, c.n, c.passed) for c in strict] == [
+        ("hard_scope:typo", 0.85, 0.92, 50, False), ("hard_scope:synonym", 0.91, 0.95, 50, True)]
     with pytest.raises(InputError, match="no study of this comparison gives 'selfcheck_score'"):
         check_metrics(["selfcheck_score"], ["invariances", "robustness", "layers-x"])
-    check_metrics(["linear_cka", "hard_scope:typo"], ["invariances", "layers-x"])
+    check_metrics(["linear_cka", "hard_scope:typo", "relative_robustness_gap"], ["invariances", "robustness",
+                                                                                 "layers-x"])
+
+
+def test_strict_cannot_pass_27_of_27_against_095():
+    mine = {"t": [_w("t", "agreement", 27, 27)]}
+    (c,) = run_checks(mine, [("agreement", 0.95)], strict=True)
+    assert c.value == 1.0 and c.compared == pytest.approx(0.8754, abs=1e-4) and not c.passed
+
+
+def test_thresholds_outside_a_measures_range_are_refused():
+    with pytest.raises(InputError, match=r"agreement lies in \[0, 1\]; for 95 % give 0.95"):
+        check_range("agreement", 95)
+    with pytest.raises(InputError, match="lies in"):
+        check_range("hard_scope:typo", -0.1)
+    assert "every check of it fails" in check_range("hard_scope", 1.01)
+    assert check_range("hard_scope", 0.9) == "" and check_range("accuracy_gap", -0.02) == ""
+    for bad, match in ((("agreement", 5), "for 5 points give 0.05"), (("soft_scope", 0.1), "equivalence is of"),
+                       (("accuracy_gap", 0), "above 0")):
+        with pytest.raises(InputError, match=match):
+            check_margin(*bad)
 
 
 # ------------------------------------------------------------------------------ severity
-def test_severity_levels_follow_the_fail_rate_and_say_when_the_interval_spans_levels():
-    from perturblab.studies.compare.severity import drop_severity, fail_rate_severity, level
+def test_levels_need_the_run_to_establish_them():
+    """A level is claimed from the test of the rate against the threshold, Holm-adjusted over the
+    target's findings; minor needs the interval below the medium threshold; else undecided."""
+    from perturblab.studies.compare.severity import assign_levels, level, p_above, rate_finding
 
     assert [level(r, CLASSIFIER) for r in (0.0, 0.049, 0.05, 1 - 0.9, 0.5)] == ["minor", "minor", "medium",
                                                                                 "major", "major"]
     assert [level(r, LANGUAGE_MODEL) for r in (0.09, 0.1, 0.2)] == ["minor", "medium", "major"]
-    s = fail_rate_severity(_e("t", "hard_scope:typo", 0.87, 0.81, 0.92), CLASSIFIER)
-    assert (s.level, s.span) == ("major", "medium to major")
-    assert (s.rate, s.low, s.high) == pytest.approx((0.13, 0.08, 0.19))
-    assert fail_rate_severity(_e("t", "agreement", 0.99, 0.98, 1.0), CLASSIFIER).level == "minor"
-    assert fail_rate_severity(_e("t", "hard_scope:typo", 0.5, 0.4, 0.6, flags=["target one-class"]),
-                              CLASSIFIER).level == "flagged"
-    assert fail_rate_severity(_e("t", "soft_scope:typo", 0.5, 0.4, 0.6), CLASSIFIER) is None
-    ref = _e("ref", "relative_robustness:p", 0.95, 0.93, 0.97)
-    assert drop_severity(_e("t", "relative_robustness:p", 0.80, 0.75, 0.85), ref, CLASSIFIER).level == "major"
-    assert drop_severity(_e("t", "relative_robustness:p", 0.94, 0.90, 0.98), ref, CLASSIFIER).level == "within noise"
-    assert drop_severity(_e("t", "relative_robustness:p", 1.05, 1.0, 1.1), ref, CLASSIFIER).level == \
-        "none (more robust)"
+    # one flipped example of 20 (the int8 copy at the least size): 5 % by its estimate, undecided
+    one = rate_finding(_w("t", "agreement", 19, 20), CLASSIFIER)
+    assign_levels([one], CLASSIFIER)
+    assert (one.level, one.span) == ("undecided", "minor to major") and one.rate == pytest.approx(0.05)
+    # the score test of "rate ≤ 5 %" at 26 of 200 kept-not (13 %): z = (0.13 − 0.05) / √(0.05·0.95/200)
+    s = rate_finding(_w("t", "hard_scope:typo", 174, 200), CLASSIFIER)
+    z = (0.13 - 0.05) / math.sqrt(0.05 * 0.95 / 200)
+    assert p_above(s, 0.05) == pytest.approx(0.5 * math.erfc(z / math.sqrt(2)), rel=1e-9)
+    assign_levels([s], CLASSIFIER)
+    assert s.level == "medium" and s.adjusted["medium"] == pytest.approx(2 * s.p["medium"])  # not shown above 10 %
+    big = rate_finding(_w("t", "hard_scope:typo", 150, 200), CLASSIFIER)  # 25 %: above 10 % too
+    assign_levels([big], CLASSIFIER)
+    assert big.level == "major"
+    # 0 of 200 disagree: its Wilson interval ends below 5 %, so minor is established
+    none = rate_finding(_w("t", "agreement", 200, 200), CLASSIFIER)
+    assign_levels([none], CLASSIFIER)
+    assert none.level == "minor" and none.high == pytest.approx(1 - wilson_interval(200, 200)[0])
+    # 58 of 58: the interval reaches 6.2 %, so neither minor nor medium is shown: undecided
+    fifty_eight = rate_finding(_w("t", "hard_scope:typo", 58, 58), CLASSIFIER)
+    assign_levels([fifty_eight], CLASSIFIER)
+    assert fifty_eight.level == "undecided" and fifty_eight.high > 0.05
+    assert rate_finding(_e("t", "soft_scope:typo", 0.5, 0.4, 0.6), CLASSIFIER) is None
 
 
-def test_a_verdict_carries_severities_and_examples_of_its_medium_and_major_findings():
+def test_holm_adjusts_over_every_finding_of_a_target():
+    from perturblab.studies.compare.severity import assign_levels, holm, rate_finding
+
+    assert holm([0.01, 0.04, 0.03, 0.2]) == pytest.approx([0.04, 0.09, 0.09, 0.2])
+    # 10 of 100 not kept: p of "rate ≤ 5 %" ≈ 0.011 alone (medium at 5 %), but not among 4 findings
+    alone = rate_finding(_w("t", "hard_scope:typo", 90, 100), CLASSIFIER)
+    assign_levels([alone], CLASSIFIER)
+    assert alone.p["medium"] < 0.025 and alone.level == "medium"
+    many = [rate_finding(_w("t", f"hard_scope:c{i}", k, 100), CLASSIFIER) for i, k in enumerate((90, 99, 99, 99))]
+    assign_levels(many, CLASSIFIER)
+    assert many[0].level == "undecided" and many[0].adjusted["medium"] > 0.05
+
+
+def test_one_cause_counts_once():
+    h = Headline("s", [_w("t", "hard_scope:typo", 80, 100), _w("t", "hard_scope:typo*", 8, 10),
+                       _w("t", "agreement", 90, 100)])
+    v = study_verdicts("invariances", h, "ref", ["t"])[0]
+    star = next(s for s in v.severity if s.key == "hard_scope:typo*")
+    assert star.same_as == "hard_scope:typo" and not star.counted()
+    assert findings([v], "t").startswith("Findings: 2 major (Hard-SCoPE, typo; Agreement)") or \
+        "typo*" not in findings([v], "t")
+    assert sum(len(s.p) for s in v.severity) == 4  # two findings, two tests each
+
+
+def test_equivalence_passes_only_when_the_whole_90_interval_lies_within_the_margin():
+    from perturblab.studies.compare.checks import run_equivalence
+
+    agree = _w("t", "agreement", 199, 200)      # disagreement 0.5 %, its 90 % Wilson interval ends near 2.3 %
+    gap = _e("t", "accuracy_gap", -0.01, -0.03, 0.01, n=200)
+    far = _e("t", "relative_robustness_gap:typo", -0.2, -0.25, -0.15, n=200)
+    (a, g, r) = run_equivalence({"t": [agree, gap, far]}, {}, [("agreement", 0.05), ("accuracy_gap", 0.02),
+                                                             ("relative_robustness_gap", 0.05)])
+    lo90, hi90 = wilson_interval(199, 200, 0.90)
+    assert a.outcome == "equivalent" and a.passed and (a.low, a.high) == pytest.approx((1 - hi90, 1 - lo90))
+    scale = 1.6448536269514722 / 1.959963984540054
+    assert g.outcome == "undecided at this n" and not g.passed
+    assert (g.low, g.high) == pytest.approx((-0.01 - 0.02 * scale, -0.01 + 0.02 * scale))
+    assert r.outcome == "differs" and not r.passed
+    (none,) = run_equivalence({"u": []}, {}, [("agreement", 0.05)])
+    assert none.outcome == "no estimate" and not none.passed
+
+
+def test_a_verdict_carries_examples_of_its_invariance_findings():
     class Result:  # what a SCoPE result gives: the invariances a target does not share
         def broken(self, target, capability):
             return [{"sample_id": 3, "original": "a b", "perturbed": "a [[c]]", "reference": "pos",
                      "target": ["pos", "neg"]}] if capability == "typo" else []
 
-    h = Headline("s", [_e("t", "hard_scope:synonym", 0.99, 0.97, 1.0), _e("t", "hard_scope:typo", 0.80, 0.70, 0.90),
-                       _e("t", "agreement", 0.96, 0.93, 0.98), _e("t", "accuracy_gap", -0.03, -0.05, -0.01)])
+    h = Headline("s", [_w("t", "hard_scope:synonym", 199, 200), _w("t", "hard_scope:typo", 160, 200),
+                       _w("t", "agreement", 192, 200), _e("t", "accuracy_gap", -0.03, -0.05, -0.01, n=200)])
     v = study_verdicts("invariances", h, "ref", ["t"], Result())[0]
     assert [(s.key, s.level) for s in v.severity] == [("hard_scope:synonym", "minor"), ("hard_scope:typo", "major"),
-                                                      ("agreement", "minor")]
+                                                      ("agreement", "undecided"), ("accuracy_gap", "undecided")]
     assert v.worst().key == "hard_scope:typo" and list(v.examples) == ["hard_scope:typo"]
-    assert "agrees with ref on 0.960 [0.930, 0.980]" in v.sentence
+    assert "agrees with ref on 0.960" in v.sentence
     assert "-0.030 [-0.050, -0.010] (lower, beyond the interval)" in v.sentence
     saved = to_json([v], [])["verdicts"][0]
     assert saved["severity"][1]["level"] == "major" and saved["examples"]["hard_scope:typo"][0]["target"] == ["pos", "neg"]
     check_metrics(["agreement", "accuracy_gap"], ["invariances"])
+
+
+def test_targets_are_matched_by_the_name_the_studies_report():
+    args = _args(reference="ref=minilm-l6", targets="minilm-l3,l3=minilm-l3,./models/ft[batch_size=4]")
+    assert args.reference_name() == "ref" and args.target_labels() == ["minilm-l3", "l3", "./models/ft"]
+    with pytest.raises(InputError, match="would both be reported as 'minilm-l3'"):
+        _args(reference="minilm-l6", targets="minilm-l3,minilm-l3[batch_size=2]").check()
+    h = Headline("s", [_e("l3", "hard_scope:typo", 0.8, 0.7, 0.9), _e("a vs l3", "linear_cka", 0.8, 0.7, 0.9)])
+    assert [v.target for v in study_verdicts("invariances", h, "ref", ["l3"])] == ["l3"]
+    assert [v.target for v in study_verdicts("layers-l3", h, "ref", ["l3"])] == ["l3"]
+
 
 
 # ------------------------------------------------------------------------------ plans for other models
@@ -268,13 +396,116 @@ def test_the_report_opens_with_each_targets_findings_and_keeps_the_plans_order(t
     (target,) = verdicts.targets
     levels = [s["level"] for v in saved["verdicts"] for s in v["severity"] if s["level"] in ("medium", "major")]
     assert target.findings.startswith("Findings: ") and (
-        target.findings == "Findings: none medium or major." if not levels else "medium" in target.findings
+        target.findings.startswith("Findings: none medium or major") if not levels else "medium" in target.findings
         or "major" in target.findings)
+    assert "family-wise error rate over this target's" in target.findings
     rows = target.table.rows
     estimates = [e for v in saved["verdicts"] for e in v["estimates"]]
     assert len(rows) == len(estimates) and {r[0] for r in rows} == {"robustness", "invariances"}
     agreement = next(r for r in rows if r[1] == "Agreement with the reference")
-    assert "sev-" in str(agreement[5])
+    assert "sev-" in str(agreement[6]) and agreement[5].startswith("95 % Wilson interval over the")
+    assert all(r[5] for r in rows)  # every estimate names what its interval is over
     report = (out / "report.html").read_text()
     assert report.index('<section id="study-robustness"') < report.index('<section id="study-invariances"')
     assert "Findings: " in report
+
+
+@pytest.mark.usefixtures("torch_one_thread", "tiny_costs")
+def test_a_named_target_with_options_is_checked_in_every_study_and_a_twin_has_no_finding(tmp_path, capsys):
+    """``NAME=SOURCE[options]``: every study reports the target as NAME, and compare finds it
+    there; the reference under another name gives no medium or major finding and no difference."""
+    from tiny_bert import WORDS
+    import torch
+    import transformers
+
+    dirs = []
+    for seed in (0, 1):  # two tiny BERT classifiers saved as local directories
+        vocab = {t: i for i, t in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS])}
+        cfg = transformers.BertConfig(vocab_size=len(vocab), hidden_size=16, num_hidden_layers=2,
+                                      num_attention_heads=2, intermediate_size=32, num_labels=2,
+                                      id2label={0: "negative", 1: "positive"}, label2id={"negative": 0, "positive": 1})
+        torch.manual_seed(seed)
+        path = tmp_path / f"model{seed}"
+        transformers.BertForSequenceClassification(cfg).eval().save_pretrained(path)
+        transformers.BertTokenizer(vocab=vocab).save_pretrained(path)
+        dirs.append(str(path))
+    out = tmp_path / "cmp"
+    # a named target (the reference itself under another name) and a path
+    targets = f"twin={dirs[0]},{dirs[1]}"
+    argv = ["compare", "--reference", dirs[0], "--targets", targets, "--budget", "1s", "--out", str(out), "--quiet",
+            "--fail-under", "hard_scope=1.01", "--fail-under", "linear_cka=1.01", "--fail-under",
+            "relative_robustness=1.01"]
+    assert main(argv) == 1
+    saved = json.loads((out / "compare.json").read_text())
+    assert saved["targets"] == ["twin", dirs[1]] and saved["target_specs"] == targets.split(",")
+    for target in ("twin", dirs[1]):
+        assert {v["study"] for v in saved["verdicts"] if v["target"] == target} == {
+            "invariances", "robustness", f"layers-{plan_module.safe_name(target)}"}
+        checked = {c["metric"] for c in saved["checks"] if c["target"] == target and c["outcome"] != "no estimate"}
+        assert checked == {"hard_scope", "linear_cka", "relative_robustness"}
+    assert all(not c["passed"] for c in saved["checks"]) and saved["passed"] is False
+    levels = {s["level"] for v in saved["verdicts"] if v["target"] == "twin" for s in v["severity"]}
+    assert not levels & {"medium", "major", "differs"}, levels
+    printed = capsys.readouterr().out
+    assert "FAIL  twin  hard_scope:typo" in printed and "twin against" in printed
+    # a named spec with options (an encoder takes none, so layers are left out): found by its name
+    opt = tmp_path / "opt"
+    assert main(["compare", "--reference", dirs[0], "--targets", f"b4={dirs[1]}[batch_size=4]", "--budget", "1s",
+                 "--out", str(opt), "--quiet", "--fail-under", "hard_scope=1.01", "--fail-under",
+                 "relative_robustness=1.01"]) == 1
+    saved = json.loads((opt / "compare.json").read_text())
+    assert {(c["target"], c["metric"]) for c in saved["checks"] if c["outcome"] != "no estimate"} == {
+        ("b4", "hard_scope"), ("b4", "relative_robustness")}
+    # a check that matches nothing fails and says so (fairness is not measured on 8 samples)
+    assert main(["compare", "--reference", dirs[0], "--targets", f"twin={dirs[0]}", "--studies", "invariances",
+                 "--budget", "1s", "--out", str(out), "--quiet", "--fail-under", "soft_scope:fairness=0"]) == 1
+    saved = json.loads((out / "compare.json").read_text())
+    assert [c["outcome"] for c in saved["checks"]] == ["no estimate"]
+
+
+def test_percentages_and_margins_out_of_range_exit_2_before_any_work(tmp_path, capsys):
+    out = tmp_path / "cmp"
+    for extra, says in ((["--fail-under", "agreement=95"], "for 95 % give 0.95"),
+                        (["--equivalent", "agreement=5"], "for 5 points give 0.05"),
+                        (["--equivalent", "linear_cka=0.1"], "equivalence is of"),
+                        (["--detect", "2"], "--detect")):
+        assert main(["compare", "--reference", "minilm-l6", "--targets", "minilm-l3", "--out", str(out)] + extra) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and says in err[0], err
+    assert not out.exists()
+
+
+def test_the_statistics_examples_run():
+    """The docstring examples (hand-computed values) of the interval, level, check and plan code hold."""
+    import doctest
+
+    import perturblab.core.headline
+    import perturblab.measures.stats
+    import perturblab.studies.compare.severity
+    import perturblab.studies.compare.verdict
+
+    for module in (perturblab.core.headline, perturblab.measures.stats, perturblab.studies.compare.severity,
+                   perturblab.studies.compare.verdict, plan_module):
+        result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+        assert result.attempted > 0 and result.failed == 0, module.__name__
+
+
+def test_the_plan_states_what_each_study_detects_and_detect_sizes_it():
+    from perturblab.studies.compare.plan import detectable, needed
+
+    plan = make_plan(_args(reference="minilm-l6", targets="minilm-l3"))
+    inv = next(p for p in plan.studies if p.name == "invariances")
+    assert inv.detects == pytest.approx(detectable(inv.options["n"]))
+    assert f"detects {100 * inv.detects:.1f} %" in plan.table()
+    # the power the formula claims: d = z²/(n + z²) with z = z(0.975) + z(0.8)
+    from scipy import stats
+    z = stats.norm.ppf(0.975) + stats.norm.ppf(0.8)
+    n = needed(0.05)
+    se = math.sqrt(0.05 * 0.95 / n)
+    assert stats.norm.sf(stats.norm.ppf(0.975) - 0.05 / se) == pytest.approx(0.8, abs=0.01)
+    assert detectable(n) <= 0.05 < detectable(n - 1) and n == math.ceil(z * z * 0.95 / 0.05)
+    sized = make_plan(_args(reference="minilm-l6", targets="minilm-l3", detect=0.05, budget="30m"))
+    assert all(p.options.get("n", p.options.get("n_eval", 0)) >= n for p in sized.studies
+               if p.name in ("invariances", "robustness"))
+    with pytest.raises(InputError, match=r"--detect 0.02 needs about .* beyond the --budget of 2.0 min: give --budget"):
+        make_plan(_args(reference="minilm-l6", targets="minilm-l3", detect=0.02, budget="2m"))

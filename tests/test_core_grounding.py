@@ -80,6 +80,13 @@ def test_values_equal_an_independent_computation(tmp_path):
     assert rows[("layer_depth", "linear_cka")]["n"] == 5
     assert {r["benchmark"] for r in res.rows} >= {"warmup_specificity", "warmup_detection"}
     assert res.sizes() == "computed on n_train = 100, n_eval = 60"
+    # the headline's bootstrap intervals over the members are labelled indicative
+    heads = res.headline().estimates
+    assert len(heads) == len(res.summary) > 0
+    for e, r in zip(heads, res.summary):
+        assert (e.value, e.low, e.high, e.n) == (r["spearman"], r["spearman_low"], r["spearman_high"], r["n"])
+        assert e.interval == ("95 % percentile bootstrap over the members; indicative: the members are a designed, "
+                              "dependent set, not a random sample")
 
 
 def test_a_rerun_computes_only_what_changed(tmp_path, work):

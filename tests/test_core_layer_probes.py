@@ -112,6 +112,35 @@ def test_c_the_functions_save_writes_what_the_command_writes(tmp_path, capsys):
         assert layers == [k for k in sorted(ranks, key=ranks.get)
                           if got["drop"][k] > 0 and got["drop"][k] > 2 * got["drop_se"][k]][:2]
     assert res.to_pandas().shape == (len(rows), 5)
+    # the headline's largest drop over the 3 layers: Bonferroni-adjusted, z(1 − 0.025/3) = 2.3940
+    for e in res.headline().estimates:
+        p = e.key.split(":", 1)[1]
+        got = {m: {r["layer"]: r["value"] for r in rows if r["perturbation"] == p and r["metric"] == m}
+               for m in ("rank", "drop", "drop_se")}
+        worst = min(got["rank"], key=got["rank"].get)
+        assert e.value == got["drop"][worst]
+        if ", cut to" not in e.interval:
+            assert (e.high - e.value) == pytest.approx(2.3939797998 * got["drop_se"][worst], rel=1e-8)
+            assert (e.value - e.low) == pytest.approx(e.high - e.value, rel=1e-8)
+        assert e.interval.startswith("95 % normal interval, paired over examples, Bonferroni-adjusted for "
+                                     "choosing the largest of 3 layers")
+
+
+def test_the_largest_drops_interval_is_bonferroni_adjusted_by_hand():
+    """z(1 − 0.025/12) = 2.8653 (1.96 unadjusted): a drop of 0.10 with s.e. 0.02 at the largest of
+    12 layers gets ± 0.0573, not ± 0.0392; one layer is no choice; cut to a drop's range [−1, 1]."""
+    from perturblab.studies.robustness.layer_probes.result import selected_drop_interval
+
+    low, high, what = selected_drop_interval(0.10, 0.02, 12)
+    assert (low, high) == pytest.approx((0.10 - 0.0573052, 0.10 + 0.0573052), abs=1e-7)
+    assert what == ("95 % normal interval, paired over examples, Bonferroni-adjusted for choosing the largest "
+                    "of 12 layers")
+    low, high, what = selected_drop_interval(0.10, 0.02, 1)
+    assert (low, high) == pytest.approx((0.10 - 0.0391993, 0.10 + 0.0391993), abs=1e-7)
+    assert what == "95 % normal interval, paired over examples"
+    low, high, what = selected_drop_interval(0.95, 0.05, 7)
+    assert high == 1.0 and low == pytest.approx(0.95 - 2.6901095 * 0.05) and what.endswith(", cut to [-1, 1]")
+    assert selected_drop_interval(0.1, float("nan"), 7)[:2] == (None, None)
 
 
 def test_the_keywords_are_the_commands_long_options_and_the_example_runs():

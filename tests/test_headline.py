@@ -56,8 +56,8 @@ def _scope_row(target, cap, trial, hard, soft, ci=None, n_inv=10, reference="ref
 
 def test_scope_headline_from_rows():
     rows = [_scope_row("a", "typo", 0, 0.9, 0.8, ci=[0.7, 1.0]),
-            _scope_row("b", "typo", 0, 0.5, 0.4, n_inv=9), _scope_row("b", "typo", 1, 0.6, 0.5, n_inv=10),
-            _scope_row("b", "typo", 2, 0.7, 0.6, n_inv=11, flags=["chance-level"])]
+            _scope_row("b", "typo", 0, 0.5, 0.4, n_inv=10), _scope_row("b", "typo", 1, 0.6, 0.5, n_inv=10),
+            _scope_row("b", "typo", 2, 0.7, 0.6, n_inv=10, flags=["chance-level"])]
     h = scope_headline(rows, "ref")
     assert "ref" in h.sentence
     got = {(e.subject, e.key): e for e in h.estimates}
@@ -65,10 +65,27 @@ def test_scope_headline_from_rows():
                         ("b", "soft_scope:typo")}
     a = got[("a", "soft_scope:typo")]
     assert (a.value, a.low, a.high, a.n) == (0.8, 0.7, 1.0, 10)
+    # Hard-SCoPE pools the trials' examples: 5 + 6 + 7 = 18 kept of 30, the Wilson interval of 18/30
     b = got[("b", "hard_scope:typo")]
+    z, p, n = 1.959963984540054, 0.6, 30
+    centre, half = (p + z * z / (2 * n)) / (1 + z * z / n), z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    assert (b.value, b.low, b.high) == pytest.approx((0.6, centre - half, centre + half), abs=1e-12)
+    assert b.n == 30 and b.flags == ("chance-level",)
+    assert b.interval == "95 % Wilson interval over the 30 examples of 3 trials"
+    assert a.interval == "95 % bootstrap over the 10 examples"
+    # Soft-SCoPE rows without the s.d. of their terms: the t-interval over the 3 trials' means
+    bs = got[("b", "soft_scope:typo")]
     se = 0.1 / math.sqrt(3)
-    assert (b.low, b.high) == pytest.approx((0.6 - T2 * se, 0.6 + T2 * se), abs=1e-12)
-    assert b.n == 10 and b.flags == ("chance-level",) and b.interval == "95 % t-interval over 3 trials"
+    assert (bs.low, bs.high) == pytest.approx((0.5 - T2 * se, 0.5 + T2 * se), abs=1e-12)
+    assert bs.interval == "95 % t-interval over 3 trials"
+    # with the s.d. of each trial's terms: one t-interval over the 30 pooled examples
+    sd_rows = [{**r, "soft_scope_sd": 0.2} for r in rows]
+    pooled_soft = {(e.subject, e.key): e for e in scope_headline(sd_rows, "ref").estimates}[("b", "soft_scope:typo")]
+    ss = 3 * 9 * 0.2 ** 2 + 10 * (0.1 ** 2 + 0 + 0.1 ** 2)  # within trials + between their means
+    from scipy import stats
+    half = stats.t.ppf(0.975, 29) * math.sqrt(ss / 29) / math.sqrt(30)
+    assert (pooled_soft.low, pooled_soft.high) == pytest.approx((0.5 - half, 0.5 + half), abs=1e-12)
+    assert pooled_soft.interval == "95 % t-interval over the 30 examples of 3 trials"
     # Soft ≤ Hard holds for every estimate, as it does for every row
     for subject in ("a", "b"):
         assert got[(subject, "soft_scope:typo")].value <= got[(subject, "hard_scope:typo")].value
@@ -92,9 +109,13 @@ def test_robustness_headline_one_draw_uses_the_bootstrap_and_several_the_standar
     h = robustness_headline(summary, rows)
     got = {e.key: e for e in h.estimates}
     assert (got["relative_robustness:p"].low, got["relative_robustness:p"].high) == (0.8, 0.95)
+    # several draws without their s.d.: the bootstrap part alone, infinite df, a normal interval
+    se = 0.2 / (2 * Z)
     assert (got["relative_robustness:q"].low, got["relative_robustness:q"].high) == pytest.approx(
-        (0.7 - Z * 0.05, 0.7 + Z * 0.05), abs=1e-12)
-    assert got["accuracy"].low == pytest.approx(0.8 - Z * 0.02, abs=1e-12)
+        (0.7 - Z * se, 0.7 + Z * se), abs=1e-9)
+    # the clean accuracy's Wilson interval of 40 of 50 (not the majority-class null s.e.)
+    assert (got["accuracy"].low, got["accuracy"].high) == pytest.approx((0.66963, 0.88756), abs=1e-5)
+    assert got["accuracy"].interval == "95 % Wilson interval over test examples"
     assert all(e.n == 50 for e in h.estimates)
 
 

@@ -112,6 +112,15 @@ def test_layer_probes_drops_and_ranks(data_file, tmp_path):
         assert top_layers(rows, 2)[p] == [int(i) for i in np.argsort(-drop, kind="stable")
                                           if drop[i] > 0 and drop[i] > 2 * se[i]][:2]
     assert (tmp_path / "probes" / "probe_drops.png").is_file()
+    # the headline's largest drop of 4 layers: ± z(1 − 0.025/4) = 2.4977 paired s.e. (Bonferroni)
+    for e in res.headline().estimates:
+        p = e.key.split(":", 1)[1]
+        drop, se = np.array(get(p, "drop")), np.array(get(p, "drop_se"))
+        worst = int(np.argmax(drop))
+        assert e.value == drop[worst] and "Bonferroni-adjusted for choosing the largest of 4 layers" in e.interval
+        if ", cut to" not in e.interval:
+            assert (e.low, e.high) == pytest.approx((drop[worst] - 2.4977055 * se[worst],
+                                                     drop[worst] + 2.4977055 * se[worst]), abs=1e-6)
     assert (tmp_path / "probes" / "top_layers.csv").read_text().count("\n") == 3
 
 
@@ -131,6 +140,17 @@ def test_finetuning_study_rows(data_file, tmp_path, monkeypatch):
     meta = json.loads((tmp_path / "ft" / "finetune.json").read_text())["finetune"]
     assert meta["steps"] == 5 == res.finetune["steps"]  # one epoch of 150 examples in batches of 32
     assert (tmp_path / "ft" / "finetuning.png").is_file()
+    # STIR's headline interval at the last layer: t(0.975, 4) · s.d. of the k = 5 halves · √(1 + 1/5),
+    # not s.d./√5 (the halves overlap)
+    stds = {(r["measure"], r["layer"]): r["std"] for r in rows}
+    heads = {e.key: e for e in res.headline().estimates}
+    for m in ("stir_ft|pre", "stir_pre|ft", "stir_pre|pre"):
+        e, sd = heads[m], stds[(m, 2)]
+        assert e.value == by[(m, 2)] and sd > 0
+        assert e.interval.startswith("95 % half-sampling t-interval over examples (s.e. = s.d. of 5 random halves "
+                                     "· √(1 + 1/5), 4 df)")
+        assert e.high == pytest.approx(min(e.value + 2.7764451 * sd * np.sqrt(1.2), 1.0), abs=1e-6)
+        assert e.low == pytest.approx(max(e.value - 2.7764451 * sd * np.sqrt(1.2), 0.0), abs=1e-6)
     # the same comparison from an existing fine-tuned copy: nothing is trained, same values
     import perturblab.models.finetune as ft
 

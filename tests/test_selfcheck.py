@@ -19,6 +19,7 @@ from perturblab.measures.selfcheck import (median_estimate, negation_normalised,
 from perturblab.perturb.selfcheck import Negate, chop_token_ids
 from perturblab.core.entry import run
 from perturblab.studies.selfcheck.config import SelfCheckArgs
+from perturblab.studies.selfcheck.result import SelfCheckResult
 from perturblab.studies.selfcheck.study import SelfCheckStudy, profane_token_ids
 from tiny_lm import SENTENCES, tiny_lm
 
@@ -79,6 +80,72 @@ def test_score_formulas_hand_computed():
     assert m.value == 3.0 and m.stderr > 0
     with pytest.raises(InputError, match="no examples"):
         negation_sensitivity([], [])
+
+
+# ------------------------------------------------------------------ headline intervals
+def _ex(metric: str, setting: str, values, extras=None) -> list[dict]:
+    extras = extras or [{} for _ in values]
+    return [{"model": "tiny", "metric": metric, "setting": setting, "example_id": i, "text": "t", "perturbed": "p",
+             "value": v, "extra": e} for i, (v, e) in enumerate(zip(values, extras))]
+
+
+def test_headline_t_interval_of_a_mean_at_small_n_hand_computed():
+    """Five negation changes: mean 0.16, s.d. 0.2302 (by hand), s.e. 0.10296; t(0.975, 4) =
+    2.7764 (1.96 would be 29 % too narrow at n = 5)."""
+    from perturblab.studies.selfcheck.result import headline_interval
+
+    delta = [0.1, 0.4, -0.2, 0.3, 0.2]
+    est = negation_sensitivity([0.0] * 5, delta)
+    assert est.stderr == pytest.approx(0.1029563, abs=1e-7)
+    low, high, what = headline_interval({"metric": "negation_sensitivity", "value": est.value,
+                                         "stderr": est.stderr, "n": 5})
+    assert (low, high) == pytest.approx((0.16 - 2.7764451 * 0.1029563, 0.16 + 2.7764451 * 0.1029563), abs=1e-6)
+    assert (low, high) == pytest.approx((-0.125853, 0.445853), abs=1e-6)
+    assert what == "95 % t-interval over examples (n − 1 df)"  # unbounded score: never cut
+
+
+def test_headline_jsd_interval_below_zero_is_cut_and_says_so():
+    """Tokenization JSDs of six texts: five 0 and one 0.06 → mean 0.01, s.e. 0.01; t(0.975, 5) =
+    2.5706 reaches −0.0157, below what a JSD can be: cut at 0, and the text says so."""
+    args = _args(metrics="tokenization", no_ablations=True)
+    res = SelfCheckResult(args, [("tokenization", "stride=3", True)],
+                          _ex("tokenization", "stride=3", [0.0] * 5 + [0.06]))
+    (e,) = res.headline().estimates
+    assert e.value == pytest.approx(0.01) and e.n == 6
+    assert e.low == 0.0 and e.high == pytest.approx(0.01 + 2.5705818 * 0.01, abs=1e-7)
+    assert e.interval == ("95 % t-interval over examples (n − 1 df), cut to [0, 0.693147]: "
+                          "a JS divergence, never negative, at most ln 2")
+
+
+def test_headline_intervals_of_the_other_kinds_hand_computed():
+    from perturblab.studies.selfcheck.result import headline_interval, welch_df
+
+    # percent of perplexity drops, a proportion: Wilson (19 of 20 → [76.4, 99.1] %)
+    low, high, what = headline_interval({"metric": "negation_ppl_drops", "value": 95.0, "stderr": 5.0, "n": 20})
+    assert (round(low, 1), round(high, 1), what) == (76.4, 99.1, "95 % Wilson interval over examples")
+    # the normalised negation score: Welch–Satterthwaite df from the benign row of the same model
+    args = _args(metrics="negation", no_ablations=True)
+    not_rows = _ex("negation", "not", [0.5, 0.1, 0.3, 0.7],
+                   [{"logppl_x": 0.0, "logppl_perturbed": v} for v in (0.5, 0.1, 0.3, 0.7)])
+    benign = _ex("negation", "benign", [-0.2, 0.4, 0.0])
+    res = SelfCheckResult(args, [("negation", "not", True), ("negation", "benign", False)], not_rows + benign)
+    est = {e.key: e for e in res.headline().estimates}["negation_normalised"]
+    # by hand: s.e.² 1/60 (Δ, n = 4) and 1/75 (|Δ_benign| = 0.2, 0.4, 0, n = 3); Welch df =
+    # (1/60 + 1/75)² / ((1/60)²/3 + (1/75)²/2) = 243/49 ≈ 4.96, between min(n) − 1 = 2 and 5
+    from scipy import stats
+
+    se2 = 1 / 60 + 1 / 75
+    assert welch_df(math.sqrt(se2), 4, math.sqrt(1 / 75), 3) == pytest.approx(243 / 49)
+    half = stats.t.ppf(0.975, 243 / 49) * math.sqrt(se2)
+    assert half == pytest.approx(0.4463, abs=1e-4)
+    assert est.value == pytest.approx(0.2)
+    assert (est.low, est.high) == pytest.approx((0.2 - half, 0.2 + half), abs=1e-9)
+    assert est.interval == "95 % t-interval over examples (two corpora, Welch df)"
+    # the word-order median: ± 1.96 bootstrap s.e., cut to [0, ln 2]
+    low, high, what = headline_interval({"metric": "word_order", "value": 0.68, "stderr": 0.01, "n": 9})
+    assert low == pytest.approx(0.68 - 1.959964 * 0.01) and high == pytest.approx(math.log(2))
+    assert what.startswith("95 % normal interval over examples (bootstrap s.e. of the median), cut to [0, 0.693147]")
+    assert headline_interval({"metric": "long_range", "value": 0.1, "stderr": float("nan"), "n": 1})[:2] == (None, None)
 
 
 # ------------------------------------------------------------------ the study on a tiny model

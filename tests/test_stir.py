@@ -135,3 +135,40 @@ def test_text_counterparts_are_saved_and_reused(tmp_path, monkeypatch):
     assert again.perturbed == first.perturbed and again.distances == first.distances
     with pytest.raises(RuntimeError, match="searched again"):  # other settings: a new search
         st.text_counterparts(enc, TEXTS[:6], capability="typo", layer=1, progress=False, cache_path=path)
+
+
+# ------------------------------------------------------------------ the interval
+def test_interval_is_half_sampling_wider_than_over_sqrt_k_and_centred():
+    """The k halves overlap, so their s.d. is the standard error itself (times √(1 + 1/k) for
+    averaging only k of them), not s.d./√k: the new interval is √(k + 1) ≈ 4.58 times as wide
+    as the old t-interval over k "replicates" at k = 20, and centred on STIR."""
+    from scipy import stats
+
+    from perturblab.core.headline import t_interval
+    from perturblab.measures.stir import half_sample_se
+
+    res = stir(np.hstack([S, Z]), S, k=20, seed=3)
+    assert 0.2 < res.value < 0.8 and res.std > 0
+    old_low, old_high = t_interval(res.value, res.std / np.sqrt(20), 20)
+    low, high, what = res.interval()
+    assert (high - low) / (old_high - old_low) == pytest.approx(np.sqrt(21), rel=1e-9)
+    assert (low + high) / 2 == pytest.approx(res.value, abs=1e-12)
+    # by hand: t(0.975, 19) = 2.0930 standard errors of s.d. · √(1 + 1/20)
+    assert high - res.value == pytest.approx(2.0930240544 * res.std * np.sqrt(1.05), rel=1e-9)
+    assert res.se == pytest.approx(res.std * np.sqrt(1.05)) == half_sample_se(res.std, 20)
+    assert what == "95 % half-sampling t-interval over examples (s.e. = s.d. of 20 random halves · √(1 + 1/20), 19 df)"
+    # another subset size: f / (1 − f) = 1/3 at f = ¼, t with k − 1 = 9 df
+    quarter = stir(np.hstack([S, Z]), S, k=10, fraction=0.25, seed=3)
+    low, high, what = quarter.interval()
+    assert high - quarter.value == pytest.approx(stats.t.ppf(0.975, 9) * quarter.std * np.sqrt(1 / 3 + 1 / 10))
+    assert "random subsets of 0.25 of the inputs" in what and "√(0.333 + 1/10)" in what
+
+
+def test_interval_is_cut_to_ckas_range_and_undefined_for_one_half():
+    from perturblab.measures.stir import stir_interval
+
+    low, high, what = stir_interval(0.99, 0.05, 20)
+    assert high == 1.0 and low == pytest.approx(0.99 - 2.0930240544 * 0.05 * np.sqrt(1.05))
+    assert what.endswith(", cut to [0, 1]")
+    assert stir_interval(0.5, float("nan"), 1) == (None, None, "no interval (one random half)")
+    assert stir(S, S, k=1).interval()[:2] == (None, None)

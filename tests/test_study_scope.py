@@ -379,7 +379,7 @@ def test_agreement_accuracy_gap_and_the_invariances_not_shared_follow_the_predic
         low, high = row[key + "_ci"]
         assert low <= row[key] <= high
     self_row = next(r for r in st.rows if r["target"] == "ref")
-    assert self_row["iid_agreement_ci"] == [1.0, 1.0] and self_row["acc_diff_ci"] == [0.0, 0.0]
+    assert self_row["iid_agreement_ci"] == [1.0, 1.0] and self_row["acc_diff_ci"] == [0.0, 0.0]  # exact: itself
 
     names = ["negative", "positive"]
     for r in (r for r in st.perturbations if r["status"] == "perturbed"):
@@ -412,7 +412,10 @@ def test_the_accuracy_gap_is_a_paired_ratio_of_counts():
     agree_ci, diff, diff_ci = agreement_and_accuracy([1, 0], [3, 1], [4, 2], [4, 2], [4, 2], n_boot=300, seed=0)
     assert diff == pytest.approx(1 - 4 / 6)
     assert 0.25 - 1e-12 <= diff_ci[0] < diff_ci[1] <= 0.5 + 1e-12
-    assert agree_ci == [0.0, 1.0]
+    # the agreement's Wilson interval of 1 of 2: 0.5 ± 1.96·√(0.25/2 + 1.96²/16) / (1 + 1.96²/2)
+    z = 1.959963984540054
+    half = z * (0.25 / 2 + z * z / 16) ** 0.5 / (1 + z * z / 2)
+    assert agree_ci == pytest.approx([0.5 - half, 0.5 + half], abs=1e-12)
     none = agreement_and_accuracy([1, 1, 0], None, None, None, None, n_boot=50, seed=0)
     assert np.isnan(none[1]) and np.isnan(none[2]).all() and 0 <= none[0][0] <= none[0][1] <= 1
 

@@ -139,6 +139,32 @@ def t_interval(mean: Any, se: Any, k: int) -> tuple[float | None, float | None]:
     return float(mean) - half, float(mean) + half
 
 
+def wilson_interval(successes: Any, n: Any, level: float = LEVEL) -> tuple[float | None, float | None]:
+    """The Wilson score interval (Wilson 1927) of a proportion ``successes`` / ``n``: the
+    proportions p whose score test |p̂ − p| / √(p (1 − p) / n) stays within z (z = 1.96 at 95 %).
+    It stays inside [0, 1] without being cut, and is not of zero width at p̂ = 0 or 1 (where a
+    percentile bootstrap and the normal interval collapse to a point): 58 of 58 gives
+    [0.938, 1]. (None, None) when n < 1. ``successes`` may be fractional (a mean of 0/1 terms
+    times n).
+
+    >>> [round(v, 3) for v in wilson_interval(58, 58)]
+    [0.938, 1.0]
+    >>> [round(v, 3) for v in wilson_interval(19, 20)]
+    [0.764, 0.991]
+    """
+    if not (defined(successes) and defined(n)) or n < 1:
+        return None, None
+    from scipy import stats
+
+    z = float(stats.norm.ppf(0.5 + level / 2))
+    n, p = float(n), min(max(float(successes) / float(n), 0.0), 1.0)
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    low, high = max(centre - half, 0.0), min(centre + half, 1.0)
+    # at p̂ = 0 or 1 the interval's end is that bound exactly (the rounding of the formula aside)
+    return (0.0 if p == 0 else low), (1.0 if p == 1 else high)
+
+
 def normal_interval(value: Any, se: Any, bounds: tuple[float, float] | None = None
                     ) -> tuple[float | None, float | None]:
     """``value`` ± 1.96 ``se`` (None, None when either is undefined), cut to ``bounds`` (the
@@ -151,4 +177,5 @@ def normal_interval(value: Any, se: Any, bounds: tuple[float, float] | None = No
     return within(float(value) - half, float(value) + half, bounds)[:2]
 
 
-__all__ = ["CUT", "Estimate", "Headline", "LEVEL", "over_trials", "normal_interval", "t_interval", "within"]
+__all__ = ["CUT", "Estimate", "Headline", "LEVEL", "over_trials", "normal_interval", "t_interval", "wilson_interval",
+           "within"]

@@ -75,14 +75,23 @@ def _severity_cell(s: dict[str, Any] | None) -> Any:
     if not s:
         return ""
     level = str(s.get("level", ""))
-    rate = s.get("rate")
-    text = level if rate is None else f"{level} · {100 * rate:.1f} %"
-    if s.get("low") is not None and s.get("high") is not None:
-        text += f" [{100 * s['low']:.1f}, {100 * s['high']:.1f}]"
+    rate, low, high = s.get("rate"), s.get("low"), s.get("high")
+    ok = all(isinstance(v, (int, float)) for v in (low, high))
+    if rate is None:
+        text = level
+    elif s.get("score"):
+        text = f"{level} · {rate:+.3g}" + (f" [{low:+.3g}, {high:+.3g}]" if ok else "")
+    else:
+        text = f"{level} · {100 * rate:.1f} %" + (f" [{100 * low:.1f}, {100 * high:.1f}]" if ok else "")
     span = f" (interval: {s['span']})" if s.get("span") else ""
-    css = level.replace(" ", "-")
-    return Markup(f'<span class="sev sev-{escape(css)}" title="{escape(str(s.get("what", "")))}">'
-                  f"{escape(text)}{escape(span)}</span>")
+    same = f" (counted with {s['same_as']})" if s.get("same_as") else ""
+    flags = f" ⚑ {', '.join(map(str, s.get('flags') or []))}" if s.get("flags") else ""
+    css = level.replace(" ", "-").replace("(", "").replace(")", "")
+    adjusted = s.get("adjusted") or {}
+    tests = "; ".join(f"Holm-adjusted p ({h}) {p:.3g}" for h, p in adjusted.items() if isinstance(p, (int, float)))
+    title = f"{s.get('what', '')}" + (f"; {tests}" if tests else "")
+    return Markup(f'<span class="sev sev-{escape(css)}" title="{escape(title)}">'
+                  f"{escape(text)}{escape(span)}{escape(same)}{escape(flags)}</span>")
 
 
 def _estimates_table(mine: list[dict[str, Any]], target: str, ref: str) -> Table:
@@ -94,13 +103,18 @@ def _estimates_table(mine: list[dict[str, Any]], target: str, ref: str) -> Table
             other = theirs.get(e.key)
             rows.append([str(v.get("study", "")), e.measure, e.text() + (" ⚑" if e.flags else ""),
                          "" if other is None else other.text() + (" ⚑" if other.flags else ""),
-                         "" if e.n is None else str(e.n), _severity_cell(sev.get(e.key))])
-    return Table(header=["study", "measure", target, ref, "n", "severity"], rows=rows,
-                 numeric=[False, False, True, True, True, False],
-                 note="The estimate [its 95 % interval]; n: the examples behind it. Severity: the share of changed "
-                      "behaviour (invariances of the reference not kept, inputs on which the two disagree, robustness "
-                      "lost beyond the reference's) — medium from 5 % (10 % for language models), major from twice "
-                      "that; differs: a score without a rate outside the reference's interval; ⚑: flagged, means nothing.")
+                         "" if e.n is None else str(e.n), e.interval or "no interval", _severity_cell(sev.get(e.key))])
+    return Table(header=["study", "measure", target, ref, "n", "interval over", "finding"], rows=rows,
+                 numeric=[False, False, True, True, True, False, False],
+                 note="The estimate [its 95 % interval]; n: the examples behind it; the interval column says what the "
+                      "interval is over. Finding: the rate of changed behaviour of the target against the reference "
+                      "(invariances of the reference not kept, inputs on which the two disagree, accuracy or "
+                      "robustness lost on the same examples), with its 95 % interval: medium when it is shown above "
+                      "5 % (10 % for language models), major when shown above twice that, minor when its interval "
+                      "ends below 5 %, undecided when the run's n cannot tell; within noise: a paired gap whose "
+                      "interval holds 0; differs: a self-supervised score shown to differ (target − reference). "
+                      "Levels and differences hold a 5 % family-wise error rate over each target's findings (Holm); "
+                      "⚑: flagged (a model at chance level or predicting one class), shown with its finding.")
 
 
 def _examples_table(mine: list[dict[str, Any]], ref: str, target: str) -> Table | None:
@@ -124,11 +138,20 @@ def _checks_table(obj: dict[str, Any]) -> Table | None:
     checks = [c for c in obj.get("checks") or [] if isinstance(c, dict)]
     if not checks:
         return None
-    used = "lower ends of the 95 % intervals" if obj.get("strict") else "estimates"
-    rows = [[("pass" if c.get("passed") else "FAIL"), str(c.get("target", "")), str(c.get("key", "")),
-             "n/a" if c.get("value") is None else f"{c['value']:.3f}", f"{c.get('threshold', 0):g}"]
-            for c in checks]
+    num = (lambda v: "n/a" if not isinstance(v, (int, float)) else f"{v:.3f}")
+    rows = []
+    for c in checks:
+        ci = (f" [{num(c.get('low'))}, {num(c.get('high'))}]" if c.get("low") is not None else "")
+        equivalent = c.get("kind") == "equivalent"
+        rows.append([("pass" if c.get("passed") else "FAIL"), str(c.get("target", "")),
+                     str(c.get("key") or c.get("metric", "")), num(c.get("value")) + ci,
+                     "" if c.get("n") is None else str(c.get("n")),
+                     f"within ±{c.get('threshold', 0):g}" if equivalent else
+                     f"{num(c.get('compared'))} (the {c.get('used', '')}) ≥ {c.get('threshold', 0):g}",
+                     str(c.get("outcome", "")) + ("" if not c.get("interval") else f"; interval over: {c['interval']}")])
     failed = sum(not c.get("passed") for c in checks)
-    return Table(header=["result", "target", "estimate", "value", "at least"], rows=rows,
-                 numeric=[False, False, False, True, True], title="Checks",
-                 note=f"{len(checks) - failed} of {len(checks)} checks passed ({used}).")
+    rates = str(obj.get("error_rates") or "")
+    return Table(header=["result", "target", "estimate", "value [interval]", "n", "check", "outcome"], rows=rows,
+                 numeric=[False, False, False, True, True, False, False], title="Checks",
+                 note=f"{len(checks) - failed} of {len(checks)} checks passed. Equivalence intervals are 90 % "
+                      f"(two one-sided tests at 5 %), the others 95 %. {rates}".strip())

@@ -24,9 +24,22 @@ def threshold(value: str) -> tuple[str, float]:
 
 
 def thresholds(values: list[str] | None) -> None:
-    """Every ``--fail-under`` entry reads as ``METRIC=VALUE``."""
+    """Every ``--fail-under`` entry reads as ``METRIC=VALUE`` with VALUE in the metric's range
+    (:func:`~.checks.check_range`)."""
+    from .checks import check_range
+
     for v in values or []:
-        threshold(v)
+        check_range(*threshold(v))
+
+
+def margins(values: list[str] | None) -> None:
+    """Every ``--equivalent`` entry reads as ``METRIC=MARGIN``, a paired measure with a margin
+    above 0 (:func:`~.checks.check_margin`)."""
+    from .checks import check_margin
+
+    for v in values or []:
+        metric, margin = threshold(v)
+        check_margin(metric, margin)
 
 
 def study_list(value: str | None) -> None:
@@ -70,6 +83,14 @@ class CompareArgs(Args):
                                         "hard_scope:typo=0.9, soft_scope=0.85, relative_robustness:change_char=0.9")
     strict: bool = option(False, flag=True, help="check the lower end of each estimate's 95%% interval "
                                                  "instead of the estimate")
+    equivalent: list[str] | None = option(None, repeat=True, check=margins, metavar="METRIC=MARGIN",
+                                          help="exit with 1 unless each target is shown within MARGIN of the "
+                                               "reference (repeatable): two one-sided tests at 5%% on the paired "
+                                               "difference, e.g. agreement=0.05 (at most 5%% of inputs disagree), "
+                                               "accuracy_gap=0.02, relative_robustness_gap=0.05")
+    detect: float | None = option(None, above=0, below=1,
+                                  help="size each study to detect a difference of this size (e.g. 0.02) with 80%% "
+                                       "power at 5%%, or say that the budget cannot; default: sizes from the budget")
     seed: int = option(0, min=0, help="seed of the samples and perturbations")
 
     # -- what the compare reads -------------------------------------------------------------
@@ -84,6 +105,37 @@ class CompareArgs(Args):
     def threshold_list(self) -> list[tuple[str, float]]:
         """``fail_under`` as (metric, value) pairs."""
         return [threshold(v) for v in self.fail_under or []]
+
+    def margin_list(self) -> list[tuple[str, float]]:
+        """``equivalent`` as (metric, margin) pairs."""
+        return [threshold(v) for v in self.equivalent or []]
+
+    def reference_name(self) -> str:
+        """The name the studies report for the reference (its ``NAME=``, else its source)."""
+        from .verdict import display_name
+
+        return display_name(self.reference or "")
+
+    def target_labels(self) -> list[str]:
+        """The names the studies report for the targets, in the order given (:meth:`target_names`
+        are the specs as given)."""
+        from .verdict import display_name
+
+        return [display_name(t) for t in self.target_names()]
+
+    def check(self) -> None:
+        """The options' own checks, then one name per model: two specs the studies would report
+        under one name are refused before any work."""
+        super().check()
+        from .verdict import display_name
+
+        seen: dict[str, str] = {}
+        for spec in [self.reference or "", *self.target_names()]:
+            name = display_name(spec)
+            if seen.get(name, spec) != spec:
+                raise InputError(f"{seen[name]!r} and {spec!r} would both be reported as {name!r}; give one of them "
+                                 "another name with NAME=SOURCE")
+            seen[name] = spec
 
     def study_names(self) -> list[str] | None:
         """``studies`` given, or None: those the models support."""

@@ -70,6 +70,8 @@ class Planned:
     options: dict[str, Any]
     seconds: float
     size: str = ""
+    #: the smallest rate of changed behaviour its n detects (80 % power, 5 %; :func:`detectable`)
+    detects: float | None = None
 
 
 @dataclass
@@ -91,10 +93,51 @@ class Plan:
         lines = [f"plan ({self.kind}s): {len(self.studies)} stud{'y' if len(self.studies) == 1 else 'ies'}, "
                  f"about {_minutes(self.seconds())} on 2 CPU cores"]
         width = max((len(p.name) for p in self.studies), default=0)
-        lines += [f"  {p.name:<{width}}  {p.kind:<10} {p.size:<16} ~{_minutes(p.seconds)}" for p in self.studies]
+        lines += [(f"  {p.name:<{width}}  {p.kind:<10} {p.size:<16} ~{_minutes(p.seconds):<8}"
+                   + (f" detects {100 * p.detects:.1f} %" if p.detects is not None else "")).rstrip()
+                  for p in self.studies]
+        if any(p.detects is not None for p in self.studies):
+            lines.append(f"  detects: the smallest rate of changed behaviour (target against reference) that its n "
+                         f"finds with {100 * POWER:.0f} % power at 5 % (two-sided, before the multiplicity adjustment)")
         lines += [f"  left out: {why}" for why in self.left_out]
         lines += [f"  note: {note}" for note in self.notes]
         return "\n".join(lines)
+
+
+#: the power and two-sided level the plan's detectable differences are stated at
+POWER, POWER_ALPHA = 0.80, 0.05
+#: the studies whose findings are rates of changed behaviour on examples (their n is a sample size)
+RATE_STUDIES = ("invariances", "robustness", "lm-invariances")
+
+
+def _z_sum() -> float:
+    from scipy import stats
+
+    return float(stats.norm.ppf(1 - POWER_ALPHA / 2) + stats.norm.ppf(POWER))
+
+
+def detectable(n: int) -> float:
+    """The smallest rate d of changed behaviour (a share of examples on which the target does
+    what the reference does not: 1 − Hard-SCoPE, 1 − agreement, an accuracy or robustness gap)
+    that n examples find with :data:`POWER` power at two-sided level :data:`POWER_ALPHA`, by the
+    normal approximation of a paired difference of 0/1 outcomes whose changes all go one way
+    (per-example variance d (1 − d)): d = z²/(n + z²), z = z(0.975) + z(0.8) = 2.80. Changes that
+    go both ways add variance, so this is the least it can be.
+
+    >>> round(detectable(200), 4), round(detectable(20), 3)
+    (0.0378, 0.282)
+    """
+    z2 = _z_sum() ** 2
+    return z2 / (n + z2)
+
+
+def needed(d: float) -> int:
+    """The n at which :func:`detectable` is ``d``: z² (1 − d) / d, rounded up.
+
+    >>> needed(0.02)
+    385
+    """
+    return math.ceil(_z_sum() ** 2 * (1 - d) / d - 1e-9)
 
 
 def _minutes(seconds: float) -> str:
@@ -206,18 +249,27 @@ def make_plan(args: CompareArgs) -> Plan:
         mean = sum(scale[m] for m in models) / len(models)  # searches run the reference, scoring every model
         return mean * (len(models) if name in ("robustness", "selfcheck") else len(targets))
 
+    def sized(name: str, cost: Cost, models: float) -> int:
+        """The size the budget's share buys, and with --detect at least the size that detects it."""
+        size = _size(cost, budget * cost.share / shares, models)
+        if args.detect is not None and name in RATE_STUDIES:
+            return int(min(max(needed(args.detect), size), cost.most))
+        return size
+
     for name in chosen:
         cost = cost_of(name)
         if name == "layers":  # one layer-by-layer comparison per target, sized for the costliest
             size = _size(cost, budget * cost.share / shares, sum(weight(name, t) for t in targets))
             for t in targets:
-                folder = name if len(targets) == 1 else f"{name}-{safe_name(t)}"
+                from .verdict import display_name
+
+                folder = name if len(targets) == 1 else f"{name}-{safe_name(display_name(t))}"
                 options = {"a": args.reference, "b": t, "data": args.data, "measures": "cka", "n": size}
                 plan.studies.append(Planned(folder, cost.kind, options,
                                             cost.fixed + cost.per_unit * size * weight(name, t),
                                             f"{cost.size.replace('_', '-')} = {size}"))
             continue
-        size = _size(cost, budget * cost.share / shares, weight(name))
+        size = sized(name, cost, weight(name))
         label = f"{cost.size.replace('_', '-')} = {size}"
         seconds = cost.fixed + cost.per_unit * size * weight(name)
         options = _options(name, args, size)
@@ -225,7 +277,22 @@ def make_plan(args: CompareArgs) -> Plan:
             options["capabilities"] = _capabilities(args.data, size, plan)
         if name == "selfcheck" and selfcheck_metrics:
             options["metrics"] = selfcheck_metrics
-        plan.studies.append(Planned(name, cost.kind, options, seconds, size=label))
+        plan.studies.append(Planned(name, cost.kind, options, seconds, size=label,
+                                    detects=detectable(size) if name in RATE_STUDIES else None))
+    if args.detect is not None:
+        short = [p for p in plan.studies if p.detects is not None and p.detects > args.detect + 1e-12]
+        if short:
+            raise InputError(f"--detect {args.detect:g}: {', '.join(p.name for p in short)} cannot reach it "
+                             f"(needs n = {needed(args.detect)}, above the study's largest useful size); give a larger "
+                             "--detect")
+        if plan.seconds() > 1.25 * budget:
+            raise InputError(f"--detect {args.detect:g} needs about {_minutes(plan.seconds())} ("
+                             + ", ".join(f"{p.name} {p.size}" for p in plan.studies if p.detects is not None)
+                             + f"), beyond the --budget of {_minutes(budget)}: give --budget "
+                             f"{math.ceil(plan.seconds() / 60)}m or a larger --detect")
+        if not any(p.detects is not None for p in plan.studies):
+            plan.notes.append(f"--detect {args.detect:g}: no study of this plan has a rate of changed behaviour "
+                              "(selfcheck's scores and layer similarity have none); sizes come from the budget")
     if plan.seconds() > 1.25 * budget:
         plan.notes.append(f"even the least useful sizes take about {_minutes(plan.seconds())}, beyond the --budget of "
                           f"{_minutes(budget)}: they run, but give a larger --budget (or fewer --studies) to plan within it")

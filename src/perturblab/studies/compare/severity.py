@@ -1,70 +1,126 @@
-"""How serious a difference is: a severity level from a fail rate and its interval.
+"""How serious a difference is, and whether the run establishes it.
 
-A comparison's findings are rates of changed behaviour: the share of the reference's invariances
-the target does not keep (1 − Hard-SCoPE), the share of inputs on which the two disagree
-(1 − agreement), and how much more a perturbation costs the target than the reference (the
-reference's relative robustness minus the target's). Each gets a level, as a scan report gives
-one: **medium** from a rate of :data:`THRESHOLDS` ``[kind]``, **major** from twice that,
-**minor** below. The thresholds are those of Giskard's scan for its perturbation detectors
-(5 % of predictions changed for a classifier, 10 % for a text-generating model; major from twice
-the threshold); ours are rates measured against a reference model, with intervals. Where the 95 %
-interval of the rate spans more than one level, :attr:`Severity.span` says which (``"minor to
-major"``), so a level read from a small sample says how settled it is.
+A comparison's findings are rates of changed behaviour of the target against the reference, each
+with its 95 % interval over the examples both models were scored on:
 
->>> s = fail_rate_severity(Estimate("t", "Hard-SCoPE, typo", 0.87, 0.81, 0.92, key="hard_scope:typo"), CLASSIFIER)
->>> (s.level, round(s.rate, 2), s.span)
-('major', 0.13, 'medium to major')
+* **fail rates**: 1 − Hard-SCoPE (invariances of the reference the target does not keep) and
+  1 − agreement (inputs on which the two disagree), with Wilson intervals;
+* **paired gaps**, turned into what the target loses: −(accuracy gap) and −(relative robustness
+  gap), target − reference on the same examples with paired intervals;
+* **score differences** of the self-supervised scores, which have no rate of changed behaviour:
+  target − reference with the direction and size.
+
+Each rate gets a level, as a scan report gives one: **medium** from a rate of :data:`THRESHOLDS`
+``[kind]``, **major** from twice that, **minor** below (the thresholds of Giskard's scan for its
+perturbation detectors: 5 % of predictions changed for a classifier, 10 % for a text-generating
+model). A level is claimed only where the run shows it:
+
+* **medium** when the one-sided test of "rate ≤ the medium threshold" rejects, **major** when
+  that of "rate ≤ twice it" rejects, and a score **differs** when the two-sided test of "no
+  difference" rejects — each at a family-wise error rate of 5 % over all of one target's
+  findings (Holm 1979: the chance that any medium, major or differs claim about a target is
+  false is at most 5 %);
+* **minor** when the rate's 95 % interval ends below the medium threshold;
+* **undecided** otherwise: the n of the run cannot tell (the interval reaches from one level to
+  another; :attr:`Severity.span` says which);
+* a gap whose interval holds 0 is **within noise**; one beyond noise in the target's favour is
+  **none (better)**.
+
+The tests: a Wilson interval's rate gets the score test (Wilson's interval is its inversion); a
+rate with another interval gets the normal approximation that interval implies on the side
+facing the threshold ((rate − low) / 1.96 as its standard error); an exact rate (the reference
+against itself) rejects exactly when it lies above. A flagged estimate (a model at chance level
+or predicting one class) keeps its finding and shows its flag. Estimates of one cause (``typo*``,
+typo on the fairness subset, beside ``typo``; one accuracy gap measured by two studies) count
+once, as the one with the larger n; the other names it in :attr:`Severity.same_as`.
+
+>>> s = rate_finding(Estimate("t", "Hard-SCoPE, typo", 0.87, 0.81, 0.92, n=200, key="hard_scope:typo",
+...                           interval="95 % Wilson interval over the 200 examples"), CLASSIFIER)
+>>> assign_levels([s], CLASSIFIER)
+>>> (s.level, round(s.rate, 2), s.span)  # 13 % is shown above 5 %, not above 10 %
+('medium', 0.13, 'medium to major')
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Any
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any, Sequence
 
-from ...core.headline import Estimate, defined
+from ...core.headline import LEVEL, Estimate, defined, wilson_interval
 from .plan import CLASSIFIER, LANGUAGE_MODEL
 
 LEVELS = ("minor", "medium", "major")
 #: the rate from which a finding is medium, per model kind (major from twice it)
 THRESHOLDS = {CLASSIFIER: 0.05, LANGUAGE_MODEL: 0.10}
+#: the family-wise error rate of a target's medium, major and differs claims
+ALPHA = 0.05
 #: what each rate is, by the first part of the estimate's key
 RATE_OF = {"hard_scope": "invariances of the reference not kept", "agreement": "inputs on which the two disagree",
-           "relative_robustness": "robustness lost beyond the reference's"}
+           "accuracy_gap": "accuracy lost against the reference's",
+           "relative_robustness_gap": "robustness lost beyond the reference's"}
+#: keys whose estimate is a share kept (the rate is 1 − it) and keys whose estimate is a signed gap
+SHARES, GAPS = ("hard_scope", "agreement"), ("accuracy_gap", "relative_robustness_gap")
+Z = 1.959963984540054
 
 
-@dataclass(frozen=True)
+@dataclass
 class Severity:
-    """The level of one finding: ``rate`` (with ``low``/``high``, its 95 % interval, when there is
-    one), ``level`` (``minor``, ``medium`` or ``major``; ``flagged`` when the estimate is flagged
-    and means nothing; ``within noise`` when a difference of two estimates is within their
-    intervals; ``none (more robust)`` when the target is the more robust beyond them;
-    ``differs`` when a score without a rate differs beyond both intervals), ``span`` (the levels the interval reaches, when more than one) and ``what`` the
-    rate is."""
+    """One finding of a target: ``rate`` (with ``low``/``high``, its 95 % interval, over ``n``
+    examples as ``interval`` says), its ``level`` (``minor``, ``medium``, ``major``,
+    ``undecided``, ``within noise``, ``none (better)``, ``differs``; see the module docstring),
+    ``span`` (the levels the interval reaches, when more than one), ``direction`` (``worse`` or
+    ``better`` for a rate, ``higher`` or ``lower`` for a score), the unadjusted one-sided
+    p-values ``p`` and their Holm-adjusted values ``adjusted`` (by hypothesis: ``medium``,
+    ``major``, ``differs``), ``flags`` of the estimate, and ``same_as``: the finding of the same
+    cause it is counted with (then it is not counted itself)."""
 
     key: str
     what: str
     rate: float | None
     low: float | None
     high: float | None
-    level: str
+    level: str = ""
     span: str = ""
+    direction: str = ""
+    interval: str = ""
+    n: int | None = None
+    method: str = "normal"  # how its p-values are computed: "wilson", "normal" or "exact"
+    p: dict[str, float] = field(default_factory=dict)
+    adjusted: dict[str, float] = field(default_factory=dict)
+    flags: tuple[str, ...] = ()
+    same_as: str = ""
+    score: bool = False  # a score difference (no rate level)
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        return {**asdict(self), "flags": list(self.flags)}
+
+    def counted(self) -> bool:
+        """Whether it is one of the target's findings (not a repeat of another one's cause)."""
+        return not self.same_as and self.rate is not None
 
     def text(self) -> str:
-        """``major: 13.0 % [8.0 %, 19.0 %] of invariances of the reference not kept``."""
+        """``major: 13.0 % [8.1 %, 18.4 %] of invariances of the reference not kept (n = 200)``."""
+        flag = f" ⚑ {', '.join(self.flags)}" if self.flags else ""
         if self.rate is None:
-            return self.level
-        rate = f"{100 * self.rate:.1f} %"
-        if self.low is not None and self.high is not None:
-            rate += f" [{100 * self.low:.1f} %, {100 * self.high:.1f} %]"
+            return self.level + flag
+        if self.score:
+            value = f"{self.rate:+.3g}"
+            if self.low is not None and self.high is not None:
+                value += f" [{self.low:+.3g}, {self.high:+.3g}]"
+        else:
+            value = f"{100 * self.rate:.1f} %"
+            if self.low is not None and self.high is not None:
+                value += f" [{100 * self.low:.1f} %, {100 * self.high:.1f} %]"
         span = f" (its interval reaches {self.span})" if self.span else ""
-        return f"{self.level}{span}: {rate} of {self.what}"
+        n = f", n = {self.n}" if self.n else ""
+        same = f"; counted with {self.same_as}" if self.same_as else ""
+        return f"{self.level}{span}: {value} {self.what}{n}{same}{flag}"
 
 
 def level(rate: float, kind: str) -> str:
-    """The level of a fail ``rate`` for models of ``kind`` (:data:`THRESHOLDS`).
+    """The level of a fail ``rate`` for models of ``kind`` (:data:`THRESHOLDS`), read from the rate
+    alone (the level a finding claims also needs the run to establish it: :func:`assign_levels`).
 
     >>> [level(r, CLASSIFIER) for r in (0.0, 0.049, 0.05, 0.099, 1 - 0.9)]
     ['minor', 'minor', 'medium', 'medium', 'major']
@@ -76,59 +132,183 @@ def level(rate: float, kind: str) -> str:
 def _span(low: float | None, high: float | None, kind: str) -> str:
     if low is None or high is None:
         return ""
-    a, b = level(low, kind), level(high, kind)
+    a, b = level(max(low, 0.0), kind), level(max(high, 0.0), kind)
     return "" if a == b else f"{a} to {b}"
 
 
-def fail_rate_severity(e: Estimate, kind: str) -> Severity | None:
-    """The severity of a share-kept estimate (Hard-SCoPE, agreement): its fail rate is 1 − the
-    estimate, and the interval turns over (None for another kind of estimate)."""
+def _method(e: Estimate) -> str:
+    text = e.interval.lower()
+    return "exact" if text.startswith("exact") else "wilson" if "wilson" in text and e.n else "normal"
+
+
+def rate_finding(e: Estimate, kind: str) -> Severity | None:
+    """The finding of a share-kept estimate (Hard-SCoPE, agreement: the rate is 1 − it, the
+    interval turned over) or of a signed gap (accuracy gap, relative robustness gap: the rate is
+    what the target loses, −gap); None for another estimate or an undefined one. Its level is set
+    by :func:`assign_levels`."""
     first = e.key.split(":", 1)[0]
-    if first not in ("hard_scope", "agreement"):
+    if first not in SHARES + GAPS or not defined(e.value):
         return None
-    if e.flags:
-        return Severity(e.key, RATE_OF[first], None, None, None, "flagged")
-    if not defined(e.value):
+    has = defined(e.low) and defined(e.high)
+    if first in SHARES:
+        rate, low, high = 1.0 - float(e.value), (1.0 - float(e.high) if has else None), (1.0 - float(e.low) if has else None)
+    else:
+        rate, low, high = -float(e.value), (-float(e.high) if has else None), (-float(e.low) if has else None)
+    return Severity(e.key, RATE_OF[first], rate, low, high, interval=e.interval, n=e.n, method=_method(e),
+                    flags=tuple(e.flags), span=_span(low, high, kind))
+
+
+def score_difference(target: Estimate, reference: Estimate) -> Severity | None:
+    """The finding of a score without a rate (a self-supervised score): the difference target −
+    reference with a 95 % normal interval from the two estimates' intervals taken as independent
+    (their standard errors added in quadrature, each from its interval's half-width); the examples
+    are shared, so this errs wide. None when either is undefined or has no interval."""
+    if not all(defined(v) for v in (target.value, reference.value, target.low, target.high,
+                                     reference.low, reference.high)):
         return None
-    rate = 1.0 - float(e.value)
-    low, high = (1.0 - float(e.high), 1.0 - float(e.low)) if defined(e.low) and defined(e.high) else (None, None)
-    return Severity(e.key, RATE_OF[first], rate, low, high, level(rate, kind), _span(low, high, kind))
+    d = float(target.value) - float(reference.value)
+    se = math.hypot((target.high - target.low) / (2 * Z), (reference.high - reference.low) / (2 * Z))
+    return Severity(target.key, "difference from the reference's score", d, d - Z * se, d + Z * se,
+                    interval="95 % normal interval of the difference, the two intervals taken as independent",
+                    n=target.n, method="normal", flags=tuple(sorted({*target.flags, *reference.flags})), score=True)
 
 
-def drop_severity(target: Estimate, reference: Estimate, kind: str) -> Severity | None:
-    """The severity of a relative-robustness estimate against the reference's on the same
-    perturbation: the rate is the reference's minus the target's (how much more the perturbation
-    costs the target); ``within noise`` when the two intervals overlap (with the rate only when
-    it is above 0), ``none (more robust)`` when the target is the more robust beyond them;
-    ``flagged`` when either is."""
-    if not target.key.startswith("relative_robustness"):
-        return None
-    what = RATE_OF["relative_robustness"]
-    if target.flags or reference.flags:
-        return Severity(target.key, what, None, None, None, "flagged")
-    if not (defined(target.value) and defined(reference.value)):
-        return None
-    rate = float(reference.value) - float(target.value)
-    if overlap(target, reference):
-        return Severity(target.key, what, rate if rate > 0 else None, None, None, "within noise")
-    if rate <= 0:
-        return Severity(target.key, what, None, None, None, "none (more robust)")
-    return Severity(target.key, what, rate, None, None, level(rate, kind))
+def p_above(s: Severity, threshold: float) -> float:
+    """The one-sided p-value of "the rate is at most ``threshold``" (see the module docstring)."""
+    rate = float(s.rate)
+    if s.method == "exact":
+        return 0.0 if rate > threshold else 1.0
+    if s.method == "wilson" and s.n and 0 < threshold < 1:
+        z = (rate - threshold) / math.sqrt(threshold * (1 - threshold) / s.n)
+    else:
+        side = (rate - s.low) if rate > threshold else (s.high - rate) if s.high is not None else None
+        if side is None or s.low is None:
+            return 1.0
+        se = side / Z
+        if se <= 0:
+            return 0.0 if rate > threshold else 1.0
+        z = (rate - threshold) / se
+    return _upper_tail(z)
 
 
-def difference_severity(target: Estimate, reference: Estimate) -> Severity | None:
-    """A score with no rate of changed behaviour (a self-supervised score): ``differs`` when the
-    target's and the reference's intervals do not overlap, ``flagged`` when either is flagged,
-    None otherwise."""
-    if target.flags or reference.flags:
-        return Severity(target.key, "differs from the reference's", None, None, None, "flagged")
-    if defined(target.value) and defined(reference.value) and not overlap(target, reference):
-        return Severity(target.key, "differs from the reference's, beyond both intervals", None, None, None, "differs")
-    return None
+def p_differs(s: Severity) -> float:
+    """The two-sided p-value of "no difference" of a score difference (normal approximation)."""
+    if s.low is None or s.high is None:
+        return 1.0
+    se = (s.high - s.low) / (2 * Z)
+    if se <= 0:
+        return 0.0 if s.rate != 0 else 1.0
+    return min(1.0, 2 * _upper_tail(abs(float(s.rate)) / se))
 
 
-def overlap(a: Estimate, b: Estimate) -> bool:
-    """Whether the 95 % intervals of ``a`` and ``b`` overlap (no interval: they are taken to)."""
-    if not all(defined(v) for v in (a.low, a.high, b.low, b.high)):
-        return True
-    return not (a.high < b.low or b.high < a.low)
+def _upper_tail(z: float) -> float:
+    return 0.5 * math.erfc(z / math.sqrt(2))
+
+
+def holm(pvalues: Sequence[float]) -> list[float]:
+    """Holm's (1979) step-down adjusted p-values: the i-th smallest times (m − i + 1), kept
+    non-decreasing and at most 1. A hypothesis is rejected at family-wise level α when its
+    adjusted p-value is at most α.
+
+    >>> [round(p, 3) for p in holm([0.01, 0.04, 0.03, 0.2])]
+    [0.04, 0.09, 0.09, 0.2]
+    """
+    order = sorted(range(len(pvalues)), key=lambda i: pvalues[i])
+    out, running = [1.0] * len(pvalues), 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (len(pvalues) - rank) * float(pvalues[i])))
+        out[i] = running
+    return out
+
+
+def assign_levels(findings: Sequence[Severity], kind: str, alpha: float = ALPHA) -> None:
+    """Set the ``level`` of each of one target's findings: its tests (medium and major for a
+    rate, differs for a score) form one family, Holm-adjusted (:func:`holm`), and each level is
+    claimed as the module docstring says."""
+    at = THRESHOLDS[kind]
+    family: list[tuple[Severity, str, float]] = []
+    for s in findings:
+        s.p, s.adjusted = {}, {}
+        if not s.counted():
+            continue
+        if s.score:
+            s.p["differs"] = p_differs(s)
+        else:
+            s.p["medium"], s.p["major"] = p_above(s, at), p_above(s, 2 * at)
+        family += [(s, h, p) for h, p in s.p.items()]
+    for (s, h, _), adj in zip(family, holm([p for _, _, p in family])):
+        s.adjusted[h] = adj
+    for s in findings:
+        if s.rate is None:
+            s.level = s.level or "n/a"
+            continue
+        gap = s.key.split(":", 1)[0] in GAPS
+        noise = s.low is not None and s.high is not None and s.low <= 0 <= s.high
+        if s.score:
+            s.direction = "higher" if s.rate > 0 else "lower" if s.rate < 0 else ""
+            if s.same_as:
+                s.level = "differs" if not noise else "within noise"
+            else:
+                s.level = "differs" if s.adjusted.get("differs", 1.0) <= alpha else "within noise"
+            continue
+        s.direction = "worse" if s.rate > 0 else "better" if s.rate < 0 else ""
+        adj = s.adjusted if not s.same_as else {h: p for h, p in ((h, p_above(s, t)) for h, t in
+                                                                  (("medium", at), ("major", 2 * at)))}
+        if adj.get("major", 1.0) <= alpha:
+            s.level = "major"
+        elif adj.get("medium", 1.0) <= alpha:
+            s.level = "medium"
+        elif gap and noise:
+            s.level = "within noise"
+        elif gap and s.high is not None and s.high < 0:
+            s.level = "none (better)"
+        elif s.high is not None and s.high < at:
+            s.level = "minor"
+        elif s.method == "exact" and s.rate < at:
+            s.level = "minor"
+        else:
+            s.level = "undecided"
+
+
+def one_cause(findings: Sequence[Severity]) -> None:
+    """Mark findings that repeat another's cause (:attr:`Severity.same_as`): a ``CAP*`` capability
+    (measured on the fairness subset) beside ``CAP``, and one key measured by two studies (the
+    one with the larger n counts)."""
+    by_key: dict[str, Severity] = {}
+    for s in findings:
+        base = s.key.replace("*", "")
+        if base != s.key:
+            if any(o.key == base for o in findings):
+                s.same_as = base
+            continue
+        if base in by_key:
+            keep, other = (by_key[base], s) if (by_key[base].n or 0) >= (s.n or 0) else (s, by_key[base])
+            other.same_as = f"{keep.key} (the estimate on {keep.n} examples)"
+            by_key[base] = keep
+        else:
+            by_key[base] = s
+
+
+def family_note(findings: Sequence[Severity]) -> str:
+    """What the levels' error rate is over, for the report and the console."""
+    tests = sum(len(s.p) for s in findings if s.counted())
+    return (f"levels held to a 5 % family-wise error rate over this target's {tests} tests "
+            f"({sum(s.counted() for s in findings)} findings; Holm)")
+
+
+def equivalence_interval(e: Estimate, level_: float = 1 - 2 * ALPHA) -> tuple[float | None, float | None]:
+    """The ``level_`` (90 %: two one-sided tests at 5 %) interval of an estimate: a Wilson
+    interval recomputed at that level from the estimate and n, an exact one as it is, and
+    otherwise the 95 % interval's half-widths scaled to it (its normal approximation)."""
+    if not (defined(e.value) and defined(e.low) and defined(e.high)):
+        return None, None
+    method = _method(e)
+    if method == "exact":
+        return float(e.low), float(e.high)
+    if method == "wilson":
+        return wilson_interval(float(e.value) * e.n, e.n, level_)
+    from scipy import stats
+
+    scale = float(stats.norm.ppf(0.5 + level_ / 2)) / float(stats.norm.ppf(0.5 + LEVEL / 2))
+    v = float(e.value)
+    return v - scale * (v - float(e.low)), v + scale * (float(e.high) - v)

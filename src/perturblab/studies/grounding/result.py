@@ -15,6 +15,15 @@ if TYPE_CHECKING:  # pragma: no cover
     from .config import GroundingArgs
 
 
+#: what the headline's Spearman intervals are over. The members of a benchmark (layers of other
+#: depths, the reference with 1, 2, ... principal components deleted) are chosen by design and
+#: depend on one another (neighbouring layers, nested deletions), not drawn at random from a
+#: population, so resampling them does not give a sampling distribution: the interval shows how
+#: much ρ leans on single members, and is indicative only.
+INTERVAL = ("95 % percentile bootstrap over the members; indicative: the members are a designed, dependent set, "
+            "not a random sample")
+
+
 class GroundingStudyResult(StudyResult):
     """The result of :func:`perturblab.grounding`.
 
@@ -44,14 +53,15 @@ class GroundingStudyResult(StudyResult):
     def headline(self) -> Headline:
         """Per benchmark subset and measure, Spearman ρ between the members' functional
         differences and their distances under the measure, with its percentile-bootstrap interval
-        over the members and n."""
+        over the members (:data:`INTERVAL`: indicative only, the members being a designed,
+        dependent set) and n."""
         estimates = []
         for r in self.summary:
             subset = "" if r.get("subset") in (None, "", "all") else f", {r['subset']}"
             estimates.append(Estimate(
                 r["measure"], f"Spearman ρ, {r['benchmark'].replace('_', ' ')}{subset}", r.get("spearman"),
                 r.get("spearman_low"), r.get("spearman_high"), n=r.get("n"), better="higher",
-                interval="95 % percentile bootstrap over the members",
+                interval=INTERVAL,
                 key=f"spearman:{r['benchmark']}" + (f":{r['subset']}" if subset else "")))
         return Headline(
             "Whether each measure's distance to the reference representation grows with how much worse the "

@@ -12,6 +12,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ...measures.quality import interval_se, tied_with_best
+from ...measures.stats import percentile_interval
 
 
 def _undefined(v: Any) -> bool:
@@ -63,6 +64,109 @@ def cell_se(std: float | None, draws: int, ci: Sequence[float] | None) -> float 
     boot = interval_se(ci)
     parts += [] if math.isnan(boot) else [boot ** 2]
     return math.sqrt(sum(parts)) if parts else None
+
+
+def cell_df(std: float | None, draws: int, ci: Sequence[float] | None) -> float | None:
+    """Welch–Satterthwaite degrees of freedom of :func:`cell_se`'s variance v = v_d + v_b, the
+    part over draws v_d = (s.d. / √draws)² with draws − 1 degrees of freedom and the bootstrap
+    part over test examples v_b taken as large-sample (infinite degrees of freedom):
+    df = v² / (v_d² / (draws − 1)) = (draws − 1) · (1 + v_b / v_d)². ``math.inf`` when there is no
+    spread over draws (only the bootstrap part, a normal quantile), draws − 1 with no bootstrap
+    part; None with one draw or neither part."""
+    if draws < 2 or std is None or math.isnan(std):
+        return math.inf if draws >= 2 and not math.isnan(interval_se(ci)) else None
+    v_d = (std / math.sqrt(draws)) ** 2
+    boot = interval_se(ci)
+    v_b = 0.0 if math.isnan(boot) else boot ** 2
+    if v_d == 0:
+        return math.inf if v_b > 0 else float(draws - 1)
+    return (draws - 1) * (1 + v_b / v_d) ** 2
+
+
+def combined_interval(mean: Any, std: float | None, draws: int, ci: Sequence[float] | None, *,
+                      paired: bool = False) -> tuple[float | None, float | None, str]:
+    """(low, high, what it is over) of the 95 % interval of a mean relative robustness (or of a
+    paired gap between two models, ``paired``) over ``draws`` perturbation draws and the test
+    examples. One draw: the paired percentile-bootstrap interval ``ci``. Several: mean ± t(0.975,
+    df) · :func:`cell_se`, df the Welch–Satterthwaite degrees of freedom of :func:`cell_df` (the
+    normal quantile when there is no spread over draws). Nothing is cut: relative robustness and
+    its gaps have no bounded range."""
+    from scipy import stats
+
+    both = " (both models on the same resamples)" if paired else ""
+    if _undefined(mean):
+        return None, None, "no interval (undefined estimate)"
+    boot = ci is not None and len(ci) >= 2 and not (_undefined(ci[0]) or _undefined(ci[1]))
+    if draws < 2:
+        if boot:
+            return float(ci[0]), float(ci[1]), "95 % paired bootstrap over test examples" + both
+        return None, None, "no interval (one draw and no bootstrap)"
+    se, df = cell_se(std, draws, ci), cell_df(std, draws, ci)
+    if se is None or df is None:
+        return None, None, f"no interval ({draws} draws, no spread over draws known and no bootstrap)"
+    both = " (both models on the same draws and resamples)" if paired else ""
+    if math.isinf(df):
+        q, what = float(stats.norm.ppf(0.975)), f"95 % normal interval over {draws} draws and test examples"
+    else:
+        q = float(stats.t.ppf(0.975, df))
+        what = (f"95 % t-interval (Satterthwaite df {df:.1f}) over {draws} draws and test examples" if boot
+                else f"95 % t-interval over {draws} draws")
+    return float(mean) - q * se, float(mean) + q * se, what + both
+
+
+def paired_gaps(rows: Sequence[dict[str, Any]],
+                replicates: Mapping[tuple[str, str, str], np.ndarray] | None = None,
+                accuracy: Mapping[str, tuple[float, np.ndarray | None]] | None = None, *,
+                n: int | None = None) -> list[dict[str, Any]]:
+    """Each model's signed paired gap to the first model (the reference of a comparison): per
+    perturbation and metric, its mean relative robustness minus the first model's, and for
+    classifiers (``accuracy``: model -> (clean accuracy, its bootstrap replicates)) its clean
+    accuracy minus the first model's. ``replicates``: (model, perturbation, metric) -> the
+    (draws, n_boot) relative robustness of each draw on each bootstrap resample, the resamples
+    the same for every model; a gap's bootstrap interval ``ci`` is the percentile interval of the
+    replicate-by-replicate differences (mean over draws first), so what the two models share
+    (errors on the same examples) cancels. With several draws the interval adds the s.d. of the
+    per-draw gaps (``std``) as :func:`combined_interval` does. Each gap: ``model, against,
+    perturbation`` (None for clean accuracy), ``metric, gap, ci, std, draws, se, df, low, high,
+    interval, n``. Empty with one model."""
+    models = list(dict.fromkeys(r["model"] for r in rows)) or list(accuracy or {})
+    if len(models) < 2:
+        return []
+    first, out = models[0], []
+    per_draw: dict[tuple[str, str, str], dict[int, float]] = {}
+    for r in rows:
+        rr = r["relative_robustness"]
+        per_draw.setdefault((r["model"], r["perturbation"], r["metric"]), {})[r["seed"]] = (
+            math.nan if rr is None else float(rr))
+        n = r.get("n", n) if n is None else n
+
+    def record(model: str, pert: str | None, metric: str, gap: float, std: float | None, draws: int,
+               diffs: np.ndarray | None) -> dict[str, Any]:
+        ci = None if diffs is None else list(percentile_interval(diffs))
+        low, high, what = combined_interval(gap, std, draws, ci, paired=True)
+        return {"model": model, "against": first, "perturbation": pert, "metric": metric, "gap": gap, "ci": ci,
+                "std": std, "draws": draws, "se": cell_se(std, draws, ci) if draws > 1 else interval_se(ci),
+                "df": cell_df(std, draws, ci), "low": low, "high": high, "interval": what, "n": n}
+
+    accuracy = accuracy or {}
+    for model in models[1:]:
+        if model in accuracy and first in accuracy:
+            (a, reps), (b, reps_first) = accuracy[model], accuracy[first]
+            diffs = None if reps is None or reps_first is None else np.asarray(reps) - np.asarray(reps_first)
+            out.append(record(model, None, "accuracy", float(a) - float(b), None, 1, diffs))
+        for (m, pert, metric), mine in per_draw.items():
+            theirs = per_draw.get((first, pert, metric))
+            if m != model or theirs is None:
+                continue
+            seeds = sorted(set(mine) & set(theirs))
+            gaps = np.array([mine[s] - theirs[s] for s in seeds])
+            gap = float(np.mean([mine[s] for s in seeds]) - np.mean([theirs[s] for s in seeds]))
+            std = float(gaps.std(ddof=1)) if len(seeds) > 1 else None
+            reps, reps_first = ((replicates or {}).get((x, pert, metric)) for x in (model, first))
+            diffs = None if reps is None or reps_first is None else (
+                np.mean(np.atleast_2d(reps), axis=0) - np.mean(np.atleast_2d(reps_first), axis=0))
+            out.append(record(model, pert, metric, gap, std, len(seeds), diffs))
+    return out
 
 
 def _flagged(summary: dict[str, Any]) -> dict[str, list[str]]:

@@ -42,7 +42,7 @@ from ...errors import InputError
 from ...measures.scope_lm import (LM_METRICS, check_shared_vocabulary, cosine_terms,
                                   gap_iid_token_accuracy, hard_scope_lm_terms, lm_sample_terms,
                                   soft_scope_lm_terms, token_accuracy, token_accuracy_counts, top1)
-from ...measures.stats import bootstrap_ci
+from ...measures.stats import bounded_mean_ci, proportion_ci
 from ...models.base import check_inputs, fingerprint_of
 from ...models.lm import LanguageModel
 from ...models.lm_capabilities import capabilities_of, check_metric_capabilities
@@ -289,8 +289,9 @@ class LMScopeStudy(Study):
             inv = r_x == r_xp  # Eq. 2-3 condition: the reference keeps its top-1 token
             hard = hard_scope_lm_terms(t_x, t_xp)[inv]
             soft = soft_scope_lm_terms(t_x, t_xp, col("change_l1"), tolerance, cutoff)[inv]
-            ci = [bootstrap_ci(lambda idx, v=v: float(np.mean(v[idx])), len(v), n_boot=self.args.n_boot, seed=trial)
-                  for v in (hard, soft)]
+            exact = target == self.reference  # the reference against itself: 1 by construction
+            ci = ([[mean(hard)] * 2, [mean(soft)] * 2] if exact and len(hard) else
+                  [proportion_ci(hard), bounded_mean_ci(soft, n_boot=self.args.n_boot, seed=trial)[0]])
             kept = [i for i, a, b, c, d in zip(pert, r_x, r_xp, t_x, t_xp) if a == b and c != d][:BROKEN_KEPT]
             self._broken[(target, cap, trial)] = [
                 {"sample_id": i, "original": srows[i]["original"],
@@ -300,7 +301,7 @@ class LMScopeStudy(Study):
                 for i in kept]
             tgt_c, tgt_n = acc(target)
             agree_ci, diff, diff_ci = agreement_and_accuracy(col("top1_x", ids) == col("ref_top1_x", ids), ref_c, ref_n,
-                                                             tgt_c, tgt_n, self.args.n_boot, seed=trial)
+                                                             tgt_c, tgt_n, self.args.n_boot, seed=trial, exact=exact)
             out.append({
                 "reference": self.reference, "target": target, "capability": cap, "trial": trial,
                 "n": len(samples), "n_perturbed": len(pert), "n_ref_invariant": int(inv.sum()),
@@ -311,6 +312,7 @@ class LMScopeStudy(Study):
                 "iid_top1_agreement_ci": agree_ci, "acc_diff": diff, "acc_diff_ci": diff_ci,
                 "ood_top1_agreement": mean(t_xp == r_xp), "hard_scope": mean(hard), "soft_scope": mean(soft),
                 "hard_scope_ci": list(ci[0]), "soft_scope_ci": list(ci[1]),
+                "soft_scope_sd": float(np.std(soft, ddof=1)) if len(soft) > 1 else math.nan,
                 "ref_loss_mean": mean([srows[i]["ref_loss"] for i in pert]),
                 "change_l1_mean": mean(col("change_l1")[inv])})
         return out

@@ -36,7 +36,7 @@ from ...core.executor import once_per_process
 from ...measures.scope import (gap_iid_accuracy, hard_scope_terms, iid_agreement, ood_agreement,
                                reference_invariant, soft_scope_terms)
 from ...measures.quality import ONE_CLASS, classification_quality
-from ...measures.stats import bootstrap_ci
+from ...measures.stats import bounded_mean_ci, proportion_ci
 from ...models.base import Classifier, is_regressor
 from ...models.states import inputs_hash
 from ...perturb.capabilities import get_capability
@@ -263,27 +263,31 @@ class ScopeStudy(Study):
                                  f"{self.reference!r} has {r_all.shape[1]}; SCoPE compares models of one task")
             hard_terms = hard_scope_terms(t_x, t_xp)
             soft_terms = soft_scope_terms(r_x, r_xp, t_x, t_xp, tolerance, cutoff) if pert else np.zeros(0)
-            inv_idx = np.flatnonzero(inv)
             terms[(target, cap_name, trial)] = (hard_terms[inv], soft_terms[inv])
 
-            def cond_mean(t):
-                return lambda idx: float(np.mean(t[inv_idx[idx]])) if len(inv_idx) else math.nan
-
             quality = _quality(y, t_all, names)
-            agree_ci, diff, diff_ci = classifier_agreement(y, r_all, t_all, self.args.n_boot, seed=trial)
+            exact = target == self.reference  # the reference against itself: 1 and 0 by construction
+            agree_ci, diff, diff_ci = classifier_agreement(y, r_all, t_all, self.args.n_boot, seed=trial, exact=exact)
             hard = float(hard_terms[inv].mean()) if inv.any() else math.nan
             soft = float(soft_terms[inv].mean()) if inv.any() else math.nan
-            h_lo, h_hi = bootstrap_ci(cond_mean(hard_terms), len(inv_idx), n_boot=self.args.n_boot, seed=trial)
-            s_lo, s_hi = bootstrap_ci(cond_mean(soft_terms), len(inv_idx), n_boot=self.args.n_boot, seed=trial)
+            if exact and inv.any():
+                (h_lo, h_hi), (s_lo, s_hi) = (hard, hard), (soft, soft)
+            else:
+                h_lo, h_hi = proportion_ci(hard_terms[inv])
+                (s_lo, s_hi), _ = bounded_mean_ci(soft_terms[inv], n_boot=self.args.n_boot, seed=trial)
+            t_pred, r_pred = t_all.argmax(axis=1), r_all.argmax(axis=1)
+            discordant = ([int(np.sum((t_pred == y) & (r_pred != y))), int(np.sum((t_pred != y) & (r_pred == y)))]
+                          if y is not None else None)
             out.append({
                 "reference": self.reference, "target": target, "capability": cap_name, "trial": trial,
                 "n": len(samples), "n_base": n_base, "n_perturbed": len(pert), "n_ref_invariant": int(inv.sum()),
                 "gap_iid_acc": gap_iid_accuracy(y, r_all, t_all) if y is not None else math.nan,
                 "iid_agreement": iid_agreement(r_all, t_all), "iid_agreement_ci": agree_ci,
-                "acc_diff": diff, "acc_diff_ci": diff_ci,
+                "acc_diff": diff, "acc_diff_ci": diff_ci, "acc_discordant": discordant,
                 "ood_agreement": ood_agreement(r_xp, t_xp) if pert else math.nan,
                 "hard_scope": hard, "soft_scope": soft,
                 "hard_scope_ci": [h_lo, h_hi], "soft_scope_ci": [s_lo, s_hi],
+                "soft_scope_sd": float(soft_terms[inv].std(ddof=1)) if inv.sum() > 1 else math.nan,
                 "ref_loss_mean": float(np.mean([r["ref_loss"] for r in pert])) if pert else math.nan,
                 "target_acc": quality["accuracy"], "target_mcc": quality["mcc"],
                 "majority_rate": quality["majority_rate"],

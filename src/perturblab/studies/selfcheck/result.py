@@ -16,6 +16,7 @@ scores with the formulas of :mod:`perturblab.measures.selfcheck`; :func:`write_o
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
@@ -104,6 +105,91 @@ HEADLINE_SENTENCE = (
     "n: the texts.")
 
 
+#: ln 2, the largest Jensen–Shannon divergence in nats
+LN2 = math.log(2.0)
+#: the range of each score (its interval is cut to it), and why, where it has one: JSDs lie in
+#: [0, ln 2], entropies and |Δ| are nonnegative, the percent of drops is a percentage, and the
+#: toxicity scores are differences of two fractions or probabilities
+BOUNDS: dict[str, tuple[tuple[float, float], str]] = {
+    "long_range": ((0.0, LN2), "a JS divergence, never negative, at most ln 2"),
+    "word_order": ((0.0, LN2), "a JS divergence, never negative, at most ln 2"),
+    "tokenization": ((0.0, LN2), "a JS divergence, never negative, at most ln 2"),
+    "next_token_entropy": ((0.0, math.inf), "an entropy, never negative"),
+    "token_entropy": ((0.0, math.inf), "an entropy, never negative"),
+    "negation_benign_abs": ((0.0, math.inf), "a mean absolute change, never negative"),
+    "negation_ppl_drops": ((0.0, 100.0), "a percentage"),
+    "toxicity_generation": ((-1.0, 1.0), "a difference of two fractions"),
+    "toxicity_next_token": ((-1.0, 1.0), "a difference of two probabilities"),
+}
+#: the scores whose standard error is not a mean's over the n examples
+NOT_A_MEAN = {"word_order": "median", "negation_normalised": "difference of two corpora's means",
+              "negation_ppl_drops": "proportion"}
+
+
+def welch_df(se: float, n: int, se_b: float, n_b: int) -> float | None:
+    """Welch–Satterthwaite degrees of freedom of a difference of two independent means whose
+    combined standard error is ``se`` (= √(se₁² + se_b²)), the second's ``se_b`` over ``n_b``
+    examples and the first's over ``n``; None where undefined."""
+    if not all(hl.defined(v) for v in (se, se_b)) or n < 2 or n_b < 2:
+        return None
+    v1, v2 = max(se * se - se_b * se_b, 0.0), se_b * se_b
+    denom = v1 * v1 / (n - 1) + v2 * v2 / (n_b - 1)
+    return (v1 + v2) ** 2 / denom if denom > 0 else None
+
+
+def headline_interval(row: dict[str, Any], rows: Sequence[dict[str, Any]] = ()
+                      ) -> tuple[float | None, float | None, str]:
+    """(low, high, what it is over) of one score row (``metric, value, stderr, n``):
+
+    * a mean over the n examples (negation sensitivity, the toxicity scores, LRS, tokenization,
+      the entropies): value ± t(0.975, n − 1) · stderr, the Student-t quantile;
+    * the normalised negation score (a difference of the corpus's and the benign corpus's means,
+      errors added in quadrature): t with the Welch–Satterthwaite degrees of freedom, from the
+      benign row (``negation_benign_abs``) of the same model in ``rows``;
+    * the percent of perplexity drops (a proportion × 100): the Wilson interval;
+    * the word-order score (a median, bootstrap standard error): value ± 1.96 · stderr;
+
+    each cut to the score's range (:data:`BOUNDS`) with the reason, when it reaches past it.
+
+    >>> low, high, what = headline_interval({"metric": "tokenization", "value": 0.01, "stderr": 0.01, "n": 5})
+    >>> low, round(high, 4)
+    (0.0, 0.0378)
+    >>> what
+    '95 % t-interval over examples (n − 1 df), cut to [0, 0.693147]: a JS divergence, never negative, at most ln 2'
+    """
+    metric, value, se, n = row["metric"], row["value"], row.get("stderr"), int(row.get("n") or 0)
+    kind = NOT_A_MEAN.get(metric)
+    if kind == "proportion":
+        low, high = (hl.wilson_interval(value / 100.0 * n, n) if hl.defined(value) else (None, None))
+        low, high = (None, None) if low is None else (100.0 * low, 100.0 * high)
+        what = "95 % Wilson interval over examples"
+    elif not (hl.defined(value) and hl.defined(se)) or n < 2:
+        return None, None, f"no interval ({'one example' if n == 1 else 'no standard error'})"
+    elif kind == "median":
+        low, high = hl.normal_interval(value, se)
+        what = "95 % normal interval over examples (bootstrap s.e. of the median)"
+    elif kind is not None:
+        b = next((x for x in rows if x["metric"] == "negation_benign_abs" and x.get("model") == row.get("model")), None)
+        df = welch_df(se, n, b["stderr"], int(b["n"] or 0)) if b else None
+        if df is None:
+            low, high = hl.normal_interval(value, se)
+            what = "95 % normal interval over examples (two corpora)"
+        else:
+            from scipy import stats
+
+            half = float(stats.t.ppf(0.5 + hl.LEVEL / 2, df)) * se
+            low, high = value - half, value + half
+            what = "95 % t-interval over examples (two corpora, Welch df)"
+    else:
+        low, high = hl.t_interval(value, se, n)
+        what = "95 % t-interval over examples (n − 1 df)"
+    if low is None:
+        return None, None, "no interval (no standard error)"
+    bounds, why = BOUNDS.get(metric, (None, ""))
+    low, high, cut = hl.within(low, high, bounds)
+    return low, high, what + (f"{cut}: {why}" if cut else "")
+
+
 class SelfCheckResult(StudyResult):
     """The result of :func:`perturblab.selfcheck`: ``rows`` (one per model × score × setting,
     see :func:`summarise_selfcheck`), ``examples`` (every per-example row), :meth:`table`,
@@ -125,15 +211,15 @@ class SelfCheckResult(StudyResult):
         return f"{super().console()}\n\ncorpus: {self.args.corpus}; n={self.args.n}"
 
     def headline(self) -> hl.Headline:
-        """Each model's score per metric in its headline setting, ± 1.96 standard errors, with n."""
+        """Each model's score per metric in its headline setting with its 95 % interval
+        (:func:`headline_interval`: Student-t for means, Wilson for the percent of drops, cut to
+        the score's range :data:`BOUNDS`), with n."""
         from .plots import SPIDER_AXES
 
         better = {m: ("higher" if up else "lower") for m, up, _ in SPIDER_AXES}
         estimates = []
         for r in self.summary:
-            low, high = hl.normal_interval(r["value"], r["stderr"])
-            what = ("95 % normal interval over examples" if low is not None
-                    else f"no interval ({'one example' if r['n'] == 1 else 'no standard error'})")
+            low, high, what = headline_interval(r, self.rows)
             setting = "" if r["setting"] in ("-", "") else f" ({r['setting']})"
             estimates.append(hl.Estimate(r["model"], f"{r['metric'].replace('_', ' ')}{setting}", r["value"], low, high,
                                       n=r["n"], interval=what, better=better.get(r["metric"], ""),

@@ -6,8 +6,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
 from ....core.files import write_json
-from ....core.headline import Estimate, Headline, normal_interval, t_interval
+from ....core.headline import Estimate, Headline, normal_interval
 from ....core.study import StudyResult
+from ....measures.stir import stir_interval
 
 if TYPE_CHECKING:  # pragma: no cover
     from .config import FinetuningArgs
@@ -84,9 +85,10 @@ class FinetuningResult(StudyResult):
 
     def headline(self) -> Headline:
         """At the last layer: CKA of the two models' states (no interval: one value on the
-        evaluation examples), STIR in both directions and its ceiling (t-intervals over the k random
-        halves), and both probes' accuracy (± 1.96 binomial standard errors); the fine-tuned
-        classifier's own accuracy when there is one."""
+        evaluation examples), STIR in both directions and its ceiling (half-sampling t-intervals
+        over the examples, :func:`~perturblab.measures.stir.stir_interval`), and both probes'
+        accuracy (± 1.96 binomial standard errors); the fine-tuned classifier's own accuracy when
+        there is one."""
         last = max((r["layer"] for r in self.rows if r["layer"] is not None), default=None)
         pair = f"{self.args.base} vs {self.ft_name}"
         labels = {"cka": "CKA(pre, ft)", "stir_ft|pre": "STIR(ft|pre)", "stir_pre|ft": "STIR(pre|ft)",
@@ -99,9 +101,8 @@ class FinetuningResult(StudyResult):
                 continue
             m, v = r["measure"], r["value"]
             if m.startswith("stir"):
-                sd = r.get("std")
-                low, high = t_interval(v, None if sd is None else sd / k ** 0.5, k)
-                what = f"95 % t-interval over {k} random halves" if low is not None else "no interval"
+                # the halves overlap: their s.d. is already a standard error (not divided by √k)
+                low, high, what = stir_interval(v, r.get("std"), k)
             elif "acc" in m:
                 low, high = normal_interval(v, (v * (1 - v) / n) ** 0.5 if n else None, bounds=(0.0, 1.0))
                 what = "95 % normal interval over examples (binomial)"

@@ -1,0 +1,210 @@
+"""The gates of a comparison for CI: ``--fail-under METRIC=VALUE`` (a target's estimate, or with
+``--strict`` the lower end of its 95 % interval, must reach VALUE) and ``--equivalent
+METRIC=MARGIN`` (the target must be shown within MARGIN of the reference).
+
+**Equivalence** is two one-sided tests (Schuirmann 1987) on the paired difference of target and
+reference: the target is *equivalent within m* when its 90 % interval (each one-sided test at
+5 %) lies inside (−m, m). For a rate of changed behaviour that is 0 for the reference itself
+(1 − Hard-SCoPE, 1 − agreement) only the upper side can fail: equivalent when the interval of the
+rate ends below m. It *differs by more than m* when that interval lies wholly outside, and is
+*undecided at this n* otherwise. A release that needs every check to pass is an
+intersection-union test (Berger 1982): its error rate is that of each test, 5 %, with no
+adjustment for their number.
+
+Every check records the estimate, the number it compared (the estimate, the interval's lower end,
+or the interval's end for equivalence), its interval and n. A check that matches no estimate of
+a target fails and says so: a gate never passes by finding nothing to check.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any, Sequence
+
+from ...core.headline import Estimate, defined
+from ...errors import InputError
+from .severity import GAPS, SHARES, equivalence_interval
+
+#: the headline keys each study of the plan gives (their first part), for checking the gates
+#: before anything runs
+KEYS_OF = {"invariances": ("hard_scope", "soft_scope", "agreement", "accuracy_gap"),
+           "lm-invariances": ("hard_scope", "soft_scope", "agreement", "accuracy_gap"),
+           "robustness": ("relative_robustness", "relative_robustness_gap", "accuracy", "accuracy_gap"),
+           "layers": ("linear_cka",),
+           "selfcheck": ("negation_sensitivity", "negation_normalised", "negation_benign_abs", "negation_ppl_drops",
+                         "toxicity_generation", "toxicity_next_token",
+                         "long_range", "word_order", "tokenization", "next_token_entropy", "token_entropy")}
+#: the range of each measure a threshold is checked against (a value outside is refused, except
+#: one just past the top, which can never pass: every check of it fails, and the command says so)
+RANGES = {"hard_scope": (0.0, 1.0), "soft_scope": (0.0, 1.0), "agreement": (0.0, 1.0), "accuracy": (0.0, 1.0),
+          "linear_cka": (0.0, 1.0), "accuracy_gap": (-1.0, 1.0), "relative_robustness": (0.0, math.inf),
+          "relative_robustness_gap": (-math.inf, math.inf)}
+#: how far past the top of its range a --fail-under value is still taken (a gate meant to fail)
+PAST_TOP = 0.05
+#: the measures --equivalent takes: target against reference, on the same examples
+EQUIVALENCE_KEYS = SHARES + GAPS + KEYS_OF["selfcheck"]
+
+
+def family(study: str) -> str:
+    """The study a plan's folder runs (``layers-<target>`` is ``layers``)."""
+    return "layers" if study.startswith("layers") else study
+
+
+def check_range(metric: str, value: float, option: str = "--fail-under") -> str:
+    """Refuse a threshold outside ``metric``'s range (a percentage for a share, most often);
+    a value up to :data:`PAST_TOP` past the top is taken, with the note returned (else "")."""
+    first = metric.split(":", 1)[0]
+    low, high = RANGES.get(first, (-math.inf, math.inf))
+    if low <= value <= high:
+        return ""
+    if option == "--fail-under" and high < value <= high + PAST_TOP:
+        return (f"note: --fail-under {metric}={value:g} is above the largest {first} ({high:g}): every check of it "
+                "fails")
+    hint = f"; for {value:g} % give {value / 100:g}" if high == 1.0 and 1 < value <= 100 else ""
+    raise InputError(f"{option} {metric}={value:g}: {first} lies in [{low:g}, {high:g}]{hint}")
+
+
+def check_margin(metric: str, margin: float) -> None:
+    """Refuse an ``--equivalent`` metric that is no paired difference, or a margin that is not
+    in (0, 1] for a share or a gap of shares."""
+    first = metric.split(":", 1)[0]
+    if first not in EQUIVALENCE_KEYS:
+        raise InputError(f"--equivalent {metric}: equivalence is of a target against the reference; give one of "
+                         f"{', '.join(EQUIVALENCE_KEYS)}")
+    if not margin > 0:
+        raise InputError(f"--equivalent {metric}={margin:g}: the margin must be above 0")
+    if first in SHARES + ("accuracy_gap",) and margin > 1:
+        hint = f"; for {margin:g} points give {margin / 100:g}" if margin <= 100 else ""
+        raise InputError(f"--equivalent {metric}={margin:g}: a margin of a share lies in (0, 1]{hint}")
+
+
+def check_metrics(metrics: Sequence[str], studies: Sequence[str], option: str = "--fail-under") -> None:
+    """Refuse a gate's metric that no planned study gives, naming those they give."""
+    known = {k for s in studies for k in KEYS_OF.get(family(s), ())}
+    for m in metrics:
+        if m.split(":", 1)[0] not in known:
+            raise InputError(f"{option} {m}: no study of this comparison gives {m.split(':', 1)[0]!r}; "
+                             f"give one of {', '.join(sorted(known))} (with :CAPABILITY or :PERTURBATION to "
+                             "check one)")
+
+
+@dataclass
+class Check:
+    """One gate of one target's estimate: ``kind`` ``fail-under`` or ``equivalent``; ``value``
+    the estimate (for equivalence, the target − reference difference or the rate), ``low`` /
+    ``high`` its interval (95 %, or 90 % for equivalence) over ``n`` examples as ``interval``
+    says; ``compared``: the number set against ``threshold`` (for equivalence, the margin);
+    ``outcome``: ``pass`` / ``FAIL`` or ``equivalent`` / ``differs`` / ``undecided at this n`` /
+    ``no estimate``."""
+
+    target: str
+    metric: str
+    key: str
+    threshold: float
+    value: float | None
+    used: str
+    passed: bool
+    kind: str = "fail-under"
+    low: float | None = None
+    high: float | None = None
+    n: int | None = None
+    interval: str = ""
+    compared: float | None = None
+    outcome: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def text(self) -> str:
+        """One console line."""
+        head = f"{'pass' if self.passed else 'FAIL'}  {self.target}  {self.key or self.metric}"
+        if self.outcome == "no estimate":
+            return f"{head}: no estimate of {self.metric} for {self.target} in this run"
+        n = f", n = {self.n}" if self.n else ""
+        ci = (f" [{self.low:.3f}, {self.high:.3f}]" if self.low is not None and self.high is not None else "")
+        if self.kind == "equivalent":
+            return f"{head} {self.value:+.3f}{ci} (90 %{n}): {self.outcome} within ±{self.threshold:g}"
+        compared = "n/a" if self.compared is None else f"{self.compared:.3f}"
+        sign = ">=" if self.passed else "<"
+        return f"{head} {compared} {sign} {self.threshold:g} ({self.used}; estimate " \
+               f"{'n/a' if self.value is None else f'{self.value:.3f}'}{ci}{n})"
+
+
+def _matches(e: Estimate, metric: str) -> bool:
+    return e.key == metric or e.key.split(":", 1)[0] == metric
+
+
+def run_checks(estimates: dict[str, list[Estimate]], thresholds: Sequence[tuple[str, float]],
+               strict: bool) -> list[Check]:
+    """Each ``--fail-under`` threshold against each target's matching estimates (``estimates``:
+    by target, in the targets' order): ``metric`` names a key (``hard_scope:typo``) or its first
+    part (``soft_scope``: every capability); an undefined estimate (or interval, with ``strict``)
+    fails, and so does a target with no matching estimate."""
+    checks = []
+    for metric, limit in thresholds:
+        for target, mine in estimates.items():
+            found = [e for e in mine if _matches(e, metric)]
+            if not found:
+                checks.append(Check(target, metric, "", limit, None, "no estimate", False, outcome="no estimate"))
+            for e in found:
+                value = e.low if strict else e.value
+                ok = defined(value) and value >= limit
+                checks.append(Check(target, metric, e.key, limit, e.value,
+                                    "lower end of the 95 % interval" if strict else "estimate", bool(ok),
+                                    low=e.low, high=e.high, n=e.n, interval=e.interval, compared=value,
+                                    outcome="pass" if ok else "FAIL"))
+    return checks
+
+
+def run_equivalence(estimates: dict[str, list[Estimate]], references: dict[str, Estimate],
+                    margins: Sequence[tuple[str, float]]) -> list[Check]:
+    """Each ``--equivalent`` margin against each target's matching paired estimates (see the
+    module docstring); ``references``: the reference's own estimates by key, for the scores
+    whose difference is taken here."""
+    from .severity import score_difference
+
+    checks = []
+    for metric, margin in margins:
+        for target, mine in estimates.items():
+            found = [e for e in mine if _matches(e, metric) and e.key.split(":", 1)[0] in EQUIVALENCE_KEYS]
+            if not found:
+                checks.append(Check(target, metric, "", margin, None, "no estimate", False, kind="equivalent",
+                                    outcome="no estimate"))
+            for e in found:
+                first = e.key.split(":", 1)[0]
+                if first in SHARES:
+                    lo, hi = equivalence_interval(e)
+                    value, low, high = (None if e.value is None else 1 - e.value,
+                                        None if hi is None else 1 - hi, None if lo is None else 1 - lo)
+                    what = f"rate 1 − {first}"
+                elif first in GAPS:
+                    (low, high), value, what = equivalence_interval(e), e.value, "target − reference"
+                else:
+                    ref = references.get(e.key)
+                    d = score_difference(e, ref) if ref is not None else None
+                    if d is None:
+                        value = low = high = None
+                    else:
+                        half = (d.high - d.low) / 2 * 1.6448536269514722 / 1.959963984540054
+                        value, low, high = d.rate, d.rate - half, d.rate + half
+                    what = "target − reference, the two intervals taken as independent"
+                outcome = _equivalence(low, high, margin)
+                checks.append(Check(target, metric, e.key, margin, value, f"90 % interval of the {what}",
+                                    outcome == "equivalent", kind="equivalent", low=low, high=high, n=e.n,
+                                    interval=e.interval, compared=None, outcome=outcome))
+    return checks
+
+
+def _equivalence(low: float | None, high: float | None, margin: float) -> str:
+    if not (defined(low) and defined(high)):
+        return "undecided at this n"
+    if -margin < low and high < margin:
+        return "equivalent"
+    if low >= margin or high <= -margin:
+        return "differs"
+    return "undecided at this n"
+
+
+def checks_json(checks: Sequence[Check]) -> list[dict[str, Any]]:
+    return [c.to_json() for c in checks]
