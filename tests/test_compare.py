@@ -509,3 +509,51 @@ def test_the_plan_states_what_each_study_detects_and_detect_sizes_it():
                if p.name in ("invariances", "robustness"))
     with pytest.raises(InputError, match=r"--detect 0.02 needs about .* beyond the --budget of 2.0 min: give --budget"):
         make_plan(_args(reference="minilm-l6", targets="minilm-l3", detect=0.02, budget="2m"))
+
+
+def test_selfcheck_findings_and_equivalence_use_the_paired_gap_where_the_study_gives_one():
+    from perturblab.studies.compare.checks import run_equivalence
+
+    own = [_e("ref", "word_order", 0.20, 0.15, 0.25), _e("t", "word_order", 0.23, 0.18, 0.28)]
+    gap = _e("t", "word_order_gap", 0.03, 0.02, 0.04, n=100)
+    v = study_verdicts("selfcheck", Headline("s", own + [gap]), "ref", ["t"])[0]
+    assert [(s.key, s.level, s.direction) for s in v.severity] == [("word_order_gap", "differs", "higher")]
+    assert "word_order (higher by 0.03 [+0.02, +0.04])" in v.sentence
+    # without the gap the two intervals overlap a lot: within noise
+    alone = study_verdicts("selfcheck", Headline("s", own), "ref", ["t"])[0]
+    assert [(s.key, s.level) for s in alone.severity] == [("word_order", "within noise")]
+    (eq,) = run_equivalence({"t": v.estimates}, {e.key: e for e in v.reference}, [("word_order", 0.05)])
+    scale = 1.6448536269514722 / 1.959963984540054
+    assert eq.key == "word_order_gap" and eq.outcome == "equivalent"
+    assert (eq.low, eq.high) == pytest.approx((0.03 - 0.01 * scale, 0.03 + 0.01 * scale))
+
+
+def test_a_chance_level_flag_of_few_samples_is_lifted_by_the_larger_robustness_sample():
+    from perturblab.studies.compare.verdict import pool_flags
+
+    few = _w("t", "agreement", 18, 27, flags=["target chance-level"])
+    headlines = {"invariances": Headline("s", [few, _w("t", "hard_scope:typo", 24, 27, flags=["target chance-level",
+                                                                                            "reference one-class"])]),
+                 "robustness": Headline("s", [_w("t", "accuracy", 215, 300), _w("ref", "accuracy", 150, 300,
+                                                                               flags=["one-class"])])}
+    notes = pool_flags(headlines, "ref")
+    inv = {e.key: e for e in headlines["invariances"].estimates}
+    assert inv["agreement"].flags == () and inv["hard_scope:typo"].flags == ("reference one-class",)
+    assert "on the robustness study's 300 test examples t's clean accuracy is 0.717" in notes[("invariances", "t")]
+    v = study_verdicts("invariances", headlines["invariances"], "ref", ["t"])[0]
+    assert next(s for s in v.severity if s.key == "agreement").flags == ()
+    # a flag the larger sample confirms stays
+    confirmed = {"invariances": Headline("s", [few]),
+                 "robustness": Headline("s", [_w("t", "accuracy", 152, 300, flags=["chance-level"])])}
+    assert pool_flags(confirmed, "ref") == {} and confirmed["invariances"].estimates[0].flags == ("target chance-level",)
+
+
+def test_equivalence_checks_read_as_sentences():
+    from perturblab.studies.compare.checks import Check
+
+    ok = Check("t", "agreement", "agreement", 0.05, 0.005, "", True, kind="equivalent", low=0.0, high=0.023, n=200,
+               outcome="equivalent")
+    assert ok.text() == "pass  t  agreement +0.005 [0.000, 0.023] (90 %, n = 200): equivalent within ±0.05"
+    far = Check("t", "agreement", "agreement", 0.05, 0.3, "", False, kind="equivalent", low=0.2, high=0.4, n=27,
+                outcome="differs")
+    assert far.text().endswith("differs by more than ±0.05")

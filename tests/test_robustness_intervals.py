@@ -5,7 +5,6 @@ bootstrap resamples of the test examples), with a simulation of the gap interval
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 from types import SimpleNamespace
@@ -24,6 +23,7 @@ from perturblab.studies.robustness.config import RobustnessArgs
 from perturblab.studies.robustness.headline import robustness_headline
 from perturblab.studies.robustness.study import RobustnessStudy, _model_rows, _replicates
 from perturblab.studies.robustness.summary import cell_df, combined_interval, paired_gaps
+from test_robustness_study import toy_csv
 
 Z = 1.959963984540054  # z(0.975)
 PAIRED = "(both models on the same resamples)"
@@ -94,16 +94,6 @@ def test_headline_keys_and_texts_of_a_hand_made_summary_with_two_metrics():
 
 
 # ---------------------------------------------------------------- paired gaps through the study
-def pair_csv(path, n):
-    with path.open("w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["label", "text"])
-        for i in range(n):
-            pos = i % 2 == 0
-            w.writerow(["pos" if pos else "neg", f"{'good' if pos else 'bad'} film number {i} here"])
-    return path
-
-
 class Words:
     """POSITIVE iff "good" occurs; ``extra``: also POSITIVE when the text starts with "film" and its
     number is 1 modulo 20 (negatives whose first word was dropped: errors model a does not make);
@@ -129,7 +119,7 @@ class Words:
 @pytest.fixture(scope="module")
 def three_models(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("gaps")
-    data = pair_csv(tmp / "toy.csv", 800)  # 25 % held out: 200 test examples
+    data = toy_csv(tmp / "toy.csv", 800)  # 25 % held out: 200 test examples
     args = RobustnessArgs(models="a,b,c", perturbations="drop_first,change_char", data=str(data), n_train=20,
                           n_eval=200, trials=3, metrics="accuracy", n_boot=1000)
     models = {"a": Words(), "b": Words(extra=True), "c": Words(initial=True)}
@@ -210,7 +200,7 @@ def test_gaps_survive_a_reread_of_the_saved_summary(three_models):
 
 
 def test_one_model_has_no_gaps(tmp_path):
-    data = pair_csv(tmp_path / "toy.csv", 160)
+    data = toy_csv(tmp_path / "toy.csv", 160)
     args = RobustnessArgs(models="a", perturbations="drop_first", data=str(data), n_train=20, n_eval=40, trials=1,
                           metrics="accuracy", n_boot=100)
     result = run(RobustnessStudy(args, classifiers={"a": Words()}), tmp_path / "out", quiet=True)

@@ -428,3 +428,57 @@ def test_the_new_options_on_the_command_line_and_in_configs():
         SelfCheckArgs.from_config({"models": "m", "negation-rule": "code"})
     ns = parse_args(["selfcheck", "--models", "m", "--out", "o", "--max-sentence-words", "0"])
     assert ("max_sentence_words", "must be at least 3, got 0") in SelfCheckArgs.from_cli(ns).problems()
+
+
+def _two(metric, setting, ref_values, tgt_values, ref_extras=None, tgt_extras=None):
+    rows = []
+    for model, values, extras in (("ref", ref_values, ref_extras), ("tgt", tgt_values, tgt_extras)):
+        rows += [{**r, "model": model} for r in _ex(metric, setting, values, extras)]
+    return rows
+
+
+def test_paired_gaps_are_means_of_per_text_differences_with_a_t_interval():
+    """Two models' tokenization JSDs on the same six texts: the texts vary much more than the
+    models differ, so the paired interval is far narrower than the two scores' own."""
+    ref = [0.10, 0.30, 0.05, 0.40, 0.20, 0.15]
+    tgt = [v + d for v, d in zip(ref, (0.02, 0.03, 0.01, 0.02, 0.025, 0.015))]
+    args = _args(models="ref,tgt", metrics="tokenization", no_ablations=True)
+    res = SelfCheckResult(args, [("tokenization", "stride=3", True)], _two("tokenization", "stride=3", ref, tgt))
+    got = {(e.subject, e.key): e for e in res.headline().estimates}
+    assert ("ref", "tokenization_gap") not in got
+    gap = got[("tgt", "tokenization_gap")]
+    d = np.array(tgt) - np.array(ref)
+    from scipy import stats
+
+    half = stats.t.ppf(0.975, 5) * d.std(ddof=1) / math.sqrt(6)
+    assert gap.value == pytest.approx(d.mean()) and gap.n == 6
+    assert (gap.low, gap.high) == pytest.approx((d.mean() - half, d.mean() + half), abs=1e-12)
+    assert gap.interval == "95 % paired t-interval over texts (n − 1 df)"
+    own = got[("tgt", "tokenization")], got[("ref", "tokenization")]
+    assert gap.low > 0 and own[0].low < own[1].high  # the own intervals overlap; the paired gap excludes 0
+
+
+def test_paired_gaps_of_the_median_and_of_the_normalised_negation_score():
+    from perturblab.studies.selfcheck.paired import median_difference, paired_differences
+
+    ref, tgt = [0.1, 0.2, 0.3, 0.4, 0.5], [0.2, 0.3, 0.4, 0.5, 0.6]
+    value, low, high, n = median_difference(np.array(tgt), np.array(ref))
+    assert value == pytest.approx(0.1) and n == 5 and low <= 0.1 <= high
+    assert (low, high) == pytest.approx((0.1, 0.1))  # every resample moves both medians by 0.1
+    extras = (lambda vals: [{"logppl_x": 0.0, "logppl_perturbed": v} for v in vals])
+    rows = (_two("negation", "not", [0.5, 0.1, 0.3, 0.7], [0.6, 0.3, 0.3, 0.9], extras([0.5, 0.1, 0.3, 0.7]),
+                 extras([0.6, 0.3, 0.3, 0.9]))
+            + _two("negation", "benign", [-0.2, 0.4, 0.0], [-0.1, 0.4, 0.1]))
+    diffs = {d["metric"]: d for d in paired_differences(rows, ["ref", "tgt"], [("negation", "not", True),
+                                                                             ("negation", "benign", False)])}
+    # Δ differences 0.1, 0.2, 0, 0.2 (mean 0.125); |Δ_benign| differences −0.1, 0, 0.1 (mean 0)
+    assert diffs["negation_sensitivity"]["value"] == pytest.approx(0.125)
+    assert diffs["negation_normalised"]["value"] == pytest.approx(0.125)
+    se1, se2 = np.std([0.1, 0.2, 0, 0.2], ddof=1) / 2, np.std([-0.1, 0, 0.1], ddof=1) / math.sqrt(3)
+    df = (se1 ** 2 + se2 ** 2) ** 2 / (se1 ** 4 / 3 + se2 ** 4 / 2)
+    from scipy import stats
+
+    half = stats.t.ppf(0.975, df) * math.hypot(se1, se2)
+    assert (diffs["negation_normalised"]["low"], diffs["negation_normalised"]["high"]) == pytest.approx(
+        (0.125 - half, 0.125 + half), abs=1e-12)
+    assert diffs["negation_ppl_drops"]["value"] == 0.0 and "negation_benign_abs" not in diffs  # not a main unit

@@ -35,6 +35,8 @@ KEYS_OF = {"invariances": ("hard_scope", "soft_scope", "agreement", "accuracy_ga
            "selfcheck": ("negation_sensitivity", "negation_normalised", "negation_benign_abs", "negation_ppl_drops",
                          "toxicity_generation", "toxicity_next_token",
                          "long_range", "word_order", "tokenization", "next_token_entropy", "token_entropy")}
+#: the self-supervised scores' paired gaps (target − reference on the same texts)
+KEYS_OF["selfcheck"] += tuple(f"{k}_gap" for k in KEYS_OF["selfcheck"])
 #: the range of each measure a threshold is checked against (a value outside is refused, except
 #: one just past the top, which can never pass: every check of it fails, and the command says so)
 RANGES = {"hard_scope": (0.0, 1.0), "soft_scope": (0.0, 1.0), "agreement": (0.0, 1.0), "accuracy": (0.0, 1.0),
@@ -124,7 +126,11 @@ class Check:
         n = f", n = {self.n}" if self.n else ""
         ci = (f" [{self.low:.3f}, {self.high:.3f}]" if self.low is not None and self.high is not None else "")
         if self.kind == "equivalent":
-            return f"{head} {self.value:+.3f}{ci} (90 %{n}): {self.outcome} within ±{self.threshold:g}"
+            said = {"equivalent": f"equivalent within ±{self.threshold:g}",
+                    "differs": f"differs by more than ±{self.threshold:g}"}.get(
+                self.outcome, f"{self.outcome} (margin ±{self.threshold:g})")
+            value = "n/a" if self.value is None else f"{self.value:+.3f}"
+            return f"{head} {value}{ci} (90 %{n}): {said}"
         compared = "n/a" if self.compared is None else f"{self.compared:.3f}"
         sign = ">=" if self.passed else "<"
         return f"{head} {compared} {sign} {self.threshold:g} ({self.used}; estimate " \
@@ -167,7 +173,10 @@ def run_equivalence(estimates: dict[str, list[Estimate]], references: dict[str, 
     checks = []
     for metric, margin in margins:
         for target, mine in estimates.items():
-            found = [e for e in mine if _matches(e, metric) and e.key.split(":", 1)[0] in EQUIVALENCE_KEYS]
+            keys = {e.key for e in mine}
+            # a score's paired gap stands for the score where the study gives one
+            found = [e for e in mine if e.key.split(":", 1)[0] in EQUIVALENCE_KEYS and
+                     (_matches(e, metric) and f"{e.key}_gap" not in keys or e.key == f"{metric}_gap")]
             if not found:
                 checks.append(Check(target, metric, "", margin, None, "no estimate", False, kind="equivalent",
                                     outcome="no estimate"))
@@ -178,7 +187,7 @@ def run_equivalence(estimates: dict[str, list[Estimate]], references: dict[str, 
                     value, low, high = (None if e.value is None else 1 - e.value,
                                         None if hi is None else 1 - hi, None if lo is None else 1 - lo)
                     what = f"rate 1 − {first}"
-                elif first in GAPS:
+                elif first in GAPS or first.endswith("_gap"):
                     (low, high), value, what = equivalence_interval(e), e.value, "target − reference"
                 else:
                     ref = references.get(e.key)

@@ -23,7 +23,7 @@ from .plan import Plan, make_plan
 from ...report.html import MANIFEST, write_report
 from ...report.html_compare import COMPARE_FILE
 from .checks import Check, check_metrics, run_checks, run_equivalence
-from .verdict import Verdict, findings, grade, study_verdicts, to_json
+from .verdict import Verdict, findings, grade, pool_flags, study_verdicts, to_json
 
 
 @dataclass
@@ -138,11 +138,14 @@ def run_compare(args: CompareArgs) -> CompareResult:
         reference, targets = args.reference_name(), args.target_labels()
         mine: dict[str, list] = {t: [] for t in targets}
         theirs: dict[str, Any] = {}
-        for name, res in result.results.items():  # the headlines each study just wrote
-            headline = res.headline()
-            if headline is not None:
-                result.verdicts += study_verdicts(name, headline, reference, targets, res)
+        headlines = {name: h for name, h in ((n, r.headline()) for n, r in result.results.items()) if h is not None}
+        notes = pool_flags(headlines, reference)  # a flag rests on all the run's evidence
+        for name, headline in headlines.items():
+            result.verdicts += study_verdicts(name, headline, reference, targets, result.results[name])
         grade(result.verdicts)  # one family of findings per target, over every study
+        for v in result.verdicts:
+            if (v.study, v.target) in notes:
+                v.sentence += " " + notes[(v.study, v.target)]
         for v in result.verdicts:
             mine[v.target] += v.estimates
             theirs.update({e.key: e for e in v.reference})

@@ -173,6 +173,17 @@ def score_difference(target: Estimate, reference: Estimate) -> Severity | None:
                     n=target.n, method="normal", flags=tuple(sorted({*target.flags, *reference.flags})), score=True)
 
 
+def paired_score_difference(e: Estimate) -> Severity | None:
+    """The finding of a score's paired gap (``<score>_gap``: the target's score minus the
+    reference's on the same texts, with its paired interval); None when undefined."""
+    if not defined(e.value):
+        return None
+    has = defined(e.low) and defined(e.high)
+    return Severity(e.key, "difference from the reference's score, on the same texts", float(e.value),
+                    float(e.low) if has else None, float(e.high) if has else None, interval=e.interval, n=e.n,
+                    method="normal", flags=tuple(e.flags), score=True)
+
+
 def p_above(s: Severity, threshold: float) -> float:
     """The one-sided p-value of "the rate is at most ``threshold``" (see the module docstring)."""
     rate = float(s.rate)

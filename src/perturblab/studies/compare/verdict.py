@@ -22,7 +22,8 @@ from typing import Any, Sequence
 from ...core.headline import Estimate, Headline
 from .checks import family
 from .plan import CLASSIFIER, LANGUAGE_MODEL
-from .severity import LEVELS, Severity, assign_levels, family_note, one_cause, rate_finding, score_difference
+from .severity import (LEVELS, Severity, assign_levels, family_note, one_cause, paired_score_difference,
+                       rate_finding, score_difference)
 
 
 def display_name(spec: str) -> str:
@@ -62,6 +63,40 @@ class Verdict:
         return max(ranked, key=lambda s: (LEVELS.index(s.level), s.rate or 0.0), default=None)
 
 
+def pool_flags(headlines: dict[str, Headline], reference: str) -> dict[tuple[str, str], str]:
+    """Let a model's quality flags rest on all the evidence of the run: a chance-level or
+    one-class flag a study set from its own few examples (SCoPE's base samples) is lifted where
+    the robustness study's clean test examples, more of them, show the model above chance and
+    predicting more than one class (its ``accuracy`` estimate unflagged; the chance test there is
+    the two-standard-error rule of :mod:`perturblab.measures.quality`, which at n = 300 and a
+    majority rate of 0.5 finds an accuracy 0.08 above it with 80 % power). Changes ``headlines``
+    in place; returns (study, target) -> the note to add to that verdict's sentence."""
+    import dataclasses
+
+    rob = headlines.get("robustness")
+    if rob is None:
+        return {}
+    clean = {e.subject: e for e in rob.estimates if e.key == "accuracy" and e.n}
+    notes: dict[tuple[str, str], str] = {}
+    for study, h in headlines.items():
+        if study == "robustness":
+            continue
+        for i, e in enumerate(h.estimates):
+            kept = []
+            for f in e.flags:
+                who = reference if f.startswith("reference ") else e.subject if f.startswith("target ") else None
+                wider = clean.get(who) if who is not None else None
+                if wider is not None and not wider.flags and (e.n or 0) < wider.n:
+                    notes[(study, e.subject)] = (
+                        f"The {f} flag of these {e.n} examples is lifted: on the robustness "
+                        f"study's {wider.n} test examples {who}'s clean accuracy is {wider.text()}, above chance.")
+                    continue
+                kept.append(f)
+            if tuple(kept) != e.flags:
+                h.estimates[i] = dataclasses.replace(e, flags=tuple(kept))
+    return notes
+
+
 def _fmt(e: Estimate) -> str:
     return e.text() + (f" ⚑ {', '.join(e.flags)}" if e.flags else "")
 
@@ -92,13 +127,18 @@ def study_verdicts(study: str, headline: Headline, reference: str, targets: Sequ
 
 def _findings(fam: str, mine: list[Estimate], theirs: list[Estimate], kind: str) -> list[Severity]:
     """Each estimate's finding against the reference: a rate (share kept, paired gap) or, for the
-    self-supervised scores, the difference from the reference's score."""
+    self-supervised scores, the paired difference from the reference's score (its ``_gap``
+    estimate; without one, from the two scores' intervals taken as independent)."""
     by_key = {e.key: e for e in theirs}
+    gaps = {e.key for e in mine if e.key.endswith("_gap")}
     out = []
     for e in mine:
         found = rate_finding(e, kind)
-        if found is None and fam == "selfcheck" and e.key in by_key:
-            found = score_difference(e, by_key[e.key])
+        if found is None and fam == "selfcheck":
+            if e.key in gaps:
+                found = paired_score_difference(e)
+            elif e.key in by_key and f"{e.key}_gap" not in gaps:
+                found = score_difference(e, by_key[e.key])
         if found is not None:
             out.append(found)
     return out
@@ -187,8 +227,8 @@ def _sentence(fam: str, v: Verdict) -> str:
         differ = [s for s in v.severity if s.score and s.level == "differs"]
         if differ:
             return (f"{target} differs from {reference}, after the multiplicity adjustment, on: "
-                    + "; ".join(f"{s.key} ({s.direction} by {abs(s.rate):.3g} [{s.low:+.3g}, {s.high:+.3g}])"
-                                for s in differ) + ".")
+                    + "; ".join(f"{s.key.removesuffix('_gap')} ({s.direction} by {abs(s.rate):.3g} "
+                                f"[{s.low:+.3g}, {s.high:+.3g}])" for s in differ) + ".")
         return f"{target}'s self-supervised scores do not differ from {reference}'s beyond noise on any score."
     return "; ".join(f"{e.measure} {_fmt(e)}" for e in mine)
 

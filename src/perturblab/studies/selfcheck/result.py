@@ -224,7 +224,16 @@ class SelfCheckResult(StudyResult):
             estimates.append(hl.Estimate(r["model"], f"{r['metric'].replace('_', ' ')}{setting}", r["value"], low, high,
                                       n=r["n"], interval=what, better=better.get(r["metric"], ""),
                                       key=r["metric"]))
-        return hl.Headline(HEADLINE_SENTENCE, estimates)
+        from .paired import paired_differences
+
+        for d in paired_differences(self.examples, self.args.model_names(), self.units, seed=self.args.seed):
+            setting = "" if d["setting"] in ("-", "") else f" ({d['setting']})"
+            estimates.append(hl.Estimate(d["model"], f"{d['metric'].replace('_', ' ')}{setting}, minus {d['against']}'s",
+                                         d["value"], d["low"], d["high"], n=d["n"], interval=d["interval"],
+                                         key=f"{d['metric']}_gap"))
+        return hl.Headline(HEADLINE_SENTENCE + (" A score's gap is the model's minus the first model's, on the same "
+                                                "texts, with a paired interval." if len(self.args.model_names()) > 1
+                                                else ""), estimates)
 
     def figures(self) -> dict[str, Any]:
         """``spider.png`` (Fig. 2) and ``ablations.png`` (Figs. 16, 18, 20, 21) -> figure."""
