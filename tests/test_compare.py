@@ -15,7 +15,8 @@ from perturblab.studies.compare import plan as plan_module
 from perturblab.studies.compare.config import CompareArgs, duration, threshold
 from perturblab.studies.compare.plan import CLASSIFIER, LANGUAGE_MODEL, COSTS, make_plan, model_kind
 from perturblab.core.headline import wilson_interval
-from perturblab.studies.compare.checks import check_margin, check_metrics, check_range, run_checks
+from perturblab.studies.compare.checks import run_checks
+from perturblab.studies.compare.keys import check_margin, check_metrics, check_range
 from perturblab.studies.compare.verdict import findings, study_verdicts, to_json
 
 
@@ -484,8 +485,10 @@ def test_the_statistics_examples_run():
     import perturblab.studies.compare.severity
     import perturblab.studies.compare.verdict
 
+    import perturblab.studies.models
+
     for module in (perturblab.core.headline, perturblab.measures.stats, perturblab.studies.compare.severity,
-                   perturblab.studies.compare.verdict, plan_module):
+                   perturblab.studies.models, plan_module):
         result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
         assert result.attempted > 0 and result.failed == 0, module.__name__
 

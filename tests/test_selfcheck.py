@@ -469,8 +469,13 @@ def test_paired_gaps_of_the_median_and_of_the_normalised_negation_score():
     rows = (_two("negation", "not", [0.5, 0.1, 0.3, 0.7], [0.6, 0.3, 0.3, 0.9], extras([0.5, 0.1, 0.3, 0.7]),
                  extras([0.6, 0.3, 0.3, 0.9]))
             + _two("negation", "benign", [-0.2, 0.4, 0.0], [-0.1, 0.4, 0.1]))
+    from perturblab.studies.selfcheck.result import _scores
+
+    def scores(metric, setting, rows, benign):
+        return [name for name, _ in _scores(metric, setting, rows, benign, 0)]
+
     diffs = {d["metric"]: d for d in paired_differences(rows, ["ref", "tgt"], [("negation", "not", True),
-                                                                             ("negation", "benign", False)])}
+                                                                             ("negation", "benign", False)], scores)}
     # Δ differences 0.1, 0.2, 0, 0.2 (mean 0.125); |Δ_benign| differences −0.1, 0, 0.1 (mean 0)
     assert diffs["negation_sensitivity"]["value"] == pytest.approx(0.125)
     assert diffs["negation_normalised"]["value"] == pytest.approx(0.125)

@@ -28,6 +28,17 @@ def items(value: Any) -> list[str]:
     return [str(v) for v in names_of(value)]
 
 
+def display_name(spec: str) -> str:
+    """The name every study reports for the model ``spec``: its ``NAME=``, else its source.
+
+    >>> [display_name(s) for s in ("l3=minilm-l3", "minilm-l3[batch_size=4]", "./models/ft")]
+    ['l3', 'minilm-l3', './models/ft']
+    """
+    from ..models.resolve import ModelSpec
+
+    return ModelSpec.parse(spec).name
+
+
 def model_table(models: Sequence[Any], role: str) -> tuple[list[str], dict[str, Any], dict[str, str]]:
     """Display names for ``models`` (a spec's ``NAME=``, else its source; an object's ``name``
     attribute, else ``<role><i>``), the ready objects by name and the specs by name."""

@@ -26,7 +26,7 @@ def threshold(value: str) -> tuple[str, float]:
 def thresholds(values: list[str] | None) -> None:
     """Every ``--fail-under`` entry reads as ``METRIC=VALUE`` with VALUE in the metric's range
     (:func:`~.checks.check_range`)."""
-    from .checks import check_range
+    from .keys import check_range
 
     for v in values or []:
         check_range(*threshold(v))
@@ -35,7 +35,7 @@ def thresholds(values: list[str] | None) -> None:
 def margins(values: list[str] | None) -> None:
     """Every ``--equivalent`` entry reads as ``METRIC=MARGIN``, a paired measure with a margin
     above 0 (:func:`~.checks.check_margin`)."""
-    from .checks import check_margin
+    from .keys import check_margin
 
     for v in values or []:
         metric, margin = threshold(v)
@@ -112,14 +112,14 @@ class CompareArgs(Args):
 
     def reference_name(self) -> str:
         """The name the studies report for the reference (its ``NAME=``, else its source)."""
-        from .verdict import display_name
+        from ..models import display_name
 
         return display_name(self.reference or "")
 
     def target_labels(self) -> list[str]:
         """The names the studies report for the targets, in the order given (:meth:`target_names`
         are the specs as given)."""
-        from .verdict import display_name
+        from ..models import display_name
 
         return [display_name(t) for t in self.target_names()]
 
@@ -127,7 +127,7 @@ class CompareArgs(Args):
         """The options' own checks, then one name per model: two specs the studies would report
         under one name are refused before any work."""
         super().check()
-        from .verdict import display_name
+        from ..models import display_name
 
         seen: dict[str, str] = {}
         for spec in [self.reference or "", *self.target_names()]:

@@ -22,7 +22,8 @@ ERROR_RATES = ("Levels (medium, major) and score differences: a 5 % family-wise 
 from .plan import Plan, make_plan
 from ...report.html import MANIFEST, write_report
 from ...report.html_compare import COMPARE_FILE
-from .checks import Check, check_metrics, run_checks, run_equivalence
+from .checks import Check, run_checks, run_equivalence
+from .keys import check_metrics
 from .verdict import Verdict, findings, grade, pool_flags, study_verdicts, to_json
 
 
@@ -109,7 +110,7 @@ def run_compare(args: CompareArgs) -> CompareResult:
     check_metrics([m for m, _ in args.threshold_list()], [p.name for p in plan.studies])
     check_metrics([m for m, _ in args.margin_list()], [p.name for p in plan.studies], "--equivalent")
     out = check_out(args.out)
-    from .checks import check_range
+    from .keys import check_range
 
     notes = [n for n in (check_range(m, v) for m, v in args.threshold_list()) if n]
     if not args.quiet:

@@ -24,9 +24,10 @@ from typing import Any
 
 from ...errors import InputError
 from ...report.plots import safe_name
+from ..models import display_name
 from .config import CompareArgs
 
-CLASSIFIER, LANGUAGE_MODEL = "classifier", "language model"
+from .keys import CLASSIFIER, LANGUAGE_MODEL
 
 
 @dataclass(frozen=True)
@@ -261,8 +262,6 @@ def make_plan(args: CompareArgs) -> Plan:
         if name == "layers":  # one layer-by-layer comparison per target, sized for the costliest
             size = _size(cost, budget * cost.share / shares, sum(weight(name, t) for t in targets))
             for t in targets:
-                from .verdict import display_name
-
                 folder = name if len(targets) == 1 else f"{name}-{safe_name(display_name(t))}"
                 options = {"a": args.reference, "b": t, "data": args.data, "measures": "cka", "n": size}
                 plan.studies.append(Planned(folder, cost.kind, options,

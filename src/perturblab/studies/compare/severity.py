@@ -48,7 +48,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Sequence
 
 from ...core.headline import LEVEL, Estimate, defined, wilson_interval
-from .plan import CLASSIFIER, LANGUAGE_MODEL
+from .keys import CLASSIFIER, GAPS, LANGUAGE_MODEL, SHARES
 
 LEVELS = ("minor", "medium", "major")
 #: the rate from which a finding is medium, per model kind (major from twice it)
@@ -59,8 +59,6 @@ ALPHA = 0.05
 RATE_OF = {"hard_scope": "invariances of the reference not kept", "agreement": "inputs on which the two disagree",
            "accuracy_gap": "accuracy lost against the reference's",
            "relative_robustness_gap": "robustness lost beyond the reference's"}
-#: keys whose estimate is a share kept (the rate is 1 − it) and keys whose estimate is a signed gap
-SHARES, GAPS = ("hard_scope", "agreement"), ("accuracy_gap", "relative_robustness_gap")
 Z = 1.959963984540054
 
 

@@ -4,7 +4,7 @@
 
 Targets are matched to the studies' estimates by the one name every study reports: a spec's
 ``NAME=`` or else its source (``l3=minilm-l3`` is ``l3``; ``models/ft[batch_size=8]`` is
-``models/ft``), :func:`display_name`.
+``models/ft``), :func:`perturblab.studies.models.display_name`.
 
 A finding of the target against the reference is a paired difference wherever both are scored
 on the same examples (Hard-SCoPE and agreement are already paired; the accuracy and robustness
@@ -20,21 +20,9 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from ...core.headline import Estimate, Headline
-from .checks import family
-from .plan import CLASSIFIER, LANGUAGE_MODEL
+from .keys import CLASSIFIER, LANGUAGE_MODEL, family
 from .severity import (LEVELS, Severity, assign_levels, family_note, one_cause, paired_score_difference,
                        rate_finding, score_difference)
-
-
-def display_name(spec: str) -> str:
-    """The name every study reports for the model ``spec``: its ``NAME=`` or else its source.
-
-    >>> [display_name(s) for s in ("l3=minilm-l3", "minilm-l3[batch_size=4]", "./models/ft")]
-    ['l3', 'minilm-l3', './models/ft']
-    """
-    from ...models.resolve import ModelSpec
-
-    return ModelSpec.parse(spec).name
 
 
 @dataclass
@@ -103,7 +91,8 @@ def _fmt(e: Estimate) -> str:
 
 def study_verdicts(study: str, headline: Headline, reference: str, targets: Sequence[str],
                    result: Any = None) -> list[Verdict]:
-    """The verdicts of one study's headline for each target (display names, :func:`display_name`),
+    """The verdicts of one study's headline for each target (display names,
+    :func:`~perturblab.studies.models.display_name`),
     graded within the study (:func:`grade` grades a target's findings of every study together);
     ``result`` (the study's result, when at hand) gives examples of the invariances a target does
     not share."""

@@ -19,7 +19,7 @@ of its pairs), and n says how many.
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -97,12 +97,12 @@ def median_difference(a: np.ndarray, b: np.ndarray, seed: int = 0) -> tuple[floa
 
 
 def paired_differences(examples: Sequence[dict[str, Any]], models: Sequence[str],
-                       units: Sequence[tuple[str, str, bool]], seed: int = 0) -> list[dict[str, Any]]:
+                       units: Sequence[tuple[str, str, bool]], scores: Callable[..., list[str]],
+                       seed: int = 0) -> list[dict[str, Any]]:
     """Each model's paired difference from the first of ``models`` on every score of the
-    headline units (``units``: (metric, setting, main)): rows ``model, against, metric, setting,
-    value, low, high, n, interval`` (see the module docstring). Empty with one model."""
-    from .result import _scores
-
+    headline units (``units``: (metric, setting, main); ``scores(metric, setting, rows,
+    benign_rows)``: the names of the scores a unit gives): rows ``model, against, metric,
+    setting, value, low, high, n, interval`` (see the module docstring). Empty with one model."""
     if len(models) < 2:
         return []
     by_unit: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
@@ -117,8 +117,7 @@ def paired_differences(examples: Sequence[dict[str, Any]], models: Sequence[str]
             if not mine:
                 continue
             benign = _pairs(by_unit.get((model, "negation", "benign"), []), by_unit.get((first, "negation", "benign"), []))
-            names = [name for name, _ in _scores(metric, setting, mine, benign[0], seed)]
-            for name in names:
+            for name in scores(metric, setting, mine, benign[0]):
                 row = {"model": model, "against": first, "metric": name, "setting": setting}
                 if name == "negation_normalised":
                     if not benign[0]:

@@ -226,7 +226,10 @@ class SelfCheckResult(StudyResult):
                                       key=r["metric"]))
         from .paired import paired_differences
 
-        for d in paired_differences(self.examples, self.args.model_names(), self.units, seed=self.args.seed):
+        def scores(metric: str, setting: str, rows: list, benign: list) -> list[str]:
+            return [name for name, _ in _scores(metric, setting, rows, benign, self.args.seed)]
+
+        for d in paired_differences(self.examples, self.args.model_names(), self.units, scores, seed=self.args.seed):
             setting = "" if d["setting"] in ("-", "") else f" ({d['setting']})"
             estimates.append(hl.Estimate(d["model"], f"{d['metric'].replace('_', ' ')}{setting}, minus {d['against']}'s",
                                          d["value"], d["low"], d["high"], n=d["n"], interval=d["interval"],
