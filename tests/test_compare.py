@@ -560,3 +560,34 @@ def test_equivalence_checks_read_as_sentences():
     far = Check("t", "agreement", "agreement", 0.05, 0.3, "", False, kind="equivalent", low=0.2, high=0.4, n=27,
                 outcome="differs")
     assert far.text().endswith("differs by more than ±0.05")
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("torch_one_thread", "tiny_costs")
+def test_named_language_models_are_checked_in_every_study_of_their_plan(tmp_path):
+    """The language models' plan (LM invariances, selfcheck, layers) with a named target and a
+    path: every study reports them by the name compare looks for."""
+    from tiny_lm import SENTENCES, tiny_lm
+
+    dirs = []
+    for seed in (0, 1):
+        lm = tiny_lm(seed=seed)
+        lm.model.save_pretrained(tmp_path / f"lm{seed}")
+        lm.tokenizer.save_pretrained(tmp_path / f"lm{seed}")
+        dirs.append(str(tmp_path / f"lm{seed}"))
+    text = tmp_path / "c.txt"
+    text.write_text(" ".join(SENTENCES) + "\n\n" + " ".join(reversed(SENTENCES)) + "\n")  # two documents
+    out = tmp_path / "cmp"
+    assert main(["compare", "--reference", dirs[0], "--targets", f"twin={dirs[0]},{dirs[1]}", "--corpus", str(text),
+                 "--budget", "1s", "--out", str(out), "--quiet", "--fail-under", "hard_scope=1.01",
+                 "--fail-under", "linear_cka=1.01", "--fail-under", "next_token_entropy=1000"]) == 1
+    saved = json.loads((out / "compare.json").read_text())
+    for target in ("twin", dirs[1]):
+        studies = {v["study"] for v in saved["verdicts"] if v["target"] == target}
+        assert {"lm-invariances", "selfcheck"} <= studies and any(s.startswith("layers") for s in studies), studies
+        checked = {c["metric"] for c in saved["checks"] if c["target"] == target and c["outcome"] != "no estimate"}
+        assert checked == {"hard_scope", "linear_cka", "next_token_entropy"}, (target, checked)
+    twin = [s for v in saved["verdicts"] if v["target"] == "twin" for s in v["severity"]]
+    assert twin and not {s["level"] for s in twin} & {"medium", "major", "differs"}
+    gaps = [e for v in saved["verdicts"] if v["target"] == "twin" for e in v["estimates"] if e["key"].endswith("_gap")]
+    assert gaps and all(e["value"] == 0 for e in gaps)  # the same model on the same texts: no difference

@@ -190,6 +190,18 @@ def headline_interval(row: dict[str, Any], rows: Sequence[dict[str, Any]] = ()
     return low, high, what + (f"{cut}: {why}" if cut else "")
 
 
+def _display(model: str) -> str:
+    """The name every study reports for the model ``model`` (a spec's ``NAME=``, else its source);
+    a name given to a model object stays as it is."""
+    from ...errors import InputError
+    from ..models import display_name
+
+    try:
+        return display_name(model)
+    except InputError:  # an object's name that is no spec
+        return model
+
+
 class SelfCheckResult(StudyResult):
     """The result of :func:`perturblab.selfcheck`: ``rows`` (one per model × score × setting,
     see :func:`summarise_selfcheck`), ``examples`` (every per-example row), :meth:`table`,
@@ -217,11 +229,12 @@ class SelfCheckResult(StudyResult):
         from .plots import SPIDER_AXES
 
         better = {m: ("higher" if up else "lower") for m, up, _ in SPIDER_AXES}
+        name = _display
         estimates = []
         for r in self.summary:
             low, high, what = headline_interval(r, self.rows)
             setting = "" if r["setting"] in ("-", "") else f" ({r['setting']})"
-            estimates.append(hl.Estimate(r["model"], f"{r['metric'].replace('_', ' ')}{setting}", r["value"], low, high,
+            estimates.append(hl.Estimate(name(r["model"]), f"{r['metric'].replace('_', ' ')}{setting}", r["value"], low, high,
                                       n=r["n"], interval=what, better=better.get(r["metric"], ""),
                                       key=r["metric"]))
         from .paired import paired_differences
@@ -231,7 +244,8 @@ class SelfCheckResult(StudyResult):
 
         for d in paired_differences(self.examples, self.args.model_names(), self.units, scores, seed=self.args.seed):
             setting = "" if d["setting"] in ("-", "") else f" ({d['setting']})"
-            estimates.append(hl.Estimate(d["model"], f"{d['metric'].replace('_', ' ')}{setting}, minus {d['against']}'s",
+            estimates.append(hl.Estimate(name(d["model"]),
+                                         f"{d['metric'].replace('_', ' ')}{setting}, minus {name(d['against'])}'s",
                                          d["value"], d["low"], d["high"], n=d["n"], interval=d["interval"],
                                          key=f"{d['metric']}_gap"))
         return hl.Headline(HEADLINE_SENTENCE + (" A score's gap is the model's minus the first model's, on the same "
