@@ -257,6 +257,9 @@ def test_equivalence_passes_only_when_the_whole_90_interval_lies_within_the_marg
     assert g.outcome == "undecided at this n" and not g.passed
     assert (g.low, g.high) == pytest.approx((-0.01 - 0.02 * scale, -0.01 + 0.02 * scale))
     assert r.outcome == "differs" and not r.passed
+    point = _e("t", "relative_robustness_gap:typo", 0.0, 0.0, 0.0, n=8, interval="95 % paired bootstrap")
+    (p,) = run_equivalence({"t": [point]}, {}, [("relative_robustness_gap", 0.05)])
+    assert p.outcome == "undecided at this n" and not p.passed  # no width from 8 examples: no precision shown
     (none,) = run_equivalence({"u": []}, {}, [("agreement", 0.05)])
     assert none.outcome == "no estimate" and not none.passed
 

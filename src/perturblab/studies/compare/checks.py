@@ -11,6 +11,9 @@ rate ends below m. It *differs by more than m* when that interval lies wholly ou
 intersection-union test (Berger 1982): its error rate is that of each test, 5 %, with no
 adjustment for their number.
 
+An interval of zero width from a finite sample (a bootstrap of two models that never differed on
+its examples) shows no precision, so it is never taken as equivalence.
+
 Every check records the estimate, the number it compared (the estimate, the interval's lower end,
 or the interval's end for equivalence), its interval and n. A check that matches no estimate of
 a target fails and says so: a gate never passes by finding nothing to check.
@@ -133,6 +136,10 @@ def run_equivalence(estimates: dict[str, list[Estimate]], references: dict[str, 
                         value, low, high = d.rate, d.rate - half, d.rate + half
                     what = "target − reference, the two intervals taken as independent"
                 outcome = _equivalence(low, high, margin)
+                if outcome == "equivalent" and low == high and not e.interval.startswith("exact"):
+                    # a finite sample's interval of no width (two models that never differed on its
+                    # examples) shows no precision: it cannot show equivalence
+                    outcome = "undecided at this n"
                 checks.append(Check(target, metric, e.key, margin, value, f"90 % interval of the {what}",
                                     outcome == "equivalent", kind="equivalent", low=low, high=high, n=e.n,
                                     interval=e.interval, compared=None, outcome=outcome))
