@@ -236,7 +236,7 @@ def test_paired_gap_interval_covers_the_true_gap():
                      (("clean", "clean"), ("drop_first|0", "pert"))} for m in ("a", "b")}
         study.args.train_seed = r
         rows = [row for m in ("a", "b") for row in _model_rows(preds[m].__getitem__, study, m, y)]
-        replicates, _ = _replicates({m: preds[m].__getitem__ for m in ("a", "b")}, study, y)
+        replicates = _replicates({m: preds[m].__getitem__ for m in ("a", "b")}, study, y)
         (g,) = [g for g in paired_gaps(rows, replicates, n=n) if g["perturbation"] == "drop_first"]
         covered += g["low"] <= truth <= g["high"]
     coverage = covered / reps

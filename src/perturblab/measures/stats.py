@@ -9,6 +9,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from ..core.headline import defined, wilson_interval
 from ..errors import InputError
 
 
@@ -56,22 +57,20 @@ def proportion_ci(terms: Sequence[float] | np.ndarray) -> list[float]:
     >>> [round(v, 3) for v in proportion_ci([1] * 58)]
     [0.938, 1.0]
     """
-    from ..core.headline import wilson_interval
-
     t = np.asarray(terms, dtype=np.float64)
     low, high = wilson_interval(float(t.sum()), len(t))
     return [math.nan, math.nan] if low is None else [float(low), float(high)]
 
 
-def bounded_mean_ci(terms: Sequence[float] | np.ndarray, *, n_boot: int = 1000, seed: int = 0) -> tuple[list[float], str]:
-    """(interval, what it is) of the mean of ``terms`` in [0, 1] (Soft-SCoPE's): the percentile
+def bounded_mean_ci(terms: Sequence[float] | np.ndarray, *, n_boot: int = 1000, seed: int = 0) -> list[float]:
+    """The 95 % interval of the mean of ``terms`` in [0, 1] (Soft-SCoPE's): the percentile
     bootstrap over the terms, unless every term is the same (the bootstrap is then a point),
     where it is the Wilson score interval of the mean, valid for terms in [0, 1] because their
     variance is at most μ(1 − μ), a Bernoulli's (so it is conservative)."""
     t = np.asarray(terms, dtype=np.float64)
     if len(t) and np.all(t == t[0]):
-        return proportion_ci(t), "Wilson"
-    return list(bootstrap_ci(lambda idx: float(t[idx].mean()), len(t), n_boot=n_boot, seed=seed)), "bootstrap"
+        return proportion_ci(t)
+    return list(bootstrap_ci(lambda idx: float(t[idx].mean()), len(t), n_boot=n_boot, seed=seed))
 
 
 #: posterior draws of :func:`paired_difference_ci`
@@ -96,14 +95,31 @@ def paired_difference_ci(first: Sequence[bool] | np.ndarray, second: Sequence[bo
     a, b = np.asarray(first, dtype=bool), np.asarray(second, dtype=bool)
     if a.shape != b.shape or a.ndim != 1:
         raise InputError(f"paired outcomes must be two 1-D arrays of one length, got {a.shape} and {b.shape}")
-    n = len(a)
+    return discordant_difference_ci(int(np.sum(a & ~b)), int(np.sum(~a & b)), len(a), level=level, draws=draws,
+                                    seed=seed)
+
+
+def discordant_difference_ci(nb: int, nc: int, n: int, *, level: float = 0.95, draws: int = PAIRED_DRAWS,
+                             seed: int = 0) -> list[float]:
+    """:func:`paired_difference_ci` from the counts: ``nb`` examples only the first gets right,
+    ``nc`` only the second, of ``n`` (the pooled counts of several trials, say)."""
     if n == 0:
         return [math.nan, math.nan]
-    nb, nc = int(np.sum(a & ~b)), int(np.sum(~a & b))
     rng = np.random.default_rng(seed)
     post = rng.dirichlet([nb + 0.5, nc + 0.5, n - nb - nc + 0.5], size=draws)
     diff = post[:, 0] - post[:, 1]
     return [float(np.quantile(diff, (1 - level) / 2)), float(np.quantile(diff, (1 + level) / 2))]
+
+
+def welch_df(se: float, n: int, se_b: float, n_b: int) -> float | None:
+    """Welch–Satterthwaite degrees of freedom of a difference of two independent means whose
+    combined standard error is ``se`` (= √(se₁² + se_b²)), the second's ``se_b`` over ``n_b``
+    examples and the first's over ``n``; None where undefined."""
+    if not all(defined(v) for v in (se, se_b)) or n < 2 or n_b < 2:
+        return None
+    v1, v2 = max(se * se - se_b * se_b, 0.0), se_b * se_b
+    denom = v1 * v1 / (n - 1) + v2 * v2 / (n_b - 1)
+    return (v1 + v2) ** 2 / denom if denom > 0 else None
 
 
 def pearson(x: Sequence[float], y: Sequence[float]) -> tuple[float, float]:

@@ -39,6 +39,18 @@ def display_name(spec: str) -> str:
     return ModelSpec.parse(spec).name
 
 
+def reported_name(model: Any, given: Any = ()) -> str:
+    """The name a study reports for ``model``: a name in ``given`` (the names of ready model
+    objects) or one that is no spec stays as it is; a spec is its :func:`display_name`."""
+    text = str(model)
+    if text in given:
+        return text
+    try:
+        return display_name(text)
+    except InputError:  # an object's name that is no spec
+        return text
+
+
 def model_table(models: Sequence[Any], role: str) -> tuple[list[str], dict[str, Any], dict[str, str]]:
     """Display names for ``models`` (a spec's ``NAME=``, else its source; an object's ``name``
     attribute, else ``<role><i>``), the ready objects by name and the specs by name."""

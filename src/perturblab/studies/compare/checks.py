@@ -129,32 +129,26 @@ def run_equivalence(estimates: dict[str, list[Estimate]], references: dict[str, 
                 else:
                     ref = references.get(e.key)
                     d = score_difference(e, ref) if ref is not None else None
-                    if d is None:
-                        value = low = high = None
-                    else:
-                        half = (d.high - d.low) / 2 * 1.6448536269514722 / 1.959963984540054
-                        value, low, high = d.rate, d.rate - half, d.rate + half
+                    value, (low, high) = ((None, (None, None)) if d is None else
+                                          (d.rate, equivalence_interval(Estimate(e.subject, e.measure, d.rate, d.low,
+                                                                                 d.high, n=e.n, interval=d.interval))))
                     what = "target − reference, the two intervals taken as independent"
-                outcome = _equivalence(low, high, margin)
-                if outcome == "equivalent" and low == high and not e.interval.startswith("exact"):
-                    # a finite sample's interval of no width (two models that never differed on its
-                    # examples) shows no precision: it cannot show equivalence
-                    outcome = "undecided at this n"
+                outcome = _equivalence(low, high, margin, exact=e.interval.startswith("exact"))
                 checks.append(Check(target, metric, e.key, margin, value, f"90 % interval of the {what}",
                                     outcome == "equivalent", kind="equivalent", low=low, high=high, n=e.n,
                                     interval=e.interval, compared=None, outcome=outcome))
     return checks
 
 
-def _equivalence(low: float | None, high: float | None, margin: float) -> str:
+def _equivalence(low: float | None, high: float | None, margin: float, *, exact: bool) -> str:
+    """``equivalent``, ``differs`` or ``undecided at this n`` for the 90 % interval (``low``,
+    ``high``) of a difference and ``margin``; an interval of no width that is not ``exact`` (a
+    finite sample's bootstrap of two models that never differed on its examples) shows no
+    precision and never shows equivalence."""
     if not (defined(low) and defined(high)):
         return "undecided at this n"
     if -margin < low and high < margin:
-        return "equivalent"
+        return "equivalent" if low != high or exact else "undecided at this n"
     if low >= margin or high <= -margin:
         return "differs"
     return "undecided at this n"
-
-
-def checks_json(checks: Sequence[Check]) -> list[dict[str, Any]]:
-    return [c.to_json() for c in checks]

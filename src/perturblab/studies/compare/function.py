@@ -13,18 +13,18 @@ from ...core.entry import check_out, run_saved
 from ...core.files import atomic_write_text
 from ...core.lock import output_lock
 from .config import CompareArgs
+from .plan import Plan, make_plan
+from ...report.html import MANIFEST, write_report
+from ...report.html_compare import COMPARE_FILE
+from .checks import Check, run_checks, run_equivalence
+from .keys import check_metrics, check_range
+from .verdict import Verdict, findings, grade, pool_flags, study_verdicts, to_json
 
 #: what compare.json and the report say of the error rates of the verdicts and checks
 ERROR_RATES = ("Levels (medium, major) and score differences: a 5 % family-wise error rate over each target's "
                "findings (Holm). --fail-under: each check on the estimate, or with --strict on the lower end of its "
                "95 % interval. --equivalent: two one-sided tests at 5 % on the paired difference (a 90 % "
                "interval); passing every check is an intersection-union test at 5 %.")
-from .plan import Plan, make_plan
-from ...report.html import MANIFEST, write_report
-from ...report.html_compare import COMPARE_FILE
-from .checks import Check, run_checks, run_equivalence
-from .keys import check_metrics
-from .verdict import Verdict, findings, grade, pool_flags, study_verdicts, to_json
 
 
 @dataclass
@@ -110,8 +110,6 @@ def run_compare(args: CompareArgs) -> CompareResult:
     check_metrics([m for m, _ in args.threshold_list()], [p.name for p in plan.studies])
     check_metrics([m for m, _ in args.margin_list()], [p.name for p in plan.studies], "--equivalent")
     out = check_out(args.out)
-    from .keys import check_range
-
     notes = [n for n in (check_range(m, v) for m, v in args.threshold_list()) if n]
     if not args.quiet:
         print(plan.table(), file=sys.stderr, flush=True)
@@ -147,7 +145,6 @@ def run_compare(args: CompareArgs) -> CompareResult:
         for v in result.verdicts:
             if (v.study, v.target) in notes:
                 v.sentence += " " + notes[(v.study, v.target)]
-        for v in result.verdicts:
             mine[v.target] += v.estimates
             theirs.update({e.key: e for e in v.reference})
         result.checks = (run_checks(mine, args.threshold_list(), args.strict)

@@ -261,8 +261,8 @@ def assign_levels(findings: Sequence[Severity], kind: str, alpha: float = ALPHA)
                 s.level = "differs" if s.adjusted.get("differs", 1.0) <= alpha else "within noise"
             continue
         s.direction = "worse" if s.rate > 0 else "better" if s.rate < 0 else ""
-        adj = s.adjusted if not s.same_as else {h: p for h, p in ((h, p_above(s, t)) for h, t in
-                                                                  (("medium", at), ("major", 2 * at)))}
+        # a finding counted with another keeps its own unadjusted tests for the level it shows
+        adj = s.adjusted if not s.same_as else {"medium": p_above(s, at), "major": p_above(s, 2 * at)}
         if adj.get("major", 1.0) <= alpha:
             s.level = "major"
         elif adj.get("medium", 1.0) <= alpha:

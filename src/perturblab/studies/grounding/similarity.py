@@ -33,6 +33,7 @@ from ...measures.similarity import INFO, check_cca_size, measure_key
 from ...models.base import Pooling, TextInput
 from ...models.states import inputs_hash, layer_states
 from ..inputs import study_inputs
+from ..models import reported_name
 from .config import SimilarityArgs
 
 log = logging.getLogger(__name__)
@@ -115,18 +116,9 @@ class SimilarityStudy(Study):
     def finish(self, ctx: RunContext) -> "SimilarityResult":
         matrices = {m: self._phase.results[k] for m, k in self._keys.items()}
         rows = similarity_rows(*self.encoders, self.inputs, self.measures, pooling_a=self.poolings[0],
-                               pooling_b=self.poolings[1], name_a=self._name(self.args.a),
-                               name_b=self._name(self.args.b), matrices=matrices)
+                               pooling_b=self.poolings[1], name_a=reported_name(self.args.a, self._given),
+                               name_b=reported_name(self.args.b, self._given), matrices=matrices)
         return SimilarityResult(rows, run_id=ctx.run_id)
-
-
-    def _name(self, model: Any) -> str:
-        """The name the model is reported under: a given object's, else the spec's ``NAME=`` or
-        its source (as every study names a model)."""
-        from ...models.resolve import ModelSpec
-
-        text = str(model)
-        return text if text in self._given else ModelSpec.parse(text).name
 
 
 def _matrix_cell(enc_a: Any, enc_b: Any, inputs: Sequence[TextInput], poolings: tuple[Pooling, Pooling],

@@ -65,8 +65,7 @@ from ...errors import InputError
 from ...measures.learnability import relative_robustness, relative_robustness_many
 from ...measures.quality import classification_quality, regression_quality
 from ...measures.stats import percentile_interval
-from ...measures.task_metrics import (TASK_METRICS, accuracy_from_confusion, bootstrap_confusions, bootstrap_indices,
-                                       get_task_metric)
+from ...measures.task_metrics import TASK_METRICS, bootstrap_confusions, bootstrap_indices, get_task_metric
 from ...models.base import Classifier, Regressor, is_regressor
 from ...models.head import dataset_inputs
 from ...models.labels import align_labels, aligned_predictions
@@ -221,38 +220,18 @@ class RobustnessStudy(Study):
         rows = [row for spec, clf, _, columns in self.loaded
                 for row in _model_rows(stored(clf, columns), self, spec, self.y)]
         preds = {spec: stored(clf, columns) for spec, clf, _, columns in self.loaded}
-        replicates, accuracy_reps = _replicates(preds, self, self.y)
+        replicates = _replicates(preds, self, self.y)
         intervals = {k: list(percentile_interval(np.mean(v, axis=0))) for k, v in replicates.items()}
         summary = summarise(rows, intervals)
-        summary["models"] = [{"model": spec, **_quality(np.asarray(stored(clf, columns)("clean")["pred"]), self.y,
-                                                         columns is None, self.test.label_names)}
-                             for spec, clf, _, columns in self.loaded]
-        accuracy = {q["model"]: (q["accuracy"], accuracy_reps.get(q["model"])) for q in summary["models"]
-                    if isinstance(q.get("accuracy"), (int, float))}
-        summary["gaps"] = paired_gaps(rows, replicates, accuracy, n=len(self.y))
-        _jeffreys_accuracy_gaps(summary["gaps"], {spec: np.asarray(stored(clf, columns)("clean")["pred"])
-                                                  for spec, clf, _, columns in self.loaded if columns is not None},
-                                self.y)
+        clean = {spec: np.asarray(preds[spec]("clean")["pred"]) for spec in preds}
+        summary["models"] = [{"model": spec, **_quality(clean[spec], self.y, columns is None, self.test.label_names)}
+                             for spec, _, _, columns in self.loaded]
+        correct = {spec: clean[spec] == self.y for spec, _, _, columns in self.loaded if columns is not None}
+        summary["gaps"] = paired_gaps(rows, replicates, correct, n=len(self.y))
         summary["most_robust"] = most_robust(summary)
         # the options, with the metrics scored (the task's own when none were given)
         summary["config"] = {**self.args.study_options(), "metrics": list(self.metrics)}
         return RobustnessResult(rows, summary, run_id=ctx.run_id)
-
-
-def _jeffreys_accuracy_gaps(gaps: list[dict[str, Any]], clean: dict[str, np.ndarray], y: np.ndarray) -> None:
-    """The clean-accuracy gaps' intervals from the two models' per-example correctness: the
-    Jeffreys interval of the paired difference (:func:`~perturblab.measures.stats.paired_difference_ci`),
-    which keeps a width where the bootstrap has none (two models right and wrong on the same
-    examples)."""
-    from ...measures.stats import paired_difference_ci
-
-    for g in gaps:
-        if g.get("perturbation") is None and g["model"] in clean and g["against"] in clean:
-            right, right_first = clean[g["model"]] == y, clean[g["against"]] == y
-            g["low"], g["high"] = paired_difference_ci(right, right_first, seed=0)
-            discordant = int(np.sum(right != right_first))
-            g["interval"] = (f"95 % Jeffreys interval of the paired difference over test examples "
-                             f"({discordant} discordant)")
 
 
 def _quality(pred: np.ndarray, y: np.ndarray, regression: bool, names: Sequence[str] | None) -> dict[str, Any]:
@@ -352,7 +331,7 @@ def _model_rows(stored: Callable[[str], dict[str, Any]], study: RobustnessStudy,
 
 
 def _replicates(preds: Mapping[str, Callable[[str], dict[str, Any]]], study: RobustnessStudy,
-                y: np.ndarray) -> tuple[dict[tuple[str, str, str], np.ndarray], dict[str, np.ndarray]]:
+                y: np.ndarray) -> dict[tuple[str, str, str], np.ndarray]:
     """The paired-bootstrap replicates of every model, on the same resamples: the test examples are
     resampled ``n_boot`` times once (seeded by ``train_seed``) and every replicate scores every
     model's clean and perturbed predictions (``preds[model](setting)``) on the same resample
@@ -360,24 +339,20 @@ def _replicates(preds: Mapping[str, Callable[[str], dict[str, Any]]], study: Rob
 
     Returns (model, perturbation, metric) -> the (draws, n_boot) relative robustness of each draw
     on each resample (the study's 95 % interval of a cell is the percentile interval of its mean
-    over draws; a paired gap between two models differences them replicate by replicate), and for
-    classifiers model -> its clean accuracy on each resample (n_boot,)."""
+    over draws; a paired gap between two models differences them replicate by replicate)."""
     args = study.args
     metrics = [m for m in (get_task_metric(k) for k in study.metrics)
                if m.from_confusion is not None or m.resampled is not None]
-    if args.n_boot < 1 or (not metrics and not study.test.label_names):
-        return {}, {}
+    if not metrics or args.n_boot < 1:
+        return {}
     models = list(preds)
     settings = ["clean"] + [f"{p}|{s}" for p, s in study.draws()]
     arrays = [np.asarray(preds[spec](setting)["pred"]) for spec in models for setting in settings]
     reps: dict[tuple[str, str], dict[str, np.ndarray]] = {}
-    accuracy: dict[str, np.ndarray] = {}
     if study.test.label_names:  # a classification task: class indices, label metrics
         conf = bootstrap_confusions(y, arrays, n_boot=args.n_boot, seed=args.train_seed)
         for i, (spec, setting) in enumerate((spec, setting) for spec in models for setting in settings):
             reps[(spec, setting)] = {m.name: m.from_confusion(conf[i]) for m in metrics}
-            if setting == "clean":
-                accuracy[spec] = accuracy_from_confusion(conf[i])
     else:
         idx = bootstrap_indices(len(y), args.n_boot, seed=args.train_seed)
         for i, (spec, setting) in enumerate((spec, setting) for spec in models for setting in settings):
@@ -390,4 +365,4 @@ def _replicates(preds: Mapping[str, Callable[[str], dict[str, Any]]], study: Rob
                 out[(spec, pert, m.name)] = np.stack([
                     relative_robustness_many(clean, reps[(spec, f"{pert}|{s}")][m.name])
                     for s in range(draws(pert, args.trials))])
-    return out, accuracy
+    return out

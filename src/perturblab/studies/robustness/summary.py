@@ -12,7 +12,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ...measures.quality import interval_se, tied_with_best
-from ...measures.stats import percentile_interval
+from ...measures.stats import paired_difference_ci, percentile_interval
 
 
 def _undefined(v: Any) -> bool:
@@ -116,12 +116,14 @@ def combined_interval(mean: Any, std: float | None, draws: int, ci: Sequence[flo
 
 def paired_gaps(rows: Sequence[dict[str, Any]],
                 replicates: Mapping[tuple[str, str, str], np.ndarray] | None = None,
-                accuracy: Mapping[str, tuple[float, np.ndarray | None]] | None = None, *,
+                correct: Mapping[str, np.ndarray] | None = None, *,
                 n: int | None = None) -> list[dict[str, Any]]:
     """Each model's signed paired gap to the first model (the reference of a comparison): per
     perturbation and metric, its mean relative robustness minus the first model's, and for
-    classifiers (``accuracy``: model -> (clean accuracy, its bootstrap replicates)) its clean
-    accuracy minus the first model's. ``replicates``: (model, perturbation, metric) -> the
+    classifiers (``correct``: model -> whether each clean test prediction is right) its clean
+    accuracy minus the first model's, with the Jeffreys interval of the paired difference
+    (:func:`~perturblab.measures.stats.paired_difference_ci`, which keeps a width where a
+    bootstrap has none: two models right and wrong on the same examples). ``replicates``: (model, perturbation, metric) -> the
     (draws, n_boot) relative robustness of each draw on each bootstrap resample, the resamples
     the same for every model; a gap's bootstrap interval ``ci`` is the percentile interval of the
     replicate-by-replicate differences (mean over draws first), so what the two models share
@@ -129,7 +131,7 @@ def paired_gaps(rows: Sequence[dict[str, Any]],
     per-draw gaps (``std``) as :func:`combined_interval` does. Each gap: ``model, against,
     perturbation`` (None for clean accuracy), ``metric, gap, ci, std, draws, se, df, low, high,
     interval, n``. Empty with one model."""
-    models = list(dict.fromkeys(r["model"] for r in rows)) or list(accuracy or {})
+    models = list(dict.fromkeys(r["model"] for r in rows)) or list(correct or {})
     if len(models) < 2:
         return []
     first, out = models[0], []
@@ -148,12 +150,16 @@ def paired_gaps(rows: Sequence[dict[str, Any]],
                 "std": std, "draws": draws, "se": cell_se(std, draws, ci) if draws > 1 else interval_se(ci),
                 "df": cell_df(std, draws, ci), "low": low, "high": high, "interval": what, "n": n}
 
-    accuracy = accuracy or {}
+    correct = correct or {}
     for model in models[1:]:
-        if model in accuracy and first in accuracy:
-            (a, reps), (b, reps_first) = accuracy[model], accuracy[first]
-            diffs = None if reps is None or reps_first is None else np.asarray(reps) - np.asarray(reps_first)
-            out.append(record(model, None, "accuracy", float(a) - float(b), None, 1, diffs))
+        if model in correct and first in correct:
+            right, right_first = np.asarray(correct[model], bool), np.asarray(correct[first], bool)
+            ci = paired_difference_ci(right, right_first, seed=0)
+            out.append({"model": model, "against": first, "perturbation": None, "metric": "accuracy",
+                        "gap": float(np.mean(right)) - float(np.mean(right_first)), "ci": ci, "std": None,
+                        "draws": 1, "se": interval_se(ci), "df": None, "low": ci[0], "high": ci[1],
+                        "interval": "95 % Jeffreys interval of the paired difference over test examples "
+                                    f"({int(np.sum(right != right_first))} discordant)", "n": n})
         for (m, pert, metric), mine in per_draw.items():
             theirs = per_draw.get((first, pert, metric))
             if m != model or theirs is None:

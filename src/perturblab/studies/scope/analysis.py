@@ -11,8 +11,8 @@ import numpy as np
 
 from ...core.headline import Estimate, Headline, defined, over_trials, t_interval, wilson_interval, within
 from ...measures.scope import METRICS
-from ...measures.stats import (bootstrap_ci, mean_se, paired_difference_ci, pearson, proportion_ci,
-                               sample_complexity)
+from ...measures.stats import (bootstrap_ci, discordant_difference_ci, mean_se, paired_difference_ci, pearson,
+                               proportion_ci, sample_complexity)
 
 DEFAULT_SIZES = (10, 25, 50, 100, 250, 500, 1000)
 
@@ -47,8 +47,8 @@ def agreement_and_accuracy(agree: Any, correct_ref: Any, total_ref: Any, correct
     shares, which keeps its width when the two never differ); the scored tokens of a text for a
     language model, whose ratio of sums gets a percentile bootstrap over texts that keeps each
     text's pair of counts together (where the two get the same count right on every text, the
-    bootstrap is a point, and the tokens are taken as the examples, none discordant). ``exact``: the target is the reference itself, so both are
-    exact (agreement [1, 1], difference [0, 0]). Values NaN when there are no examples (or, for
+    bootstrap is a point, and the tokens are taken as the examples, none discordant). ``exact``:
+    the target is the reference itself, so both are exact (agreement [1, 1], difference [0, 0]). Values NaN when there are no examples (or, for
     the difference, no labels: ``correct_ref`` None)."""
     agree = np.asarray(agree, dtype=np.float64)
     n = len(agree)
@@ -70,8 +70,7 @@ def agreement_and_accuracy(agree: Any, correct_ref: Any, total_ref: Any, correct
     if np.array_equal(c_r, c_t) and np.array_equal(n_r, n_t):
         # the same count right on every text: every resample gives 0, so the bootstrap is a point;
         # take the tokens as the examples, none of them discordant
-        tokens = int(n_r.sum())
-        return agree_ci, value, paired_difference_ci(np.ones(tokens, bool), np.ones(tokens, bool), seed=seed)
+        return agree_ci, value, discordant_difference_ci(0, 0, int(n_r.sum()), seed=seed)
     return agree_ci, value, list(bootstrap_ci(diff, n, n_boot=n_boot, seed=seed))
 
 
@@ -209,10 +208,7 @@ def _agreement_estimates(groups: dict[tuple[str, str, str], list[dict[str, Any]]
                 low, high, what = value, value, "exact: the target is the reference itself"
             elif all(isinstance(r.get("acc_discordant"), list) for r in rs):
                 b, c = (sum(int(r["acc_discordant"][i]) for r in rs) for i in (0, 1))
-                total = sum(ns)
-                first = [True] * b + [False] * c + [False] * (total - b - c)
-                second = [False] * b + [True] * c + [False] * (total - b - c)
-                low, high = paired_difference_ci(first, second, seed=0)
+                low, high = discordant_difference_ci(b, c, sum(ns), seed=0)
                 what = f"95 % Jeffreys interval of the paired difference over {over} ({b} + {c} discordant)"
             elif len(rs) == 1:
                 low, high = (rs[0].get("acc_diff_ci") or [None, None])[:2]

@@ -291,7 +291,7 @@ class LMScopeStudy(Study):
             soft = soft_scope_lm_terms(t_x, t_xp, col("change_l1"), tolerance, cutoff)[inv]
             exact = target == self.reference  # the reference against itself: 1 by construction
             ci = ([[mean(hard)] * 2, [mean(soft)] * 2] if exact and len(hard) else
-                  [proportion_ci(hard), bounded_mean_ci(soft, n_boot=self.args.n_boot, seed=trial)[0]])
+                  [proportion_ci(hard), bounded_mean_ci(soft, n_boot=self.args.n_boot, seed=trial)])
             kept = [i for i, a, b, c, d in zip(pert, r_x, r_xp, t_x, t_xp) if a == b and c != d][:BROKEN_KEPT]
             self._broken[(target, cap, trial)] = [
                 {"sample_id": i, "original": srows[i]["original"],

@@ -274,7 +274,7 @@ class ScopeStudy(Study):
                 (h_lo, h_hi), (s_lo, s_hi) = (hard, hard), (soft, soft)
             else:
                 h_lo, h_hi = proportion_ci(hard_terms[inv])
-                (s_lo, s_hi), _ = bounded_mean_ci(soft_terms[inv], n_boot=self.args.n_boot, seed=trial)
+                s_lo, s_hi = bounded_mean_ci(soft_terms[inv], n_boot=self.args.n_boot, seed=trial)
             t_pred, r_pred = t_all.argmax(axis=1), r_all.argmax(axis=1)
             discordant = ([int(np.sum((t_pred == y) & (r_pred != y))), int(np.sum((t_pred != y) & (r_pred == y)))]
                           if y is not None else None)

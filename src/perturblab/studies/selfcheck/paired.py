@@ -23,7 +23,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ...core.headline import LEVEL
+from ...core.headline import LEVEL, t_interval
+from ...measures.stats import welch_df
 
 #: the paired bootstrap resamples of the word-order median's difference
 N_BOOT = 2000
@@ -62,12 +63,6 @@ def _pairs(mine: Sequence[dict[str, Any]], theirs: Sequence[dict[str, Any]]
     return a, [by_id[r["example_id"]] for r in a]
 
 
-def _t(df: float) -> float:
-    from scipy import stats
-
-    return float(stats.t.ppf(0.5 + LEVEL / 2, df))
-
-
 def mean_difference(d: np.ndarray) -> tuple[float, float | None, float | None, float | None, int]:
     """(mean, low, high, s.e., n) of per-text differences ``d``: the 95 % t-interval over texts."""
     n = len(d)
@@ -77,8 +72,8 @@ def mean_difference(d: np.ndarray) -> tuple[float, float | None, float | None, f
     if n < 2:
         return mean, None, None, None, n
     se = float(d.std(ddof=1) / math.sqrt(n))
-    half = _t(n - 1) * se
-    return mean, mean - half, mean + half, se, n
+    low, high = t_interval(mean, se, n)
+    return mean, low, high, se, n
 
 
 def median_difference(a: np.ndarray, b: np.ndarray, seed: int = 0) -> tuple[float, float | None, float | None, int]:
@@ -110,13 +105,13 @@ def paired_differences(examples: Sequence[dict[str, Any]], models: Sequence[str]
         by_unit.setdefault((r["model"], r["metric"], r["setting"]), []).append(r)
     first, out = models[0], []
     for model in models[1:]:
+        benign = _pairs(by_unit.get((model, "negation", "benign"), []), by_unit.get((first, "negation", "benign"), []))
         for metric, setting, main in units:
             if not main:
                 continue
             mine, theirs = _pairs(by_unit.get((model, metric, setting), []), by_unit.get((first, metric, setting), []))
             if not mine:
                 continue
-            benign = _pairs(by_unit.get((model, "negation", "benign"), []), by_unit.get((first, "negation", "benign"), []))
             for name in scores(metric, setting, mine, benign[0]):
                 row = {"model": model, "against": first, "metric": name, "setting": setting}
                 if name == "negation_normalised":
@@ -129,9 +124,8 @@ def paired_differences(examples: Sequence[dict[str, Any]], models: Sequence[str]
                         low = high = None
                     else:
                         se = math.hypot(m[3], b[3])
-                        denom = m[3] ** 4 / (m[4] - 1) + b[3] ** 4 / (b[4] - 1)
-                        df = se ** 4 / denom if denom > 0 else math.inf
-                        low, high = value - _t(df) * se, value + _t(df) * se
+                        df = welch_df(se, m[4], b[3], b[4]) or math.inf  # None: no spread at all
+                        low, high = t_interval(value, se, df + 1)
                     out.append({**row, "value": value, "low": low, "high": high, "n": m[4],
                                 "interval": "95 % paired t-interval over the texts of both corpora (Welch df)"})
                     continue

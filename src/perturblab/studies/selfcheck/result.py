@@ -26,6 +26,7 @@ from ...core import headline as hl
 from ...core.files import write_csv, write_json
 from ...core.study import StudyResult
 
+from ...measures.stats import welch_df
 from ...measures.selfcheck import (Estimate, lrs_score, mean_estimate, negation_normalised,
                                 negation_sensitivity, percent_ppl_drops, profane_mass_change,
                                 tokenization_score, toxic_fraction, word_order_score)
@@ -126,17 +127,6 @@ NOT_A_MEAN = {"word_order": "median", "negation_normalised": "difference of two 
               "negation_ppl_drops": "proportion"}
 
 
-def welch_df(se: float, n: int, se_b: float, n_b: int) -> float | None:
-    """Welch–Satterthwaite degrees of freedom of a difference of two independent means whose
-    combined standard error is ``se`` (= √(se₁² + se_b²)), the second's ``se_b`` over ``n_b``
-    examples and the first's over ``n``; None where undefined."""
-    if not all(hl.defined(v) for v in (se, se_b)) or n < 2 or n_b < 2:
-        return None
-    v1, v2 = max(se * se - se_b * se_b, 0.0), se_b * se_b
-    denom = v1 * v1 / (n - 1) + v2 * v2 / (n_b - 1)
-    return (v1 + v2) ** 2 / denom if denom > 0 else None
-
-
 def headline_interval(row: dict[str, Any], rows: Sequence[dict[str, Any]] = ()
                       ) -> tuple[float | None, float | None, str]:
     """(low, high, what it is over) of one score row (``metric, value, stderr, n``):
@@ -175,10 +165,7 @@ def headline_interval(row: dict[str, Any], rows: Sequence[dict[str, Any]] = ()
             low, high = hl.normal_interval(value, se)
             what = "95 % normal interval over examples (two corpora)"
         else:
-            from scipy import stats
-
-            half = float(stats.t.ppf(0.5 + hl.LEVEL / 2, df)) * se
-            low, high = value - half, value + half
+            low, high = hl.t_interval(value, se, df + 1)  # Student-t with df degrees of freedom
             what = "95 % t-interval over examples (two corpora, Welch df)"
     else:
         low, high = hl.t_interval(value, se, n)
@@ -188,18 +175,6 @@ def headline_interval(row: dict[str, Any], rows: Sequence[dict[str, Any]] = ()
     bounds, why = BOUNDS.get(metric, (None, ""))
     low, high, cut = hl.within(low, high, bounds)
     return low, high, what + (f"{cut}: {why}" if cut else "")
-
-
-def _display(model: str) -> str:
-    """The name every study reports for the model ``model`` (a spec's ``NAME=``, else its source);
-    a name given to a model object stays as it is."""
-    from ...errors import InputError
-    from ..models import display_name
-
-    try:
-        return display_name(model)
-    except InputError:  # an object's name that is no spec
-        return model
 
 
 class SelfCheckResult(StudyResult):
@@ -226,10 +201,10 @@ class SelfCheckResult(StudyResult):
         """Each model's score per metric in its headline setting with its 95 % interval
         (:func:`headline_interval`: Student-t for means, Wilson for the percent of drops, cut to
         the score's range :data:`BOUNDS`), with n."""
+        from ..models import reported_name as name
         from .plots import SPIDER_AXES
 
         better = {m: ("higher" if up else "lower") for m, up, _ in SPIDER_AXES}
-        name = _display
         estimates = []
         for r in self.summary:
             low, high, what = headline_interval(r, self.rows)

@@ -101,7 +101,7 @@ class FinetuningResult(StudyResult):
                 continue
             m, v = r["measure"], r["value"]
             if m.startswith("stir"):
-                # the halves overlap: their s.d. is already a standard error (not divided by √k)
+                # the halves overlap: the half-sampling rule, not s.d. / √k
                 low, high, what = stir_interval(v, r.get("std"), k)
             elif "acc" in m:
                 low, high = normal_interval(v, (v * (1 - v) / n) ** 0.5 if n else None, bounds=(0.0, 1.0))
