@@ -181,7 +181,7 @@ def bench_encoder(args: argparse.Namespace) -> list[dict]:
 
     def load(device: str, dtype: str):
         if args.encoder in PRESETS:
-            from perturblab.models.device import placement
+            from perturblab.core.placement import placement
             from perturblab.models.presets import load_encoder
 
             with placement(device, dtype):

@@ -3,7 +3,8 @@
 A change that must keep today's numbers is checked by running the same command (same seeds)
 with the code before and after it, and comparing every JSON, CSV and Markdown output file byte
 for byte. Columns or keys that name a run (``run_id``) or time it (``seconds``, ``created``)
-differ by nature and are left out of the comparison.
+differ by nature and are left out of the comparison (:func:`perturblab.testing.normalised`, read
+from this script's own source tree, so the sides' trees may be older than it).
 
     git worktree add /tmp/before <commit before the change>
     python scripts/compare_outputs.py --before /tmp/before/src --after src -- \\
@@ -17,40 +18,30 @@ one differs (each difference is listed), 2 when a side failed to run.
 from __future__ import annotations
 
 import argparse
-import csv
-import io
-import json
 import os
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-VOLATILE = {"run_id", "seconds", "created", "finished", "started", "pid", "config", "config_dir"}
 COMPARED = {".json", ".csv", ".md"}
 
 
-def _strip(value):
-    if isinstance(value, dict):
-        return {k: _strip(v) for k, v in value.items() if k not in VOLATILE}
-    if isinstance(value, list):
-        return [_strip(v) for v in value]
-    return value
+def _normaliser():
+    """:func:`perturblab.testing.outputs.normalised` of this script's own source tree (the ``src`` beside
+    ``scripts``), loaded from its file alone (its top level needs the standard library only), so
+    neither side's tree nor an installed perturblab is imported here."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "src" / "perturblab" / "testing" / "outputs.py"
+    spec = importlib.util.spec_from_file_location("_compare_outputs_testing", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module.normalised
 
 
-def normalised(path: Path) -> str:
-    """The file's text with run ids and times left out (JSON keys, CSV columns)."""
-    text = path.read_text(encoding="utf-8")
-    if path.suffix == ".json":
-        return json.dumps(_strip(json.loads(text)), sort_keys=True, indent=1)
-    if path.suffix == ".csv":
-        rows = list(csv.reader(io.StringIO(text)))
-        if rows:
-            keep = [i for i, c in enumerate(rows[0]) if c not in VOLATILE]
-            out = io.StringIO()
-            csv.writer(out).writerows([[r[i] for i in keep if i < len(r)] for r in rows])
-            return out.getvalue()
-    return text
+normalised = _normaliser()
 
 
 def run(src: str, command: list[str], out: Path) -> int:

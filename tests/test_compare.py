@@ -287,7 +287,7 @@ def test_targets_are_matched_by_the_name_the_studies_report():
     args = _args(reference="ref=minilm-l6", targets="minilm-l3,l3=minilm-l3,./models/ft[batch_size=4]")
     assert args.reference_name() == "ref" and args.target_labels() == ["minilm-l3", "l3", "./models/ft"]
     with pytest.raises(InputError, match="would both be reported as 'minilm-l3'"):
-        _args(reference="minilm-l6", targets="minilm-l3,minilm-l3[batch_size=2]").check()
+        _args(reference="minilm-l6", targets="minilm-l3,minilm-l3=minilm-l6").check()
     h = Headline("s", [_e("l3", "hard_scope:typo", 0.8, 0.7, 0.9), _e("a vs l3", "linear_cka", 0.8, 0.7, 0.9)])
     assert [v.target for v in study_verdicts("invariances", h, "ref", ["l3"])] == ["l3"]
     assert [v.target for v in study_verdicts("layers-l3", h, "ref", ["l3"])] == ["l3"]
@@ -594,3 +594,51 @@ def test_named_language_models_are_checked_in_every_study_of_their_plan(tmp_path
     assert twin and not {s["level"] for s in twin} & {"medium", "major", "differs"}
     gaps = [e for v in saved["verdicts"] if v["target"] == "twin" for e in v["estimates"] if e["key"].endswith("_gap")]
     assert gaps and all(e["value"] == 0 for e in gaps)  # the same model on the same texts: no difference
+
+
+# ------------------------------------------------------------------------------ as a study of a config
+@pytest.mark.usefixtures("torch_one_thread", "tiny_costs")
+def test_a_config_runs_compare_with_equivalence_detect_and_models_by_name(tmp_path, capsys):
+    """``kind: compare`` in a study config: the config's model names resolve, ``equivalent`` and
+    ``detect`` are read as on the command line, the folder holds what the command writes, and
+    ``perturblab run`` exits 1 when a check failed (0 when every check passed)."""
+    import yaml
+
+    def config(equivalent: str, detect: float) -> Path:
+        path = tmp_path / f"c{detect}.yaml"
+        path.write_text(yaml.safe_dump({"models": {"trusted": "tfidf-lr"}, "studies": [
+            {"name": "release", "kind": "compare", "reference": "trusted", "targets": ["minilm-l3", "twin=tfidf-lr"],
+             "studies": ["invariances"], "budget": "10m", "detect": detect, "equivalent": [equivalent],
+             "fail-under": ["hard_scope:typo=0.9"]}]}))
+        return path
+
+    # bad values are refused by --check as by the command, each at its key
+    bad = config("agreement=2", 1.5)
+    assert main(["run", str(bad), "--check"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and all("studies.0." in line for line in err), err
+    assert any("detect" in line and "must be below 1" in line for line in err)
+    assert any("equivalent" in line for line in err)
+    # --detect 0.6 needs n = 6, within the tiny plan's 8: every study runs at the plan's n
+    good = config("agreement=0.5", 0.6)
+    code = main(["run", str(good), "--out", str(tmp_path / "run"), "--quiet"])
+    saved = json.loads((tmp_path / "run" / "release" / "compare.json").read_text())
+    assert saved["reference"] == "tfidf-lr" and saved["targets"] == ["minilm-l3", "twin"]
+    assert saved["plan"][0]["options"]["n"] == 8 and saved["plan"][0]["name"] == "invariances"
+    assert len(saved["checks"]) == 4 and {c["target"] for c in saved["checks"]} == {"minilm-l3", "twin"}
+    typo = {c["target"]: c for c in saved["checks"] if c["key"] == "hard_scope:typo"}
+    agreement = {c["target"]: c for c in saved["checks"] if c["key"] == "agreement"}
+    assert typo["twin"]["passed"] is True and agreement["twin"]["passed"] is True  # the reference itself
+    headline = json.loads((tmp_path / "run" / "release" / "invariances" / "headline.json").read_text())
+    value = next(e["value"] for e in headline["estimates"] if e["key"] == "hard_scope:typo"
+                 and e["subject"] == "minilm-l3")
+    assert typo["minilm-l3"]["passed"] is (value >= 0.9) and saved["passed"] is (value >= 0.9)
+    assert value < 0.9 and code == 1  # minilm-l3 changes its prediction on a typo where tfidf-lr does not
+    assert (tmp_path / "run" / "release" / "report.html").is_file()
+    assert ("study release: a check failed" in capsys.readouterr().out) is (value < 0.9)
+    # the same run from the command line writes the same verdicts
+    assert main(["compare", "--reference", "tfidf-lr", "--targets", "minilm-l3,twin=tfidf-lr", "--studies",
+                 "invariances", "--budget", "10m", "--detect", "0.6", "--equivalent", "agreement=0.5",
+                 "--fail-under", "hard_scope:typo=0.9", "--out", str(tmp_path / "cli"), "--quiet"]) == int(value < 0.9)
+    cli = json.loads((tmp_path / "cli" / "compare.json").read_text())
+    assert [c["value"] for c in cli["checks"]] == [c["value"] for c in saved["checks"]]

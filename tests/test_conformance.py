@@ -1,168 +1,101 @@
 """One contract for every registered study (as scikit-learn's ``check_estimator`` runs one contract
-over every estimator): the cases are made from the registry and each study's options, so a new
-study is checked by adding its registry line.
+over every estimator), made from the registry and each study's options by the public check
+:mod:`perturblab.testing` (:func:`~perturblab.testing.check_study` runs it all for one study; here
+its pieces run one test each, so a new study is checked by adding its registry line):
 
-* every option's declared rule (``min``, ``above``, ``below``, ``max``) refuses a value just
-  outside it the same way from the command line (exit 2, one ``error:`` line naming the option,
-  no traceback, nothing written), from a study config (``perturblab run --check``) and from the
-  Python function (an :class:`~perturblab.errors.InputError` before anything runs);
-* every study function is made by the one entry (it checks its values) and every options class
-  has the package's base (model and data options checked without loading);
+* ``perturblab <name> --help`` renders, every study function is made by the one entry (it checks
+  its values), its options class has the package's base (model and data options checked without
+  loading), and its keywords are its options;
+* every option's declared rule (``min``, ``above``, ``below``, ``max``, ``choices``) refuses a
+  value just outside it the same way from the command line (exit 2, one ``error:`` line naming the
+  option, no traceback, nothing written), from a study config (``perturblab run --check``) and
+  from the Python function (an :class:`~perturblab.errors.InputError` before anything runs);
 * ``--out ""`` is refused.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import math
-
 import pytest
 
+from perturblab import testing
 from perturblab.cli import main
-from perturblab.core.options import option_name
-from perturblab.errors import InputError
-from perturblab.studies.args import Args
 from perturblab.studies.registry import entries
-
-#: a valid value for each role of a required model option (packaged models; nothing is loaded)
-ROLE_VALUES = {"classifier": "tfidf-lr", "language_model": "smollm2-135m", "encoder": "minilm-l3"}
 
 
 def _required(entry) -> dict[str, str]:
-    """Values for the study's required options (and one of each exclusive group)."""
-    out, groups = {}, set()
-    for f, opt in entry.options().fields():
-        if opt.runner or f.name in entry.defaults:
-            continue
-        if opt.one_of is not None:
-            if opt.one_of in groups:
-                continue
-            groups.add(opt.one_of)
-            out[f.name] = ROLE_VALUES.get(opt.role or "", "x")
-        elif opt.required:
-            out[f.name] = ROLE_VALUES[opt.role]
-    return out
+    values, why = testing.required_values(entry)
+    assert values is not None, why
+    return values
 
 
-def _outside(opt) -> object | None:
-    """A value just outside the option's declared bounds (None: it declares none)."""
-    if opt.min is not None:
-        return opt.min - 1 if float(opt.min).is_integer() else opt.min - 0.5
-    if opt.above is not None:
-        return opt.above
-    if opt.below is not None:
-        return opt.below
-    if opt.max is not None:
-        return opt.max + 1
-    return None
+#: studies whose rules cannot be checked (a required option with no value to give): the reason
+UNRULED = {e.name: testing.required_values(e)[1] for e in entries() if testing.required_values(e)[0] is None}
 
-
-def _cases():
-    for e in entries():
-        hints = __import__("typing").get_type_hints(e.options())
-        for f, opt in e.options().fields():
-            bad = _outside(opt)
-            if opt.runner or bad is None:
-                continue
-            kind = hints[f.name]
-            if "list" in str(kind):  # a list option: one bad item
-                bad = [bad]
-            elif "int" in str(kind) and "float" not in str(kind):
-                bad = int(math.floor(bad))
-            yield pytest.param(e, f.name, bad, id=f"{e.name}:{f.name}")
-
-
-CASES = list(_cases())
+CASES = [pytest.param(c, id=c.id) for e in entries() if e.name not in UNRULED for c in testing.rule_cases(e)]
 
 
 def test_every_study_declares_rules():
     """Counts, sizes and bootstrap resamples have rules on every study that has them."""
-    ruled = {(p.values[0].name, p.values[1]) for p in CASES}
+    ruled = {(p.values[0].entry.name, p.values[0].name) for p in CASES}
     for e in entries():
+        if e.name in UNRULED:
+            continue
         names = {f.name for f, _ in e.options().fields()}
         for counted in ("n_boot", "trials", "n_train", "n_eval", "seed", "epochs", "max_words", "chunk_size"):
             if counted in names:
                 assert (e.name, counted) in ruled, f"{e.name} --{counted} declares no rule"
-    assert len(CASES) >= 60
+    assert len([p for p in CASES if p.values[0].kind == "bound"]) >= 60
 
 
-@pytest.mark.parametrize("entry,name,bad", CASES)
-def test_rule_refused_by_the_command(entry, name, bad, tmp_path, capsys):
-    out = tmp_path / "out"
-    argv = [entry.name]
-    for k, v in _required(entry).items():
-        argv += [option_name(k), v]
-    text = ",".join(map(str, bad)) if isinstance(bad, list) else str(bad)
-    argv += [option_name(name), text, "--out", str(out), "--quiet"]
-    assert main(argv) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith(f"error: {option_name(name)}: "), err
-    assert "Traceback" not in "\n".join(err)
-    assert not out.exists()
+@pytest.mark.parametrize("case", CASES)
+def test_rule_refused_by_the_command(case, tmp_path):
+    testing.check_rule_by_command(case, tmp_path)
 
 
-@pytest.mark.parametrize("entry,name,bad", CASES)
-def test_rule_refused_by_the_python_function(entry, name, bad, tmp_path):
-    fn = entry.load_function()
-    kwargs = {k: v for k, v in {**entry.defaults, **_required(entry)}.items() if k != "out"}
-    kwargs.update({name: bad, "out": str(tmp_path / "out"), "quiet": True})
-    with pytest.raises(InputError, match=f"^{option_name(name)}: "):
-        fn(**kwargs)
-    assert not (tmp_path / "out").exists()
+@pytest.mark.parametrize("case", CASES)
+def test_rule_refused_by_the_python_function(case, tmp_path):
+    testing.check_rule_by_function(case, tmp_path)
 
 
-def test_rules_refused_by_a_config_check(tmp_path, capsys):
-    """``perturblab run --check`` reports each study's broken rule, one line each."""
-    lines = [f"out: {tmp_path / 'run'}", "studies:"]
-    expected = []
-    for e in entries(config_only=True):
-        case = next((p.values for p in CASES if p.values[0].name == e.name), None)
-        if case is None:
-            continue
-        _, name, bad = case
-        lines.append(f"  - kind: {e.name}")
-        for k, v in _required(e).items():
-            lines.append(f"    {k}: {v}")
-        lines.append(f"    {name}: {bad}")
-        expected.append(name)
-    path = tmp_path / "c.yaml"
-    path.write_text("\n".join(lines) + "\n")
-    assert main(["run", str(path), "--check"]) == 2
-    err = capsys.readouterr().err
-    assert err.count("error:") == len(expected) >= 10
-    assert not (tmp_path / "run").exists()
+def test_rules_refused_by_a_config_check(tmp_path):
+    """``perturblab run --check`` reports each study's broken rules, one line each (one config for
+    every study that may be a config entry)."""
+    cases = [p.values[0] for p in CASES if p.values[0].entry.config]
+    assert len({c.entry.name for c in cases}) >= 10
+    testing.check_rules_by_config(cases, tmp_path)
 
 
 @pytest.mark.parametrize("entry", entries(), ids=lambda e: e.name)
 def test_one_entry(entry):
-    """The study's function checks its values (made by the one entry) and its options class has
-    the package's base, so its model and data options are checked without loading."""
-    assert hasattr(entry.load_function(), "__wrapped__")
-    assert issubclass(entry.options(), Args)
-    assert dataclasses.is_dataclass(entry.options())
+    """The study's ``--help`` renders, its function checks its values (made by the one entry), its
+    options class has the package's base, so its model and data options are checked without
+    loading, and its keywords are its options."""
+    testing.check_help(entry)
+    testing.check_one_entry(entry)
+    testing.check_signature(entry)
 
 
 @pytest.mark.parametrize("entry", [e for e in entries() if e.name in ("scope", "selfcheck", "similarity")],
                          ids=lambda e: e.name)
 def test_empty_out_refused(entry, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    argv = [entry.name]
-    for k, v in _required(entry).items():
-        argv += [option_name(k), v]
-    assert main(argv + ["--out", "", "--quiet"]) == 2
+    assert main(testing.command_line(entry.name, _required(entry), "")) == 2
     assert "--out is empty" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []
 
 
 def test_core_and_model_list_examples_run():
-    """The one entry's and the model list's docstring examples (hand-written values) hold."""
+    """The one entry's, the model list's and the public check's docstring examples (hand-written
+    values) hold."""
     import doctest
 
     import perturblab.core.entry
     import perturblab.core.options
     import perturblab.studies.models
+    import perturblab.testing.contract
 
-    for module in (perturblab.core.entry, perturblab.core.options, perturblab.studies.models):
+    for module in (perturblab.core.entry, perturblab.core.options, perturblab.studies.models,
+                   perturblab.testing.contract):
         result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
         assert result.attempted > 0 and result.failed == 0, module.__name__
 

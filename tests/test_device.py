@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from tiny_lm import SENTENCES, tiny_causal_model, tiny_tokenizer
+from perturblab.core.placement import check_device, check_dtype, defaults, placement, resolve
 from perturblab.errors import InputError
-from perturblab.models.device import check_device, check_dtype, defaults, placement, resolve
 from perturblab.models.hf import HFEncoder
 from perturblab.models.lm import HFCausalLM
 from perturblab.models.resolve import ModelSpec

@@ -78,7 +78,7 @@ def test_the_language_model_contract(native):
 def test_bad_llamacpp_specs_are_refused(tmp_path):
     with pytest.raises(InputError, match="quantised weights on the CPU; drop dtype=bfloat16$"):
         load_model("smollm2-135m[backend=llamacpp,dtype=bf16]", "language_model")
-    from perturblab.models.device import placement
+    from perturblab.core.placement import placement
 
     with placement(dtype="bfloat16"):  # a command's dtype places the other models; llama.cpp keeps its own
         assert load_model("smollm2-135m[backend=llamacpp]", "language_model").encode("Hi") == [26843]

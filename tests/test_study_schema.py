@@ -59,7 +59,7 @@ def test_the_command_has_one_option_per_field_and_alias(name):
     for f, opt in args.fields():
         names = {f"--{n.replace('_', '-')}" for n in (f.name, *opt.aliases)}
         assert set(dests[f.name].option_strings) == names
-        assert dests[f.name].help == opt.help and opt.help, f"{f.name} needs a help text"
+        assert dests[f.name].help == opt.help.replace("%", "%%") and opt.help, f"{f.name} needs a help text"
 
 
 def test_demo_is_scope_with_its_own_defaults():
@@ -172,3 +172,23 @@ def test_an_old_name_works_and_is_named_once_per_process(capsys, monkeypatch):
     assert said == ["note: --seeds is the old name of --trials; it still works, but give --trials",
                     "note: seeds: is the old name of trials:; it still works, but give trials:",
                     "note: seeds= is the old name of trials=; it still works, but give trials="]
+
+
+def test_help_texts_are_plain_text_and_every_help_renders():
+    """A help text is written as it is shown (``95% interval``): argparse's ``%`` escapes are the
+    schema's to add, so a bare ``%`` never breaks ``--help`` and ``%%`` never shows."""
+
+    @dataclass(kw_only=True)
+    class PercentArgs(StudyArgs):
+        level: float = option(0.95, help="the 95% interval's level (5% either side: 2.5%)")
+
+    parser = argparse.ArgumentParser()
+    PercentArgs.add_arguments(parser)
+    text = parser.format_help()
+    assert "the 95% interval's level (5% either side: 2.5%)" in " ".join(text.split())
+    for name in STUDIES:
+        rendered = subparser(name).format_help()
+        assert "%%" not in rendered and "%(" not in rendered, name
+    for e in entries():
+        for f, opt in e.options().fields():
+            assert "%%" not in opt.help, f"{e.name} --{f.name}: write % plainly"

@@ -5,20 +5,13 @@ measures (:mod:`perturblab.measures`) and studies (:mod:`perturblab.studies`). I
 the package does no work: models, corpora and WordNet load on first use.
 
 The studies are one function each (``import perturblab as pl; pl.scope(...)``), returning a
-result with its rows, summary, figures and ``save(dir)`` (one ``function`` module in each study's package under :mod:`perturblab.studies`).
+result with its rows, summary, figures and ``save(dir)``. They are served from the registry of
+studies by the name of their function, so a study that an installed package registers is
+``pl.<its function>`` too.
 """
 
 __version__ = "0.1.0"
 
-from ._lazy import lazy_exports
+from ._lazy import study_exports
 
-_EXPORTS = {
-    "scope": "studies.scope.function", "scope_lm": "studies.scope.function", "checkpoints": "studies.scope.function",
-    "robustness": "studies.robustness.function", "generation": "studies.robustness.function",
-    "learnability": "studies.learnability.function", "selfcheck": "studies.selfcheck.function",
-    "similarity": "studies.grounding.similarity_function", "finetuning": "studies.robustness.finetuning",
-    "layer_probes": "studies.robustness.layer_probes", "grounding": "studies.grounding",
-    "compare": "studies.compare.function",
-}
-__all__ = ["__version__", *sorted(_EXPORTS)]
-__getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)
+__getattr__, __dir__ = study_exports(__name__, globals())

@@ -100,7 +100,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 
 # Modules that add commands: each has ``add_parsers(sub)`` and ``COMMANDS`` (name -> function).
-COMMAND_MODULES = ("cli_catalogue", "cli_compare", "cli_report", "cli_run")
+COMMAND_MODULES = ("cli_catalogue", "cli_report", "cli_run")
 
 
 def _command_modules() -> list:
@@ -121,9 +121,10 @@ def all_commands() -> dict[str, Callable]:
 
 def study_command(name: str) -> Callable[[argparse.Namespace], int]:
     """The command of the registered study ``name``: its options read from the command line, its
-    Python function called under the output directory's lock, the result saved and printed. When
-    API models took part, one line counts their faults (details in ``faults.json``), also when
-    the study failed."""
+    Python function called under the output directory's lock, the result saved and printed; the
+    exit status is the result's ``exit_code()`` (0 when it has none; ``compare``: 1 when a check
+    failed). When API models took part, one line counts their faults (details in
+    ``faults.json``), also when the study failed."""
 
     def command(args: argparse.Namespace) -> int:
         from .core.entry import run_saved
@@ -135,9 +136,11 @@ def study_command(name: str) -> Callable[[argparse.Namespace], int]:
         res, paths = run_saved(study.load_function(), options, out=options.out, what=f"the {study.name} study")
         out = Path(options.out)
         print(res.console())
-        print(f"\n{time.time() - t0:.0f} s; outputs in {out.resolve()}: {', '.join(p.name for p in paths)}, "
-              "results.sqlite")
-        return 0
+        stores = ["results.sqlite"] if (out / "results.sqlite").is_file() else \
+            sorted(str(p.relative_to(out)) for p in out.glob("*/results.sqlite"))  # compare: one per study
+        print(f"\n{time.time() - t0:.0f} s; outputs in {out.resolve()}: {', '.join([p.name for p in paths] + stores)}")
+        exit_code = getattr(res, "exit_code", None)
+        return int(exit_code()) if callable(exit_code) else 0
 
     return command
 

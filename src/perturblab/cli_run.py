@@ -49,10 +49,14 @@ def _finish(state: dict, out) -> int:
     bad = {n: e for n, e in state.get("studies", {}).items() if e.get("state") == "failed"}
     for name, e in bad.items():
         print(f"study {name} failed: {e.get('error')}")
+    failed_checks = {n: e["exit_code"] for n, e in state.get("studies", {}).items()
+                     if e.get("state") == "done" and e.get("exit_code")}
+    for name, code in failed_checks.items():
+        print(f"study {name}: a check failed (its command would exit with {code}); see {out / name}")
     done = sum(e.get("state") == "done" for e in state.get("studies", {}).values())
     print(f"\n{done} of {len(state.get('studies', {}))} studies done; outputs in {out}"
           + ("; report.html" if (out / "report.html").is_file() else ""))
-    return 1 if bad else 0
+    return 1 if bad or failed_checks else 0
 
 
 def cmd_run(args) -> int:

@@ -41,8 +41,9 @@ from ..errors import InputError
 TEXT_FIELDS_HELP = ("text column(s) of a data file: one, or two for a text-pair task (e.g. premise,hypothesis); "
                     "default: the column 'text'")
 
-#: the roles of options that name models (the config runner resolves ``models:`` names for them)
-ROLES = ("classifier", "language_model", "encoder")
+#: the roles of options that name models (the config runner resolves ``models:`` names for them);
+#: ``model``: a classifier or a language model, the study decides by what the specs name (compare)
+ROLES = ("classifier", "language_model", "encoder", "model")
 
 
 def count_or_all(s: str) -> int | None:
@@ -89,6 +90,8 @@ def float_list(s: str) -> list[float]:
 class Opt:
     """How one option is given (the metadata :func:`option` puts on a field).
 
+    ``help`` is plain text, shown as written (``"95% interval"``; argparse's ``%`` escapes are
+    added by :meth:`StudyArgs.add_arguments`);
     ``parse`` reads the command line's text (default: the field's type, ``int``, ``float`` or
     ``str``); ``aliases`` are old names that keep working; ``required`` options have no default
     on the command line (the Python function may still default them, e.g. ``out=None``); ``flag``
@@ -262,9 +265,6 @@ class StudyArgs:
     """Base of every study's options: ``out`` and ``quiet``, which every study has. A subclass
     adds its fields with :func:`option`; see the module docstring."""
 
-    #: the command's one-line help, and the study function (``module:name``)
-    command_help: ClassVar[str] = ""
-
     out: str | None = option(None, required=True, runner=True,
                              help="output directory (re-running with the same inputs resumes; what changed is "
                                   "computed afresh)")
@@ -334,7 +334,7 @@ class StudyArgs:
                     groups[opt.one_of] = parser.add_mutually_exclusive_group(required=True)
                 target = groups[opt.one_of]
             names = [f"--{f.name.replace('_', '-')}"] + [f"--{a.replace('_', '-')}" for a in opt.aliases]
-            kw: dict[str, Any] = {"dest": f.name, "help": opt.help}
+            kw: dict[str, Any] = {"dest": f.name, "help": opt.help.replace("%", "%%")}  # plain text to argparse
             if opt.flag:
                 target.add_argument(*names, action="store_true", **kw)
                 continue

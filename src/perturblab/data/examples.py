@@ -7,8 +7,8 @@ every layer so that sentence-pair tasks need no special cases.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
-from typing import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Iterable, Iterator
 
 import numpy as np
 
@@ -28,12 +28,6 @@ class Example:
     def fields(self) -> tuple[str, ...]:
         """The text fields, in order (one or two)."""
         return (self.text,) if self.text_b is None else (self.text, self.text_b)
-
-    def with_fields(self, fields: Sequence[str]) -> "Example":
-        """A copy with the text fields replaced (same label and uid)."""
-        if len(fields) != len(self.fields):
-            raise InputError(f"expected {len(self.fields)} text field(s), got {len(fields)}")
-        return replace(self, text=fields[0], text_b=fields[1] if len(fields) > 1 else None)
 
 
 @dataclass

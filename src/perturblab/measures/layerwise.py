@@ -163,8 +163,3 @@ def similarity_matrix(layers_a: Sequence[np.ndarray], layers_b: Sequence[np.ndar
     if allow_forced and any(m in _CCA for m in names):
         out["cca_forced"] = forced
     return out
-
-
-def kind_of(measure: str) -> str:
-    """'similarity' or 'distance' (from the measure's metadata)."""
-    return INFO[measure].kind

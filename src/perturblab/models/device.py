@@ -9,14 +9,14 @@ sequence-to-sequence language models) takes ``device`` and ``dtype``:
   CPU kernels lack it, so it is refused on the CPU with a pointer to ``bfloat16``.
 
 They come from a model spec (``smollm2-135m[device=cuda,dtype=bfloat16]``) or, for every model
-of a command, from ``--device`` / ``--dtype`` (:func:`defaults`); a spec's own wins. A model's
-fingerprint names its dtype when it is not float32 (:func:`dtype_tag`), so cached results of a
-bfloat16 model are never read for the float32 one, nor the other way round. The device is not
-in the fingerprint: float32 on a GPU gives the CPU's numbers to round-off (TF32 matrix products
-stay off, torch's default), and a run moved from CPU to GPU resumes.
+of a command, from ``--device`` / ``--dtype`` (:func:`~perturblab.core.placement.defaults`); a
+spec's own wins. A model's fingerprint names its dtype when it is not float32 (:func:`dtype_tag`),
+so cached results of a bfloat16 model are never read for the float32 one, nor the other way
+round. The device is not in the fingerprint: float32 on a GPU gives the CPU's numbers to
+round-off (TF32 matrix products stay off, torch's default), and a run moved from CPU to GPU
+resumes.
 
-The names, their checks and a command's placement are :mod:`perturblab.core.placement`'s
-(re-exported here).
+The names, their checks and a command's placement are :mod:`perturblab.core.placement`'s.
 """
 
 from __future__ import annotations
@@ -24,12 +24,10 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable, Sequence, TypeVar
 
-from ..core.placement import (DEFAULT_DEVICE, DEFAULT_DTYPE, DTYPES, check_device, check_dtype, defaults,
-                              placement, resolve)
+from ..core.placement import resolve
 from ..errors import InputError
 
-__all__ = ["DEFAULT_DEVICE", "DEFAULT_DTYPE", "DTYPES", "check_device", "check_dtype", "defaults", "placement",
-           "resolve", "dtype_tag", "model_dtype", "loading", "placed", "with_dtype", "split_on_oom"]
+__all__ = ["dtype_tag", "model_dtype", "loading", "placed", "with_dtype", "split_on_oom"]
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
@@ -64,8 +62,8 @@ def loading(device: str | None, dtype: str | None) -> dict[str, Any]:
 def placed(model: Any, device: str | None, dtype: str | None, *, loaded: bool) -> Any:
     """``model`` on ``device`` in ``dtype`` (:func:`resolve`), its floating-point parameters and
     buffers cast, in eval mode. A model perturblab ``loaded`` takes the command's placement
-    (:func:`defaults`) for what is not given; a model object passed in stays as it is unless
-    ``device`` or ``dtype`` is given."""
+    (:func:`~perturblab.core.placement.defaults`) for what is not given; a model object passed in
+    stays as it is unless ``device`` or ``dtype`` is given."""
     if not loaded and device is None and dtype is None:
         return model
     if getattr(model, "hf_device_map", None):  # placed by accelerate as it loaded (:func:`loading`)

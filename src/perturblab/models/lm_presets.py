@@ -174,7 +174,7 @@ def own_placement(name: str, device: str | None, dtype: str | None, why: str, in
     a ``device=`` or ``dtype=`` of its own spec it cannot honour is refused; a command's
     ``--device`` / ``--dtype`` place the other models, and this one stays where it runs, with a
     note."""
-    from .device import defaults
+    from ..core.placement import defaults
 
     if device not in (None, "cpu", "auto") or dtype not in (None, "float32"):
         given = ", ".join(f"{k}={v}" for k, v in (("device", device), ("dtype", dtype)) if v is not None)

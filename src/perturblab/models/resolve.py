@@ -34,11 +34,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
 
+from ..core.placement import check_device, check_dtype
 from ..errors import InputError
 from .batching import check_batch_tokens
-from .device import check_device, check_dtype
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..data.examples import Dataset
@@ -354,7 +354,7 @@ def check_spec(spec: "str | ModelSpec", role: str) -> None:
     if "backend" in opts and role != "language_model":
         raise InputError(f"{ms.name}: backend= chooses how a language model runs; drop it for a {role}")
     if "device" in opts or "dtype" in opts:  # CUDA where there is none: said before any work
-        from .device import resolve
+        from ..core.placement import resolve
 
         try:
             resolve(opts.get("device"), opts.get("dtype"))
@@ -545,14 +545,3 @@ def _regressor(ms: ModelSpec, train: "Dataset", seed: int) -> Any:
         return HFSequenceRegressor(source, name=ms.name, **ms.kwargs)
     _no_options(ms, "presets")
     return load_regressor(name, train, seed=seed)
-
-
-def specs_by_name(specs: Mapping[str, Any] | list[Any]) -> dict[str, Any]:
-    """Display name -> spec for a list of specs (or model objects, by their ``name``)."""
-    out: dict[str, Any] = {}
-    for s in (specs.values() if isinstance(specs, Mapping) else specs):
-        name = ModelSpec.parse(s).name if isinstance(s, str) else str(getattr(s, "name", "") or type(s).__name__)
-        if name in out and out[name] != s:
-            raise InputError(f"two models are named {name!r}; give one of them another name with NAME=SOURCE")
-        out[name] = s
-    return out

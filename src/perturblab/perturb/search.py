@@ -584,9 +584,3 @@ class SearchSettings(SearchOptions, SynonymOptions):
         if self.order != "best-swap":
             out["order"] = self.order
         return {**out, **self.synonym_key(capability)}
-
-
-def validate_inputs(fields: Sequence[str], what: str = "text") -> None:
-    for f in fields:
-        if not isinstance(f, str) or not f.strip():
-            raise InputError(f"{what} is empty; drop empty texts before perturbing")

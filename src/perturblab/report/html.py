@@ -120,11 +120,6 @@ class Section:
         return parts
 
 
-def is_study_dir(path: Path) -> bool:
-    """Whether ``path`` holds a study's outputs (``results.json``, ``study.json`` or ``table.md``)."""
-    return any((path / m).is_file() for m in STUDY_MARKERS)
-
-
 def find_study_dirs(root: Path) -> list[Path]:
     """The study directories at and under ``root`` (hidden directories skipped), sorted by path."""
     found = []
@@ -340,8 +335,11 @@ def content_security_policy(script: str) -> str:
     return f"{CSP}; script-src {script_hash(script)}"
 
 
-def render_report(root: str | Path, title: str | None = None) -> str:
-    """The report of ``root`` (a study directory or a run directory of studies) as an HTML string."""
+def render_report(root: str | Path, title: str | None = None, *, compare: Any = None,
+                  source: str | None = None) -> str:
+    """The report of ``root`` (a study directory or a run directory of studies) as an HTML string;
+    ``compare``: the contents of its ``compare.json`` when not (yet) on disk; ``source``: the
+    directory the page names as its source (default: ``root``)."""
     from .. import __version__
 
     root = Path(root)
@@ -368,7 +366,7 @@ def render_report(root: str | Path, title: str | None = None) -> str:
             run_notes += [note] if note else []
     run_name = str(run.get("name") or "")
     run_studies = run.get("studies") if isinstance(run.get("studies"), dict) else {}
-    verdicts = read_verdicts(root)
+    verdicts = read_verdicts(root, compare)
     order = run.get("order") if isinstance(run.get("order"), list) else verdicts.order
     rank = {str(name): i for i, name in enumerate(order)}
     studies.sort(key=lambda p: (rank.get(p.relative_to(root).as_posix(), len(rank)), p.relative_to(root).parts))
@@ -379,8 +377,8 @@ def render_report(root: str | Path, title: str | None = None) -> str:
     now = _utc(_dt.datetime.now(_dt.timezone.utc).timestamp())
     script = report_script()
     return _environment().get_template(TEMPLATE).render(
-        title=title, sections=sections, run_info=run_info, run_notes=run_notes, source=str(root), verdicts=verdicts,
-        generated=now, version=__version__, script=Markup(script), csp=Markup(content_security_policy(script)))
+        title=title, sections=sections, run_info=run_info, run_notes=run_notes, source=source or str(root),
+        verdicts=verdicts,        generated=now, version=__version__, script=Markup(script), csp=Markup(content_security_policy(script)))
 
 
 def write_report(dir: str | Path, out_path: str | Path | None = None, title: str | None = None) -> Path:

@@ -46,12 +46,13 @@ class Verdicts:
         return bool(self.targets or self.checks)
 
 
-def read_verdicts(root: Path) -> Verdicts:
-    """The verdicts of ``root/compare.json`` (empty when there is none or it is not an object)."""
+def read_verdicts(root: Path, obj: Any = None) -> Verdicts:
+    """The verdicts of ``root/compare.json``, or of ``obj`` (its contents, when given) (empty
+    when there is none or it is not an object)."""
     path = root / COMPARE_FILE
-    if not path.is_file():
+    if obj is None and not path.is_file():
         return Verdicts()
-    obj = load_json(path, "run the comparison again")
+    obj = load_json(path, "run the comparison again") if obj is None else obj
     if not isinstance(obj, dict):
         return Verdicts()
     ref = str(obj.get("reference") or "the reference")

@@ -3,19 +3,12 @@ paper Fig. 1) and per-layer probe accuracy under perturbations (Figs. 3–5)."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 
 from ..measures.similarity import INFO
-from .plots import (_plt, names_note, note_below, safe_name, save_figure, settle_layout, short_name, text_colour,
-                    wrap_title)
-
-
-def layer_heatmaps(rows: Sequence[dict[str, Any]], out_dir: str | Path) -> list[Path]:
-    """:func:`layer_heatmap_figures` written into ``out_dir``."""
-    return [save_figure(fig, Path(out_dir) / name) for name, fig in layer_heatmap_figures(rows).items()]
+from .plots import _plt, names_note, note_below, safe_name, settle_layout, short_name, text_colour, wrap_title
 
 
 def layer_heatmap_figures(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:

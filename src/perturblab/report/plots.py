@@ -108,18 +108,6 @@ def scope_bar_figures(summary: Sequence[dict[str, Any]], rows: Sequence[dict[str
     return figures
 
 
-def scope_bars(summary: Sequence[dict[str, Any]], out_dir: str | Path,
-               rows: Sequence[dict[str, Any]] = ()) -> list[Path]:
-    """:func:`scope_bar_figures` written into ``out_dir``."""
-    return [save_figure(fig, Path(out_dir) / name) for name, fig in scope_bar_figures(summary, rows).items()]
-
-
-def sample_complexity_plot(curves: dict[str, list[dict[str, float]]], path: str | Path,
-                           title: str = "") -> Path:
-    """:func:`sample_complexity_figure` written to ``path``."""
-    return save_figure(sample_complexity_figure(curves, title), path)
-
-
 def has_curve(curves: dict[str, list[dict[str, float]]]) -> bool:
     """Whether any curve has two sample sizes or more (one size is a point, not a curve)."""
     return any(len(rows) >= 2 for rows in curves.values())
@@ -226,14 +214,6 @@ def settle_layout(fig: Any) -> Any:
     title push the axes about; from this pass, the one :func:`save_figure` makes fits everything."""
     fig.tight_layout()
     return fig
-
-
-def value_heatmap(values: np.ndarray, rows: Sequence[str], cols: Sequence[str], path: str | Path, *,
-                  title: str, cmap: str = "viridis", fmt: str = "{:.2f}", center: float | None = None,
-                  colorbar: bool = True, colorbar_label: str = "") -> Path:
-    """:func:`heatmap_figure` written to ``path``."""
-    return save_figure(heatmap_figure(values, rows, cols, title=title, cmap=cmap, fmt=fmt, center=center,
-                                      colorbar=colorbar, colorbar_label=colorbar_label), path)
 
 
 def _label(name: str) -> str:

@@ -143,7 +143,7 @@ def _study(entry: Any, i: int, where: _Where, models: dict, data: dict, base: Pa
         raise where.error(keys + ("name",), f"{name!r}: use letters, digits, '.', '_' or '-' (it names a folder)")
     args = kinds[kind].options()
     fields = {f.name: o for f, o in args.fields()}
-    defaults = {k: v for k, v in args.cli_defaults().items() if not fields[k].runner}
+    defaults = {k: v for k, v in args.cli_defaults(kinds[kind].defaults).items() if not fields[k].runner}
     options = dict(defaults)
     given: dict[str, str] = {}
     origin: dict[str, str] = {}  # options a data definition set -> the key that named it
@@ -220,7 +220,7 @@ def _models_in(value: Any, kind: str, dest: str, role: str, models: dict, where:
         if spec is None:
             out.append(item)
         elif "api" in spec:
-            if role not in spec["roles"]:
+            if role not in spec["roles"] and not (role == "model" and spec["roles"]):
                 raise where.error(keys, f"model {ref!r} is an API {' / '.join(r.replace('_', ' ') for r in spec['roles'])}; {kind} {dest} "
                                   f"needs {'an' if role == 'encoder' else 'a'} {role.replace('_', ' ')} (local weights)")
             out.append(item if not (kind == "robustness" and not eq) else f"{ref}={ref}")

@@ -147,7 +147,7 @@ def _run_study(s: StudySpec, out: Path, ex: Any, progress: bool, state: dict) ->
     _write_json(out / RUN_FILE, state)
     t0 = time.time()
     try:
-        _call_study(s, sdir, ex, progress)
+        exit_code = _call_study(s, sdir, ex, progress)
     except KeyboardInterrupt:
         entry.update(state="interrupted", seconds=entry.get("seconds", 0) + time.time() - t0)
         _write_json(out / RUN_FILE, state)
@@ -159,16 +159,18 @@ def _run_study(s: StudySpec, out: Path, ex: Any, progress: bool, state: dict) ->
         if not isinstance(e, InputError):
             raise
         return False
-    entry.update(state="done", seconds=entry.get("seconds", 0) + time.time() - t0, finished=time.time())
+    entry.update(state="done", seconds=entry.get("seconds", 0) + time.time() - t0, finished=time.time(),
+                 exit_code=exit_code)
     entry.pop("pid", None)
     _write_json(out / RUN_FILE, state)
     return True
 
 
-def _call_study(s: StudySpec, sdir: Path, ex: Any, progress: bool) -> None:
+def _call_study(s: StudySpec, sdir: Path, ex: Any, progress: bool) -> int:
     """Run one study of the config through the one entry (:func:`~perturblab.core.entry.run_saved`):
     its Python function with the entry's options, the run's executor where the study takes one,
-    then the result's files and what its command prints."""
+    then the result's files and what its command prints; returns the exit status its command
+    would have (``compare``: 1 when a check failed)."""
     from ..core.entry import run_saved
     from ..studies.registry import entry
 
@@ -179,6 +181,8 @@ def _call_study(s: StudySpec, sdir: Path, ex: Any, progress: bool) -> None:
     res, _ = run_saved(study.load_function(), options, out=sdir, what=f"study {s.name}", executor=ex,
                        prefix=f"{s.name}: ")
     print(f"{s.name} ({s.kind}):\n{res.console()}\n")
+    exit_code = getattr(res, "exit_code", None)
+    return int(exit_code()) if callable(exit_code) else 0
 
 
 def _report(out: Path) -> None:

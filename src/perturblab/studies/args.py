@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from ..core.options import Opt, StudyArgs
+from ..core.options import Opt, StudyArgs, option
 from ..errors import InputError
 from .models import items
 
@@ -78,10 +78,30 @@ class PerturbationList:
         return perturbation_names(self.perturbations)
 
 
+def n_boot_option(default: int) -> Any:
+    """``--n-boot``: the bootstrap resamples of a study's intervals (every study that has one
+    declares it with this one help, each with its own default)."""
+    return option(default, min=1, help="bootstrap resamples of the intervals")
+
+
+def finetune_options(*, epochs: int, max_seconds: float | None) -> tuple[Any, Any, Any]:
+    """``--epochs``, ``--max-seconds`` and ``--lr``: the training settings of the fine-tunes a study
+    makes here (grounding's ``ft:<seed>`` variants, finetuning's fine-tune), with the study's
+    defaults of ``epochs`` and ``max_seconds``. The three fields are annotated where they go in the
+    options (the field order is the option order), then given these values::
+
+        epochs: int
+        max_seconds: float | None
+        lr: float
+        epochs, max_seconds, lr = finetune_options(epochs=2, max_seconds=900.0)
+    """
+    return (option(epochs, min=1, help="fine-tuning epochs"), option(max_seconds, above=0, help=MAX_SECONDS_HELP),
+            option(5e-5, above=0, help="fine-tuning learning rate"))
+
+
 def corpus_split_option(what: str) -> Any:
     """``--corpus-split``: how a corpus file of ``what`` is cut into texts (the studies that read
     corpus files declare it with this one help)."""
-    from ..core.options import option
     from ..data.corpus import SPLITS
 
     return option("auto", choices=SPLITS,
@@ -114,10 +134,20 @@ def one_text_option(args: Any) -> list[tuple[str, str]]:
 
 
 def check_model_spec(spec: str, role: str) -> None:
-    """Refuse a model spec that cannot name a model of ``role`` (loads nothing)."""
+    """Refuse a model spec that cannot name a model of ``role`` (loads nothing); ``model``: a
+    classifier or a language model (refused with the classifier's reason when it is neither)."""
     from ..models.resolve import check_spec
 
-    check_spec(spec, role)
+    if role != "model":
+        check_spec(spec, role)
+        return
+    try:
+        check_spec(spec, "classifier")
+    except InputError:
+        try:
+            check_spec(spec, "language_model")
+        except InputError:
+            check_spec(spec, "classifier")
 
 
 def nonempty(value: Any) -> None:

@@ -2,9 +2,16 @@
 :class:`~perturblab.core.options.StudyArgs`) and its Python function.
 
 The command line builds one command per entry from its options and calls its function; the
-config runner reads a study entry through the same options and calls the same function; the
-test suite checks each function's keywords against its options. Nothing is imported until an
-entry is used.
+config runner reads a study entry through the same options and calls the same function;
+``perturblab.<function name>`` (``pl.scope``) is served from here; the contract
+(:func:`perturblab.testing.check_study`) checks each entry. Nothing is imported until an entry is
+used.
+
+A study inside the package is one line at the end of this module. A study of another installed
+package registers through the entry-point group :data:`ENTRY_POINTS` of that package's metadata
+(``[project.entry-points."perturblab.studies"] truncation = "mypkg.truncation:ENTRY"``, ENTRY a
+:class:`StudyEntry`, a list of them, or a function returning either); such studies are read at
+the first use of the registry, after the built-in ones, and appear wherever those do.
 """
 
 from __future__ import annotations
@@ -67,17 +74,70 @@ def _add(name: str, args: str, function: str, help: str, **kw: Any) -> None:
     register_study(StudyEntry(name, f"perturblab.studies.{args}", f"perturblab.{function}", help, **kw))
 
 
+#: the entry-point group through which installed packages register studies
+ENTRY_POINTS = "perturblab.studies"
+_PLUGINS: dict[str, str] = {}  # study name -> the entry point that registered it
+_plugins_read = False
+
+
+def _read_plugins() -> None:
+    """Register the studies of installed packages (:data:`ENTRY_POINTS`), once per process. A
+    plugin that cannot be loaded, or that names a study already registered, is left out with one
+    warning line on stderr: the built-in studies keep working."""
+    global _plugins_read
+    if _plugins_read:
+        return
+    _plugins_read = True
+    import sys
+    from importlib.metadata import entry_points
+
+    for point in entry_points(group=ENTRY_POINTS):
+        where = f"{point.name} = {point.value}"
+        try:
+            found = point.load()
+            found = found() if callable(found) and not isinstance(found, StudyEntry) else found
+            for study in found if isinstance(found, (list, tuple)) else [found]:
+                if not isinstance(study, StudyEntry):
+                    raise TypeError(f"expected a StudyEntry, got {type(study).__name__}")
+                register_study(study)
+                _PLUGINS[study.name.strip().lower()] = where
+        except Exception as e:  # a broken plugin must not break the command line
+            print(f"warning: the study plugin {where!r} ({ENTRY_POINTS}) is left out: {e}", file=sys.stderr)
+
+
+def plugin_of(name: str) -> str | None:
+    """The entry point that registered the study ``name`` (None: a built-in study)."""
+    _read_plugins()
+    return _PLUGINS.get(name.strip().lower())
+
+
 def entry(name: str) -> StudyEntry:
     """The registered study ``name`` (an unknown name lists the known ones)."""
+    _read_plugins()
     return STUDIES.create(name)
 
 
 def entries(*, config_only: bool = False) -> list[StudyEntry]:
-    """Every registered study, in registration order."""
+    """Every registered study, in registration order (the installed packages' after the
+    built-in ones)."""
+    _read_plugins()
     out = [STUDIES.create(n) for n in _ORDER]
     return [e for e in out if e.config or not config_only]
 
 
+def function_names() -> dict[str, StudyEntry]:
+    """The studies by the name of their Python function (``scope``, ``layer_probes``): the
+    names ``perturblab.<name>`` serves (the first entry of a function that several share)."""
+    out: dict[str, StudyEntry] = {}
+    for e in entries():
+        out.setdefault(e.function.rpartition(":")[2], e)
+    return out
+
+
+# the question users ask first: how models differ from the one they trust (it runs the studies below)
+_add("compare", "compare.config:CompareArgs", "studies.compare.function:compare",
+     "how models differ from the one you trust: the studies their kind supports, verdicts with intervals, and "
+     "thresholds for CI")
 # by paper: SCoPE, learnability, self-supervised evaluation, robustness, grounding
 _add("scope", "scope.config:ScopeArgs", "studies.scope.function:scope", "shared-invariance study (SCoPE)",
      example=dict(reference="tfidf-lr", targets="minilm-l3", capabilities="typo", n=8, trials=1, n_boot=50))

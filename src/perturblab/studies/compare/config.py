@@ -67,9 +67,9 @@ def duration(value: str) -> float:
 class CompareArgs(Args):
     """The options of ``perturblab compare`` and :func:`perturblab.compare`."""
 
-    reference: str | None = option(required=True, help="the model you trust: a classifier (minilm-l6, a fine-tuned "
+    reference: str | None = option(required=True, role="model", help="the model you trust: a classifier (minilm-l6, a fine-tuned "
                                                         "HF directory, ...) or a language model (smollm2-135m, ...)")
-    targets: str | None = option(required=True, check=nonempty,
+    targets: str | None = option(required=True, role="model", check=nonempty,
                                  help="comma list of the models to compare with it, of the same kind")
     data: str = option("rotten_tomatoes", data=True, help="labelled data for classifiers")
     corpus: str = option("oanc", help="unlabelled text for language models: a packaged corpus or a text file")
@@ -81,16 +81,16 @@ class CompareArgs(Args):
     fail_under: list[str] | None = option(None, repeat=True, check=thresholds, metavar="METRIC=VALUE",
                                    help="exit with 1 when a target's estimate is below VALUE (repeatable), e.g. "
                                         "hard_scope:typo=0.9, soft_scope=0.85, relative_robustness:change_char=0.9")
-    strict: bool = option(False, flag=True, help="check the lower end of each estimate's 95%% interval "
+    strict: bool = option(False, flag=True, help="check the lower end of each estimate's 95% interval "
                                                  "instead of the estimate")
     equivalent: list[str] | None = option(None, repeat=True, check=margins, metavar="METRIC=MARGIN",
                                           help="exit with 1 unless each target is shown within MARGIN of the "
-                                               "reference (repeatable): two one-sided tests at 5%% on the paired "
-                                               "difference, e.g. agreement=0.05 (at most 5%% of inputs disagree), "
+                                               "reference (repeatable): two one-sided tests at 5% on the paired "
+                                               "difference, e.g. agreement=0.05 (at most 5% of inputs disagree), "
                                                "accuracy_gap=0.02, relative_robustness_gap=0.05")
     detect: float | None = option(None, above=0, below=1,
-                                  help="size each study to detect a difference of this size (e.g. 0.02) with 80%% "
-                                       "power at 5%%, or say that the budget cannot; default: sizes from the budget")
+                                  help="size each study to detect a difference of this size (e.g. 0.02) with 80% "
+                                       "power at 5%, or say that the budget cannot; default: sizes from the budget")
     seed: int = option(0, min=0, help="seed of the samples and perturbations")
 
     # -- what the compare reads -------------------------------------------------------------

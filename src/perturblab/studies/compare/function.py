@@ -1,20 +1,24 @@
-""":func:`perturblab.compare`: the plan, each study through the one entry, the verdicts."""
+""":func:`perturblab.compare` (the ``compare`` study of the registry): the plan, each study
+through the one entry, the verdicts; its result saves ``compare.json`` and the report."""
 
 from __future__ import annotations
 
 import json
 import sys
+import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
-from ...core.entry import check_out, run_saved
-from ...core.files import atomic_write_text
+from ...core.entry import check_out, run_saved, study_function, workspace
+from ...core.files import all_or_nothing, atomic_write_bytes, atomic_write_text
 from ...core.lock import output_lock
+from ...core.placement import placement
+from ...core.study import StudyResult
 from .config import CompareArgs
 from .plan import Plan, make_plan
-from ...report.html import MANIFEST, write_report
+from ...report.html import MANIFEST, render_report
 from ...report.html_compare import COMPARE_FILE
 from .checks import Check, run_checks, run_equivalence
 from .keys import check_metrics, check_range
@@ -27,18 +31,36 @@ ERROR_RATES = ("Levels (medium, major) and score differences: a 5 % family-wise 
                "interval); passing every check is an intersection-union test at 5 %.")
 
 
-@dataclass
-class CompareResult:
+class CompareResult(StudyResult):
     """What :func:`compare` returns: the ``plan``, the ``verdicts`` per target and study, the
     ``checks`` (``--fail-under`` and ``--equivalent``) and ``passed`` (every check passed; True
-    when there are none); ``results``: each study's own result by its folder name."""
+    when there are none); ``results``: each study's own result by its folder name; ``rows``: one
+    per estimate of a target (its study, key, value, interval, n and the level of its finding).
+    :meth:`save` writes ``compare.json``, each study's files in its folder and the report."""
 
-    args: CompareArgs
-    plan: Plan
-    verdicts: list[Verdict] = field(default_factory=list)
-    checks: list[Check] = field(default_factory=list)
-    results: dict[str, Any] = field(default_factory=dict)
-    seconds: dict[str, float] = field(default_factory=dict)
+    study = "compare"
+
+    def __init__(self, args: CompareArgs, plan: Plan, verdicts: list[Verdict] | None = None,
+                 checks: list[Check] | None = None, results: dict[str, Any] | None = None,
+                 seconds: dict[str, float] | None = None, out: Path | None = None) -> None:
+        self.args, self.plan = args, plan
+        self.verdicts, self.checks = list(verdicts or []), list(checks or [])
+        self.results, self.seconds = dict(results or {}), dict(seconds or {})
+        self.out = out  # where the studies' files are saved already (the run's directory)
+        super().__init__(self._rows())
+
+    def __repr__(self) -> str:
+        failed = sum(not c.passed for c in self.checks)
+        return (f"CompareResult({', '.join(self.args.target_labels())} against {self.args.reference_name()}: "
+                f"{len(self.verdicts)} verdicts, {len(self.checks) - failed} of {len(self.checks)} checks passed)")
+
+    def _rows(self) -> list[dict[str, Any]]:
+        rows = []
+        for v in self.verdicts:
+            level = {s.key: s.level for s in v.severity}
+            rows += [{"target": v.target, "study": v.study, **e.to_json(), "level": level.get(e.key)}
+                     for e in v.estimates]
+        return rows
 
     @property
     def passed(self) -> bool:
@@ -74,39 +96,82 @@ class CompareResult:
             lines.append(f"{len(self.checks) - failed} of {len(self.checks)} checks passed")
         return "\n".join(lines)
 
+    def exit_code(self) -> int:
+        """The command's exit status: 1 when a check failed, else 0."""
+        return 0 if self.passed else 1
 
-def compare(reference: str, targets: str, *, data: str = "rotten_tomatoes", corpus: str = "oanc",
-            studies: str | None = None, budget: str = "10m", fail_under: list[str] | None = None,
-            strict: bool = False, equivalent: list[str] | None = None, detect: float | None = None,
-            seed: int = 0, out: str | Path | None = None, quiet: bool = False,
-            device: str | None = None, dtype: str | None = None) -> CompareResult:
-    """Compare ``targets`` (a comma list) with ``reference``: run the studies their kind supports,
-    sized to ``budget``, each into ``out/<study>`` through the one entry (a re-run, or one with a
-    larger budget, reads back what is stored and computes only what is new), then write
-    ``compare.json`` and the report, whose top is the verdict of each target. ``device`` and
-    ``dtype`` place every model it loads (``--device`` / ``--dtype``). ``equivalent``
+    def save(self, out: str | Path) -> list[Path]:
+        """Write each study's files in ``out/<study>`` (with its manifest; already there when
+        ``out`` is where the comparison ran), ``compare.json`` and ``report.html`` (the verdicts
+        first), all or none; returns the paths written."""
+        out = Path(out)
+        obj = json.loads(json.dumps(self.to_json(), default=str))
+        title = f"perturblab compare: {', '.join(self.args.target_names())} against {self.args.reference}"
+        here = self.out is not None and out.resolve() == Path(self.out).resolve()
+        with tempfile.TemporaryDirectory() as tmp:
+            staged = Path(tmp)  # the studies' files, written whole before the report reads them
+            if not here:
+                for p in self.plan.studies:
+                    if p.name in self.results:
+                        atomic_write_text(staged / p.name / MANIFEST, json.dumps(
+                            {"name": p.name, "kind": p.kind, "options": p.options}, indent=2, default=str))
+                        self.results[p.name].save(staged / p.name)
+            html = render_report(out if here else staged, title=title, compare=obj, source=str(out))
+            with all_or_nothing():
+                paths = [atomic_write_bytes(out / f.relative_to(staged), f.read_bytes())
+                         for f in sorted(staged.rglob("*")) if f.is_file()]
+                paths.append(atomic_write_text(out / COMPARE_FILE, json.dumps(obj, indent=2)))
+                paths.append(atomic_write_bytes(out / "report.html", html.encode("utf-8")))
+        return paths
+
+    save._all_or_nothing = True  # type: ignore[attr-defined]  # its own: the report reads the staged files
+
+
+@study_function("perturblab.studies.compare.config:CompareArgs")
+def compare(reference: str, targets: str | Sequence[str], *, data: str = "rotten_tomatoes", corpus: str = "oanc",
+            studies: str | Sequence[str] | None = None, budget: str = "10m", fail_under: Sequence[str] | None = None,
+            strict: bool = False, equivalent: Sequence[str] | None = None, detect: float | None = None,
+            seed: int = 0, out: str | Path | None = None, quiet: bool = False) -> CompareResult:
+    """Compare ``targets`` (a comma list, or a list) with ``reference``: run the studies their
+    kind supports, sized to ``budget``, each into ``out/<study>`` through the one entry (a re-run,
+    or one with a larger budget, reads back what is stored and computes only what is new), and
+    return the verdict of each target; ``.save(out)`` writes ``compare.json``, the studies' files
+    and the report, whose top is the verdicts (the command saves them itself). ``equivalent``
     (``["agreement=0.05"]``) passes only targets shown within the margin of the reference;
-    ``detect`` sizes each study to detect a difference of that size (docs/compare.md).
+    ``detect`` sizes each study to detect a difference of that size (docs/compare.md). ``out``
+    keeps the studies' stores (``None``: a temporary directory); ``device=`` and ``dtype=`` place
+    every model it loads (``--device`` / ``--dtype``).
 
-    Example (not run here: it runs for about the budget)::
+    Example: the plan of a comparison (which studies, at which sizes; nothing runs)::
 
+        >>> from perturblab.studies.compare.plan import make_plan
+        >>> plan = make_plan(CompareArgs(reference="tfidf-lr", targets="minilm-l3", budget="2m", out=None))
+        >>> plan.kind, [(p.name, p.kind) for p in plan.studies]
+        ('classifier', [('invariances', 'scope'), ('robustness', 'robustness')])
+        >>> plan.left_out  # a bag of words has no layers to compare
+        ['layers: not every model exposes hidden states (tfidf-lr)']
+
+    and the comparison itself (not run here: it runs for about the budget)::
+
+        >>> import perturblab as pl
         >>> r = pl.compare("minilm-l6", "minilm-l6-int8,minilm-l3", out="out/cmp",
         ...                fail_under=["hard_scope:typo=0.9"])  # doctest: +SKIP
         >>> r.passed, [c.key for c in r.checks if not c.passed]  # doctest: +SKIP
+        >>> r.save("out/cmp")  # doctest: +SKIP
     """
-    args = CompareArgs(reference=reference, targets=targets, data=data, corpus=corpus, studies=studies,
-                       budget=budget, fail_under=list(fail_under or []), strict=strict,
-                       equivalent=list(equivalent or []), detect=detect, seed=seed,
-                       out=None if out is None else str(out), quiet=quiet, device=device, dtype=dtype)
-    args.check()
-    return run_compare(args)
+    args = CompareArgs.of_call(locals())
+    args.check()  # one name per model (the values' rules were checked by the one entry)
+    plan = make_plan(args)  # before any directory is made: a plan that cannot be made is refused
+    with workspace(out) as (where, _):
+        return run_compare(replace(args, out=str(where)), plan)
 
 
-def run_compare(args: CompareArgs) -> CompareResult:
-    """:func:`compare` of checked options (the command and the function)."""
+def run_compare(args: CompareArgs, plan: Plan | None = None) -> CompareResult:
+    """The comparison of checked options: each study of ``plan`` (default: :func:`make_plan`)
+    run and saved into ``args.out/<study>``, then the verdicts and checks."""
     from ...studies.registry import entry
 
-    plan = make_plan(args)
+    plan = make_plan(args) if plan is None else plan
     check_metrics([m for m, _ in args.threshold_list()], [p.name for p in plan.studies])
     check_metrics([m for m, _ in args.margin_list()], [p.name for p in plan.studies], "--equivalent")
     out = check_out(args.out)
@@ -115,9 +180,7 @@ def run_compare(args: CompareArgs) -> CompareResult:
         print(plan.table(), file=sys.stderr, flush=True)
         for n in notes:
             print(n, file=sys.stderr, flush=True)
-    result = CompareResult(args, plan)
-    from ...models.device import placement
-
+    result = CompareResult(args, plan, out=out)
     with output_lock(out, name=".compare.lock", what="the comparison"), placement(*args.placement()):
         for p in plan.studies:
             study = entry(p.kind)
@@ -149,6 +212,5 @@ def run_compare(args: CompareArgs) -> CompareResult:
             theirs.update({e.key: e for e in v.reference})
         result.checks = (run_checks(mine, args.threshold_list(), args.strict)
                          + run_equivalence(mine, theirs, args.margin_list()))
-        atomic_write_text(out / COMPARE_FILE, json.dumps(result.to_json(), indent=2, default=str))
-        write_report(out, title=f"perturblab compare: {', '.join(args.target_names())} against {args.reference}")
+        result.rows = result._rows()
     return result

@@ -12,7 +12,7 @@ from ...core.options import TEXT_FIELDS_HELP, csv_list, float_list, int_list, op
 from ...errors import InputError
 from ...models.base import POOLINGS
 from ...models.finetune import FinetuneConfig
-from ..args import MAX_SECONDS_HELP, Args, one_text_option
+from ..args import Args, finetune_options, n_boot_option, one_text_option
 from ..models import items
 from ..robustness.layer_probes.config import DATA_HELP, LABEL_COLUMN_HELP, POOLING_HELP, PROBE_C_HELP
 
@@ -104,11 +104,12 @@ class GroundingArgs(Args):
     warmup: list[str] | None = option(None, parse=csv_list, metavar="A,B", check=warmup_pair,
                                       help="the pair of equally deep variants of the warm-up tests (default: the first "
                                            "two ft:<seed>)")
-    n_boot: int = option(2000, min=1, help="bootstrap resamples for the 95%% intervals")
+    n_boot: int = n_boot_option(2000)
     probe_c: float = option(0.01, above=0, help=PROBE_C_HELP)
-    epochs: int = option(1, min=1, help="fine-tuning epochs")
-    max_seconds: float | None = option(300.0, above=0, help=MAX_SECONDS_HELP)
-    lr: float = option(5e-5, above=0, help="fine-tuning learning rate")
+    epochs: int
+    max_seconds: float | None
+    lr: float
+    epochs, max_seconds, lr = finetune_options(epochs=1, max_seconds=300.0)
     data: str = option("rotten_tomatoes", data=True, help=DATA_HELP)
     seed: int = option(0, min=0, help="seed of the data sample, the probes and the bootstrap")
     pooling: str = option("mean", choices=POOLINGS, help=POOLING_HELP)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from ...core.options import TEXT_FIELDS_HELP, ExecutorArgs, csv_list, float_list, option
-from ..args import Args, ModelList, PerturbationList, known_perturbations, probability_grid
+from ..args import Args, ModelList, PerturbationList, known_perturbations, n_boot_option, probability_grid
 
 
 @dataclass(kw_only=True)
@@ -31,6 +31,7 @@ class LearnabilityArgs(ModelList, PerturbationList, ExecutorArgs, Args):
     n_eval: int = option(500, aliases=("n_test",), min=1, help="balanced evaluation subsample (--n-test is the old name)")
     ps: list[float] | None = option(None, parse=float_list,
                                     check=probability_grid, help="perturbation probabilities (default: the paper's grid)")
+    n_boot: int = n_boot_option(2000)
     workers: int = option(2, min=1, help="models trained at once in threads (default 2; each gets its share of torch's "
                                   "threads; 1 = one at a time)")
 

@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # pragma: no cover
 def learnability(models: Any = ("tfidf-lr", "textrnn"), *, perturbations: str | Sequence[str] = "all",
                  data: str = "rotten_tomatoes", text_fields: str | Sequence[str] = (), label_column: str | None = None,
                  perturb_field: str = "both", trials: int = 3, n_train: int = 2000,
-                 n_eval: int = 500, ps: Sequence[float] | None = None, workers: int = 2,
+                 n_eval: int = 500, ps: Sequence[float] | None = None, n_boot: int = 2000, workers: int = 2,
                  trainers: Mapping[str, Any] | None = None, out: str | Path | None = None, quiet: bool = False,
                  executor: Any = "local", address: str | None = None, num_cpus: int | None = None,
                  seeds: int | None = None, n_test: int | None = None) -> "LearnabilityResult":
@@ -29,7 +29,8 @@ def learnability(models: Any = ("tfidf-lr", "textrnn"), *, perturbations: str | 
     ``hf-finetune``), or names given a ``fit(texts, labels, seed)`` function in ``trainers``;
     ``perturbations`` a list or ``all`` (the paper's eight) / ``robustness`` / ``every``; ``ps`` the
     perturbation probabilities (default: the paper's grid); ``trials`` training seeds;
-    ``n_eval`` evaluation examples. ``workers`` models train at once in threads.
+    ``n_eval`` evaluation examples; ``n_boot`` bootstrap resamples of the Spearman intervals.
+    ``workers`` models train at once in threads.
     ``out`` keeps the results store (``None``: a temporary directory). ``seeds`` and ``n_test``
     are the old names of ``trials`` and ``n_eval``.
 

@@ -3,12 +3,11 @@ robustness and post-augmentation Δ with Spearman ρ (Fig. 4), and a robustness 
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 
-from ...report.plots import _plt, heatmap_figure, names_note, note_below, safe_name, save_figure, short_name
+from ...report.plots import _plt, heatmap_figure, names_note, note_below, safe_name, short_name
 
 #: where a point's name may go, tried in turn: offset (points) from the point and alignment
 _OFFSETS = ((4, 4, "left", "bottom"), (4, -4, "left", "top"), (-4, 4, "right", "bottom"), (-4, -4, "right", "top"),
@@ -61,11 +60,6 @@ def label_points(ax: Any, xs: Sequence[float], ys: Sequence[float], names: Seque
         placed.append(best_box)
         texts.append(best)
     return texts
-
-
-def learnability_figures(rows: Sequence[dict[str, Any]], summary: dict[str, Any], out_dir: str | Path) -> list[Path]:
-    """Write ``curves_<model>.png``, ``correlations.png`` and ``robustness_heatmap.png``."""
-    return [save_figure(fig, Path(out_dir) / name) for name, fig in learnability_figure_set(rows, summary).items()]
 
 
 def learnability_figure_set(rows: Sequence[dict[str, Any]], summary: dict[str, Any]) -> dict[str, Any]:

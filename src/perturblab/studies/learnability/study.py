@@ -179,7 +179,7 @@ class LearnabilityStudy(Study):
             rows += _robustness_rows(stored, model, self.perturbations, seed)
             for pert in self.perturbations:
                 rows += _learnability_rows(stored, model, pert, self.ps, seed)
-        result = LearnabilityResult(rows, summarise(rows), run_id=ctx.run_id)
+        result = LearnabilityResult(rows, summarise(rows, n_boot=self.args.n_boot), run_id=ctx.run_id)
         result.split_sizes = {"train": len(self.train), "eval": len(self.test)}
         return result
 
@@ -324,10 +324,10 @@ def _learnability_rows(stored: Callable[..., dict[str, Any]], model: str, pert: 
     return rows
 
 
-def summarise(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+def summarise(rows: Sequence[dict[str, Any]], n_boot: int = 2000) -> dict[str, Any]:
     """Means and standard deviations over seeds per model × perturbation (Table 2) and Spearman ρ
-    with p-values and percentile-bootstrap 95 % intervals (2,000 resamples of the pairs) across
-    the pairs (Table 3)."""
+    with p-values and percentile-bootstrap 95 % intervals (``n_boot`` resamples of the pairs)
+    across the pairs (Table 3)."""
     metrics = ("avg_learnability", "robustness", "post_aug_delta")
     pairs = sorted({(r["model"], r["perturbation"]) for r in rows})
     table = []
@@ -346,7 +346,7 @@ def summarise(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         rho, pv = spearman(x, y)
         ci = None
         if len(table) >= 3 and np.isfinite(x).all() and np.isfinite(y).all():
-            boot = rank_correlations(x, y, n_boot=2000, seed=0)  # resampling model x perturbation pairs
+            boot = rank_correlations(x, y, n_boot=n_boot, seed=0)  # resampling model x perturbation pairs
             ci = None if np.isnan(boot["spearman_low"]) else [boot["spearman_low"], boot["spearman_high"]]
         corr.append({"x": a, "y": b, "spearman": None if np.isnan(rho) else rho,
                      "p_value": None if np.isnan(pv) else pv, "ci": ci, "n_pairs": len(table)})

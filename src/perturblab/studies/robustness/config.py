@@ -9,7 +9,7 @@ from typing import Mapping, Sequence
 
 from ...core.options import TEXT_FIELDS_HELP, ExecutorArgs, csv_list, option
 from ...errors import InputError
-from ..args import Args, ModelList, PerturbationList, items, known_perturbations, nonempty, some_of
+from ..args import Args, ModelList, PerturbationList, items, known_perturbations, n_boot_option, nonempty, some_of
 
 # With "Summary:" and no line break SmolLM2-Instruct ended half of its answers at once; with this
 # prompt none of 16 (and ROUGE-L against the lead sentence rose from 0.14 to 0.32).
@@ -109,7 +109,7 @@ class RobustnessArgs(ModelList, PerturbationList, ExecutorArgs, Args):
                                          help="map a model's output labels to the data's labels (repeatable; "
                                               "without MODEL: for every model that has these labels); needed only "
                                               "when names do not match")
-    n_boot: int = option(1000, min=1, help="paired-bootstrap resamples of the 95%% intervals")
+    n_boot: int = n_boot_option(1000)
     train_seed: int = option(0, min=0, help="seed of training the preset heads and trainable models, and of the bootstrap "
                                      "resamples")
 
@@ -157,7 +157,7 @@ class GenerationArgs(ModelList, PerturbationList, Args):
     max_new_tokens: int = option(40, min=1, help="generation length (greedy)")
     prompt: str = option(DEFAULT_PROMPT, check=prompt_template, help="prompt template with {source}")
     seed: int = option(0, min=0, help="seed of the sample of --n examples")
-    n_boot: int = option(1000, min=1, help="paired-bootstrap resamples of the 95%% intervals")
+    n_boot: int = n_boot_option(1000)
 
     # -- what the study reads -------------------------------------------------------------
     def metric_list(self) -> list[str]:

@@ -6,7 +6,6 @@ classification/regression study (:mod:`.study`) and the generation study
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -304,10 +303,3 @@ def relative_robustness_figures(summary: dict[str, Any], prefix: str) -> dict[st
                 cmap="RdYlGn", fmt="{:.2f}", center=1.0, max_span=1.0, scale=scale, notes=notes,
                 colorbar_label="relative robustness (1 = unaffected)")
             for metric in dict.fromkeys(c["metric"] for c in summary["clean"])}
-
-
-def relative_robustness_heatmaps(summary: dict[str, Any], out: Path, prefix: str) -> list[Path]:
-    """:func:`relative_robustness_figures` written into ``out``."""
-    from ...report.plots import save_figure
-
-    return [save_figure(fig, out / name) for name, fig in relative_robustness_figures(summary, prefix).items()]

@@ -10,8 +10,8 @@ from typing import Any, ClassVar, Sequence
 from ...core.options import TEXT_FIELDS_HELP, ExecutorArgs, count_or_all, csv_list, option
 from ...measures.scope import DEFAULT_CUTOFF, DEFAULT_TOLERANCE
 from ...perturb.search import ORDERS, SearchSettings
-from ..args import (MAX_SECONDS_HELP, Args, capability_names, corpus_split_option, fraction_list, nonempty, one_text_option,
-                    soft_decay, some_of)
+from ..args import (MAX_SECONDS_HELP, Args, capability_names, corpus_split_option, fraction_list, n_boot_option,
+                    nonempty, one_text_option, soft_decay, some_of)
 from ..models import items
 
 #: the capabilities run on the samples fairness qualifies (App. C)
@@ -39,6 +39,30 @@ def _search_settings(args: Any, **more: Any) -> SearchSettings:
                           alphabetic_only=not args.allow_non_alphabetic,
                           synonym_min_similarity=args.synonym_min_similarity,
                           reinflect_synonyms=args.reinflect_synonyms, seed=args.seed, **more)
+
+
+# The options the SCoPE studies share, each declared once; ``what`` the base inputs are called
+# (samples of a data set, sentences of a corpus).
+def _n_option(default: int, what: str, all_is: str = "") -> Any:
+    return option(default, parse=count_or_all, min=1, help=f"base {what} per trial (a number, or 'all'{all_is})")
+
+
+def _trials_option(what: str) -> Any:
+    return option(3, min=1, help=f"trials (independent draws of base {what})")
+
+
+def _seed_option(what: str) -> Any:
+    return option(0, min=0, help=f"seed of the base {what} and of every random choice of the search")
+
+
+def _tolerance_option() -> Any:
+    return option(None, min=0, help="Soft-SCoPE decay: full weight up to this distance (default 0)")
+
+
+def _cutoff_option(largest: str) -> Any:
+    """``--cutoff``, whose default 2 is the largest ``largest``."""
+    return option(None, above=0, help=f"Soft-SCoPE decay: zero weight from this distance (default 2, the largest "
+                                      f"{largest})")
 
 
 def _decay(args: Any, cutoff: float) -> tuple[float, float]:
@@ -108,14 +132,12 @@ class ScopeArgs(SearchGoalArgs, SearchLimitArgs, SearchDataArgs, ExecutorArgs, A
                                    help="reference model m1: a preset name (see `perturblab models`) or HF path/id")
     targets: str | None = option(required=True, role="classifier", check=nonempty, help="comma-separated target models m2")
     capabilities: str = option("synonym,typo", check=capability_names, help="comma-separated capabilities (see `perturblab capabilities`)")
-    n: int | None = option(500, parse=count_or_all, min=1, help="base samples per trial (a number, or 'all': the whole test "
-                                                         "split)")
-    trials: int = option(3, min=1, help="trials (independent draws of base samples)")
-    seed: int = option(0, min=0, help="seed of the base samples and of every random choice of the search")
-    tolerance: float | None = option(None, min=0, help="Soft-SCoPE decay: full weight up to this distance (default 0)")
-    cutoff: float | None = option(None, above=0, help="Soft-SCoPE decay: zero weight from this distance (default 2, the "
-                                             "largest distance of two argmax-invariant changes in a binary task)")
-    n_boot: int = option(1000, min=1, help="bootstrap resamples of the intervals")
+    n: int | None = _n_option(500, "samples", ": the whole test split")
+    trials: int = _trials_option("samples")
+    seed: int = _seed_option("samples")
+    tolerance: float | None = _tolerance_option()
+    cutoff: float | None = _cutoff_option("distance of two argmax-invariant changes in a binary task")
+    n_boot: int = n_boot_option(1000)
     test_size: float = option(0.25, above=0, below=1, help="share of the data held out as the test split (a fraction in (0, 1))")
 
     def relations(self) -> list[tuple[str, str]]:
@@ -154,13 +176,12 @@ class LMScopeArgs(SearchGoalArgs, SearchLimitArgs, Args):
     capabilities: str = option("synonym,typo", check=capability_names, help="comma-separated capabilities")
     corpus: str = option("oanc", data=True, help="corpus of base sentences (as for selfcheck)")
     corpus_split: str = corpus_split_option("--corpus")
-    n: int | None = option(100, parse=count_or_all, min=1, help="base sentences per trial (a number, or 'all')")
-    trials: int = option(3, min=1, help="trials (independent draws of base sentences)")
-    seed: int = option(0, min=0, help="seed of the base sentences and of every random choice of the search")
-    tolerance: float | None = option(None, min=0, help="Soft-SCoPE decay: full weight up to this distance (default 0)")
-    cutoff: float | None = option(None, above=0, help="Soft-SCoPE decay: zero weight from this distance (default 2, the "
-                                             "largest L1 distance of two distributions)")
-    n_boot: int = option(1000, min=1, help="bootstrap resamples of the SCoPE intervals")
+    n: int | None = _n_option(100, "sentences")
+    trials: int = _trials_option("sentences")
+    seed: int = _seed_option("sentences")
+    tolerance: float | None = _tolerance_option()
+    cutoff: float | None = _cutoff_option("L1 distance of two distributions")
+    n_boot: int = n_boot_option(1000)
     chunk_size: int = option(8, min=1, help="base sentences searched and scored together in one work cell (smaller: less "
                                      "lost to a crash)")
     max_batch: int = option(256, min=1, help="about this many texts scored at once (candidates per search round, texts per "
@@ -214,8 +235,8 @@ class CheckpointsArgs(SearchLimitArgs, SearchDataArgs, Args):
     comparisons: str = option("vs_final,vs_previous", check=some_of(COMPARISONS),
                               help="vs_final (reference: the final checkpoint), vs_previous (reference: m_{t-1}), or "
                                    "both")
-    n: int | None = option(200, parse=count_or_all, min=1, help="base samples per trial (a number, or 'all')")
-    trials: int = option(3, min=1, help="trials (independent draws of base samples)")
+    n: int | None = _n_option(200, "samples")
+    trials: int = _trials_option("samples")
     seed: int = option(0, min=0, help="seed of the data split, of the fine-tune and its training sample, of the base samples "
                                "and of every random choice of the search")
 

@@ -3,12 +3,11 @@ ablation curves (Figs. 16, 18, 20, 21)."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 
-from ...report.plots import _plt, legend_below, names_note, note_below, save_figure, short_name
+from ...report.plots import _plt, legend_below, names_note, note_below, short_name
 
 #: (score, higher is better, axis label) of the spider plot, in the paper's order.
 SPIDER_AXES = (("negation_sensitivity", True, "Negation"),
@@ -25,16 +24,6 @@ ABLATIONS = (("toxicity_generation", "k", "triggers appended", "Fig. 16"),
 
 def _finite(x: float) -> float:
     return x if np.isfinite(x) else 0.0
-
-
-def spider_plot(rows: Sequence[dict[str, Any]], path: str | Path) -> Path:
-    """:func:`spider_figure` written to ``path``."""
-    return save_figure(spider_figure(rows), path)
-
-
-def ablation_plot(rows: Sequence[dict[str, Any]], path: str | Path) -> Path:
-    """:func:`ablation_figure` written to ``path``."""
-    return save_figure(ablation_figure(rows), path)
 
 
 def spider_figure(rows: Sequence[dict[str, Any]]) -> Any:

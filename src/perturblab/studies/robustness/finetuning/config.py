@@ -10,7 +10,7 @@ from typing import ClassVar
 from ....core.options import TEXT_FIELDS_HELP, csv_list, option
 from ....models.base import POOLINGS
 from ....models.finetune import FinetuneConfig
-from ...args import MAX_SECONDS_HELP, Args, capability_names
+from ...args import Args, capability_names, finetune_options
 from ..layer_probes.config import DATA_HELP, LABEL_COLUMN_HELP, POOLING_HELP, PROBE_C_HELP
 
 
@@ -30,9 +30,10 @@ class FinetuningArgs(Args):
                              help="capability whose search makes the counterparts of the text-space STIR (with "
                                   "--text-stir; see `perturblab capabilities`)")
     probe_c: float = option(0.01, above=0, help=PROBE_C_HELP)
-    epochs: int = option(2, min=1, help="fine-tuning epochs")
-    max_seconds: float | None = option(900.0, above=0, help=MAX_SECONDS_HELP)
-    lr: float = option(5e-5, above=0, help="fine-tuning learning rate")
+    epochs: int
+    max_seconds: float | None
+    lr: float
+    epochs, max_seconds, lr = finetune_options(epochs=2, max_seconds=900.0)
     data: str = option("rotten_tomatoes", data=True, help=DATA_HELP)
     seed: int = option(0, min=0, help="seed of the data sample, the fine-tune made here, the probes and STIR")
     pooling: str = option("mean", choices=POOLINGS, help=POOLING_HELP)
