@@ -13,7 +13,7 @@ from perturblab.core.headline import Estimate, Headline
 from perturblab.errors import InputError
 from perturblab.studies.compare import plan as plan_module
 from perturblab.studies.compare.config import CompareArgs, duration, threshold
-from perturblab.studies.compare.plan import CLASSIFIER, LANGUAGE_MODEL, COSTS, make_plan, model_kind
+from perturblab.studies.compare.plan import CLASSIFIER, LANGUAGE_MODEL, cost_of, make_plan, model_kind
 from perturblab.core.headline import wilson_interval
 from perturblab.studies.compare.checks import run_checks
 from perturblab.studies.compare.keys import check_margin, check_metrics, check_range
@@ -58,14 +58,14 @@ def test_sizes_grow_with_the_budget_and_stay_in_each_studys_range():
     large = make_plan(_args(reference="minilm-l6", targets="minilm-l3", budget="2h"))
     mid = make_plan(_args(reference="minilm-l6", targets="minilm-l3", budget="10m"))
     for s, m, big in zip(small.studies, mid.studies, large.studies):
-        cost = COSTS[s.name.split("-")[0] if s.name.startswith("layers") else s.name]
+        cost = cost_of(s.name.split("-")[0] if s.name.startswith("layers") else s.name, CLASSIFIER)
         size = cost.size
         assert s.options[size] == cost.least and big.options[size] == cost.most
         assert cost.least <= m.options[size] <= cost.most
     # a size within its range fills the study's share of the budget (to one unit)
     inv = mid.studies[0]
-    cost = COSTS["invariances"]
-    share = 600 * cost.share / sum(COSTS[n].share for n in ("invariances", "robustness", "layers"))
+    cost = cost_of("invariances", CLASSIFIER)
+    share = 600 * cost.share / sum(cost_of(n, CLASSIFIER).share for n in ("invariances", "robustness", "layers"))
     assert inv.options["n"] == int((share - cost.fixed) // cost.per_unit)
     assert mid.seconds() <= 600 + 1
 
@@ -296,7 +296,7 @@ def test_targets_are_matched_by_the_name_the_studies_report():
 
 # ------------------------------------------------------------------------------ plans for other models
 def test_fairness_is_measured_only_when_enough_samples_will_have_a_protected_word(tmp_path):
-    from perturblab.studies.compare.plan import FAIRNESS_LEAST, protected_texts
+    from perturblab.studies.scope.compare import FAIRNESS_LEAST, protected_texts
 
     data = tmp_path / "d.csv"
     data.write_text("text,label\nthe men liked it,1\nthe women hated it,0\na fine film,1\na dull film,0\n")
@@ -341,7 +341,7 @@ def test_a_larger_local_model_is_planned_from_its_size(tmp_path):
     ratio = params / 134.5
     assert any(f"planned at {ratio:.1f}x" in n for n in large.notes)
     # the same seconds buy fewer samples: 2 models at (1 + ratio) / 2 each instead of 2 at 1
-    cost = COSTS["selfcheck"]
+    cost = cost_of("selfcheck", LANGUAGE_MODEL)
     assert large.studies[0].options["n"] == int((600 - cost.fixed) / (cost.per_unit * (1 + ratio)))
     assert small.studies[0].options["n"] > large.studies[0].options["n"]
 
@@ -350,8 +350,10 @@ def test_a_larger_local_model_is_planned_from_its_size(tmp_path):
 @pytest.fixture
 def tiny_costs(monkeypatch):
     """The least sizes made tiny, so that the command runs in seconds on the packaged models."""
-    small = {k: plan_module.Cost(**{**c.__dict__, "least": 8, "most": 8}) for k, c in COSTS.items()}
-    monkeypatch.setattr(plan_module, "COSTS", small)
+    import dataclasses
+
+    monkeypatch.setattr(plan_module, "cost_of",
+                        lambda name, kind, cost=plan_module.cost_of: dataclasses.replace(cost(name, kind), least=8, most=8))
 
 
 @pytest.mark.usefixtures("torch_one_thread", "tiny_costs")
@@ -488,10 +490,10 @@ def test_the_statistics_examples_run():
     import perturblab.studies.compare.severity
     import perturblab.studies.compare.verdict
 
-    import perturblab.studies.models
+    import perturblab.studies.given
 
     for module in (perturblab.core.headline, perturblab.measures.stats, perturblab.studies.compare.severity,
-                   perturblab.studies.models, plan_module):
+                   perturblab.studies.given, plan_module):
         result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
         assert result.attempted > 0 and result.failed == 0, module.__name__
 

@@ -91,10 +91,10 @@ def test_core_and_model_list_examples_run():
 
     import perturblab.core.entry
     import perturblab.core.options
-    import perturblab.studies.models
+    import perturblab.studies.given
     import perturblab.testing.contract
 
-    for module in (perturblab.core.entry, perturblab.core.options, perturblab.studies.models,
+    for module in (perturblab.core.entry, perturblab.core.options, perturblab.studies.given,
                    perturblab.testing.contract):
         result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
         assert result.attempted > 0 and result.failed == 0, module.__name__

@@ -17,7 +17,6 @@ from perturblab.cli import main  # noqa: E402
 from perturblab.data import Dataset  # noqa: E402
 from perturblab.measures.layerwise import PAIRWISE  # noqa: E402
 from perturblab.measures.probe import fit_probe  # noqa: E402
-from perturblab.models.head import dataset_inputs  # noqa: E402
 from perturblab.models.states import layer_states  # noqa: E402
 from perturblab.studies.grounding import GroundingStudy, grounding  # noqa: E402
 
@@ -64,8 +63,8 @@ def test_values_equal_an_independent_computation(tmp_path):
     depth = [m for m in res.members if m["benchmark"] == "layer_depth"]
     assert len(depth) == 3 * 2  # layers 1..2 of each variant
     ref = next(m for m in depth if m["reference"])
-    states = {e.name: (layer_states(e, dataset_inputs(train), progress=False),
-                       layer_states(e, dataset_inputs(test), progress=False)) for e in encs}
+    states = {e.name: (layer_states(e, train.inputs(), progress=False),
+                       layer_states(e, test.inputs(), progress=False)) for e in encs}
     for m in depth:
         tr, ev = states[m["variant"]][0][m["layer"]], states[m["variant"]][1][m["layer"]]
         acc = fit_probe(tr, train.labels, seed=0, C=0.01).accuracy(ev, test.labels)

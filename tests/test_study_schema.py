@@ -31,23 +31,140 @@ def normal(value):
 
 @pytest.mark.parametrize("name", STUDIES)
 def test_the_function_has_the_options_keywords_and_defaults(name):
+    """Each study's signature is generated from its options: exactly the options' names, the
+    Python-only fields' and the old names, each with its option's default, the positional ones
+    first; its docstring ends in the generated Options section."""
     study = entry(name)
     args, fn = study.options(), study.load_function()
     params = inspect.signature(fn).parameters
     keywords = {k for k, p in params.items() if p.kind is not p.VAR_KEYWORD}
     fields = {f.name for f, _ in args.fields()}
-    aliases = {a.replace("-", "_") for _, o in args.fields() for a in o.aliases}
-    assert fields <= keywords, f"pl.{fn.__name__} lacks {sorted(fields - keywords)}"
-    extra = keywords - fields - aliases - set(args.python_only)
-    assert not extra, f"pl.{fn.__name__} has keywords without an option: {sorted(extra)}"
-    for f, opt in args.fields():
+    python_only = {f.name for f, o in args.python_fields() if o.python_only}
+    assert keywords == fields | python_only | set(args.old_names()), f"pl.{fn.__name__}: {sorted(keywords)}"
+    assert not args.python_only, "the built-in studies declare Python-only keywords as fields"
+    for f, opt in args.python_fields():
         p = params[f.name]
         if opt.required:
             continue  # the command requires it; Python may take it positionally or default it to None
         assert p.default is not p.empty, f"{f.name}: the option has a default, the function none"
         if name != "demo":
-            assert normal(p.default) == normal(args.defaults()[f.name]), f"{name} {f.name}: function default " \
-                f"{p.default!r}, option default {args.defaults()[f.name]!r}"
+            assert normal(p.default) == normal(args.defaults().get(f.name, p.default)), f"{name} {f.name}: " \
+                f"function default {p.default!r}, option default {args.defaults().get(f.name)!r}"
+    positional = [k for k, p in params.items() if p.kind is p.POSITIONAL_OR_KEYWORD]
+    assert all(params[k].kind is p.KEYWORD_ONLY for k in keywords - set(positional))
+    assert "Options (generated from" in fn.__doc__ and ">>>" in fn.__doc__.split("Options (generated from")[0]
+    for k in keywords - set(args.old_names()):
+        assert f"\n    {k} " in fn.__doc__ or f"\n    {k}\n" in fn.__doc__, f"{name}: {k} not in the Options section"
+    for k in args.old_names():
+        assert f"{k}=" in " ".join(fn.__doc__.split()), f"{name}: the old name {k} not in the Options section"
+    for f, opt in args.python_fields():
+        if opt.python_only:  # never an option of the command or a config's key
+            with pytest.raises(InputError, match="not an option"):
+                args.key_of(f.name)
+
+
+#: today's positional parameters of each study function (they are part of the Python API)
+POSITIONAL = {"compare": ["reference", "targets"], "scope": ["reference", "targets"], "demo": ["reference", "targets"],
+              "scope-lm": ["reference", "targets"], "checkpoints": ["checkpoints"], "learnability": ["models"],
+              "selfcheck": ["models"], "robustness": ["models"], "generation": ["models"], "finetuning": ["base"],
+              "layer-probes": ["model"], "similarity": ["a", "b"], "grounding": ["variants"]}
+
+
+@pytest.mark.parametrize("name", sorted(POSITIONAL))
+def test_the_positional_parameters_stay(name):
+    params = inspect.signature(entry(name).load_function()).parameters
+    assert [k for k, p in params.items() if p.kind is p.POSITIONAL_OR_KEYWORD] == POSITIONAL[name]
+
+
+def test_the_contract_catches_a_function_written_by_hand_that_disagrees_and_accepts_one_that_agrees():
+    """A study function written the old way (its keywords by hand, as a plugin may still write
+    it) keeps working and passes the contract when its keywords are the options'; one keyword
+    missing, an extra one, a different default or a positional option that is not first is
+    refused, naming the study and the keyword."""
+    import sys
+    import types
+
+    from perturblab.core.entry import study_function
+    from perturblab.studies.args import Args
+    from perturblab.studies.registry import StudyEntry
+    from perturblab.testing import check_signature
+
+    @dataclass(kw_only=True)
+    class HandArgs(Args):
+        models: str | None = option(required=True, positional=True, help="models")
+        n: int = option(8, min=1, help="examples")
+        trials: int = option(3, aliases=("seeds",), min=1, help="repetitions")
+
+    def agreeing(models, *, n=8, trials=3, out=None, quiet=False, seeds=None):
+        return n
+
+    def make(fn):
+        module = types.ModuleType("hand_study")
+        module.HandArgs, module.fn = HandArgs, study_function(HandArgs)(fn)
+        sys.modules["hand_study"] = module
+        return StudyEntry("hand", "hand_study:HandArgs", "hand_study:fn", "a study written by hand")
+
+    try:
+        check_signature(make(agreeing))
+        assert sys.modules["hand_study"].fn("m", n=5) == 5
+        with pytest.raises(InputError, match="--n: must be at least 1"):
+            sys.modules["hand_study"].fn("m", n=0)
+        bad = {
+            "lacks": lambda models, *, trials=3, out=None, quiet=False: 0,
+            "without an option": lambda models, *, n=8, trials=3, extra=1, out=None, quiet=False: 0,
+            "defaults to 9": lambda models, *, n=9, trials=3, out=None, quiet=False: 0,
+            "positional": lambda n=8, *, models=None, trials=3, out=None, quiet=False: 0,
+        }
+        for message, fn in bad.items():
+            with pytest.raises(AssertionError, match=message):
+                check_signature(make(fn))
+
+        @study_function(HandArgs)
+        def body(args, given):
+            """A study from its options."""
+            return args.n, given["models"]
+
+        sys.modules["hand_study"].fn = body
+        check_signature(StudyEntry("hand", "hand_study:HandArgs", "hand_study:fn", "generated"))
+        assert body(["a", "b"], seeds=2) == (8, ["a", "b"])
+        assert str(inspect.signature(body)).startswith("(models: 'str | None', *, n: 'int' = 8, trials: 'int' = 3")
+    finally:
+        sys.modules.pop("hand_study", None)
+
+
+def test_the_body_gets_the_checked_options_and_every_keyword_as_called():
+    from perturblab.core.entry import study_function
+
+    @dataclass(kw_only=True)
+    class BodyArgs(StudyArgs):
+        models: str | None = option(required=True, positional=True, python="str | Sequence[Any]", help="models")
+        fields_: list[str] = option([], parse=csv_list, help="columns")
+        trials: int = option(3, aliases=("seeds",), min=1, help="repetitions")
+        hooks: dict | None = option(None, python_only=True, help="callables by name")
+
+    seen = []
+
+    @study_function(BodyArgs)
+    def toy(args, given):
+        """Toy."""
+        seen.append((args, dict(given)))
+        return "done"
+
+    obj = object()
+    assert toy([obj], fields_=("a", "b"), seeds=2, hooks={"h": len}) == "done"
+    args, given = seen[-1]
+    assert args.models is None and args.fields_ == ["a", "b"] and args.trials == 2 and args.hooks is None
+    assert given["models"] == [obj] and given["hooks"] == {"h": len} and given["out"] is None
+    assert toy.__wrapped__(models="x", out="o") == "done" and seen[-1][0].models == "x"
+    assert "hooks" not in {f.name for f, _ in BodyArgs.fields()} and "hooks" not in BodyArgs.names()
+    parser = argparse.ArgumentParser()
+    BodyArgs.add_arguments(parser)
+    assert "--hooks" not in parser.format_help()
+    assert "hooks = None" in toy.__doc__ and "(Python only)" in toy.__doc__ and "(also seeds=" in toy.__doc__
+    with pytest.raises(InputError, match="--trials: must be at least 1"):
+        toy("m", trials=0)
+    with pytest.raises(TypeError):
+        toy("m", "extra")
 
 
 @pytest.mark.parametrize("name", STUDIES)

@@ -33,60 +33,123 @@ if TYPE_CHECKING:  # pragma: no cover
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def study_function(args: "type[StudyArgs] | str") -> Callable[[F], F]:
-    """Decorate a study's Python function: a call's plain values (those a command line could give)
-    are read and checked by ``args`` (:meth:`~.options.StudyArgs.from_python` then
-    :meth:`~.options.StudyArgs.check`) before the function runs; model objects, data sets and
-    Python-only keywords are the function's to check. ``args`` may be given as ``module:Class``
-    (imported at the first call). ``fn.__wrapped__`` is the unchecked body (for callers that
-    checked already). Every decorated function also takes ``device=`` and ``dtype=`` (the
-    ``--device`` / ``--dtype`` of its command), which place the models it loads
-    (:func:`perturblab.core.placement.placement`).
+def study_function(args: "type[StudyArgs] | str") -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Make a study's Python function from its options class ``args`` (a
+    :class:`~.options.StudyArgs` subclass, or ``module:Class``) and its BODY, a function of
+    ``(args, given)``:
+
+    * the function's signature is generated from the fields
+      (:func:`~.signature.signature_of`: the options marked ``positional`` first, every other
+      field keyword-only with its default, the Python-only fields and the old names last), and its
+      docstring is the body's followed by the "Options" section generated from them
+      (:func:`~.signature.options_doc`), so no option is declared twice;
+    * a call binds its arguments to that signature; ``given`` is every keyword as called (its
+      default when not given; objects too: models, data sets, corpora, hooks), ``args`` the options
+      read from its plain values (:meth:`~.options.StudyArgs.from_python`: objects and Python-only
+      keywords left at their defaults) and checked (:meth:`~.options.StudyArgs.check`) before the
+      body runs, nothing locked, loaded or written; the body names what it was given as objects
+      (``dataclasses.replace(args, reference=name)``);
+    * ``device=`` and ``dtype=`` (fields of every study's options: ``--device`` / ``--dtype``)
+      place the models it loads (:func:`perturblab.core.placement.placement`);
+    * ``fn.__wrapped__`` takes the same keywords and runs the body unchecked (for callers that
+      checked already: :func:`run_saved`).
+
+    A function written the old way, its keywords by hand (anything but ``(args, given)``), keeps
+    working: its call's plain values are checked the same way before it runs, and the contract
+    (:func:`perturblab.testing.check_signature`) checks that its keywords are the options'.
 
     Example::
 
+        >>> import inspect
         >>> from dataclasses import dataclass
         >>> from perturblab.core.options import StudyArgs, option
         >>> @dataclass(kw_only=True)
         ... class ToyArgs(StudyArgs):
+        ...     models: str | None = option(required=True, positional=True, python="str | Sequence[Any]",
+        ...                                 help="models")
         ...     n_boot: int = option(1000, min=1, help="bootstrap resamples")
         >>> @study_function(ToyArgs)
-        ... def toy(*, n_boot=1000, out=None, quiet=False):
-        ...     return n_boot
-        >>> toy(n_boot=5)
-        5
-        >>> toy(n_boot=0)
+        ... def toy(args, given):
+        ...     \"\"\"A toy study.\"\"\"
+        ...     return args.n_boot, given["models"]
+        >>> toy(["a", "b"], n_boot=5)
+        (5, ['a', 'b'])
+        >>> list(inspect.signature(toy).parameters)
+        ['models', 'n_boot', 'out', 'quiet', 'device', 'dtype']
+        >>> toy("a", n_boot=0)
         Traceback (most recent call last):
         ...
         perturblab.errors.InputError: --n-boot: must be at least 1, got 0
     """
 
-    def decorate(fn: F) -> F:
-        from .options import PLACEMENT
+    def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
+        from .signature import options_doc, signature_of
 
-        signature = inspect.signature(fn)
-        extra = [n for n in PLACEMENT if n not in signature.parameters]
+        if list(inspect.signature(fn).parameters) != ["args", "given"]:
+            return _old_style(fn, args)
+        options = import_object(args) if isinstance(args, str) else args
+        signature = signature_of(options, inspect.signature(fn).return_annotation)
+        old = options.old_names()
+
+        def given_of(a: tuple, kw: dict[str, Any]) -> dict[str, Any]:
+            bound = signature.bind(*a, **kw)
+            given = options.python_defaults()
+            given.update({n: None for n in old})
+            given.update(bound.arguments)
+            return given
+
+        def unchecked(*a: Any, **kw: Any) -> Any:
+            given = given_of(a, kw)
+            return fn(options.from_python(given), given)
 
         @functools.wraps(fn)
-        def checked(*a: Any, **kw: Any) -> Any:
+        def public(*a: Any, **kw: Any) -> Any:
             from .placement import placement
 
-            place = {n: kw.pop(n, None) for n in extra}
-            bound = signature.bind(*a, **kw)
-            options = import_object(args) if isinstance(args, str) else args
-            options.from_python({**bound.arguments, **place}).check()
-            with placement(place.get("device"), place.get("dtype")):
-                return fn(*a, **kw)
+            given = given_of(a, kw)
+            checked = options.from_python(given)
+            checked.check()
+            with placement(given.get("device"), given.get("dtype")):
+                return fn(checked, given)
 
-        # every study function takes device= and dtype= (--device / --dtype): where its models run
-        params = list(signature.parameters.values())
-        at = next((i for i, p in enumerate(params) if p.kind is p.VAR_KEYWORD), len(params))
-        params[at:at] = [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=None, annotation="str | None")
-                         for n in extra]
-        checked.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
-        return checked  # type: ignore[return-value]
+        functools.update_wrapper(unchecked, fn)
+        unchecked.__signature__ = signature  # type: ignore[attr-defined]
+        public.__signature__ = signature  # type: ignore[attr-defined]
+        public.__wrapped__ = unchecked  # type: ignore[attr-defined]
+        doc = inspect.cleandoc(fn.__doc__ or "")
+        public.__doc__ = (doc + "\n\n" if doc else "") + options_doc(options)
+        public.__study_args__ = options  # type: ignore[attr-defined]
+        return public
 
     return decorate
+
+
+def _old_style(fn: F, args: "type[StudyArgs] | str") -> F:
+    """A study function written the old way (its keywords by hand): a call's plain values are
+    checked by ``args`` before it runs; ``device=`` and ``dtype=`` are added where it lacks them."""
+    from .options import PLACEMENT
+
+    signature = inspect.signature(fn)
+    extra = [n for n in PLACEMENT if n not in signature.parameters]
+
+    @functools.wraps(fn)
+    def checked(*a: Any, **kw: Any) -> Any:
+        from .placement import placement
+
+        place = {n: kw.pop(n, None) for n in extra}
+        bound = signature.bind(*a, **kw)
+        options = import_object(args) if isinstance(args, str) else args
+        options.from_python({**bound.arguments, **place}).check()
+        with placement(place.get("device"), place.get("dtype")):
+            return fn(*a, **kw)
+
+    # every study function takes device= and dtype= (--device / --dtype): where its models run
+    params = list(signature.parameters.values())
+    at = next((i for i, p in enumerate(params) if p.kind is p.VAR_KEYWORD), len(params))
+    params[at:at] = [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=None, annotation="str | None")
+                     for n in extra]
+    checked.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+    return checked  # type: ignore[return-value]
 
 
 def import_object(where: str) -> Any:

@@ -10,9 +10,11 @@ whether the field names models or data). From that one declaration come
   :meth:`StudyArgs.kwargs`),
 * the YAML entry of a study config (:meth:`StudyArgs.from_config`: the same names and old names,
   values read exactly as the command line reads its text),
+* the study's Python function: its signature and the "Options" section of its docstring
+  (:meth:`StudyArgs.python_signature`, :meth:`StudyArgs.python_doc`, made by
+  :func:`~.entry.study_function`; a function written by hand is checked against them),
 
-and the study's Python function is checked against it (same keywords, same defaults) by the
-test suite, so the three ways of running a study cannot drift apart.
+so the three ways of running a study cannot drift apart.
 
 Example::
 
@@ -99,7 +101,15 @@ class Opt:
     (``--label-map``); ``role`` marks an option that names models and ``data`` one that names a
     data set or corpus (a study config resolves its ``models:`` and ``data:`` names for them);
     ``runner`` options (``out``, ``quiet``, the executor) are set by the config runner, not by an
-    entry; options of one ``one_of`` group exclude each other, and one of them must be given."""
+    entry; options of one ``one_of`` group exclude each other, and one of them must be given.
+
+    What the study's Python function shows (its signature is generated from the fields,
+    :func:`~.entry.study_function`): ``positional`` options are its positional parameters (in
+    field order; the others are keyword-only); ``python`` is the keyword's annotation where Python
+    takes more than the command line's text (``"str | Sequence[str]"``, ``"Any"`` for model
+    objects; default: the field's type); ``python_only`` fields are keywords of the Python function
+    alone (model objects, hooks): never on the command line or in a config, and never read into
+    the options (they stay at their default there; the body reads them from ``given``)."""
 
     help: str = ""
     aliases: tuple[str, ...] = ()
@@ -118,6 +128,9 @@ class Opt:
     above: float | None = None
     below: float | None = None
     check: Callable[[Any], Any] | None = None
+    python: str | None = None
+    positional: bool = False
+    python_only: bool = False
 
     def __post_init__(self) -> None:
         if self.role is not None and self.role not in ROLES:
@@ -201,7 +214,8 @@ def option(default: Any = None, *, help: str = "", aliases: Sequence[str] = (), 
            choices: Sequence[Any] | None = None, metavar: str | None = None, required: bool = False,
            flag: bool = False, repeat: bool = False, role: str | None = None, data: bool = False,
            runner: bool = False, one_of: str | None = None, min: float | None = None, max: float | None = None,
-           above: float | None = None, below: float | None = None, check: Callable[[Any], Any] | None = None) -> Any:
+           above: float | None = None, below: float | None = None, check: Callable[[Any], Any] | None = None,
+           python: str | None = None, positional: bool = False, python_only: bool = False) -> Any:
     """A field of a :class:`StudyArgs` dataclass (see :class:`Opt`); a list default is copied
     for each instance.
 
@@ -210,7 +224,8 @@ def option(default: Any = None, *, help: str = "", aliases: Sequence[str] = (), 
     meta = {"option": Opt(help=help, aliases=tuple(aliases), parse=parse,
                           choices=tuple(choices) if choices is not None else None, metavar=metavar,
                           required=required, flag=flag, repeat=repeat, role=role, data=data, runner=runner,
-                          one_of=one_of, min=min, max=max, above=above, below=below, check=check)}
+                          one_of=one_of, min=min, max=max, above=above, below=below, check=check,
+                          python=python, positional=positional, python_only=python_only)}
     if isinstance(default, (list, dict)):
         return field(default_factory=lambda: type(default)(default), metadata=meta)
     return field(default=default, metadata=meta)
@@ -265,7 +280,7 @@ class StudyArgs:
     """Base of every study's options: ``out`` and ``quiet``, which every study has. A subclass
     adds its fields with :func:`option`; see the module docstring."""
 
-    out: str | None = option(None, required=True, runner=True,
+    out: str | None = option(None, required=True, runner=True, python="str | Path | None",
                              help="output directory (re-running with the same inputs resumes; what changed is "
                                   "computed afresh)")
     quiet: bool = option(False, flag=True, runner=True, help="no progress bars")
@@ -277,15 +292,29 @@ class StudyArgs:
                                     "spec's [dtype=...] wins; results are stored per dtype (default: float32)")
 
     # -- the schema ------------------------------------------------------------------------
-    #: keywords of the study function that have no command-line form (objects, Python-only hooks)
+    #: keywords of a study function written the old way (its keywords by hand) that have no
+    #: command-line form; a field declared ``option(..., python_only=True)`` is the way now
     python_only: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
     def fields(cls) -> list[tuple[dataclasses.Field, Opt]]:
         """The option fields in declaration order, the runner's (``out``, ``quiet``, the
-        executor) last."""
+        executor) last; the Python-only fields (``python_only``) are no options and left out."""
+        return [x for x in cls.python_fields() if not x[1].python_only]
+
+    @classmethod
+    def python_fields(cls) -> list[tuple[dataclasses.Field, Opt]]:
+        """Every field of the Python function, in its order: the options (:meth:`fields`'s order),
+        then the Python-only fields."""
         own = [(f, f.metadata["option"]) for f in dataclasses.fields(cls) if "option" in f.metadata]
-        return [x for x in own if not x[1].runner] + [x for x in own if x[1].runner]
+        return ([x for x in own if not x[1].runner and not x[1].python_only]
+                + [x for x in own if x[1].runner and not x[1].python_only] + [x for x in own if x[1].python_only])
+
+    @classmethod
+    def python_only_names(cls) -> list[str]:
+        """The keywords of the Python function that are no options: the Python-only fields and the
+        old way's ``python_only`` names."""
+        return [f.name for f, o in cls.python_fields() if o.python_only] + list(cls.python_only)
 
     @classmethod
     def names(cls) -> dict[str, str]:
@@ -437,6 +466,18 @@ class StudyArgs:
                                  + (f"; got {', '.join(given)}" if given else ""))
 
     # -- the study function -----------------------------------------------------------------
+    @classmethod
+    def python_defaults(cls) -> dict[str, Any]:
+        """Each keyword's default in the Python function (every field's, the Python-only ones too;
+        a list default is a fresh copy)."""
+        return {f.name: f.default_factory() if f.default_factory is not MISSING else f.default  # type: ignore[misc]
+                for f, _ in cls.python_fields()}
+
+    @classmethod
+    def old_names(cls) -> dict[str, str]:
+        """Each old name (``seeds``) -> the field it sets (``trials``), as Python keywords."""
+        return {a.replace("-", "_"): f.name for f, o in cls.fields() for a in o.aliases}
+
     def kwargs(self) -> dict[str, Any]:
         """The study function's keyword arguments (all but :data:`PLACEMENT`, which
         :meth:`placement` gives)."""
@@ -457,7 +498,9 @@ class StudyArgs:
         """The options of one call of the study function (``arguments``: its keyword values, e.g.
         ``locals()`` at its top) read as :meth:`from_python` reads them, with ``named`` set as
         given: the names the function made for what it was given as objects (models, a data
-        set). The study reads nothing else."""
+        set). The study reads nothing else. (The old way, ``of_call(locals(), ...)`` at the top
+        of a function with its keywords by hand; a body of ``(args, given)`` gets its options
+        read already.)"""
         return dataclasses.replace(cls.from_python(arguments), **named)
 
     @classmethod

@@ -57,6 +57,10 @@ class Dataset:
     def is_pair(self) -> bool:
         return any(e.text_b is not None for e in self.examples)
 
+    def inputs(self) -> list[str | tuple[str, str]]:
+        """The model inputs of the examples: texts, or ``(text, text_b)`` pairs for a pair task."""
+        return [e.text if e.text_b is None else (e.text, e.text_b) for e in self.examples]
+
     @property
     def labels(self) -> np.ndarray:
         if any(e.label is None for e in self.examples):

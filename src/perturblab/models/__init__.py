@@ -21,7 +21,6 @@ _LAZY: dict[str, str] = {
     "PAIR_SEPARATOR": "sklearn_backend",
     "EncoderClassifier": "head",
     "train_encoder_head": "head",
-    "dataset_inputs": "head",
     "HFEncoder": "hf",
     "HFSequenceClassifier": "hf",
     "HFSequenceRegressor": "hf",
@@ -57,7 +56,7 @@ __all__ = ["POOLINGS", "Classifier", "CountingClassifier", "Encoder", "Pooling",
 if TYPE_CHECKING:  # pragma: no cover
     from .cache import CachedClassifier
     from .callable_backend import CallableClassifier
-    from .head import EncoderClassifier, dataset_inputs, train_encoder_head
+    from .head import EncoderClassifier, train_encoder_head
     from .hf import HFEncoder, HFSequenceClassifier, HFSequenceRegressor
     from .regression import EncoderRegressor, SklearnRegressor, load_regressor, train_tfidf_ridge
     from .lm import HFCausalLM, LanguageModel, log_perplexity

@@ -22,11 +22,6 @@ from .base import POOLINGS, Encoder, Pooling, TextInput, check_inputs, fingerpri
 HEAD_FORMAT = 1
 
 
-def dataset_inputs(dataset: Dataset) -> list[TextInput]:
-    """The model inputs of a data set: texts, or ``(text, text_b)`` pairs for pair tasks."""
-    return [e.text if e.text_b is None else (e.text, e.text_b) for e in dataset.examples]
-
-
 def pooled_states(encoder: Any, inputs: Sequence[TextInput], layer: int, pooling: Pooling) -> np.ndarray:
     """One layer's pooled states, via ``encoder.pooled`` when it exists (fast path)."""
     if hasattr(encoder, "pooled"):
@@ -160,7 +155,7 @@ def train_encoder_head(encoder: Encoder, dataset: Dataset, *, seed: int, C: floa
     present = np.unique(y)
     if len(present) < 2:
         raise InputError(f"data set {dataset.name!r} has examples of only {len(present)} class; need >= 2")
-    h = states if states is not None else pooled_states(encoder, dataset_inputs(dataset), layer, pooling)
+    h = states if states is not None else pooled_states(encoder, dataset.inputs(), layer, pooling)
     h = np.asarray(h, dtype=np.float64)
     if h.shape[0] != len(y):
         raise InputError(f"states has {h.shape[0]} rows for {len(y)} examples")

@@ -29,7 +29,7 @@ import numpy as np
 from ..data.examples import Dataset
 from ..errors import InputError
 from .base import POOLINGS, Encoder, Pooling, Regressor, TextInput, check_inputs, fingerprint_of
-from .head import dataset_inputs, pooled_states
+from .head import pooled_states
 from .sklearn_backend import StoredEstimator, estimator_fingerprint, join_pair
 
 SAVE_FORMAT = 1
@@ -83,7 +83,7 @@ def train_tfidf_ridge(dataset: Dataset, seed: int = 0, *, alpha: float = RIDGE_A
     from sklearn.pipeline import Pipeline
 
     y = regression_targets(dataset, name)
-    texts = [join_pair(x) for x in dataset_inputs(dataset)]
+    texts = [join_pair(x) for x in dataset.inputs()]
     pipe = Pipeline([("tfidf", TfidfVectorizer(ngram_range=(1, 2), min_df=1, sublinear_tf=True)),
                      ("ridge", Ridge(alpha=alpha))]).fit(texts, y)
     return SklearnRegressor(pipe, name=name)
@@ -154,7 +154,7 @@ def train_encoder_ridge(encoder: Encoder, dataset: Dataset, *, alpha: float = RI
     from sklearn.linear_model import Ridge
 
     y = regression_targets(dataset, "a ridge head")
-    h = states if states is not None else pooled_states(encoder, dataset_inputs(dataset), layer, pooling)
+    h = states if states is not None else pooled_states(encoder, dataset.inputs(), layer, pooling)
     h = np.asarray(h, dtype=np.float64)
     if h.shape[0] != len(y):
         raise InputError(f"states has {h.shape[0]} rows for {len(y)} examples")

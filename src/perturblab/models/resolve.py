@@ -505,9 +505,8 @@ def _classifier(ms: ModelSpec, train: "Dataset", seed: int, data_name: str | Non
     if named.api_definition(name, "classifier") is None and name not in presets.PRESETS:
         if name.lower() in zoo.TRAINABLE.names():
             _no_options(ms, "models trained here")
-            from .head import dataset_inputs
 
-            return zoo.fit_model(name, dataset_inputs(train), train.labels, seed, label_names=train.label_names)
+            return zoo.fit_model(name, train.inputs(), train.labels, seed, label_names=train.label_names)
         source = local_or_hub(name)
         if source is not None:
             from .hf import HFSequenceClassifier

@@ -23,7 +23,7 @@ from typing import Any, Callable, Sequence
 
 from ..core.options import Opt, StudyArgs, option
 from ..errors import InputError
-from .models import items
+from .given import items
 
 _CORPUS_FIELDS = ("corpus", "benign_corpus")
 #: the help of every study's ``--max-seconds`` (a fine-tune's wall-clock budget)

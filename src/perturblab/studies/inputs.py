@@ -32,7 +32,6 @@ def study_inputs(data: str, n: int, seed: int = 0, *, text_fields: Sequence[str]
     ``conll2010``) and ``.txt`` files to :func:`perturblab.data.corpus.load_corpus`.
     """
     from ..data.corpus import CORPORA, load_corpus
-    from ..models.head import dataset_inputs
 
     if n < 4:
         raise InputError(f"n must be at least 4 inputs, got {n}")
@@ -40,7 +39,7 @@ def study_inputs(data: str, n: int, seed: int = 0, *, text_fields: Sequence[str]
         corpus = load_corpus(data)
         return list(corpus.sample(min(n, len(corpus)), seed=seed))
     ds = load_study_data(data, text_fields=text_fields) if text_fields else _load(data)
-    return dataset_inputs(ds.sample(n, seed=seed))
+    return ds.sample(n, seed=seed).inputs()
 
 
 def _load(data: str) -> Dataset:

@@ -32,7 +32,9 @@ class StudyEntry:
     options dataclass and of its Python function), ``help`` (the command's one line) and
     ``defaults`` (defaults of this command that differ from the options', e.g. ``demo``'s);
     ``example``: options (beside ``out``) that run the study in seconds on the packaged models,
-    with which the conformance suite runs every study through each entry point."""
+    with which the conformance suite runs every study through each entry point; ``compare``:
+    ``module:name`` of its part in ``perturblab compare``
+    (:class:`~perturblab.studies.compare.part.Part`; empty: it takes no part)."""
 
     name: str
     args: str
@@ -41,6 +43,7 @@ class StudyEntry:
     defaults: dict[str, Any] = field(default_factory=dict)
     config: bool = True  # may be an entry of a study config
     example: dict[str, Any] = field(default_factory=dict)
+    compare: str = ""
 
     def options(self) -> "type[StudyArgs]":
         """The options dataclass."""
@@ -49,6 +52,10 @@ class StudyEntry:
     def load_function(self) -> Callable[..., Any]:
         """The Python function (``pl.<name>``)."""
         return import_object(self.function)
+
+    def compare_part(self) -> Any:
+        """Its part in ``perturblab compare`` (None: it takes no part)."""
+        return import_object(self.compare) if self.compare else None
 
 
 STUDIES: Registry[StudyEntry] = Registry("study")
@@ -140,13 +147,14 @@ _add("compare", "compare.config:CompareArgs", "studies.compare.function:compare"
      "thresholds for CI")
 # by paper: SCoPE, learnability, self-supervised evaluation, robustness, grounding
 _add("scope", "scope.config:ScopeArgs", "studies.scope.function:scope", "shared-invariance study (SCoPE)",
+     compare="perturblab.studies.scope.compare:INVARIANCES",
      example=dict(reference="tfidf-lr", targets="minilm-l3", capabilities="typo", n=8, trials=1, n_boot=50))
 _add("demo", "scope.config:ScopeArgs", "studies.scope.function:scope", "the SCoPE study on packaged models, small default size",
      defaults=dict(reference="minilm-l6", targets="minilm-l6-int8,minilm-l3,tfidf-lr",
                    capabilities="synonym,typo,fairness", n=60, trials=3, out="out/demo"), config=False,
      example=dict(reference="tfidf-lr", targets="minilm-l3", capabilities="typo", n=8, trials=1, n_boot=50))
 _add("scope-lm", "scope.config:LMScopeArgs", "studies.scope.function:scope_lm",
-     "shared invariances of language models (SCoPE App. G)",
+     "shared invariances of language models (SCoPE App. G)", compare="perturblab.studies.scope.compare:LM_INVARIANCES",
      example=dict(reference="smollm2-135m", targets="smollm2-135m-int8", capabilities="typo", corpus="conll2010",
                   n=2, trials=1, n_boot=50, max_words=1, max_candidates=1))
 _add("checkpoints", "scope.config:CheckpointsArgs", "studies.scope.function:checkpoints",
@@ -156,11 +164,12 @@ _add("learnability", "learnability.config:LearnabilityArgs", "studies.learnabili
      example=dict(models="tfidf-lr", perturbations="leet_letters", trials=1, n_train=40, n_eval=20, ps=[0.1, 1.0],
                   workers=1))
 _add("selfcheck", "selfcheck.config:SelfCheckArgs", "studies.selfcheck.function:selfcheck",
-     "self-supervised LM evaluation (five sensitivity scores)",
+     "self-supervised LM evaluation (five sensitivity scores)", compare="perturblab.studies.selfcheck.compare:SELFCHECK",
      example=dict(models="smollm2-135m", corpus="conll2010", benign_corpus="none", metrics="negation,entropy", n=2,
                   max_new_tokens=4))
 _add("robustness", "robustness.config:RobustnessArgs", "studies.robustness.function:robustness",
      "relative robustness of classifiers and regressors to perturbations (Table 3 style)",
+     compare="perturblab.studies.robustness.compare:ROBUSTNESS",
      example=dict(models="tfidf-lr", perturbations="change_char", n_train=20, n_eval=20, trials=1, metrics="accuracy",
                   n_boot=50))
 _add("generation", "robustness.config:GenerationArgs", "studies.robustness.function:generation",
@@ -174,7 +183,7 @@ _add("layer-probes", "robustness.layer_probes.config:LayerProbesArgs",
      "studies.robustness.layer_probes:layer_probes", "per-layer probes on clean vs perturbed inputs; top affected layers",
      example=dict(model="minilm-l3", perturbations="change_char", n_train=40, n_eval=20, top=1))
 _add("similarity", "grounding.config:SimilarityArgs", "studies.grounding.similarity_function:similarity",
-     "layer x layer representation similarity of two models",
+     "layer x layer representation similarity of two models", compare="perturblab.studies.grounding.compare:LAYERS",
      example=dict(a="minilm-l3", b="minilm-l6", measures="cka", n=40))
 _add("grounding", "grounding.config:GroundingArgs", "studies.grounding:grounding",
      "rank correlation of similarity measures with probe accuracy (Table 1)",

@@ -59,23 +59,31 @@ def _normal(value: Any) -> Any:
 
 
 def check_signature(entry: "StudyEntry") -> None:
-    """The function's keywords (``inspect.signature``) are the options' names (old names and the
-    options' ``python_only`` keywords besides), each option with a default has it as the keyword's
-    default (lists compared as comma text)."""
+    """The function's keywords (``inspect.signature``) are exactly the options' names, the
+    Python-only fields' (and the old way's ``python_only`` names) and the options' old names; each
+    option and Python-only field with a default has it as the keyword's default (lists compared as
+    comma text); the options marked ``positional`` are the function's first parameters, in order.
+    A function made from its options (:func:`~perturblab.core.entry.study_function` of a body)
+    has this signature by construction; one written the old way, its keywords by hand, is held to
+    it here."""
     import inspect
 
     contract = "keywords are the options"
     args, fn = entry.options(), entry.load_function()
     params = inspect.signature(fn).parameters
-    keywords = {k for k, p in params.items() if p.kind is not p.VAR_KEYWORD}
+    keywords = {k for k, p in params.items() if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)}
     fields = {f.name for f, _ in args.fields()}
-    aliases = {a.replace("-", "_") for _, o in args.fields() for a in o.aliases}
+    python_only = set(args.python_only_names())
+    aliases = set(args.old_names())
     name = getattr(fn, "__name__", entry.function)
     _require(fields <= keywords, entry.name, contract, lambda: f"{name}() lacks {sorted(fields - keywords)}")
-    extra = keywords - fields - aliases - set(args.python_only)
+    declared = {f.name for f, o in args.python_fields() if o.python_only}
+    _require(declared <= keywords, entry.name, contract,
+             lambda: f"{name}() lacks the Python-only keywords {sorted(declared - keywords)}")
+    extra = keywords - fields - aliases - python_only
     _require(not extra, entry.name, contract, lambda: f"{name}() has keywords without an option: {sorted(extra)}")
-    defaults = args.defaults()
-    for f, opt in args.fields():
+    defaults = args.python_defaults()
+    for f, opt in args.python_fields():
         if opt.required:
             continue  # the command requires it; Python may take it positionally or default it to None
         p = params[f.name]
@@ -83,5 +91,10 @@ def check_signature(entry: "StudyEntry") -> None:
                  f"{f.name}: the option has a default, {name}() none")
         _require(_normal(p.default) == _normal(defaults[f.name]), entry.name, contract,
                  lambda: f"{f.name}: {name}() defaults to {p.default!r}, the option to {defaults[f.name]!r}")
-
-
+    for a in aliases & keywords:
+        _require(params[a].default is None, entry.name, contract,
+                 lambda: f"{a}: an old name defaults to None (not given), {name}() to {params[a].default!r}")
+    wanted = [f.name for f, o in args.python_fields() if o.positional]
+    first = [k for k, p in params.items() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)][:len(wanted)]
+    _require(first == wanted, entry.name, contract,
+             lambda: f"{name}() takes {first} first, the options mark {wanted} positional")

@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Sequence
 
 from ...core.headline import Estimate, defined
-from .keys import EQUIVALENCE_KEYS, GAPS, SHARES
+from .keys import GAPS, SHARES, equivalence_keys
 from .severity import equivalence_interval
 
 @dataclass
@@ -107,12 +107,12 @@ def run_equivalence(estimates: dict[str, list[Estimate]], references: dict[str, 
     whose difference is taken here."""
     from .severity import score_difference
 
-    checks = []
+    checks, paired = [], equivalence_keys()
     for metric, margin in margins:
         for target, mine in estimates.items():
             keys = {e.key for e in mine}
             # a score's paired gap stands for the score where the study gives one
-            found = [e for e in mine if e.key.split(":", 1)[0] in EQUIVALENCE_KEYS and
+            found = [e for e in mine if e.key.split(":", 1)[0] in paired and
                      (_matches(e, metric) and f"{e.key}_gap" not in keys or e.key == f"{metric}_gap")]
             if not found:
                 checks.append(Check(target, metric, "", margin, None, "no estimate", False, kind="equivalent",

@@ -9,10 +9,6 @@ from ...core.options import option
 from ...errors import InputError
 from ..args import Args, items, nonempty
 
-#: the studies compare can run, by the name of their folder in the output directory
-STUDY_NAMES = ("invariances", "robustness", "layers", "lm-invariances", "selfcheck")
-
-
 def threshold(value: str) -> tuple[str, float]:
     """``METRIC=VALUE`` of ``--fail-under`` -> (metric, value); the metric is a headline key
     (``hard_scope:typo``, ``relative_robustness:change_char``) or its first part (``soft_scope``:
@@ -43,16 +39,28 @@ def margins(values: list[str] | None) -> None:
 
 
 def study_list(value: str | None) -> None:
-    """``--studies``: names from :data:`STUDY_NAMES`, none twice."""
+    """``--studies``: the parts of registered studies (by their own name or the study's registry
+    name, :func:`~.plan.part_name`), none twice."""
+    from .part import part_name, studies_of
+
     if value is None:
         return
     names = items(value)
     if not names:
-        raise InputError(f"give at least one study of {', '.join(STUDY_NAMES)}, or leave --studies out")
-    unknown = [n for n in names if n not in STUDY_NAMES]
+        raise InputError(f"give at least one study of {', '.join(studies_of())}, or leave --studies out")
+    unknown = []
+    for n in names:
+        try:
+            part_name(n)
+        except InputError:
+            unknown.append(n)
     if unknown:
-        raise InputError(f"unknown stud{'y' if len(unknown) == 1 else 'ies'} {', '.join(unknown)}; "
-                         f"choose from {', '.join(STUDY_NAMES)}")
+        raise InputError(f"unknown stud{'y' if len(unknown) == 1 else 'ies'} {', '.join(unknown)}; choose from "
+                         + ", ".join(f"{p} ({s})" for p, s in studies_of().items()))
+    parts = [part_name(n) for n in names]
+    twice = next((n for i, n in enumerate(parts) if n in parts[:i]), None)
+    if twice is not None:
+        raise InputError(f"names {twice} twice; give each study once")
 
 
 def duration(value: str) -> float:
@@ -67,15 +75,18 @@ def duration(value: str) -> float:
 class CompareArgs(Args):
     """The options of ``perturblab compare`` and :func:`perturblab.compare`."""
 
-    reference: str | None = option(required=True, role="model", help="the model you trust: a classifier (minilm-l6, a fine-tuned "
+    reference: str | None = option(required=True, role="model", positional=True, python="str", help="the model you trust: a classifier (minilm-l6, a fine-tuned "
                                                         "HF directory, ...) or a language model (smollm2-135m, ...)")
-    targets: str | None = option(required=True, role="model", check=nonempty,
+    targets: str | None = option(required=True, role="model", check=nonempty, positional=True,
+                                 python="str | Sequence[str]",
                                  help="comma list of the models to compare with it, of the same kind")
     data: str = option("rotten_tomatoes", data=True, help="labelled data for classifiers")
     corpus: str = option("oanc", help="unlabelled text for language models: a packaged corpus or a text file")
     studies: str | None = option(None, check=study_list,
-                                 help=f"comma list of {', '.join(STUDY_NAMES)}; default: those the models' kind "
-                                      "supports")
+                                 help="comma list of the studies to run, by their folder name or their command: "
+                                      "invariances (scope), robustness, layers (similarity), lm-invariances "
+                                      "(scope-lm), selfcheck, and those of installed packages; default: those the "
+                                      "models' kind supports")
     budget: str = option("10m", check=duration, help="about how long the studies may take (90s, 10m, 1.5h); "
                                                      "sample sizes are chosen to fit it")
     fail_under: list[str] | None = option(None, repeat=True, check=thresholds, metavar="METRIC=VALUE",
@@ -112,14 +123,14 @@ class CompareArgs(Args):
 
     def reference_name(self) -> str:
         """The name the studies report for the reference (its ``NAME=``, else its source)."""
-        from ..models import display_name
+        from ..given import display_name
 
         return display_name(self.reference or "")
 
     def target_labels(self) -> list[str]:
         """The names the studies report for the targets, in the order given (:meth:`target_names`
         are the specs as given)."""
-        from ..models import display_name
+        from ..given import display_name
 
         return [display_name(t) for t in self.target_names()]
 
@@ -127,7 +138,7 @@ class CompareArgs(Args):
         """The options' own checks, then one name per model: two specs the studies would report
         under one name are refused before any work."""
         super().check()
-        from ..models import display_name
+        from ..given import display_name
 
         seen: dict[str, str] = {}
         for spec in [self.reference or "", *self.target_names()]:
@@ -138,5 +149,8 @@ class CompareArgs(Args):
             seen[name] = spec
 
     def study_names(self) -> list[str] | None:
-        """``studies`` given, or None: those the models support."""
-        return items(self.studies) if self.studies else None
+        """The parts ``studies`` names (registry names read as their parts' names), or None:
+        those the models support."""
+        from .part import part_name
+
+        return [part_name(n) for n in items(self.studies)] if self.studies else None

@@ -9,7 +9,7 @@ import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping
 
 from ...core.entry import check_out, run_saved, study_function, workspace
 from ...core.files import all_or_nothing, atomic_write_bytes, atomic_write_text
@@ -128,10 +128,7 @@ class CompareResult(StudyResult):
 
 
 @study_function("perturblab.studies.compare.config:CompareArgs")
-def compare(reference: str, targets: str | Sequence[str], *, data: str = "rotten_tomatoes", corpus: str = "oanc",
-            studies: str | Sequence[str] | None = None, budget: str = "10m", fail_under: Sequence[str] | None = None,
-            strict: bool = False, equivalent: Sequence[str] | None = None, detect: float | None = None,
-            seed: int = 0, out: str | Path | None = None, quiet: bool = False) -> CompareResult:
+def compare(args: CompareArgs, given: Mapping[str, Any]) -> CompareResult:
     """Compare ``targets`` (a comma list, or a list) with ``reference``: run the studies their
     kind supports, sized to ``budget``, each into ``out/<study>`` through the one entry (a re-run,
     or one with a larger budget, reads back what is stored and computes only what is new), and
@@ -159,10 +156,9 @@ def compare(reference: str, targets: str | Sequence[str], *, data: str = "rotten
         >>> r.passed, [c.key for c in r.checks if not c.passed]  # doctest: +SKIP
         >>> r.save("out/cmp")  # doctest: +SKIP
     """
-    args = CompareArgs.of_call(locals())
     args.check()  # one name per model (the values' rules were checked by the one entry)
     plan = make_plan(args)  # before any directory is made: a plan that cannot be made is refused
-    with workspace(out) as (where, _):
+    with workspace(given["out"]) as (where, _):
         return run_compare(replace(args, out=str(where)), plan)
 
 

@@ -1,6 +1,7 @@
 """The vocabulary of a comparison, shared by its plan, verdicts and checks: the two kinds of
-models, the headline keys each study of the plan gives, which of them are paired findings of a
-target against the reference, and the range each measure lies in (for the gates' values)."""
+models, the headline keys each study of the plan gives (its part's, :mod:`.part`), which of them
+are paired findings of a target against the reference, and the range each measure lies in (for
+the gates' values)."""
 
 from __future__ import annotations
 
@@ -8,29 +9,21 @@ import math
 from typing import Sequence
 
 from ...errors import InputError
+from .part import CLASSIFIER, LANGUAGE_MODEL, parts
 
-CLASSIFIER, LANGUAGE_MODEL = "classifier", "language model"
+__all__ = ["CLASSIFIER", "LANGUAGE_MODEL", "SHARES", "GAPS", "RANGES", "PAST_TOP", "keys_of", "equivalence_keys",
+           "check_range", "check_margin", "check_metrics"]
 #: keys whose estimate is a share kept (the rate of changed behaviour is 1 − it) and keys whose
 #: estimate is a signed gap, target − reference (the rate is −gap)
 SHARES, GAPS = ("hard_scope", "agreement"), ("accuracy_gap", "relative_robustness_gap")
 
 
-def family(study: str) -> str:
-    """The study a plan's folder runs (``layers-<target>`` is ``layers``)."""
-    return "layers" if study.startswith("layers") else study
+def keys_of(study: str) -> tuple[str, ...]:
+    """The headline keys (their first parts) the plan's study ``study`` gives: its part's
+    (``layers-<target>`` is the ``layers`` part's); none for a folder no part owns."""
+    return next((p.keys for p in parts().values() if p.owns(study)), ())
 
 
-#: the headline keys each study of the plan gives (their first part), for checking the gates
-#: before anything runs
-KEYS_OF = {"invariances": ("hard_scope", "soft_scope", "agreement", "accuracy_gap"),
-           "lm-invariances": ("hard_scope", "soft_scope", "agreement", "accuracy_gap"),
-           "robustness": ("relative_robustness", "relative_robustness_gap", "accuracy", "accuracy_gap"),
-           "layers": ("linear_cka",),
-           "selfcheck": ("negation_sensitivity", "negation_normalised", "negation_benign_abs", "negation_ppl_drops",
-                         "toxicity_generation", "toxicity_next_token",
-                         "long_range", "word_order", "tokenization", "next_token_entropy", "token_entropy")}
-#: the self-supervised scores' paired gaps (target − reference on the same texts)
-KEYS_OF["selfcheck"] += tuple(f"{k}_gap" for k in KEYS_OF["selfcheck"])
 #: the range of each measure a threshold is checked against (a value outside is refused, except
 #: one just past the top, which can never pass: every check of it fails, and the command says so)
 RANGES = {"hard_scope": (0.0, 1.0), "soft_scope": (0.0, 1.0), "agreement": (0.0, 1.0), "accuracy": (0.0, 1.0),
@@ -38,8 +31,13 @@ RANGES = {"hard_scope": (0.0, 1.0), "soft_scope": (0.0, 1.0), "agreement": (0.0,
           "relative_robustness_gap": (-math.inf, math.inf)}
 #: how far past the top of its range a --fail-under value is still taken (a gate meant to fail)
 PAST_TOP = 0.05
-#: the measures --equivalent takes: target against reference, on the same examples
-EQUIVALENCE_KEYS = SHARES + GAPS + KEYS_OF["selfcheck"]
+
+
+def equivalence_keys() -> tuple[str, ...]:
+    """The measures --equivalent takes: target against reference, on the same examples (the
+    shares kept, the paired gaps, and the scores of the parts whose findings are paired score
+    differences)."""
+    return SHARES + GAPS + tuple(k for p in parts().values() if p.scores for k in p.keys)
 
 
 def check_range(metric: str, value: float, option: str = "--fail-under") -> str:
@@ -60,9 +58,10 @@ def check_margin(metric: str, margin: float) -> None:
     """Refuse an ``--equivalent`` metric that is no paired difference, or a margin that is not
     in (0, 1] for a share or a gap of shares."""
     first = metric.split(":", 1)[0]
-    if first not in EQUIVALENCE_KEYS:
+    known = equivalence_keys()
+    if first not in known:
         raise InputError(f"--equivalent {metric}: equivalence is of a target against the reference; give one of "
-                         f"{', '.join(EQUIVALENCE_KEYS)}")
+                         f"{', '.join(known)}")
     if not margin > 0:
         raise InputError(f"--equivalent {metric}={margin:g}: the margin must be above 0")
     if first in SHARES + ("accuracy_gap",) and margin > 1:
@@ -72,7 +71,7 @@ def check_margin(metric: str, margin: float) -> None:
 
 def check_metrics(metrics: Sequence[str], studies: Sequence[str], option: str = "--fail-under") -> None:
     """Refuse a gate's metric that no planned study gives, naming those they give."""
-    known = {k for s in studies for k in KEYS_OF.get(family(s), ())}
+    known = {k for s in studies for k in keys_of(s)}
     for m in metrics:
         if m.split(":", 1)[0] not in known:
             raise InputError(f"{option} {m}: no study of this comparison gives {m.split(':', 1)[0]!r}; "

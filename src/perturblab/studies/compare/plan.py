@@ -1,15 +1,15 @@
 """Which studies a comparison runs, and at what sizes.
 
-The models' kind decides the studies (:func:`model_kind`): classifiers get shared invariances
-(SCoPE: synonym and typo, with their agreement and accuracy gap, and fairness when about
-:data:`FAIRNESS_LEAST` of the planned samples will have a protected-category word: it is measured on
-those samples only, and its rows say how many qualified), relative
-robustness to the robustness paper's perturbations, and layer similarity when both models expose
-hidden states; language models get LM shared invariances, the self-supervised scores with
-entropy, and layer similarity. ``--studies`` overrides the choice.
+Every registered study that declares its part in a comparison (:class:`~.part.Part`, the
+``compare`` of its registry entry) and serves the models' kind (:func:`model_kind`) runs, in
+registration order: for classifiers shared invariances (SCoPE), relative robustness and layer
+similarity; for language models LM shared invariances, the self-supervised scores and layer
+similarity; a study the models cannot take (layers of a model without hidden states, the
+next-token studies of an API model) is left out with the reason. ``--studies`` chooses among them,
+by the part's name or the study's registry name.
 
-Sizes come from the time budget: each study's cost per unit of size (seconds per sample and
-model, :data:`COSTS`, measured on 2 CPU cores with the packaged models) gives the size that fills
+Sizes come from the time budget: each part's cost per unit of size (seconds per sample and model,
+:class:`~.part.Cost`, measured on 2 CPU cores with the packaged models) gives the size that fills
 its share of the budget, within the study's least and largest useful size. A planned size is an
 estimate; the intervals the run reaches are what to read.
 """
@@ -24,41 +24,15 @@ from typing import Any
 
 from ...errors import InputError
 from ...report.plots import safe_name
-from ..models import display_name
+from ..given import display_name
 from .config import CompareArgs
 
-from .keys import CLASSIFIER, LANGUAGE_MODEL
+from .part import CLASSIFIER, LANGUAGE_MODEL, Cost, parts, studies_of
 
 
-@dataclass(frozen=True)
-class Cost:
-    """How a study's time grows: ``fixed`` seconds (loading, training heads) plus ``per_unit``
-    seconds for each unit of ``size`` (its sample option) and model; ``share`` of the budget;
-    ``least``/``most``: the useful range of the size."""
-
-    kind: str        # the registered study
-    size: str        # the option that sets its size
-    per_unit: float  # seconds per unit of size and model compared
-    fixed: float
-    share: float
-    least: int
-    most: int
-
-
-#: seconds measured on 2 CPU cores with the packaged models (``compare`` of MiniLM-L6 against
-#: its int8 copy and MiniLM-L3, and of SmolLM2-135M against its int8 copy: each study's time over
-#: its size); a model of another size is not scaled: read the intervals the run reached, and give
-#: a larger --budget for larger models
-COSTS: dict[str, Cost] = {
-    "invariances": Cost("scope", "n", per_unit=0.62, fixed=20.0, share=0.45, least=20, most=1000),
-    "robustness": Cost("robustness", "n_eval", per_unit=0.021, fixed=25.0, share=0.35, least=100, most=2000),
-    "layers": Cost("similarity", "n", per_unit=0.009, fixed=5.0, share=0.2, least=200, most=2000),
-    "lm-invariances": Cost("scope-lm", "n", per_unit=14.7, fixed=20.0, share=0.45, least=10, most=500),
-    "selfcheck": Cost("selfcheck", "n", per_unit=2.45, fixed=15.0, share=0.4, least=20, most=1000),
-    "lm-layers": Cost("similarity", "n", per_unit=0.155, fixed=5.0, share=0.15, least=200, most=2000),
-}
-STUDIES_OF = {CLASSIFIER: ("invariances", "robustness", "layers"),
-              LANGUAGE_MODEL: ("lm-invariances", "selfcheck", "layers")}
+def cost_of(name: str, kind: str) -> Cost:
+    """The cost of part ``name`` for models of ``kind``."""
+    return parts()[name].cost(kind)
 
 
 @dataclass
@@ -107,8 +81,6 @@ class Plan:
 
 #: the power and two-sided level the plan's detectable differences are stated at
 POWER, POWER_ALPHA = 0.80, 0.05
-#: the studies whose findings are rates of changed behaviour on examples (their n is a sample size)
-RATE_STUDIES = ("invariances", "robustness", "lm-invariances")
 
 
 def _z_sum() -> float:
@@ -215,31 +187,31 @@ def _size(cost: Cost, seconds: float, models: float) -> int:
 def make_plan(args: CompareArgs) -> Plan:
     """The studies to run for ``args`` and their sizes (see the module docstring)."""
     targets = args.target_names()
+    known = parts()
+    registered = studies_of()
     try:
         kind = models_kind(args.reference, targets)
     except _Either:
         named = set(args.study_names() or ())
-        kinds = [k for k, studies in STUDIES_OF.items() if named and named <= set(studies)]
+        kinds = [k for k in (CLASSIFIER, LANGUAGE_MODEL) if named and all(known[n].serves(k) for n in named)]
         if len(kinds) != 1:  # no --studies, or only those of both kinds (layers)
             raise
         kind = kinds[0]
-    chosen = args.study_names() or list(STUDIES_OF[kind])
+    theirs = [n for n, part in known.items() if part.serves(kind)]
+    chosen = args.study_names() or list(theirs)
     plan = Plan(kind)
-    wrong = [s for s in chosen if s not in STUDIES_OF[kind]]
+    wrong = [s for s in chosen if s not in theirs]
     if wrong:
-        raise InputError(f"--studies {', '.join(wrong)}: not for {kind}s; choose from {', '.join(STUDIES_OF[kind])}")
+        raise InputError(f"--studies {', '.join(wrong)}: not for {kind}s; choose from {', '.join(theirs)}")
     models = [args.reference, *targets]
-    if "layers" in chosen and not all(_role_ok(m, "encoder") for m in models):
-        chosen = [s for s in chosen if s != "layers"]
-        plan.left_out.append("layers: not every model exposes hidden states "
-                             f"({', '.join(m for m in models if not _role_ok(m, 'encoder'))})")
-    selfcheck_metrics = None
-    if kind == LANGUAGE_MODEL:
-        chosen, selfcheck_metrics = _lm_capabilities(chosen, models, plan)
-    def cost_of(name: str) -> Cost:  # a language model's layers cost more than an encoder's
-        return COSTS["lm-layers" if name == "layers" and kind == LANGUAGE_MODEL else name]
-
-    shares = sum(cost_of(s).share for s in chosen)
+    allowed: dict[str, dict[str, Any]] = {}
+    for name in chosen:  # what the models allow of each study; a study none can take is left out
+        fit = known[name].fit
+        extra = {} if fit is None else fit(models, plan)
+        if extra is not None:
+            allowed[name] = extra
+    chosen = [n for n in chosen if n in allowed]
+    shares = sum(cost_of(s, kind).share for s in chosen)
     budget = args.budget_seconds()
     scale = {m: relative_cost(m, kind, plan) for m in dict.fromkeys(models)}
 
@@ -248,36 +220,30 @@ def make_plan(args: CompareArgs) -> Plan:
         if target is not None:  # one target against the reference
             return (scale[args.reference] + scale[target]) / 2
         mean = sum(scale[m] for m in models) / len(models)  # searches run the reference, scoring every model
-        return mean * (len(models) if name in ("robustness", "selfcheck") else len(targets))
+        return mean * (len(models) if known[name].per_model else len(targets))
 
     def sized(name: str, cost: Cost, models: float) -> int:
         """The size the budget's share buys, and with --detect at least the size that detects it."""
         size = _size(cost, budget * cost.share / shares, models)
-        if args.detect is not None and name in RATE_STUDIES:
+        if args.detect is not None and known[name].rates:
             return int(min(max(needed(args.detect), size), cost.most))
         return size
 
     for name in chosen:
-        cost = cost_of(name)
-        if name == "layers":  # one layer-by-layer comparison per target, sized for the costliest
+        part, cost = known[name], cost_of(name, kind)
+        label = cost.size.replace("_", "-")
+        if part.per_target:  # one run per target, sized for the costliest
             size = _size(cost, budget * cost.share / shares, sum(weight(name, t) for t in targets))
             for t in targets:
                 folder = name if len(targets) == 1 else f"{name}-{safe_name(display_name(t))}"
-                options = {"a": args.reference, "b": t, "data": args.data, "measures": "cka", "n": size}
-                plan.studies.append(Planned(folder, cost.kind, options,
-                                            cost.fixed + cost.per_unit * size * weight(name, t),
-                                            f"{cost.size.replace('_', '-')} = {size}"))
+                plan.studies.append(Planned(folder, registered[name],
+                                            {**part.options(args, size, plan, t), **allowed[name]},
+                                            cost.fixed + cost.per_unit * size * weight(name, t), f"{label} = {size}"))
             continue
         size = sized(name, cost, weight(name))
-        label = f"{cost.size.replace('_', '-')} = {size}"
-        seconds = cost.fixed + cost.per_unit * size * weight(name)
-        options = _options(name, args, size)
-        if name == "invariances":
-            options["capabilities"] = _capabilities(args.data, size, plan)
-        if name == "selfcheck" and selfcheck_metrics:
-            options["metrics"] = selfcheck_metrics
-        plan.studies.append(Planned(name, cost.kind, options, seconds, size=label,
-                                    detects=detectable(size) if name in RATE_STUDIES else None))
+        plan.studies.append(Planned(name, registered[name], {**part.options(args, size, plan), **allowed[name]},
+                                    cost.fixed + cost.per_unit * size * weight(name), size=f"{label} = {size}",
+                                    detects=detectable(size) if part.rates else None))
     if args.detect is not None:
         short = [p for p in plan.studies if p.detects is not None and p.detects > args.detect + 1e-12]
         if short:
@@ -347,7 +313,7 @@ def model_params(spec: str) -> tuple[float | None, str]:
 
 
 def relative_cost(spec: str, kind: str, plan: Plan) -> float:
-    """How many times the cost measured with the packaged models (:data:`COSTS`) a sample of
+    """How many times the cost measured with the packaged models (each part's :class:`~.part.Cost`) a sample of
     ``spec`` is planned to take: its parameters over the measured model's, at least
     :data:`LEAST_RELATIVE`; 1 (with a note in ``plan``) when its size is not known."""
     params, source = model_params(spec)
@@ -362,86 +328,3 @@ def relative_cost(spec: str, kind: str, plan: Plan) -> float:
         plan.notes.append(f"{spec}: about {params:.0f}M parameters (from {source}), planned at {ratio:.1f}x the "
                           f"per-sample cost measured with the packaged {kind}s")
     return ratio
-
-
-def _lm_capabilities(chosen: list[str], models: list[str], plan: Plan) -> tuple[list[str], str | None]:
-    """The language-model studies every model can run, and the self-supervised metrics they all
-    give (None: all of them): a model behind an API gives per-token log-probabilities and
-    generations but no next-token distributions, so LM invariances are left out and the
-    self-supervised scores keep those it allows (``negation``); the plan says why."""
-    from ...models.lm_capabilities import describe_capabilities
-    from ...models.resolve import spec_capabilities
-    from ..scope.lm import METRIC_NEEDS as LM_SCOPE_NEEDS
-    from ..selfcheck.config import METRIC_NEEDS, METRICS
-
-    caps = {m: spec_capabilities(m) for m in models}
-    common = frozenset.intersection(*caps.values())
-    out, metrics = list(chosen), None
-    need = frozenset().union(*LM_SCOPE_NEEDS.values())
-    if "lm-invariances" in out and not need <= common:
-        lacking = [m for m in models if not need <= caps[m]]
-        out.remove("lm-invariances")
-        plan.left_out.append(f"lm-invariances: {', '.join(lacking)} do{'es' if len(lacking) == 1 else ''} not give "
-                             f"{describe_capabilities(need - common)}")
-    if "selfcheck" in out:
-        ok = [m for m in METRICS if METRIC_NEEDS[m] <= common]
-        if not ok:
-            out.remove("selfcheck")
-            plan.left_out.append("selfcheck: no self-supervised score can be computed for every model")
-        elif len(ok) < len(METRICS):
-            metrics = ",".join(ok)
-            plan.left_out.append(f"selfcheck {', '.join(m for m in METRICS if m not in ok)}: not every model gives "
-                                 f"{describe_capabilities(frozenset().union(*(METRIC_NEEDS[m] for m in METRICS if m not in ok)) - common)}")
-    return out, metrics
-
-
-#: the fewest samples with a protected-category word that make fairness worth measuring
-FAIRNESS_LEAST = 10
-
-
-def protected_texts(data: str) -> tuple[int, int]:
-    """(texts with a protected-category word, texts) of the data set ``data``: the samples the
-    fairness capability can perturb (SCoPE App. C)."""
-    from ...data.loaders import load_dataset
-    from ...perturb.text import WordText
-    from ...resources.protected import ProtectedCategories
-
-    categories = ProtectedCategories.load()
-    examples = load_dataset(data).examples
-    hits = sum(any(categories.swaps(w) for t in (ex.text, ex.text_b) if t for w in WordText.from_text(t).words)
-               for ex in examples)
-    return hits, len(examples)
-
-
-def _capabilities(data: str, n: int, plan: Plan) -> str:
-    """The invariances measured: synonym and typo, and fairness when about :data:`FAIRNESS_LEAST`
-    of ``n`` samples will have a protected-category word (the plan says why it is left out)."""
-    hits, total = protected_texts(data)
-    expected = n * hits / max(total, 1)
-    if expected < FAIRNESS_LEAST:
-        plan.left_out.append(f"fairness: {hits} of {total} texts of {data} have a protected-category word, so about "
-                             f"{expected:.0f} of the n = {n} samples would (fewer than {FAIRNESS_LEAST}); a larger "
-                             "--budget, or data with such words, measures it")
-        return "synonym,typo"
-    plan.notes.append(f"fairness: {hits} of {total} texts of {data} have a protected-category word; about "
-                      f"{expected:.0f} of the n = {n} samples will, and fairness is measured on those")
-    return "synonym,typo,fairness"
-
-
-def _options(name: str, args: CompareArgs, size: int) -> dict[str, Any]:
-    """The registered study's options for study ``name`` of the plan."""
-    targets = ",".join(args.target_names())
-    if name == "invariances":
-        return {"reference": args.reference, "targets": targets, "data": args.data, "n": size, "trials": 1,
-                "seed": args.seed}  # and the capabilities (_capabilities)
-    if name == "robustness":
-        return {"models": ",".join([args.reference, *args.target_names()]), "data": args.data, "n_eval": size,
-                "trials": 1, "perturbations": "robustness", "metrics": "accuracy"}
-    if name == "lm-invariances":
-        return {"reference": args.reference, "targets": targets, "corpus": args.corpus, "n": size, "trials": 1,
-                "capabilities": "synonym,typo", "seed": args.seed}
-    if name == "selfcheck":
-        return {"models": ",".join([args.reference, *args.target_names()]), "corpus": args.corpus, "n": size,
-                "no_ablations": True, "seed": args.seed}
-    raise InputError(f"unknown compare study {name!r}")
-

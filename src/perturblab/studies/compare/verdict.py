@@ -4,7 +4,7 @@
 
 Targets are matched to the studies' estimates by the one name every study reports: a spec's
 ``NAME=`` or else its source (``l3=minilm-l3`` is ``l3``; ``models/ft[batch_size=8]`` is
-``models/ft``), :func:`perturblab.studies.models.display_name`.
+``models/ft``), :func:`perturblab.studies.given.display_name`.
 
 A finding of the target against the reference is a paired difference wherever both are scored
 on the same examples (Hard-SCoPE and agreement are already paired; the accuracy and robustness
@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from ...core.headline import Estimate, Headline
-from .keys import CLASSIFIER, LANGUAGE_MODEL, family
+from .part import CLASSIFIER, Part, fmt, listed, parts
 from .severity import (LEVELS, Severity, assign_levels, family_note, one_cause, paired_score_difference,
                        rate_finding, score_difference)
 
@@ -85,45 +85,42 @@ def pool_flags(headlines: dict[str, Headline], reference: str) -> dict[tuple[str
     return notes
 
 
-def _fmt(e: Estimate) -> str:
-    return e.text() + (f" ⚑ {', '.join(e.flags)}" if e.flags else "")
-
-
 def study_verdicts(study: str, headline: Headline, reference: str, targets: Sequence[str],
                    result: Any = None) -> list[Verdict]:
     """The verdicts of one study's headline for each target (display names,
-    :func:`~perturblab.studies.models.display_name`),
+    :func:`~perturblab.studies.given.display_name`),
     graded within the study (:func:`grade` grades a target's findings of every study together);
     ``result`` (the study's result, when at hand) gives examples of the invariances a target does
     not share."""
-    fam = family(study)
-    kind = LANGUAGE_MODEL if fam in ("lm-invariances", "selfcheck") else CLASSIFIER
+    part = owner(study)
+    kind = part.kind() if part is not None else CLASSIFIER
     out = []
     for target in targets:
         mine = [e for e in headline.estimates if e.subject == target]
-        if fam == "layers":
+        if part is not None and part.per_target:  # its estimates are of "reference vs target"
             mine = [e for e in headline.estimates if e.subject.endswith(f" vs {target}")]
         if not mine:
             continue
         theirs = [e for e in headline.estimates if e.subject == reference]
         v = Verdict(target, study, "", mine, theirs, flagged=all(e.flags for e in mine), kind=kind,
                     reference_name=reference, result=result)
-        v.severity = _findings(fam, mine, theirs, kind)
+        v.severity = _findings(part is not None and part.scores, mine, theirs, kind)
         out.append(v)
     grade(out)
     return out
 
 
-def _findings(fam: str, mine: list[Estimate], theirs: list[Estimate], kind: str) -> list[Severity]:
-    """Each estimate's finding against the reference: a rate (share kept, paired gap) or, for the
-    self-supervised scores, the paired difference from the reference's score (its ``_gap``
-    estimate; without one, from the two scores' intervals taken as independent)."""
+def _findings(scores: bool, mine: list[Estimate], theirs: list[Estimate], kind: str) -> list[Severity]:
+    """Each estimate's finding against the reference: a rate (share kept, paired gap) or, for a
+    study of ``scores`` (the self-supervised scores), the paired difference from the reference's
+    score (its ``_gap`` estimate; without one, from the two scores' intervals taken as
+    independent)."""
     by_key = {e.key: e for e in theirs}
     gaps = {e.key for e in mine if e.key.endswith("_gap")}
     out = []
     for e in mine:
         found = rate_finding(e, kind)
-        if found is None and fam == "selfcheck":
+        if found is None and scores:
             if e.key in gaps:
                 found = paired_score_difference(e)
             elif e.key in by_key and f"{e.key}_gap" not in gaps:
@@ -145,7 +142,8 @@ def grade(verdicts: Sequence[Verdict]) -> None:
         one_cause(found)
         assign_levels(found, mine[0].kind)
         for v in mine:
-            v.sentence = _sentence(family(v.study), v)
+            part = owner(v.study)
+            v.sentence = part.sentence(v) if part is not None else listed(v)
             v.examples = {}
             broken = getattr(v.result, "broken", None)
             if broken is not None:
@@ -156,77 +154,10 @@ def grade(verdicts: Sequence[Verdict]) -> None:
                             v.examples[sev.key] = shown
 
 
-def _level_text(s: Severity | None) -> str:
-    return "" if s is None else f" ({s.level}{', interval ' + s.span if s.span and s.level == 'undecided' else ''})"
-
-
-def _sentence(fam: str, v: Verdict) -> str:
-    target, reference, mine = v.target, v.reference_name, v.estimates
-    sev = {s.key: s for s in v.severity}
-    if fam in ("invariances", "lm-invariances"):
-        hard = [e for e in mine if e.key.startswith("hard_scope:")]
-        parts = [f"{e.key.split(':', 1)[1]} {_fmt(e)}{_level_text(sev.get(e.key))}" for e in hard]
-        what = "top-1 next token" if fam == "lm-invariances" else "prediction"
-        s = f"{target} keeps its {what} where {reference} keeps its own (Hard-SCoPE): " + "; ".join(parts) + "."
-        ranked = [e for e in hard if e.value is not None and e.low is not None and "*" not in e.key and not e.flags]
-        if len(ranked) > 1:
-            lo, hi = min(ranked, key=lambda e: e.value), max(ranked, key=lambda e: e.value)
-            if lo.high < hi.low:  # separate sets of examples: the capabilities are compared unpaired
-                s += (f" It shares fewer of {reference}'s {lo.key.split(':', 1)[1]} invariances than of its "
-                      f"{hi.key.split(':', 1)[1]} ones, beyond both intervals.")
-            else:
-                s += " The capabilities do not differ beyond their intervals."
-        agree = next((e for e in mine if e.key == "agreement"), None)
-        gap = next((e for e in mine if e.key == "accuracy_gap"), None)
-        said = []
-        if agree is not None:
-            said.append((f"it agrees with {reference} on {_fmt(agree)} of them" if fam == "invariances" else
-                         f"its top-1 next token is {reference}'s after {_fmt(agree)} of them")
-                        + _level_text(sev.get("agreement")))
-        if gap is not None and gap.value is not None:
-            said.append(f"its {'token ' if fam == 'lm-invariances' else ''}accuracy minus {reference}'s is "
-                        f"{_fmt(gap)}{_side(gap)}")
-        if said:
-            s += " On the unperturbed inputs " + "; ".join(said) + "."
-        return s
-    if fam == "robustness":
-        by_key = {e.key: e for e in v.reference}
-        acc = next((e for e in mine if e.key == "accuracy"), None)
-        s = (f"{target}: clean accuracy {_fmt(acc)}" + (f" against {reference}'s {_fmt(by_key['accuracy'])}"
-                                                        if "accuracy" in by_key else "") + ". ") if acc else ""
-        gap = next((e for e in mine if e.key == "accuracy_gap"), None)
-        if gap is not None and gap.value is not None:
-            s += f"Its accuracy minus {reference}'s, on the same examples: {_fmt(gap)}{_side(gap)}. "
-        gaps = [e for e in mine if e.key.startswith("relative_robustness_gap:")]
-        less = [e for e in gaps if e.high is not None and e.high < 0]
-        more = [e for e in gaps if e.low is not None and e.low > 0]
-        name = (lambda e: e.key.split(":", 1)[1])
-        if less:
-            s += (f"Less robust than {reference}, beyond the paired interval, to: "
-                  + ", ".join(f"{name(e)} ({_fmt(e)}{_level_text(sev.get(e.key))})" for e in less) + ". ")
-        if more:
-            s += (f"More robust than {reference}, beyond the paired interval, to: "
-                  + ", ".join(f"{name(e)} ({_fmt(e)})" for e in more) + ". ")
-        if gaps and not less and not more:
-            s += f"Its relative robustness minus {reference}'s is within noise under every perturbation. "
-        return (s + ("Gaps are target − reference, with paired 95 % intervals." if gaps else "")).strip()
-    if fam == "layers":
-        return f"Layer similarity with {reference}: " + "; ".join(f"{e.measure} {_fmt(e)}" for e in mine) + "."
-    if fam == "selfcheck":
-        differ = [s for s in v.severity if s.score and s.level == "differs"]
-        if differ:
-            return (f"{target} differs from {reference}, after the multiplicity adjustment, on: "
-                    + "; ".join(f"{s.key.removesuffix('_gap')} ({s.direction} by {abs(s.rate):.3g} "
-                                f"[{s.low:+.3g}, {s.high:+.3g}])" for s in differ) + ".")
-        return f"{target}'s self-supervised scores do not differ from {reference}'s beyond noise on any score."
-    return "; ".join(f"{e.measure} {_fmt(e)}" for e in mine)
-
-
-def _side(gap: Estimate) -> str:
-    if gap.low is None or gap.high is None:
-        return ""
-    return (" (no difference beyond the interval)" if gap.low <= 0 <= gap.high else
-            " (lower, beyond the interval)" if gap.high < 0 else " (higher, beyond the interval)")
+def owner(study: str) -> "Part | None":
+    """The part a plan's study belongs to (``layers-<target>``: ``layers``); None for a folder
+    no registered part owns."""
+    return next((p for p in parts().values() if p.owns(study)), None)
 
 
 def findings(verdicts: Sequence[Verdict], target: str) -> str:

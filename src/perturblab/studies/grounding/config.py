@@ -13,7 +13,7 @@ from ...errors import InputError
 from ...models.base import POOLINGS
 from ...models.finetune import FinetuneConfig
 from ..args import Args, finetune_options, n_boot_option, one_text_option
-from ..models import items
+from ..given import items
 from ..robustness.layer_probes.config import DATA_HELP, LABEL_COLUMN_HELP, POOLING_HELP, PROBE_C_HELP
 
 #: the measures of the paper's Table 1
@@ -47,10 +47,10 @@ def warmup_pair(value: Any) -> None:
 class SimilarityArgs(Args):
     """The options of ``perturblab similarity`` and :func:`perturblab.similarity` (the one schema)."""
 
-    a: str | None = option(required=True, role="encoder",
+    a: str | None = option(required=True, role="encoder", positional=True, python="Any",
                            help="model A: encoder or LM preset, .gguf, local HF dir or hub id")
-    b: str | None = option(required=True, role="encoder", help="model B")
-    measures: str = option("cka,pwcca,procrustes",
+    b: str | None = option(required=True, role="encoder", positional=True, python="Any", help="model B")
+    measures: str = option("cka,pwcca,procrustes", python="str | Sequence[str]",
                            help="comma list or 'all': linear_cka (cka), linear_cka_unbiased, rbf_cka, cca_mean (cca), "
                                 "r2cca, pwcca_distance (pwcca), procrustes_distance (procrustes); the CCA measures "
                                 "follow the grounding paper's released code, their *_paper twins (cca_paper, "
@@ -58,7 +58,7 @@ class SimilarityArgs(Args):
     n: int = option(2000, min=1, help="inputs (CCA measures need more inputs than dimensions)")
     pooling_b: str | None = option(None, choices=POOLINGS, help="pooling of model B (default: --pooling)")
     text_column: str | None = option(None, help="text column of a data file (default: 'text')")
-    text_fields: list[str] = option([], parse=csv_list, metavar="A[,B]",
+    text_fields: list[str] = option([], parse=csv_list, metavar="A[,B]", python="str | Sequence[str]",
                                     help="text column(s) of a data file: one, or two for a text pair (replaces "
                                          "--text-column)")
     data: str = option("rotten_tomatoes", data=True, help=DATA_HELP)
@@ -87,21 +87,23 @@ class SimilarityArgs(Args):
 class GroundingArgs(Args):
     """The options of ``perturblab grounding`` and :func:`~.function.grounding` (the one schema)."""
 
-    variants: str = option(",".join(VARIANTS), role="encoder",
+    variants: str = option(",".join(VARIANTS), role="encoder", positional=True, python="str | Sequence[Any]",
                            help="comma list of encoders; ft:<seed> = --base fine-tuned with that seed")
     base: str = option("minilm-l6", role="encoder", help="the encoder that the ft:<seed> variants fine-tune")
-    measures: str = option("procrustes,cka,pwcca", help="comma list of similarity measures (names or short names "
+    measures: str = option("procrustes,cka,pwcca", python="str | Sequence[str]", help="comma list of similarity measures (names or short names "
                                                         "as for the similarity command; pwcca follows the paper's "
                                                         "released code, pwcca_paper the letter of Eq. 5)")
     n_train: int = option(2000, min=1, help="training examples: the probes' and those of the ft:<seed> fine-tunes")
     n_eval: int = option(1000, min=1, help="evaluation examples: the representations compared and the probes' accuracy")
-    pc_layers: list[int] = option([4, 5, 6], parse=int_list, min=0, help="layers for the PC-deletion benchmark")
+    pc_layers: list[int] = option([4, 5, 6], parse=int_list, min=0, python="str | Sequence[int]", help="layers for the PC-deletion benchmark")
     pc_fractions: list[float] = option(list(PC_FRACTIONS), parse=float_list, min=0, below=1,
+                                       python="str | Sequence[float] | None",
                                        help="fractions of the principal components deleted (smallest first) in the "
                                             "PC-deletion benchmark")
     include_embeddings: bool = option(False, flag=True, help="count the embedding layer as a member of the "
                                                              "layer-depth set (the paper leaves it out)")
     warmup: list[str] | None = option(None, parse=csv_list, metavar="A,B", check=warmup_pair,
+                                      python="str | Sequence[str] | None",
                                       help="the pair of equally deep variants of the warm-up tests (default: the first "
                                            "two ft:<seed>)")
     n_boot: int = n_boot_option(2000)
@@ -110,10 +112,11 @@ class GroundingArgs(Args):
     max_seconds: float | None
     lr: float
     epochs, max_seconds, lr = finetune_options(epochs=1, max_seconds=300.0)
-    data: str = option("rotten_tomatoes", data=True, help=DATA_HELP)
+    data: str = option("rotten_tomatoes", data=True, python="str | Dataset | tuple[Dataset, Dataset]", help=DATA_HELP)
     seed: int = option(0, min=0, help="seed of the data sample, the probes and the bootstrap")
     pooling: str = option("mean", choices=POOLINGS, help=POOLING_HELP)
-    text_fields: list[str] = option([], parse=csv_list, metavar="A[,B]", help=TEXT_FIELDS_HELP)
+    text_fields: list[str] = option([], parse=csv_list, metavar="A[,B]", python="str | Sequence[str]",
+                                    help=TEXT_FIELDS_HELP)
     label_column: str | None = option(None, help=LABEL_COLUMN_HELP)
 
     def field_problem(self, name: str, opt: Any, value: Any) -> str | None:

@@ -2,34 +2,25 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any, Sequence
+from dataclasses import replace
+from typing import Any, Mapping, Sequence
 
 from ...core.entry import run, study_function
-from ...data.examples import Dataset
 from ..robustness.layer_probes.function import data_splits
-from .config import PC_FRACTIONS, VARIANTS, GroundingArgs
+from .config import PC_FRACTIONS, GroundingArgs
 from .result import GroundingStudyResult
 from .study import GroundingStudy
 
 
 def _variants(variants: str | Sequence[Any]) -> tuple[list[str], dict[str, Any]]:
     """Variant names, and the ready encoder objects among them by name."""
-    from ..models import model_list
+    from ..given import model_list
 
     return model_list(variants, option="--variants", prefix="variant", what="encoder")
 
 
 @study_function("perturblab.studies.grounding.config:GroundingArgs")
-def grounding(variants: str | Sequence[Any] = VARIANTS, *, base: str = "minilm-l6",
-              measures: str | Sequence[str] = "procrustes,cka,pwcca",
-              data: "str | Dataset | tuple[Dataset, Dataset]" = "rotten_tomatoes", n_train: int = 2000,
-              n_eval: int = 1000, pc_layers: Sequence[int] = (4, 5, 6), n_boot: int = 2000, probe_c: float = 0.01,
-              epochs: int = 1, max_seconds: float | None = 300.0, lr: float = 5e-5, seed: int = 0,
-              pooling: str = "mean", text_fields: str | Sequence[str] = (), label_column: str | None = None,
-              pc_fractions: Sequence[float] | None = PC_FRACTIONS, include_embeddings: bool = False,
-              warmup: Sequence[str] | None = None, out: str | Path | None = None,
-              quiet: bool = False) -> GroundingStudyResult:
+def grounding(args: GroundingArgs, given: Mapping[str, Any]) -> GroundingStudyResult:
     """Which similarity measures track functionality (the ``grounding`` command; Ding et al. 2021,
     Table 1 and the warm-up tests of Figs. 1–2).
 
@@ -64,12 +55,12 @@ def grounding(variants: str | Sequence[Any] = VARIANTS, *, base: str = "minilm-l
         >>> [r["n"] for r in res.summary if r["benchmark"] == "layer_depth"]
         [5, 5]
     """
-    names, given = _variants(variants)
-    data_name, splits = data_splits(data, n_train, n_eval, seed)
-    if pc_fractions is None:
-        pc_fractions = PC_FRACTIONS
-    args = GroundingArgs.of_call(locals(), variants=",".join(names), data=data_name)
-    study = GroundingStudy(args, encoders=given, splits=splits, progress=not quiet)
-    result = run(study, out, quiet=quiet)
+    names, encoders = _variants(given["variants"])
+    data_name, splits = data_splits(given["data"], args.n_train, args.n_eval, args.seed)
+    if given["pc_fractions"] is None:
+        args = replace(args, pc_fractions=GroundingArgs.value("pc_fractions", PC_FRACTIONS))
+    args = replace(args, variants=",".join(names), data=data_name)
+    study = GroundingStudy(args, encoders=encoders, splits=splits, progress=not args.quiet)
+    result = run(study, given["out"], quiet=args.quiet)
     assert isinstance(result, GroundingStudyResult)
     return result

@@ -33,7 +33,7 @@ from ...measures.similarity import INFO, check_cca_size, measure_key
 from ...models.base import Pooling, TextInput
 from ...models.states import inputs_hash, layer_states
 from ..inputs import study_inputs
-from ..models import reported_name
+from ..given import reported_name
 from .config import SimilarityArgs
 
 log = logging.getLogger(__name__)

@@ -3,21 +3,18 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, Mapping
 
 from ...core.entry import run, study_function
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .config import SimilarityArgs
     from .similarity import SimilarityResult
 
 
 @study_function("perturblab.studies.grounding.config:SimilarityArgs")
-def similarity(a: Any, b: Any, *, data: str = "rotten_tomatoes", text_column: str | None = None,
-               text_fields: str | Sequence[str] = (), n: int = 2000, seed: int = 0,
-               measures: str | Sequence[str] = "cka,pwcca,procrustes", pooling: str = "mean",
-               pooling_b: str | None = None, chunk_size: int = 1000, out: str | Path | None = None,
-               quiet: bool = False) -> "SimilarityResult":
+def similarity(args: "SimilarityArgs", given: Mapping[str, Any]) -> "SimilarityResult":
     """Layer × layer representation similarity of two models on the same inputs (the
     ``similarity`` command): CKA, CCA, PWCCA, Procrustes … for every pair of layers.
 
@@ -41,15 +38,14 @@ def similarity(a: Any, b: Any, *, data: str = "rotten_tomatoes", text_column: st
         >>> [round(r["value"], 6) for r in res.rows if r["layer_a"] == r["layer_b"]]
         [1.0, 1.0]
     """
-    from .config import SimilarityArgs
     from .similarity import SimilarityStudy
 
     encoders, names = {}, []
-    for role, m in (("a", a), ("b", b)):
+    for role, m in (("a", given["a"]), ("b", given["b"])):
         name = m if isinstance(m, str) else str(getattr(m, "name", "") or role)
         if not isinstance(m, str):
             name = name if name not in names else f"{name}-{role}"
             encoders[name] = m
         names.append(name)
-    args = SimilarityArgs.of_call(locals(), a=names[0], b=names[1])
-    return run(SimilarityStudy(args, encoders=encoders, progress=not quiet), out, quiet=quiet)
+    args = replace(args, a=names[0], b=names[1])
+    return run(SimilarityStudy(args, encoders=encoders, progress=not args.quiet), given["out"], quiet=args.quiet)

@@ -52,7 +52,6 @@ from ...measures.layerwise import PAIRWISE, resolve_measures, similarity_matrix
 from ...measures.similarity import check_cca_size, measure_key
 from ...measures.probe import fit_probe
 from ...models.finetune import FinetuneConfig
-from ...models.head import dataset_inputs
 from ...models.states import layer_states
 from ..inputs import labelled_split
 from .config import GroundingArgs
@@ -155,7 +154,7 @@ class GroundingStudy(Study):
         with self._lock:
             if (variant, split) not in self._states:
                 data = self.train if split == "train" else self.test
-                self._states[(variant, split)] = layer_states(self.encoders[variant], dataset_inputs(data),
+                self._states[(variant, split)] = layer_states(self.encoders[variant], data.inputs(),
                                                               pooling=self.args.pooling, progress=self.progress)
             return self._states[(variant, split)]
 

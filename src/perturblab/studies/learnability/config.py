@@ -4,7 +4,7 @@ its config entry and its Python function (:func:`perturblab.learnability`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, Mapping
 
 from ...core.options import TEXT_FIELDS_HELP, ExecutorArgs, csv_list, float_list, option
 from ..args import Args, ModelList, PerturbationList, known_perturbations, n_boot_option, probability_grid
@@ -14,14 +14,13 @@ from ..args import Args, ModelList, PerturbationList, known_perturbations, n_boo
 class LearnabilityArgs(ModelList, PerturbationList, ExecutorArgs, Args):
     """The options of ``perturblab learnability`` and :func:`perturblab.learnability` (the one schema)."""
 
-    python_only: ClassVar[tuple[str, ...]] = ("trainers",)
-
-    models: str = option("tfidf-lr,textrnn", help="comma list of trainable models (tfidf-lr, textrnn, minilm-probe, "
+    models: str = option("tfidf-lr,textrnn", positional=True, python="str | Sequence[str]", help="comma list of trainable models (tfidf-lr, textrnn, minilm-probe, "
                                                   "hf-finetune)")
-    perturbations: str = option("all", check=known_perturbations, help="'all' (the learnability paper's eight), 'robustness' (the robustness "
+    perturbations: str = option("all", check=known_perturbations, python="str | Sequence[str]", help="'all' (the learnability paper's eight), 'robustness' (the robustness "
                                             "paper's eight), 'every', or a comma list")
     data: str = option("rotten_tomatoes", data=True, help="a labelled data set, file, hf:NAME or glue:TASK")
-    text_fields: list[str] = option([], parse=csv_list, metavar="A[,B]", help=TEXT_FIELDS_HELP)
+    text_fields: list[str] = option([], parse=csv_list, metavar="A[,B]", python="str | Sequence[str]",
+                                    help=TEXT_FIELDS_HELP)
     label_column: str | None = option(None, help="label column of a data file (default: 'label')")
     perturb_field: str = option("both", choices=("a", "b", "both"),
                                 help="for text-pair data: perturb the first text, the second or both (default)")
@@ -29,11 +28,14 @@ class LearnabilityArgs(ModelList, PerturbationList, ExecutorArgs, Args):
                                                       "(--seeds is the old name)")
     n_train: int = option(2000, min=1, help="balanced training subsample")
     n_eval: int = option(500, aliases=("n_test",), min=1, help="balanced evaluation subsample (--n-test is the old name)")
-    ps: list[float] | None = option(None, parse=float_list,
+    ps: list[float] | None = option(None, parse=float_list, python="Sequence[float] | None",
                                     check=probability_grid, help="perturbation probabilities (default: the paper's grid)")
     n_boot: int = n_boot_option(2000)
     workers: int = option(2, min=1, help="models trained at once in threads (default 2; each gets its share of torch's "
                                   "threads; 1 = one at a time)")
+    trainers: Mapping[str, Any] | None = option(None, python_only=True,
+                                                help="a fit(texts, labels, seed) function by model name, for models "
+                                                     "of your own")
 
     # -- what the study reads -------------------------------------------------------------
     def p_grid(self) -> list[float]:

@@ -3,25 +3,19 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping
 
 from ...core.entry import run, study_function
 from ...errors import InputError
-from ..models import renamed
+from ..given import renamed
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .config import LearnabilityArgs
     from .study import LearnabilityResult
 
 
 @study_function("perturblab.studies.learnability.config:LearnabilityArgs")
-def learnability(models: Any = ("tfidf-lr", "textrnn"), *, perturbations: str | Sequence[str] = "all",
-                 data: str = "rotten_tomatoes", text_fields: str | Sequence[str] = (), label_column: str | None = None,
-                 perturb_field: str = "both", trials: int = 3, n_train: int = 2000,
-                 n_eval: int = 500, ps: Sequence[float] | None = None, n_boot: int = 2000, workers: int = 2,
-                 trainers: Mapping[str, Any] | None = None, out: str | Path | None = None, quiet: bool = False,
-                 executor: Any = "local", address: str | None = None, num_cpus: int | None = None,
-                 seeds: int | None = None, n_test: int | None = None) -> "LearnabilityResult":
+def learnability(args: "LearnabilityArgs", given: Mapping[str, Any]) -> "LearnabilityResult":
     """Perturbation learnability, robustness and post-augmentation gain (learnability paper,
     Tables 2-3; the ``learnability`` command).
 
@@ -54,13 +48,13 @@ def learnability(models: Any = ("tfidf-lr", "textrnn"), *, perturbations: str | 
         >>> sorted({r["metric"] for r in res.rows})[:3]
         ['acc_augmented', 'acc_clean', 'acc_perturbed']
     """
-    from .config import LearnabilityArgs
     from .study import LearnabilityStudy
 
+    workers = given["workers"]
     if not isinstance(workers, int) or workers < 1:
         raise InputError(f"workers must be a positive integer, got {workers!r}")
-    renamed(trials, seeds, 3, "trials", "seeds")
-    renamed(n_eval, n_test, 500, "n_eval", "n_test")
-    args = LearnabilityArgs.of_call(locals())
-    return run(LearnabilityStudy(args, trainers=dict(trainers or {})), out, executor=executor, address=address,
-               num_cpus=num_cpus, workers=workers, quiet=quiet)
+    renamed(given["trials"], given["seeds"], 3, "trials", "seeds")
+    renamed(given["n_eval"], given["n_test"], 500, "n_eval", "n_test")
+    return run(LearnabilityStudy(args, trainers=dict(given["trainers"] or {})), given["out"],
+               executor=given["executor"], address=args.address, num_cpus=args.num_cpus, workers=workers,
+               quiet=args.quiet)

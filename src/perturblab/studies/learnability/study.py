@@ -39,7 +39,6 @@ from ...measures.grounding import rank_correlations
 from ...measures.quality import tied_with_best
 from ...measures.stats import spearman
 from ...models.base import TextInput
-from ...models.head import dataset_inputs
 from ...perturb.catalogue import LEARNABILITY_EIGHT, get_perturbation, perturb_inputs, perturbation_key
 from .algorithm import Fit, LearnabilityPoint, learnability_curve
 from .config import LearnabilityArgs
@@ -135,7 +134,7 @@ class LearnabilityStudy(Study):
 
     def prepare(self, ctx: RunContext) -> None:
         self.train, self.test = _split(self.args)
-        self.x_train, self.x_test = dataset_inputs(self.train), dataset_inputs(self.test)
+        self.x_train, self.x_test = self.train.inputs(), self.test.inputs()
 
     def identity(self) -> dict[str, Any]:
         return {"options": self.args.study_options(),
@@ -324,10 +323,14 @@ def _learnability_rows(stored: Callable[..., dict[str, Any]], model: str, pert: 
     return rows
 
 
-def summarise(rows: Sequence[dict[str, Any]], n_boot: int = 2000) -> dict[str, Any]:
+def summarise(rows: Sequence[dict[str, Any]], n_boot: int | None = None) -> dict[str, Any]:
     """Means and standard deviations over seeds per model × perturbation (Table 2) and Spearman ρ
-    with p-values and percentile-bootstrap 95 % intervals (``n_boot`` resamples of the pairs)
-    across the pairs (Table 3)."""
+    with p-values and percentile-bootstrap 95 % intervals (``n_boot`` resamples of the pairs;
+    default: the option's, ``--n-boot``) across the pairs (Table 3)."""
+    if n_boot is None:
+        from .config import LearnabilityArgs
+
+        n_boot = LearnabilityArgs.defaults()["n_boot"]
     metrics = ("avg_learnability", "robustness", "post_aug_delta")
     pairs = sorted({(r["model"], r["perturbation"]) for r in rows})
     table = []

@@ -82,21 +82,23 @@ def label_map_entries(maps: Mapping[str, Mapping[str, str]]) -> list[str]:
 class RobustnessArgs(ModelList, PerturbationList, ExecutorArgs, Args):
     """The options of ``perturblab robustness`` and :func:`perturblab.robustness` (the one schema)."""
 
-    models: str | None = option(required=True, role="classifier", check=nonempty,
+    models: str | None = option(required=True, role="classifier", check=nonempty, positional=True, python="Any",
                                 help="comma list of classifiers: presets (minilm-l6, minilm-l3, tfidf-lr, ...), "
                                      "trainable models (textrnn, minilm-probe, hf-finetune) or fine-tuned HF "
                                      "sequence classifiers (local directory or hub id); on a regression task encoder "
                                      "presets get a ridge head, tfidf-ridge, or one-output HF models; NAME=SOURCE "
                                      "gives a short name, SOURCE[batch_size=8,max_length=128] an HF model's "
                                      "backend options")
-    perturbations: str = option("robustness", check=known_perturbations, help=PERTURBATIONS_HELP)
+    perturbations: str = option("robustness", check=known_perturbations, python="str | Sequence[str]",
+                                help=PERTURBATIONS_HELP)
     data: str = option("rotten_tomatoes", data=True, help="a labelled data set, file, hf:NAME or glue:TASK")
-    text_fields: list[str] = option([], parse=csv_list, metavar="A[,B]", help=TEXT_FIELDS_HELP)
+    text_fields: list[str] = option([], parse=csv_list, metavar="A[,B]", python="str | Sequence[str]",
+                                    help=TEXT_FIELDS_HELP)
     label_column: str | None = option(None, help="label column of a data file (default: 'label')")
     task: str | None = option(None, choices=("classification", "regression"),
                               help="classification (class labels) or regression (numeric targets, scored by pearson/"
                                    "spearman); default: classification for files, the task's own for glue:NAME")
-    metrics: str | None = option(None, check=task_metrics,
+    metrics: str | None = option(None, check=task_metrics, python="str | Sequence[str] | None",
                                  help="comma list of accuracy, mcc, f1 (classification; default accuracy,mcc) "
                                       "or pearson, spearman (regression; default both)")
     trials: int = option(3, aliases=("seeds",),
@@ -106,6 +108,7 @@ class RobustnessArgs(ModelList, PerturbationList, ExecutorArgs, Args):
     perturb_field: str = option("both", choices=("a", "b", "both"),
                                 help="for text-pair data: perturb the first text, the second or both (default)")
     label_map: list[str] | None = option(None, repeat=True, metavar="[MODEL:]LABEL=DATA_LABEL,...",
+                                         python="Sequence[str] | Mapping[str, Mapping[str, str]] | None",
                                          help="map a model's output labels to the data's labels (repeatable; "
                                               "without MODEL: for every model that has these labels); needed only "
                                               "when names do not match")
@@ -141,7 +144,7 @@ class RobustnessArgs(ModelList, PerturbationList, ExecutorArgs, Args):
 class GenerationArgs(ModelList, PerturbationList, Args):
     """The options of ``perturblab generation`` and :func:`perturblab.generation` (the one schema)."""
 
-    models: str | None = option(required=True, role="language_model", check=nonempty,
+    models: str | None = option(required=True, role="language_model", check=nonempty, positional=True, python="Any",
                                 help="comma list of language models: presets (smollm2-135m, smollm2-135m-int8), "
                                      "local HF directories, .gguf files, hub ids or api:MODEL@URL")
     data: str = option("lead:conll2010", data=True,
@@ -149,13 +152,14 @@ class GenerationArgs(ModelList, PerturbationList, Args):
                             "docs) or a CSV/JSONL file of source/reference pairs")
     source_column: str = option("source", help="source column of a data file")
     reference_column: str = option("reference", help="reference column of a data file")
-    perturbations: str = option("robustness", check=known_perturbations, help=PERTURBATIONS_HELP)
-    metrics: str = option("rouge1,rouge2,rougeL", check=some_of(ROUGE), help="comma list of rouge1, rouge2, rougeL")
+    perturbations: str = option("robustness", check=known_perturbations, python="str | Sequence[str]",
+                                help=PERTURBATIONS_HELP)
+    metrics: str = option("rouge1,rouge2,rougeL", check=some_of(ROUGE), python="str | Sequence[str]", help="comma list of rouge1, rouge2, rougeL")
     n: int = option(100, min=1, help="examples (a seeded sample of the data)")
     trials: int = option(3, aliases=("seeds",),
                          min=1, help="repetitions: draws of each random perturbation (--seeds is the old name)")
     max_new_tokens: int = option(40, min=1, help="generation length (greedy)")
-    prompt: str = option(DEFAULT_PROMPT, check=prompt_template, help="prompt template with {source}")
+    prompt: str = option(DEFAULT_PROMPT, check=prompt_template, python="str | None", help="prompt template with {source}")
     seed: int = option(0, min=0, help="seed of the sample of --n examples")
     n_boot: int = n_boot_option(1000)
 

@@ -4,27 +4,20 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, Mapping
 
 from ...core.entry import run, study_function
-from ..models import model_list, renamed
-from .config import DEFAULT_PROMPT
+from ..given import model_list, renamed
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .config import GenerationArgs, RobustnessArgs
     from .generation import GenerationResult
     from .study import RobustnessResult
 
 
 @study_function("perturblab.studies.robustness.config:RobustnessArgs")
-def robustness(models: Any, *, perturbations: str | Sequence[str] = "robustness",
-               data: str = "rotten_tomatoes", text_fields: str | Sequence[str] = (), label_column: str | None = None,
-               task: str | None = None, metrics: str | Sequence[str] | None = None, trials: int = 3,
-               n_train: int = 2000, n_eval: int = 1000, perturb_field: str = "both",
-               label_map: Sequence[str] | Mapping[str, Mapping[str, str]] | None = None, n_boot: int = 1000,
-               train_seed: int = 0, out: str | Path | None = None, quiet: bool = False, executor: Any = "local",
-               address: str | None = None, num_cpus: int | None = None, seeds: int | None = None,
-               n_test: int | None = None) -> "RobustnessResult":
+def robustness(args: "RobustnessArgs", given: Mapping[str, Any]) -> "RobustnessResult":
     """Relative robustness of classifiers or regressors to perturbations (robustness paper,
     Tables 1 and 3; the ``robustness`` command).
 
@@ -54,24 +47,21 @@ def robustness(models: Any, *, perturbations: str | Sequence[str] = "robustness"
         >>> (res.rows[0]["clean"], res.rows[0]["perturbed"], res.rows[0]["relative_robustness"])
         (1.0, 0.5, 0.5)
     """
-    from .config import RobustnessArgs, label_map_entries
+    from .config import label_map_entries
     from .study import RobustnessStudy
 
-    renamed(trials, seeds, 3, "trials", "seeds")
-    renamed(n_eval, n_test, 1000, "n_eval", "n_test")
-    specs, given = model_list(models)
+    renamed(given["trials"], given["seeds"], 3, "trials", "seeds")
+    renamed(given["n_eval"], given["n_test"], 1000, "n_eval", "n_test")
+    specs, classifiers = model_list(given["models"])
+    label_map = given["label_map"]
     maps = {"label_map": label_map_entries(label_map)} if isinstance(label_map, Mapping) else {}
-    args = RobustnessArgs.of_call(locals(), models=",".join(specs), **maps)
-    return run(RobustnessStudy(args, classifiers=given), out, executor=executor, address=address, num_cpus=num_cpus,
-               quiet=quiet)
+    args = replace(args, models=",".join(specs), **maps)
+    return run(RobustnessStudy(args, classifiers=classifiers), given["out"], executor=given["executor"],
+               address=args.address, num_cpus=args.num_cpus, quiet=args.quiet)
 
 
 @study_function("perturblab.studies.robustness.config:GenerationArgs")
-def generation(models: Any, *, data: str = "lead:conll2010", source_column: str = "source",
-               reference_column: str = "reference", perturbations: str | Sequence[str] = "robustness",
-               metrics: str | Sequence[str] = ("rouge1", "rouge2", "rougeL"), n: int = 100, trials: int = 3,
-               max_new_tokens: int = 40, prompt: str | None = DEFAULT_PROMPT, seed: int = 0, n_boot: int = 1000,
-               out: str | Path | None = None, quiet: bool = False, seeds: int | None = None) -> "GenerationResult":
+def generation(args: "GenerationArgs", given: Mapping[str, Any]) -> "GenerationResult":
     """Robustness of generated summaries to perturbed sources (robustness paper Sec. 3.3-3.4,
     Table 4; the ``generation`` command): ROUGE F of greedy generations from clean and perturbed
     prompts, relative robustness 1 − (m_c − m_p) / m_c with paired-bootstrap intervals.
@@ -101,10 +91,9 @@ def generation(models: Any, *, data: str = "lead:conll2010", source_column: str 
         >>> (r["perturbation"], r["clean"], round(r["perturbed"], 3), r["n"])
         ('drop_first', 1.0, 0.909, 6)
     """
-    from .config import GenerationArgs
     from .generation import GenerationStudy
 
-    renamed(trials, seeds, 3, "trials", "seeds")
-    specs, given = model_list(models, what="language model", needs=("generate",))
-    args = GenerationArgs.of_call(locals(), models=",".join(specs))
-    return run(GenerationStudy(args, models=given, progress=not quiet), out, quiet=quiet)
+    renamed(given["trials"], given["seeds"], 3, "trials", "seeds")
+    specs, models = model_list(given["models"], what="language model", needs=("generate",))
+    args = replace(args, models=",".join(specs))
+    return run(GenerationStudy(args, models=models, progress=not args.quiet), given["out"], quiet=args.quiet)

@@ -67,7 +67,6 @@ from ...measures.quality import classification_quality, regression_quality
 from ...measures.stats import percentile_interval
 from ...measures.task_metrics import TASK_METRICS, bootstrap_confusions, bootstrap_indices, get_task_metric
 from ...models.base import Classifier, Regressor, is_regressor
-from ...models.head import dataset_inputs
 from ...models.labels import align_labels, aligned_predictions
 from ...models.resolve import ModelSpec, load_model
 from ...models.states import inputs_hash
@@ -154,7 +153,7 @@ class RobustnessStudy(Study):
             raise InputError(f"perturb_field={args.perturb_field!r} picks a text of a pair, but {test.name!r} has "
                              "one text field; name two columns (text_fields / --text-fields A,B) or use 'both'")
         self.train, self.test = train, test
-        self.inputs, self.y = dataset_inputs(test), np.asarray(test.labels)
+        self.inputs, self.y = test.inputs(), np.asarray(test.labels)
         self.loaded: list[tuple[str, Any, Any, list | None]] = []  # (name, model, handle, columns)
         remote = ctx.executor.name != "local"
         role = "classifier" if train.label_names else "regressor"
@@ -302,7 +301,7 @@ def _predict_cell(model: Classifier | Regressor | tuple[ModelSpec, str, Any, int
     stored under it)."""
     if isinstance(model, tuple):
         ms, role, train, train_seed, fingerprint = model
-        key = ("robustness", ms.source, ms.options, role, inputs_hash(dataset_inputs(train)),
+        key = ("robustness", ms.source, ms.options, role, inputs_hash(train.inputs()),
                tuple(np.asarray(train.labels).tolist()), train_seed)
         model = once_per_process(key, partial(load_model, ms, role, train=train, seed=train_seed),
                                  fingerprint=fingerprint, what=f"model {ms.source!r}")

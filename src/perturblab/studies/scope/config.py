@@ -5,14 +5,14 @@ read by its command line, a study config's entry and its Python function, and by
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar, Sequence
+from typing import Any, ClassVar, Mapping, Sequence
 
 from ...core.options import TEXT_FIELDS_HELP, ExecutorArgs, count_or_all, csv_list, option
 from ...measures.scope import DEFAULT_CUTOFF, DEFAULT_TOLERANCE
 from ...perturb.search import ORDERS, SearchSettings
 from ..args import (MAX_SECONDS_HELP, Args, capability_names, corpus_split_option, fraction_list, n_boot_option,
                     nonempty, one_text_option, soft_decay, some_of)
-from ..models import items
+from ..given import items
 
 #: the capabilities run on the samples fairness qualifies (App. C)
 STAR_OF_FAIRNESS = ("synonym*", "typo*")
@@ -76,11 +76,12 @@ class SearchDataArgs:
     """``--data``, its columns and ``--perturb-field``: the labelled data of the studies that search
     perturbations (scope, checkpoints)."""
 
-    data: str = option("rotten_tomatoes", data=True,
+    data: str = option("rotten_tomatoes", data=True, python="str | Dataset | tuple[Dataset, Dataset]",
                        help="data set name (rotten_tomatoes, tweets), a CSV/JSONL/Parquet file, hf:NAME[:SPLIT], "
                             "glue:TASK or next:CORPUS")
     text_column: str | None = option(None, help="text column of a data file")
-    text_fields: list[str] = option([], parse=csv_list, metavar="A[,B]", help=TEXT_FIELDS_HELP)
+    text_fields: list[str] = option([], parse=csv_list, metavar="A[,B]", python="str | Sequence[str]",
+                                    help=TEXT_FIELDS_HELP)
     label_column: str | None = option(None, help="label column of a data file (default: 'label')")
     perturb_field: str = option("a", choices=("a", "b", "both"),
                                 help="for text pairs: search perturbations of the first text (default), the second, "
@@ -126,12 +127,12 @@ class SearchGoalArgs:
 class ScopeArgs(SearchGoalArgs, SearchLimitArgs, SearchDataArgs, ExecutorArgs, Args):
     """The options of ``perturblab scope`` and :func:`perturblab.scope` (the one schema)."""
 
-    python_only: ClassVar[tuple[str, ...]] = ("models",)
-
-    reference: str | None = option(required=True, role="classifier",
+    reference: str | None = option(required=True, role="classifier", positional=True, python="Any",
                                    help="reference model m1: a preset name (see `perturblab models`) or HF path/id")
-    targets: str | None = option(required=True, role="classifier", check=nonempty, help="comma-separated target models m2")
-    capabilities: str = option("synonym,typo", check=capability_names, help="comma-separated capabilities (see `perturblab capabilities`)")
+    targets: str | None = option(required=True, role="classifier", check=nonempty, positional=True, python="Any",
+                                 help="comma-separated target models m2")
+    capabilities: str = option("synonym,typo", check=capability_names, python="str | Sequence[str]",
+                               help="comma-separated capabilities (see `perturblab capabilities`)")
     n: int | None = _n_option(500, "samples", ": the whole test split")
     trials: int = _trials_option("samples")
     seed: int = _seed_option("samples")
@@ -139,6 +140,8 @@ class ScopeArgs(SearchGoalArgs, SearchLimitArgs, SearchDataArgs, ExecutorArgs, A
     cutoff: float | None = _cutoff_option("distance of two argmax-invariant changes in a binary task")
     n_boot: int = n_boot_option(1000)
     test_size: float = option(0.25, above=0, below=1, help="share of the data held out as the test split (a fraction in (0, 1))")
+    models: Mapping[str, Any] | None = option(None, python_only=True,
+                                              help="ready classifier objects by the names the specs give them")
 
     def relations(self) -> list[tuple[str, str]]:
         return soft_decay(self) + one_text_option(self)
@@ -166,16 +169,17 @@ class ScopeArgs(SearchGoalArgs, SearchLimitArgs, SearchDataArgs, ExecutorArgs, A
 class LMScopeArgs(SearchGoalArgs, SearchLimitArgs, Args):
     """The options of ``perturblab scope-lm`` and :func:`perturblab.scope_lm` (the one schema)."""
 
-    python_only: ClassVar[tuple[str, ...]] = ("sentences",)
-
-    reference: str | None = option(required=True, role="language_model",
+    reference: str | None = option(required=True, role="language_model", positional=True, python="Any",
                                    help="reference language model (e.g. smollm2-135m)")
-    targets: str | None = option(required=True, role="language_model",
+    targets: str | None = option(required=True, role="language_model", positional=True, python="Any",
                                  check=nonempty, help="comma-separated target language models sharing the reference's vocabulary "
                                       "(e.g. smollm2-135m-int8)")
-    capabilities: str = option("synonym,typo", check=capability_names, help="comma-separated capabilities")
+    capabilities: str = option("synonym,typo", check=capability_names, python="str | Sequence[str]",
+                               help="comma-separated capabilities")
     corpus: str = option("oanc", data=True, help="corpus of base sentences (as for selfcheck)")
     corpus_split: str = corpus_split_option("--corpus")
+    sentences: list[str] | None = option(None, python_only=True, python="Sequence[str] | None",
+                                         help="the base sentences, given instead of the corpus's")
     n: int | None = _n_option(100, "sentences")
     trials: int = _trials_option("sentences")
     seed: int = _seed_option("sentences")
@@ -216,14 +220,15 @@ class CheckpointsArgs(SearchLimitArgs, SearchDataArgs, Args):
     """The options of ``perturblab checkpoints`` and :func:`perturblab.checkpoints` (the one schema):
     ``--checkpoints`` or ``--finetune``, exactly one."""
 
-    checkpoints: str | None = option(None, one_of="source", role="classifier",
+    checkpoints: str | None = option(None, one_of="source", role="classifier", positional=True,
+                                     python="str | Sequence[str | Checkpoint] | None",
                                      help="comma-separated classifier directories in training order (the last is "
                                           "the final model), or one fine-tune directory holding checkpoint-* "
                                           "subdirectories")
     finetune: str | None = option(None, one_of="source", role="encoder", metavar="BASE",
                                   help="fine-tune this encoder (preset such as minilm-l3, or a local directory) here, "
                                        "saving checkpoints at --fractions (cached under the data home)")
-    fractions: str = option("0,0.2,0.4,0.6,0.8,1",
+    fractions: str = option("0,0.2,0.4,0.6,0.8,1", python="str | Sequence[float]",
                             check=fraction_list, help="with --finetune: checkpoints as fractions of the training steps (0 = initialised "
                                  "model)")
     epochs: int = option(1, min=1, help="with --finetune: training epochs")
@@ -231,8 +236,9 @@ class CheckpointsArgs(SearchLimitArgs, SearchDataArgs, Args):
     lr: float = option(5e-5, above=0, help="with --finetune: learning rate")
     n_train: int | None = option(None, min=1, help="with --finetune: training examples (seeded sample of the training "
                                             "split; default all)")
-    capabilities: str = option("synonym,typo", check=capability_names, help="comma-separated capabilities")
-    comparisons: str = option("vs_final,vs_previous", check=some_of(COMPARISONS),
+    capabilities: str = option("synonym,typo", check=capability_names, python="str | Sequence[str]",
+                               help="comma-separated capabilities")
+    comparisons: str = option("vs_final,vs_previous", check=some_of(COMPARISONS), python="str | Sequence[str]",
                               help="vs_final (reference: the final checkpoint), vs_previous (reference: m_{t-1}), or "
                                    "both")
     n: int | None = _n_option(200, "samples")

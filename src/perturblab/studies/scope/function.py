@@ -4,33 +4,22 @@ and ``checkpoints``.
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, Mapping
 
 from ...core.entry import run, study_function
 from ...errors import InputError
-from ..models import models_of, names_of, search_splits
+from ..given import models_of, names_of, search_splits
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...data.examples import Dataset
     from .checkpoints import CheckpointResult
+    from .config import CheckpointsArgs, LMScopeArgs, ScopeArgs
     from .lm import LMScopeResult
     from .result import ScopeResult
 
 
 @study_function("perturblab.studies.scope.config:ScopeArgs")
-def scope(reference: Any, targets: Any, *, capabilities: str | Sequence[str] = ("synonym", "typo"),
-          data: "str | Dataset | tuple[Dataset, Dataset]" = "rotten_tomatoes", text_column: str | None = None,
-          text_fields: str | Sequence[str] = (), label_column: str | None = None, perturb_field: str = "a",
-          n: int = 500, trials: int = 3, seed: int = 0, loss: str = "l1", search: str = "greedy",
-          beam_width: int = 3, search_order: str = "best-swap", max_words: int | None = None,
-          patience: int | None = None,
-          max_candidates: int | None = None, allow_non_alphabetic: bool = False,
-          synonym_min_similarity: float | None = None, reinflect_synonyms: bool = False, tolerance: float | None = None,
-          cutoff: float | None = None, n_boot: int = 1000, test_size: float = 0.25, out: str | Path | None = None,
-          quiet: bool = False,
-          executor: Any = "local", address: str | None = None, num_cpus: int | None = None,
-          models: Mapping[str, Any] | None = None) -> "ScopeResult":
+def scope(args: "ScopeArgs", given: Mapping[str, Any]) -> "ScopeResult":
     """Shared invariances of ``targets`` with ``reference`` (SCoPE; the ``scope`` command).
 
     ``reference`` and ``targets`` are model specs (``"minilm-l6"``, a directory, a hub id; targets
@@ -69,30 +58,23 @@ def scope(reference: Any, targets: Any, *, capabilities: str | Sequence[str] = (
         >>> 0 <= res.rows[0]["soft_scope"] <= res.rows[0]["hard_scope"] <= 1
         True
     """
-    from .config import ScopeArgs
     from .study import ScopeStudy
 
-    ref_name, tgt_names, given, specs = models_of(reference, targets)
-    given.update(models or {})
+    ref_name, tgt_names, models, specs = models_of(given["reference"], given["targets"])
+    models.update(given["models"] or {})
+    data = given["data"]
     data_name = data if isinstance(data, str) else getattr(data, "name", None) or "data"
-    args = ScopeArgs.of_call(locals(), reference=ref_name, targets=",".join(tgt_names), data=str(data_name))
-    splits = search_splits(data, text_column=text_column, text_fields=text_fields, label_column=label_column,
-                           perturb_field=perturb_field, seed=seed, test_size=test_size)
-    study = ScopeStudy(args, models=given, splits=splits, progress=not quiet, specs=specs)
-    return run(study, out, executor=executor, address=address, num_cpus=num_cpus, quiet=quiet)
+    args = replace(args, reference=ref_name, targets=",".join(tgt_names), data=str(data_name))
+    splits = search_splits(data, text_column=args.text_column, text_fields=args.text_fields,
+                           label_column=args.label_column, perturb_field=args.perturb_field, seed=args.seed,
+                           test_size=args.test_size)
+    study = ScopeStudy(args, models=models, splits=splits, progress=not args.quiet, specs=specs)
+    return run(study, given["out"], executor=given["executor"], address=args.address, num_cpus=args.num_cpus,
+               quiet=args.quiet)
 
 
 @study_function("perturblab.studies.scope.config:LMScopeArgs")
-def scope_lm(reference: Any, targets: Any, *, capabilities: str | Sequence[str] = ("synonym", "typo"),
-             corpus: str = "oanc", corpus_split: str = "auto", sentences: Sequence[str] | None = None, n: int | None = 100, trials: int = 3,
-             seed: int = 0, loss: str = "l1", search: str = "greedy", beam_width: int = 3,
-             search_order: str = "best-swap", max_words: int | None = None, patience: int | None = None,
-             max_candidates: int | None = None,
-             allow_non_alphabetic: bool = False, synonym_min_similarity: float | None = None,
-             reinflect_synonyms: bool = False, tolerance: float | None = None, cutoff: float | None = None,
-             n_boot: int = 1000,
-             chunk_size: int = 8, max_batch: int = 256, out: str | Path | None = None,
-             quiet: bool = False) -> "LMScopeResult":
+def scope_lm(args: "LMScopeArgs", given: Mapping[str, Any]) -> "LMScopeResult":
     """Shared invariances of language models (SCoPE App. G; the ``scope-lm`` command).
 
     ``reference`` and ``targets`` are language-model specs (``"smollm2-135m"``, a directory, a
@@ -122,26 +104,16 @@ def scope_lm(reference: Any, targets: Any, *, capabilities: str | Sequence[str] 
         >>> res.rows[0]["hard_scope"], res.rows[0]["soft_scope"]
         (1.0, 1.0)
     """
-    from .config import LMScopeArgs
     from .lm import LMScopeStudy
 
-    ref_name, tgt_names, given, specs = models_of(reference, targets)
-    args = LMScopeArgs.of_call(locals(), reference=ref_name, targets=",".join(tgt_names))
-    study = LMScopeStudy(args, models=given, sentences=sentences, progress=not quiet, specs=specs)
-    return run(study, out, quiet=quiet)
+    ref_name, tgt_names, models, specs = models_of(given["reference"], given["targets"])
+    args = replace(args, reference=ref_name, targets=",".join(tgt_names))
+    study = LMScopeStudy(args, models=models, sentences=given["sentences"], progress=not args.quiet, specs=specs)
+    return run(study, given["out"], quiet=args.quiet)
 
 
 @study_function("perturblab.studies.scope.config:CheckpointsArgs")
-def checkpoints(checkpoints: Any = None, *, finetune: str | None = None, fractions: str | Sequence[float] = "0,0.2,0.4,0.6,0.8,1",
-                epochs: int = 1, max_seconds: float | None = 300.0, lr: float = 5e-5, n_train: int | None = None,
-                capabilities: str | Sequence[str] = ("synonym", "typo"),
-                comparisons: str | Sequence[str] = ("vs_final", "vs_previous"),
-                data: "str | Dataset | tuple[Dataset, Dataset]" = "rotten_tomatoes", text_column: str | None = None,
-                text_fields: str | Sequence[str] = (), label_column: str | None = None, perturb_field: str = "a",
-                n: int | None = 200, trials: int = 3, seed: int = 0, max_words: int | None = None,
-                patience: int | None = None, max_candidates: int | None = None, allow_non_alphabetic: bool = False,
-                synonym_min_similarity: float | None = None, reinflect_synonyms: bool = False,
-                out: str | Path | None = None, quiet: bool = False) -> "CheckpointResult":
+def checkpoints(args: "CheckpointsArgs", given: Mapping[str, Any]) -> "CheckpointResult":
     """Shared invariances over the checkpoints of one training run (SCoPE App. D; the
     ``checkpoints`` command).
 
@@ -175,23 +147,25 @@ def checkpoints(checkpoints: Any = None, *, finetune: str | None = None, fractio
     """
     from ...models.finetune import FinetuneConfig
     from .checkpoints import Checkpoint, CheckpointStudy, checkpoints_from_dirs, finetune_checkpoints
-    from .config import CheckpointsArgs
 
+    checkpoints, finetune, data = given["checkpoints"], given["finetune"], given["data"]
     if (checkpoints is None) == (finetune is None):
         raise InputError("give either checkpoints (--checkpoints DIR,DIR,...) or a model to fine-tune "
                          "(--finetune BASE), not both and not neither")
-    given = None if checkpoints is None else names_of(checkpoints)
-    objects = given is not None and any(isinstance(c, Checkpoint) for c in given)
-    args = CheckpointsArgs.of_call(locals(), checkpoints=None if objects or given is None else ",".join(map(str, given)),
-                                   data=data if isinstance(data, str) else getattr(data, "name", None) or "data")
-    splits = search_splits(data, text_column=text_column, text_fields=text_fields, label_column=label_column,
-                           perturb_field=perturb_field, seed=seed, test_size=args.test_size)
+    listed = None if checkpoints is None else names_of(checkpoints)
+    objects = listed is not None and any(isinstance(c, Checkpoint) for c in listed)
+    args = replace(args, checkpoints=None if objects or listed is None else ",".join(map(str, listed)),
+                   data=data if isinstance(data, str) else getattr(data, "name", None) or "data")
+    splits = search_splits(data, text_column=args.text_column, text_fields=args.text_fields,
+                           label_column=args.label_column, perturb_field=args.perturb_field, seed=args.seed,
+                           test_size=args.test_size)
     if finetune is not None:
-        train = splits[0] if n_train is None else splits[0].sample(n_train, seed=seed)
-        ft = FinetuneConfig(epochs=epochs, max_seconds=max_seconds, lr=lr)
-        cks = finetune_checkpoints(finetune, train, seed=seed, fractions=[float(x) for x in names_of(fractions)],
-                                   config=ft, progress=not quiet)
+        train = splits[0] if args.n_train is None else splits[0].sample(args.n_train, seed=args.seed)
+        ft = FinetuneConfig(epochs=args.epochs, max_seconds=args.max_seconds, lr=args.lr)
+        cks = finetune_checkpoints(finetune, train, seed=args.seed,
+                                   fractions=[float(x) for x in names_of(given["fractions"])], config=ft,
+                                   progress=not args.quiet)
     else:
-        cks = given if objects else checkpoints_from_dirs(given)
-    study = CheckpointStudy(args, cks, splits=splits, progress=not quiet)
-    return run(study, out, quiet=quiet)
+        cks = listed if objects else checkpoints_from_dirs(listed)
+    study = CheckpointStudy(args, cks, splits=splits, progress=not args.quiet)
+    return run(study, given["out"], quiet=args.quiet)

@@ -11,7 +11,7 @@ from ...core.options import count_or_all, option
 from ...errors import InputError
 from ...perturb.selfcheck import NEGATION_RULES
 from ..args import Args, ModelList, corpus_split_option
-from ..models import items
+from ..given import items
 
 METRICS: tuple[str, ...] = ("negation", "toxicity", "long_range", "word_order", "tokenization", "entropy")
 #: The model capabilities each metric's scoring calls (see the module docstring).
@@ -54,19 +54,19 @@ def sentence_limit(value: Any) -> None:
 class SelfCheckArgs(ModelList, Args):
     """The options of ``perturblab selfcheck`` and :func:`perturblab.selfcheck` (the one schema)."""
 
-    models: str | None = option(required=True, role="language_model",
+    models: str | None = option(required=True, role="language_model", positional=True, python="Any",
                                 help="comma-separated language models: presets (smollm2-135m, smollm2-135m-int8, "
                                      "gemma3-270m), local HF directories, .gguf files or hub ids")
-    corpus: str = option("conll2010", data=True,
+    corpus: str = option("conll2010", data=True, python="str | Corpus",
                          help="oanc, conll2010 (Wikipedia sentences), a .txt/.jsonl/.csv/.parquet file or "
                               "hf:NAME[:SPLIT]")
-    benign_corpus: str = option("oanc", data=True,
+    benign_corpus: str = option("oanc", data=True, python="str | Corpus | None",
                                 help="corpus for the normalised negation score ('none' to leave it out)")
     text_column: str = option("text", help="text column of a JSONL/CSV/Parquet/HF corpus")
     corpus_split: str = corpus_split_option("--corpus, --benign-corpus")
     n: int = option(1000, min=1, help="examples per metric and setting")
     seed: int = option(0, min=0, help="seed of the examples drawn from the corpus and of every random perturbation")
-    metrics: str = option(",".join(METRICS), check=metric_names,
+    metrics: str = option(",".join(METRICS), check=metric_names, python="str | Sequence[str]",
                           help=f"comma-separated subset of {', '.join(METRICS)}")
     no_ablations: bool = option(False, flag=True, help="only the headline setting of each metric (much faster)")
     max_new_tokens: int = option(32, min=1, help="generation length of the toxicity metric")

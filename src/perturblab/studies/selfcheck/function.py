@@ -3,24 +3,19 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, Mapping
 
 from ...core.entry import run, study_function
-from ..models import model_list
+from ..given import model_list
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .config import SelfCheckArgs
     from .result import SelfCheckResult
 
 
 @study_function("perturblab.studies.selfcheck.config:SelfCheckArgs")
-def selfcheck(models: Any, *, corpus: "str | Any" = "conll2010", benign_corpus: "str | Any | None" = "oanc",
-              text_column: str = "text", corpus_split: str = "auto", n: int = 1000, seed: int = 0,
-              metrics: str | Sequence[str] = ("negation", "toxicity", "long_range", "word_order", "tokenization",
-                                              "entropy"),
-              no_ablations: bool = False, max_new_tokens: int = 32, max_sentence_words: int | None = 64,
-              negation_rule: str = "paper", chunk: int = 128,
-              out: str | Path | None = None, quiet: bool = False) -> "SelfCheckResult":
+def selfcheck(args: "SelfCheckArgs", given: Mapping[str, Any]) -> "SelfCheckResult":
     """Self-supervised sensitivity scores of language models on any text (*Bring your own data!*;
     the ``selfcheck`` command): negation, toxicity, long-range context, word order, tokenization
     and entropy, with the ablations unless ``no_ablations``.
@@ -56,15 +51,16 @@ def selfcheck(models: Any, *, corpus: "str | Any" = "conll2010", benign_corpus: 
         [('next_token_entropy', 4), ('token_entropy', 4)]
     """
     from ...data.corpus import Corpus
-    from .config import SelfCheckArgs
     from .study import SelfCheckStudy
 
-    names, given = model_list(models)
-    args = SelfCheckArgs.of_call(
-        locals(), models=",".join(names),
+    corpus, benign_corpus = given["corpus"], given["benign_corpus"]
+    names, models = model_list(given["models"])
+    args = replace(
+        args, models=",".join(names),
         corpus=corpus if isinstance(corpus, str) else getattr(corpus, "name", "corpus"),
         benign_corpus=benign_corpus if isinstance(benign_corpus, str) or benign_corpus is None
         else getattr(benign_corpus, "name", "benign"))
-    study = SelfCheckStudy(args, models=given, corpus=corpus if isinstance(corpus, Corpus) else None,
-                           benign=benign_corpus if isinstance(benign_corpus, Corpus) else None, progress=not quiet)
-    return run(study, out, quiet=quiet)
+    study = SelfCheckStudy(args, models=models, corpus=corpus if isinstance(corpus, Corpus) else None,
+                           benign=benign_corpus if isinstance(benign_corpus, Corpus) else None,
+                           progress=not args.quiet)
+    return run(study, given["out"], quiet=args.quiet)

@@ -18,8 +18,8 @@ from ..layer_probes.config import DATA_HELP, LABEL_COLUMN_HELP, POOLING_HELP, PR
 class FinetuningArgs(Args):
     """The options of ``perturblab finetuning`` and :func:`~.function.finetuning` (the one schema)."""
 
-    base: str = option("minilm-l6", role="encoder", help="the pretrained encoder")
-    finetuned: str | None = option(None, role="classifier",
+    base: str = option("minilm-l6", role="encoder", positional=True, python="Any", help="the pretrained encoder")
+    finetuned: str | None = option(None, role="classifier", python="Any",
                                    help="an existing fine-tuned copy of --base (directory or hub id); default: "
                                         "fine-tune one here")
     n_train: int = option(3000, min=1, help="training examples: the probes' and those of the fine-tune made here")
@@ -34,10 +34,11 @@ class FinetuningArgs(Args):
     max_seconds: float | None
     lr: float
     epochs, max_seconds, lr = finetune_options(epochs=2, max_seconds=900.0)
-    data: str = option("rotten_tomatoes", data=True, help=DATA_HELP)
+    data: str = option("rotten_tomatoes", data=True, python="str | Dataset | tuple[Dataset, Dataset]", help=DATA_HELP)
     seed: int = option(0, min=0, help="seed of the data sample, the fine-tune made here, the probes and STIR")
     pooling: str = option("mean", choices=POOLINGS, help=POOLING_HELP)
-    text_fields: list[str] = option([], parse=csv_list, metavar="A[,B]", help=TEXT_FIELDS_HELP)
+    text_fields: list[str] = option([], parse=csv_list, metavar="A[,B]", python="str | Sequence[str]",
+                                    help=TEXT_FIELDS_HELP)
     label_column: str | None = option(None, help=LABEL_COLUMN_HELP)
 
     # -- what the study reads -------------------------------------------------------------

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any, Sequence
+from dataclasses import replace
+from typing import Any, Mapping
 
 from ....core.entry import run, study_function
-from ....data.examples import Dataset
 from ..layer_probes.function import data_splits, model_name
 from .config import FinetuningArgs
 from .result import FinetuningResult
@@ -14,12 +13,7 @@ from .study import FinetuningStudy
 
 
 @study_function("perturblab.studies.robustness.finetuning.config:FinetuningArgs")
-def finetuning(base: Any = "minilm-l6", *, finetuned: Any = None,
-               data: "str | Dataset | tuple[Dataset, Dataset]" = "rotten_tomatoes", n_train: int = 3000,
-               n_eval: int = 1000, k: int = 20, text_stir: bool = False, probe_c: float = 0.01, epochs: int = 2,
-               max_seconds: float | None = 900.0, lr: float = 5e-5, seed: int = 0, pooling: str = "mean",
-               text_fields: str | Sequence[str] = (), label_column: str | None = None, capability: str = "synonym",
-               out: str | Path | None = None, quiet: bool = False) -> FinetuningResult:
+def finetuning(args: FinetuningArgs, given: Mapping[str, Any]) -> FinetuningResult:
     """How fine-tuning changed each layer of ``base`` (the ``finetuning`` command; robustness paper
     Sec. 3.1, 4.1, Fig. 1): CKA, STIR both ways (and its ceiling), optional text-space STIR, and
     per-layer probe accuracy of the pretrained and the fine-tuned encoder on the evaluation split.
@@ -54,13 +48,14 @@ def finetuning(base: Any = "minilm-l6", *, finetuned: Any = None,
         >>> all(0 <= v <= 1 for v in res.series("cka")), res.finetune["steps"]
         (True, 'given')
     """
+    base, finetuned = given["base"], given["finetuned"]
     base_name = model_name(base, "base")
     ft_name = None if finetuned is None else model_name(finetuned, "finetuned")
-    data_name, splits = data_splits(data, n_train, n_eval, seed)
-    args = FinetuningArgs.of_call(locals(), base=base_name, finetuned=ft_name, data=data_name)
+    data_name, splits = data_splits(given["data"], args.n_train, args.n_eval, args.seed)
+    args = replace(args, base=base_name, finetuned=ft_name, data=data_name)
     study = FinetuningStudy(args, pre=None if isinstance(base, str) else base,
                             ft=None if finetuned is None or isinstance(finetuned, str) else finetuned,
-                            splits=splits, progress=not quiet)
-    result = run(study, out, quiet=quiet)
+                            splits=splits, progress=not args.quiet)
+    result = run(study, given["out"], quiet=args.quiet)
     assert isinstance(result, FinetuningResult)
     return result

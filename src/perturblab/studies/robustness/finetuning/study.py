@@ -40,7 +40,6 @@ from ....measures.probe import fit_probe
 from ....measures.similarity import linear_cka
 from ....measures.stir import stir_layers
 from ....models.finetune import FinetuneConfig, read_finetune_meta
-from ....models.head import dataset_inputs
 from ....models.states import layer_states
 from ...inputs import labelled_split
 from .config import FinetuningArgs
@@ -153,7 +152,7 @@ class FinetuningStudy(Study):
         with self._lock:
             if (which, split) not in self._states:
                 train, test = self.splits()
-                inputs = dataset_inputs(train if split == "train" else test)
+                inputs = (train if split == "train" else test).inputs()
                 self._states[(which, split)] = layer_states(self.model(which), inputs, pooling=self.args.pooling,
                                                             progress=self.progress)
             return self._states[(which, split)]
@@ -280,4 +279,4 @@ def classifier_accuracy(source: str | None, test: Dataset) -> float | None:
         return None  # a bare encoder: no head to score
     if len(clf.labels) != len(test.label_names):
         return None
-    return float((predict(clf, dataset_inputs(test)) == test.labels).mean())
+    return float((predict(clf, test.inputs()) == test.labels).mean())

@@ -5,7 +5,7 @@ config's entry and its Python function, and by the study itself
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, Mapping
 
 from ....core.options import TEXT_FIELDS_HELP, csv_list, option
 from ....errors import InputError
@@ -42,11 +42,10 @@ def distinct_perturbations(value: Any) -> None:
 class LayerProbesArgs(PerturbationList, Args):
     """The options of ``perturblab layer-probes`` and :func:`~.function.layer_probes` (the one schema)."""
 
-    python_only: ClassVar[tuple[str, ...]] = ("perturbation_params",)
-
-    model: str = option("minilm-l6", role="encoder",
+    model: str = option("minilm-l6", role="encoder", positional=True, python="Any",
                         help="the encoder: a preset (see `perturblab models`), a local directory or a hub id")
     perturbations: str = option(",".join(DEFAULT_PERTURBATIONS), check=distinct_perturbations,
+                                python="str | Sequence[str]",
                                 help="comma list of catalogue perturbations (default: the robustness paper's eight)")
     n_train: int = option(2000, min=1, help="training examples of the probes (clean inputs)")
     n_eval: int = option(1000, min=1, help="evaluation examples, scored clean and perturbed")
@@ -54,8 +53,11 @@ class LayerProbesArgs(PerturbationList, Args):
     perturb_field: str = option("both", choices=PERTURB_FIELDS,
                                 help="for text-pair data: perturb the first text, the second or both (default)")
     probe_c: float = option(0.01, above=0, help=PROBE_C_HELP)
-    data: str = option("rotten_tomatoes", data=True, help=DATA_HELP)
+    data: str = option("rotten_tomatoes", data=True, python="str | Dataset | tuple[Dataset, Dataset]", help=DATA_HELP)
     seed: int = option(0, min=0, help="seed of the data sample, the probes and the perturbations")
     pooling: str = option("mean", choices=POOLINGS, help=POOLING_HELP)
-    text_fields: list[str] = option([], parse=csv_list, metavar="A[,B]", help=TEXT_FIELDS_HELP)
+    text_fields: list[str] = option([], parse=csv_list, metavar="A[,B]", python="str | Sequence[str]",
+                                    help=TEXT_FIELDS_HELP)
     label_column: str | None = option(None, help=LABEL_COLUMN_HELP)
+    perturbation_params: Mapping[str, Mapping[str, Any]] | None = option(
+        None, python_only=True, help="keyword arguments of each perturbation, by its name")

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any, Mapping, Sequence
+from dataclasses import replace
+from typing import Any, Mapping
 
 from ....core.entry import run, study_function
 from ....data.examples import Dataset
 from ....errors import InputError
-from .config import DEFAULT_PERTURBATIONS, LayerProbesArgs
+from .config import LayerProbesArgs
 from .result import LayerProbeResult
 from .study import LayerProbeStudy
 
@@ -41,12 +41,7 @@ def data_splits(data: "str | Dataset | tuple[Dataset, Dataset]", n_train: int, n
 
 
 @study_function("perturblab.studies.robustness.layer_probes.config:LayerProbesArgs")
-def layer_probes(model: Any = "minilm-l6", *, perturbations: str | Sequence[str] = DEFAULT_PERTURBATIONS,
-                 data: "str | Dataset | tuple[Dataset, Dataset]" = "rotten_tomatoes", n_train: int = 2000,
-                 n_eval: int = 1000, top: int = 3, perturb_field: str = "both", probe_c: float = 0.01, seed: int = 0,
-                 pooling: str = "mean", text_fields: str | Sequence[str] = (), label_column: str | None = None,
-                 perturbation_params: Mapping[str, Mapping[str, Any]] | None = None,
-                 out: str | Path | None = None, quiet: bool = False) -> LayerProbeResult:
+def layer_probes(args: LayerProbesArgs, given: Mapping[str, Any]) -> LayerProbeResult:
     """Which layers each perturbation affects (the ``layer-probes`` command; robustness paper
     Sec. 4.4): a probe per layer trained on clean states, scored on clean and perturbed inputs.
 
@@ -75,11 +70,12 @@ def layer_probes(model: Any = "minilm-l6", *, perturbations: str | Sequence[str]
         >>> res.summary[0]["perturbation"], len(res.summary[0]["top_layers"])
         ('drop_first', 1)
     """
+    model = given["model"]
     name = model_name(model, "model")
-    data_name, splits = data_splits(data, n_train, n_eval, seed)
-    args = LayerProbesArgs.of_call(locals(), model=name, data=data_name)
+    data_name, splits = data_splits(given["data"], args.n_train, args.n_eval, args.seed)
+    args = replace(args, model=name, data=data_name)
     study = LayerProbeStudy(args, encoder=None if isinstance(model, str) else model, splits=splits,
-                            progress=not quiet, perturbation_params=perturbation_params)
-    result = run(study, out, quiet=quiet)
+                            progress=not args.quiet, perturbation_params=given["perturbation_params"])
+    result = run(study, given["out"], quiet=args.quiet)
     assert isinstance(result, LayerProbeResult)
     return result

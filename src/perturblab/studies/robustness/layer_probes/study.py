@@ -23,7 +23,6 @@ from ....core.study import Phase, RunContext, Study, Task
 from ....data.examples import Dataset
 from ....errors import InputError
 from ....measures.probe import Probe, fit_probe
-from ....models.head import dataset_inputs
 from ....models.states import layer_states
 from ....perturb.catalogue import get_perturbation, perturb_inputs, perturbation_key
 from ...inputs import labelled_split
@@ -126,14 +125,14 @@ class LayerProbeStudy(Study):
             if self._probes is None:
                 train, _ = self.splits()
                 self._probes = [fit_probe(h, train.labels, seed=self.args.seed, C=self.args.probe_c)
-                                for h in self._states(dataset_inputs(train))]
+                                for h in self._states(train.inputs())]
             return self._probes
 
     def evaluate(self, perturbation: str) -> dict[str, Any]:
         """One cell: which evaluation examples each layer's probe gets right on the clean or the
         perturbed inputs (and the share of inputs the perturbation changed)."""
         _, test = self.splits()
-        x = dataset_inputs(test)
+        x = test.inputs()
         change_rate = None
         if perturbation != CLEAN:
             t = get_perturbation(perturbation, **self.params(perturbation))

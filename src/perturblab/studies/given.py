@@ -1,5 +1,5 @@
-"""The models and data a study function is given: comma lists or lists of specs and objects,
-turned into display names, ready objects and specs (one function for every study)."""
+"""The models and data a study function is given (its ``given``): comma lists or lists of specs
+and objects, turned into display names, ready objects and specs (one function for every study)."""
 
 from __future__ import annotations
 

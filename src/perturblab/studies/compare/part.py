@@ -1,0 +1,142 @@
+"""A study's part in a comparison, declared by the study beside its options: which model kinds
+it serves, how its time grows with its size, the headline keys it gives, its options at a size and
+the sentence of its verdict. ``compare`` runs every registered study that declares one
+(:attr:`~perturblab.studies.registry.StudyEntry.compare`), in registration order, so a study of an
+installed package joins ``compare`` by declaring its part too.
+
+Example: the part of a study that gives one score per target (its sentence lists the
+estimates)::
+
+    >>> part = Part("kept", kinds=(CLASSIFIER,), keys=("kept",),
+    ...             costs={CLASSIFIER: Cost("n", per_unit=0.05, fixed=5.0, share=0.2, least=20, most=500)},
+    ...             options=lambda args, size, plan, target=None: {"models": args.reference, "n": size})
+    >>> part.cost(CLASSIFIER).size, part.serves(CLASSIFIER), part.serves(LANGUAGE_MODEL)
+    ('n', True, False)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Mapping
+
+from ...errors import InputError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ...core.headline import Estimate
+
+__all__ = ["CLASSIFIER", "LANGUAGE_MODEL", "Cost", "Part", "fmt", "level_text", "listed", "side", "parts",
+           "studies_of", "part_name"]
+
+#: the two kinds of models a comparison takes (the models of one comparison are of one kind)
+CLASSIFIER, LANGUAGE_MODEL = "classifier", "language model"
+
+
+@dataclass(frozen=True)
+class Cost:
+    """How a study's time grows: ``fixed`` seconds (loading, training heads) plus ``per_unit``
+    seconds for each unit of ``size`` (its sample option) and model; ``share`` of the budget;
+    ``least``/``most``: the useful range of the size."""
+
+    size: str        # the option that sets its size
+    per_unit: float  # seconds per unit of size and model compared
+    fixed: float
+    share: float
+    least: int
+    most: int
+
+
+def listed(v: Any) -> str:
+    """The default sentence: the target's estimates, each with its interval."""
+    return "; ".join(f"{e.measure} {fmt(e)}" for e in v.estimates)
+
+
+@dataclass(frozen=True)
+class Part:
+    """What a study declares to take part in ``compare``.
+
+    ``name``: its folder in the comparison's output and its name in ``--studies`` (beside the
+    study's registry name); ``kinds``: the model kinds it serves; ``costs``: its :class:`Cost` by
+    kind; ``keys``: the first parts of the headline keys it gives (the gates are checked against
+    them before anything runs); ``options(args, size, plan, target)``: the study's options at
+    ``size`` (``target`` for a part run once per target); ``sentence(verdict)``: what its verdict
+    says; ``fit(models, plan)``: the options the models allow, or None to leave the study out
+    (``plan.left_out`` says why; default: every model fits); ``rates``: its findings are rates of
+    changed behaviour on examples (``--detect`` sizes it); ``scores``: its findings are paired
+    differences of scores; ``per_target``: one run per target, in folders ``<name>-<target>``
+    when there are several; ``per_model``: its time grows with every model, the reference
+    included (it scores each), not with the targets alone."""
+
+    name: str
+    kinds: tuple[str, ...]
+    costs: Mapping[str, Cost]
+    keys: tuple[str, ...]
+    options: Callable[..., dict[str, Any]]
+    sentence: Callable[[Any], str] = listed
+    fit: Callable[[list[str], Any], "dict[str, Any] | None"] | None = None
+    rates: bool = False
+    scores: bool = False
+    per_target: bool = False
+    per_model: bool = False
+
+    def serves(self, kind: str) -> bool:
+        """Whether the part runs for models of ``kind``."""
+        return kind in self.kinds
+
+    def cost(self, kind: str) -> Cost:
+        """Its cost for models of ``kind``."""
+        return self.costs[kind]
+
+    def kind(self) -> str:
+        """The kind its findings are levelled for: a language model's when it serves only those."""
+        return LANGUAGE_MODEL if self.kinds == (LANGUAGE_MODEL,) else CLASSIFIER
+
+    def owns(self, folder: str) -> bool:
+        """Whether ``folder`` (a study of a plan) is this part's: its name, or ``<name>-<target>``."""
+        return folder == self.name or (self.per_target and folder.startswith(f"{self.name}-"))
+
+
+# -- what the sentences of the verdicts are made of -------------------------------------------------
+def fmt(e: "Estimate") -> str:
+    """An estimate with its interval and its flags: ``0.830 [0.620, 0.980] ⚑ target chance-level``."""
+    return e.text() + (f" ⚑ {', '.join(e.flags)}" if e.flags else "")
+
+
+def level_text(s: Any) -> str:
+    """`` (major)``, `` (undecided, interval minor to major)`` or nothing."""
+    return "" if s is None else f" ({s.level}{', interval ' + s.span if s.span and s.level == 'undecided' else ''})"
+
+
+def side(gap: "Estimate") -> str:
+    """Where a paired gap's interval lies against 0, in words."""
+    if gap.low is None or gap.high is None:
+        return ""
+    return (" (no difference beyond the interval)" if gap.low <= 0 <= gap.high else
+            " (lower, beyond the interval)" if gap.high < 0 else " (higher, beyond the interval)")
+
+
+# -- the parts of the registered studies ------------------------------------------------------------
+def parts() -> dict[str, Part]:
+    """The parts of the registered studies that take part in a comparison, by name, in
+    registration order (the plan's order)."""
+    from ..registry import entries
+
+    return {p.name: p for p in (e.compare_part() for e in entries() if e.compare)}
+
+
+def studies_of() -> dict[str, str]:
+    """The registered study of each part (``invariances`` -> ``scope``)."""
+    from ..registry import entries
+
+    return {e.compare_part().name: e.name for e in entries() if e.compare}
+
+
+def part_name(name: str) -> str:
+    """The part ``name`` names: a part's own name, or the registry name of its study (``scope``
+    -> ``invariances``); an unknown name is an :class:`InputError` naming the known ones."""
+    known = studies_of()
+    if name in known:
+        return name
+    by_study = {study: part for part, study in known.items()}
+    if name in by_study:
+        return by_study[name]
+    raise InputError(f"unknown study {name}; choose from " + ", ".join(f"{p} ({s})" for p, s in known.items()))

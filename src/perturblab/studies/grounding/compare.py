@@ -1,0 +1,49 @@
+"""The part of the similarity study in ``compare``: linear CKA of every layer pair of the
+reference and each target, when every model exposes hidden states."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..compare.part import CLASSIFIER, LANGUAGE_MODEL, Cost, Part, fmt
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..compare.config import CompareArgs
+    from ..compare.plan import Plan
+    from ..compare.verdict import Verdict
+
+
+def _options(args: "CompareArgs", size: int, plan: "Plan", target: str | None = None) -> dict[str, Any]:
+    return {"a": args.reference, "b": target, "data": args.data, "measures": "cka", "n": size}
+
+
+def _fit(models: list[str], plan: "Plan") -> dict[str, Any] | None:
+    """Every model must expose hidden states (an encoder's role)."""
+    from ...models.resolve import check_spec
+    from ...errors import InputError
+
+    def encoder(spec: str) -> bool:
+        try:
+            check_spec(spec, "encoder")
+            return True
+        except InputError:
+            return False
+
+    lacking = [m for m in models if not encoder(m)]
+    if not lacking:
+        return {}
+    plan.left_out.append(f"layers: not every model exposes hidden states ({', '.join(lacking)})")
+    return None
+
+
+def sentence(v: "Verdict") -> str:
+    """Each layer similarity of the target with the reference."""
+    return f"Layer similarity with {v.reference_name}: " + "; ".join(f"{e.measure} {fmt(e)}" for e in v.estimates) + "."
+
+
+#: seconds measured on 2 CPU cores with the packaged encoders and SmolLM2-135M (a language model's
+#: layers cost more than an encoder's)
+LAYERS = Part("layers", (CLASSIFIER, LANGUAGE_MODEL),
+              {CLASSIFIER: Cost("n", per_unit=0.009, fixed=5.0, share=0.2, least=200, most=2000),
+               LANGUAGE_MODEL: Cost("n", per_unit=0.155, fixed=5.0, share=0.15, least=200, most=2000)},
+              ("linear_cka",), _options, sentence, fit=_fit, per_target=True)

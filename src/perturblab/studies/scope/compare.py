@@ -1,0 +1,118 @@
+"""The parts of the SCoPE studies in ``compare``: shared invariances of classifiers
+(``invariances``: synonym and typo, with the target's agreement and accuracy gap on the
+unperturbed samples, and fairness when about :data:`FAIRNESS_LEAST` of the planned samples will
+have a protected-category word: it is measured on those samples only) and of language models
+(``lm-invariances``, when every model gives next-token distributions)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..compare.part import CLASSIFIER, LANGUAGE_MODEL, Cost, Part, fmt, level_text, side
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..compare.config import CompareArgs
+    from ..compare.plan import Plan
+    from ..compare.verdict import Verdict
+
+#: the headline keys of both (their first parts)
+KEYS = ("hard_scope", "soft_scope", "agreement", "accuracy_gap")
+#: the fewest samples with a protected-category word that make fairness worth measuring
+FAIRNESS_LEAST = 10
+
+
+def protected_texts(data: str) -> tuple[int, int]:
+    """(texts with a protected-category word, texts) of the data set ``data``: the samples the
+    fairness capability can perturb (SCoPE App. C)."""
+    from ...data.loaders import load_dataset
+    from ...perturb.text import WordText
+    from ...resources.protected import ProtectedCategories
+
+    categories = ProtectedCategories.load()
+    examples = load_dataset(data).examples
+    hits = sum(any(categories.swaps(w) for t in (ex.text, ex.text_b) if t for w in WordText.from_text(t).words)
+               for ex in examples)
+    return hits, len(examples)
+
+
+def _capabilities(data: str, n: int, plan: "Plan") -> str:
+    """The invariances measured: synonym and typo, and fairness when about :data:`FAIRNESS_LEAST`
+    of ``n`` samples will have a protected-category word (the plan says why it is left out)."""
+    hits, total = protected_texts(data)
+    expected = n * hits / max(total, 1)
+    if expected < FAIRNESS_LEAST:
+        plan.left_out.append(f"fairness: {hits} of {total} texts of {data} have a protected-category word, so about "
+                             f"{expected:.0f} of the n = {n} samples would (fewer than {FAIRNESS_LEAST}); a larger "
+                             "--budget, or data with such words, measures it")
+        return "synonym,typo"
+    plan.notes.append(f"fairness: {hits} of {total} texts of {data} have a protected-category word; about "
+                      f"{expected:.0f} of the n = {n} samples will, and fairness is measured on those")
+    return "synonym,typo,fairness"
+
+
+def _invariances(args: "CompareArgs", size: int, plan: "Plan", target: str | None = None) -> dict[str, Any]:
+    return {"reference": args.reference, "targets": ",".join(args.target_names()), "data": args.data, "n": size,
+            "trials": 1, "seed": args.seed, "capabilities": _capabilities(args.data, size, plan)}
+
+
+def _lm_invariances(args: "CompareArgs", size: int, plan: "Plan", target: str | None = None) -> dict[str, Any]:
+    return {"reference": args.reference, "targets": ",".join(args.target_names()), "corpus": args.corpus, "n": size,
+            "trials": 1, "capabilities": "synonym,typo", "seed": args.seed}
+
+
+def _lm_fit(models: list[str], plan: "Plan") -> dict[str, Any] | None:
+    """Every model must give next-token distributions (a model behind an API gives none)."""
+    from ...models.lm_capabilities import describe_capabilities
+    from ...models.resolve import spec_capabilities
+    from .lm import METRIC_NEEDS
+
+    need = frozenset().union(*METRIC_NEEDS.values())
+    caps = {m: spec_capabilities(m) for m in models}
+    lacking = [m for m in models if not need <= caps[m]]
+    if not lacking:
+        return {}
+    common = frozenset.intersection(*caps.values())
+    plan.left_out.append(f"lm-invariances: {', '.join(lacking)} do{'es' if len(lacking) == 1 else ''} not give "
+                         f"{describe_capabilities(need - common)}")
+    return None
+
+
+def sentence(v: "Verdict", lm: bool = False) -> str:
+    """The verdict of shared invariances: Hard-SCoPE per capability with its level, whether the
+    capabilities differ beyond their intervals, and agreement and accuracy gap on the unperturbed
+    inputs."""
+    target, reference, mine = v.target, v.reference_name, v.estimates
+    sev = {s.key: s for s in v.severity}
+    hard = [e for e in mine if e.key.startswith("hard_scope:")]
+    parts = [f"{e.key.split(':', 1)[1]} {fmt(e)}{level_text(sev.get(e.key))}" for e in hard]
+    what = "top-1 next token" if lm else "prediction"
+    s = f"{target} keeps its {what} where {reference} keeps its own (Hard-SCoPE): " + "; ".join(parts) + "."
+    ranked = [e for e in hard if e.value is not None and e.low is not None and "*" not in e.key and not e.flags]
+    if len(ranked) > 1:
+        lo, hi = min(ranked, key=lambda e: e.value), max(ranked, key=lambda e: e.value)
+        if lo.high < hi.low:  # separate sets of examples: the capabilities are compared unpaired
+            s += (f" It shares fewer of {reference}'s {lo.key.split(':', 1)[1]} invariances than of its "
+                  f"{hi.key.split(':', 1)[1]} ones, beyond both intervals.")
+        else:
+            s += " The capabilities do not differ beyond their intervals."
+    agree = next((e for e in mine if e.key == "agreement"), None)
+    gap = next((e for e in mine if e.key == "accuracy_gap"), None)
+    said = []
+    if agree is not None:
+        said.append((f"its top-1 next token is {reference}'s after {fmt(agree)} of them" if lm else
+                     f"it agrees with {reference} on {fmt(agree)} of them") + level_text(sev.get("agreement")))
+    if gap is not None and gap.value is not None:
+        said.append(f"its {'token ' if lm else ''}accuracy minus {reference}'s is {fmt(gap)}{side(gap)}")
+    if said:
+        s += " On the unperturbed inputs " + "; ".join(said) + "."
+    return s
+
+
+#: seconds measured on 2 CPU cores with the packaged models (``compare`` of MiniLM-L6 against its
+#: int8 copy and MiniLM-L3, and of SmolLM2-135M against its int8 copy: each study's time over its size)
+INVARIANCES = Part("invariances", (CLASSIFIER,),
+                   {CLASSIFIER: Cost("n", per_unit=0.62, fixed=20.0, share=0.45, least=20, most=1000)},
+                   KEYS, _invariances, sentence, rates=True)
+LM_INVARIANCES = Part("lm-invariances", (LANGUAGE_MODEL,),
+                      {LANGUAGE_MODEL: Cost("n", per_unit=14.7, fixed=20.0, share=0.45, least=10, most=500)},
+                      KEYS, _lm_invariances, lambda v: sentence(v, lm=True), fit=_lm_fit, rates=True)
