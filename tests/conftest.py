@@ -1,16 +1,31 @@
-"""Shared test fixtures: small deterministic models that need no download."""
+"""Shared test fixtures: small deterministic models that need no download, a temporary data home,
+and the paths of the repository.
+
+The tests live in folders by concept (core/, contract/, cli/, models/, studies/<study>/, ...);
+this file applies to all of them. The shared helper modules (tiny_bert, tiny_lm, tiny_classifier,
+lexicon_splits, pair_data, api_serving) sit next to it in tests/, which is put on ``sys.path`` here,
+so any test imports them by name (``import tiny_bert``, ``from conftest import ...``); report_pages
+(the report tests' page parser and fixtures) sits in report/ beside its only users. A test module
+that imports another test module (``from test_robustness_study import toy_csv``) shares its folder."""
 
 from __future__ import annotations
 
 import json
 import re
+import sys
 import threading
 import time
 from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import numpy as np
 import pytest
+
+TESTS = Path(__file__).resolve().parent  # tests/: the shared helper modules
+ROOT = TESTS.parent  # the repository: docs/, scripts/, reproductions/
+if str(TESTS) not in sys.path:
+    sys.path.insert(0, str(TESTS))
 
 
 class LexiconClassifier:
@@ -222,6 +237,22 @@ class CompletionsServer:
     def __exit__(self, *exc):
         self.httpd.shutdown()
         self.httpd.server_close()
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    """A temporary PERTURBLAB_HOME (``tmp_path / "home"``) for one test; returns its path. A module
+    whose every test needs it says ``pytestmark = pytest.mark.usefixtures("home")``."""
+    monkeypatch.setenv("PERTURBLAB_HOME", str(tmp_path / "home"))
+    return tmp_path / "home"
+
+
+def count_cells(out, study: str) -> int:
+    """How many cells of ``study`` (a namespace such as ``"scope.search"``) the results store
+    ``out/results.sqlite`` holds."""
+    from perturblab.testing import cells
+
+    return sum(1 for (namespace, _key) in cells(out) if namespace == study)
 
 
 @pytest.fixture(scope="module")

@@ -36,7 +36,7 @@ def jsd(logp: np.ndarray, logq: np.ndarray) -> np.ndarray:
     with log m = logaddexp(log p, log q) − ln 2 (exactly log p where p = q), in torch (all
     cores): float32 terms (the inputs' own precision: the language models give float32
     log-probabilities) summed in float64, so a value is within about 1e-7 of the float64
-    formula's (``tests/test_selfcheck.py`` checks 1e-6); the float64 numpy version took 14 % of
+    formula's (``tests/studies/selfcheck/test_selfcheck.py`` checks 1e-6); the float64 numpy version took 14 % of
     the long-range metric's time in a profile."""
     import torch
 

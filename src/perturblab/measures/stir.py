@@ -42,7 +42,7 @@ from k draws), cut to CKA's range [0, 1]. We prefer it to a bootstrap over examp
 bootstrap is not valid for nearest-neighbour matching (Abadie & Imbens 2008): resampled
 duplicates become each other's nearest neighbours and the matching distances shrink. The rule is
 approximate: it takes each input's partner as given and so leaves out that every input is also a
-partner of others; on synthetic states (``tests/test_interval_coverage_studies.py``) its coverage
+partner of others; on synthetic states (``tests/intervals/test_interval_coverage_studies.py``) its coverage
 of the expected STIR was 0.89–0.97 at the 0.95 level (0.93 at N = 100, 8 dimensions), where an
 s.d./√k interval covered about 0.30.
 """

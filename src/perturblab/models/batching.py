@@ -15,7 +15,7 @@ device memory is halved and run again (:func:`~.device.split_on_oom`).
 
 Which inputs share a batch never changes what an input scores beyond round-off: padded
 positions are masked, so a score agrees with the input scored alone to the batch-invariance
-tolerance of the dtype (``tests/test_batching.py``: float32 to 1e-5 of the largest magnitude,
+tolerance of the dtype (``tests/models/test_batching.py``: float32 to 1e-5 of the largest magnitude,
 bfloat16 to the size of a few bfloat16 round-offs). The budget is therefore not part of a
 model's fingerprint, and stored results stay valid when it changes.
 """

@@ -22,8 +22,8 @@ keeps, and raises :class:`AssertionError` naming the study and the contract it b
 
 What cannot be checked (no example to run, a required option with no value to give it) is skipped
 and named, with the reason, in the returned :class:`StudyReport`. The pieces are public too, so a
-test suite can run them one test each (``tests/test_conformance.py``,
-``tests/test_conformance_runs.py`` do).
+test suite can run them one test each (``tests/contract/test_conformance.py``,
+``tests/contract/test_conformance_runs.py`` do).
 
 The package imports neither pytest nor any model library at import time; the patches the run
 contracts need (a spy on the results store, a failing file writer) are context managers that undo
