@@ -644,3 +644,29 @@ def test_a_config_runs_compare_with_equivalence_detect_and_models_by_name(tmp_pa
                  "--fail-under", "hard_scope:typo=0.9", "--out", str(tmp_path / "cli"), "--quiet"]) == int(value < 0.9)
     cli = json.loads((tmp_path / "cli" / "compare.json").read_text())
     assert [c["value"] for c in cli["checks"]] == [c["value"] for c in saved["checks"]]
+
+
+def test_a_notebook_reads_the_result_as_rows_a_table_and_escaped_html():
+    """``CompareResult``: one row per estimate of a target (``to_pandas()``), the same as a text
+    table, and an HTML view whose model names are escaped; its repr is one line."""
+    from perturblab.studies.compare.checks import Check
+    from perturblab.studies.compare.function import CompareResult
+    from perturblab.studies.compare.plan import Plan
+
+    target = "<b>t</b>"
+    h = Headline("s", [_w(target, "agreement", 45, 50), _w(target, "hard_scope:typo", 40, 50)])
+    verdicts = study_verdicts("invariances", h, "ref", [target])
+    args = _args(reference="ref=minilm-l6", targets=f"{target}=minilm-l3")
+    checks = [Check(target, "agreement", "agreement", 0.95, 0.9, "estimate", False)]
+    r = CompareResult(args, Plan(CLASSIFIER), verdicts, checks)
+    frame = r.to_pandas()
+    assert list(frame["key"]) == ["agreement", "hard_scope:typo"] and list(frame["n"]) == [50, 50]
+    assert list(frame["value"]) == pytest.approx([0.9, 0.8]) and set(frame["target"]) == {target}
+    assert frame["level"].notna().all()
+    lines = r.table().splitlines()
+    assert lines[0].split()[:3] == ["target", "study", "measure"] and len(lines) == 3
+    low, high = wilson_interval(45, 50)
+    assert f"0.900 [{low:.3f}, {high:.3f}]" in lines[1] and "invariances" in lines[1]
+    html = r._repr_html_()
+    assert "<b>t</b>" not in html and "&lt;b&gt;t&lt;/b&gt;" in html and "0 of 1 checks passed" in html
+    assert "\n" not in repr(r) and "0 of 1 checks passed" in repr(r)

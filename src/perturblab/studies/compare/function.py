@@ -96,6 +96,39 @@ class CompareResult(StudyResult):
             lines.append(f"{len(self.checks) - failed} of {len(self.checks)} checks passed")
         return "\n".join(lines)
 
+    def table(self) -> str:
+        """One line per estimate of a target: its study, measure, estimate with its 95 % interval,
+        n and the level of its finding (what ``to_pandas()`` holds, as text)."""
+        head = ("target", "study", "measure", "estimate [95 % interval]", "n", "level")
+        body = [(r["target"], r["study"], r["key"], self._estimate(r), str(r.get("n") or ""), r.get("level") or "")
+                for r in self.rows]
+        widths = [max(len(row[i]) for row in [head, *body]) for i in range(len(head))]
+        return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in [head, *body])
+
+    @staticmethod
+    def _estimate(row: dict[str, Any]) -> str:
+        from ...core.headline import Estimate
+
+        fields = {k: row[k] for k in ("subject", "measure", "value", "low", "high", "n", "interval", "key") if k in row}
+        return Estimate(**fields).text()
+
+    def _repr_html_(self) -> str:
+        """The verdicts as a notebook shows them: each target's findings, then its estimates."""
+        from html import escape
+
+        parts = [f"<p><b>{escape(', '.join(self.args.target_labels()))}</b> against "
+                 f"<b>{escape(self.args.reference_name())}</b>: "
+                 + (f"{sum(c.passed for c in self.checks)} of {len(self.checks)} checks passed" if self.checks
+                    else "no checks") + "</p>"]
+        for target in self.args.target_labels():
+            parts.append(f"<p>{escape(target)}: {escape(findings(self.verdicts, target))}</p>")
+        rows = "".join("<tr>" + "".join(f"<td>{escape(str(c))}</td>" for c in (
+            r["target"], r["study"], r["key"], self._estimate(r), r.get("n") or "", r.get("level") or "")) + "</tr>"
+            for r in self.rows)
+        head = "".join(f"<th>{h}</th>" for h in ("target", "study", "measure", "estimate [95 % interval]", "n",
+                                                 "level"))
+        return "".join(parts) + f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
+
     def exit_code(self) -> int:
         """The command's exit status: 1 when a check failed, else 0."""
         return 0 if self.passed else 1
