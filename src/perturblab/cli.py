@@ -122,9 +122,9 @@ def all_commands() -> dict[str, Callable]:
 def study_command(name: str) -> Callable[[argparse.Namespace], int]:
     """The command of the registered study ``name``: its options read from the command line, its
     Python function called under the output directory's lock, the result saved and printed; the
-    exit status is the result's ``exit_code()`` (0 when it has none; ``compare``: 1 when a check
-    failed). When API models took part, one line counts their faults (details in
-    ``faults.json``), also when the study failed."""
+    exit status is the result's ``exit_code()`` (``compare``: 1 when a check failed). When API
+    models took part, one line counts their faults (details in ``faults.json``), also when the
+    study failed."""
 
     def command(args: argparse.Namespace) -> int:
         from .core.entry import run_saved
@@ -139,8 +139,7 @@ def study_command(name: str) -> Callable[[argparse.Namespace], int]:
         stores = ["results.sqlite"] if (out / "results.sqlite").is_file() else \
             sorted(str(p.relative_to(out)) for p in out.glob("*/results.sqlite"))  # compare: one per study
         print(f"\n{time.time() - t0:.0f} s; outputs in {out.resolve()}: {', '.join([p.name for p in paths] + stores)}")
-        exit_code = getattr(res, "exit_code", None)
-        return int(exit_code()) if callable(exit_code) else 0
+        return res.exit_code()
 
     return command
 

@@ -162,6 +162,11 @@ class StudyResult:
         sizes = self.sizes()
         return "\n".join(lines + ([sizes] if sizes else []))
 
+    def exit_code(self) -> int:
+        """The exit status of the study's command when it ran (0; a study whose result can fail a
+        check, such as ``compare``'s, says 1 then)."""
+        return 0
+
     def headline(self) -> "Headline | None":
         """The estimates a reader looks at first, each with its interval and n, and a sentence on
         how to read them (:class:`~perturblab.core.headline.Headline`); :meth:`save` writes it

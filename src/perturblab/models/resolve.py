@@ -335,6 +335,15 @@ def _not_found(ms: ModelSpec, role: str) -> InputError:
                     f"models trained here: {', '.join(trained)}; or give a model directory or a hub id (org/name)")
 
 
+def fits(spec: "str | ModelSpec", role: str) -> bool:
+    """Whether ``spec`` can give a ``role`` model (:func:`check_spec` refuses nothing)."""
+    try:
+        check_spec(spec, role)
+    except InputError:
+        return False
+    return True
+
+
 def check_spec(spec: "str | ModelSpec", role: str) -> None:
     """Refuse a model spec that cannot give a ``role`` model (``classifier``, ``regressor``,
     ``encoder`` or ``language_model``) with an :class:`InputError` naming the spec and the fix,

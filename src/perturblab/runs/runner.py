@@ -181,8 +181,7 @@ def _call_study(s: StudySpec, sdir: Path, ex: Any, progress: bool) -> int:
     res, _ = run_saved(study.load_function(), options, out=sdir, what=f"study {s.name}", executor=ex,
                        prefix=f"{s.name}: ")
     print(f"{s.name} ({s.kind}):\n{res.console()}\n")
-    exit_code = getattr(res, "exit_code", None)
-    return int(exit_code()) if callable(exit_code) else 0
+    return res.exit_code()
 
 
 def _report(out: Path) -> None:

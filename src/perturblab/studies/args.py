@@ -136,18 +136,12 @@ def one_text_option(args: Any) -> list[tuple[str, str]]:
 def check_model_spec(spec: str, role: str) -> None:
     """Refuse a model spec that cannot name a model of ``role`` (loads nothing); ``model``: a
     classifier or a language model (refused with the classifier's reason when it is neither)."""
-    from ..models.resolve import check_spec
+    from ..models.resolve import check_spec, fits
 
     if role != "model":
         check_spec(spec, role)
-        return
-    try:
+    elif not fits(spec, "language_model"):
         check_spec(spec, "classifier")
-    except InputError:
-        try:
-            check_spec(spec, "language_model")
-        except InputError:
-            check_spec(spec, "classifier")
 
 
 def nonempty(value: Any) -> None:

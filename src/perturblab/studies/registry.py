@@ -77,8 +77,9 @@ def unregister_study(name: str) -> None:
         _ORDER.remove(key)
 
 
-def _add(name: str, args: str, function: str, help: str, **kw: Any) -> None:
-    register_study(StudyEntry(name, f"perturblab.studies.{args}", f"perturblab.{function}", help, **kw))
+def _add(name: str, args: str, function: str, help: str, compare: str = "", **kw: Any) -> None:
+    register_study(StudyEntry(name, f"perturblab.studies.{args}", f"perturblab.{function}", help,
+                              compare=compare and f"perturblab.studies.{compare}", **kw))
 
 
 #: the entry-point group through which installed packages register studies
@@ -147,14 +148,14 @@ _add("compare", "compare.config:CompareArgs", "studies.compare.function:compare"
      "thresholds for CI")
 # by paper: SCoPE, learnability, self-supervised evaluation, robustness, grounding
 _add("scope", "scope.config:ScopeArgs", "studies.scope.function:scope", "shared-invariance study (SCoPE)",
-     compare="perturblab.studies.scope.compare:INVARIANCES",
+     compare="scope.compare:INVARIANCES",
      example=dict(reference="tfidf-lr", targets="minilm-l3", capabilities="typo", n=8, trials=1, n_boot=50))
 _add("demo", "scope.config:ScopeArgs", "studies.scope.function:scope", "the SCoPE study on packaged models, small default size",
      defaults=dict(reference="minilm-l6", targets="minilm-l6-int8,minilm-l3,tfidf-lr",
                    capabilities="synonym,typo,fairness", n=60, trials=3, out="out/demo"), config=False,
      example=dict(reference="tfidf-lr", targets="minilm-l3", capabilities="typo", n=8, trials=1, n_boot=50))
 _add("scope-lm", "scope.config:LMScopeArgs", "studies.scope.function:scope_lm",
-     "shared invariances of language models (SCoPE App. G)", compare="perturblab.studies.scope.compare:LM_INVARIANCES",
+     "shared invariances of language models (SCoPE App. G)", compare="scope.compare:LM_INVARIANCES",
      example=dict(reference="smollm2-135m", targets="smollm2-135m-int8", capabilities="typo", corpus="conll2010",
                   n=2, trials=1, n_boot=50, max_words=1, max_candidates=1))
 _add("checkpoints", "scope.config:CheckpointsArgs", "studies.scope.function:checkpoints",
@@ -164,12 +165,12 @@ _add("learnability", "learnability.config:LearnabilityArgs", "studies.learnabili
      example=dict(models="tfidf-lr", perturbations="leet_letters", trials=1, n_train=40, n_eval=20, ps=[0.1, 1.0],
                   workers=1))
 _add("selfcheck", "selfcheck.config:SelfCheckArgs", "studies.selfcheck.function:selfcheck",
-     "self-supervised LM evaluation (five sensitivity scores)", compare="perturblab.studies.selfcheck.compare:SELFCHECK",
+     "self-supervised LM evaluation (five sensitivity scores)", compare="selfcheck.compare:SELFCHECK",
      example=dict(models="smollm2-135m", corpus="conll2010", benign_corpus="none", metrics="negation,entropy", n=2,
                   max_new_tokens=4))
 _add("robustness", "robustness.config:RobustnessArgs", "studies.robustness.function:robustness",
      "relative robustness of classifiers and regressors to perturbations (Table 3 style)",
-     compare="perturblab.studies.robustness.compare:ROBUSTNESS",
+     compare="robustness.compare:ROBUSTNESS",
      example=dict(models="tfidf-lr", perturbations="change_char", n_train=20, n_eval=20, trials=1, metrics="accuracy",
                   n_boot=50))
 _add("generation", "robustness.config:GenerationArgs", "studies.robustness.function:generation",
@@ -183,7 +184,7 @@ _add("layer-probes", "robustness.layer_probes.config:LayerProbesArgs",
      "studies.robustness.layer_probes:layer_probes", "per-layer probes on clean vs perturbed inputs; top affected layers",
      example=dict(model="minilm-l3", perturbations="change_char", n_train=40, n_eval=20, top=1))
 _add("similarity", "grounding.config:SimilarityArgs", "studies.grounding.similarity_function:similarity",
-     "layer x layer representation similarity of two models", compare="perturblab.studies.grounding.compare:LAYERS",
+     "layer x layer representation similarity of two models", compare="grounding.compare:LAYERS",
      example=dict(a="minilm-l3", b="minilm-l6", measures="cka", n=40))
 _add("grounding", "grounding.config:GroundingArgs", "studies.grounding:grounding",
      "rank correlation of similarity measures with probe accuracy (Table 1)",

@@ -40,7 +40,7 @@ def margins(values: list[str] | None) -> None:
 
 def study_list(value: str | None) -> None:
     """``--studies``: the parts of registered studies (by their own name or the study's registry
-    name, :func:`~.plan.part_name`), none twice."""
+    name, :func:`~.part.part_name`), none twice."""
     from .part import part_name, studies_of
 
     if value is None:
@@ -48,15 +48,11 @@ def study_list(value: str | None) -> None:
     names = items(value)
     if not names:
         raise InputError(f"give at least one study of {', '.join(studies_of())}, or leave --studies out")
-    unknown = []
-    for n in names:
-        try:
-            part_name(n)
-        except InputError:
-            unknown.append(n)
+    known = studies_of()
+    unknown = [n for n in names if n not in known and n not in known.values()]
     if unknown:
         raise InputError(f"unknown stud{'y' if len(unknown) == 1 else 'ies'} {', '.join(unknown)}; choose from "
-                         + ", ".join(f"{p} ({s})" for p, s in studies_of().items()))
+                         + ", ".join(f"{p} ({s})" for p, s in known.items()))
     parts = [part_name(n) for n in names]
     twice = next((n for i, n in enumerate(parts) if n in parts[:i]), None)
     if twice is not None:

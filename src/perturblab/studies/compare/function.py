@@ -9,7 +9,7 @@ import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 from ...core.entry import check_out, run_saved, study_function, workspace
 from ...core.files import all_or_nothing, atomic_write_bytes, atomic_write_text
@@ -50,17 +50,29 @@ class CompareResult(StudyResult):
         super().__init__(self._rows())
 
     def __repr__(self) -> str:
-        failed = sum(not c.passed for c in self.checks)
         return (f"CompareResult({', '.join(self.args.target_labels())} against {self.args.reference_name()}: "
-                f"{len(self.verdicts)} verdicts, {len(self.checks) - failed} of {len(self.checks)} checks passed)")
+                f"{len(self.verdicts)} verdicts, {self._checks_passed()})")
 
-    def _rows(self) -> list[dict[str, Any]]:
-        rows = []
+    def _estimates(self) -> Iterator[tuple[Verdict, Any, str | None]]:
+        """Each estimate of a target: its verdict, the estimate and the level of its finding."""
         for v in self.verdicts:
             level = {s.key: s.level for s in v.severity}
-            rows += [{"target": v.target, "study": v.study, **e.to_json(), "level": level.get(e.key)}
-                     for e in v.estimates]
-        return rows
+            for e in v.estimates:
+                yield v, e, level.get(e.key)
+
+    def _rows(self) -> list[dict[str, Any]]:
+        return [{"target": v.target, "study": v.study, **e.to_json(), "level": level}
+                for v, e, level in self._estimates()]
+
+    #: the columns of :meth:`table` and of the notebook's view
+    COLUMNS = ("target", "study", "measure", "estimate [95 % interval]", "n", "level")
+
+    def _cells(self) -> list[tuple[str, ...]]:
+        return [(v.target, v.study, e.key, e.text(), str(e.n or ""), level or "") for v, e, level in self._estimates()]
+
+    def _checks_passed(self) -> str:
+        failed = sum(not c.passed for c in self.checks)
+        return f"{len(self.checks) - failed} of {len(self.checks)} checks passed"
 
     @property
     def passed(self) -> bool:
@@ -92,25 +104,15 @@ class CompareResult(StudyResult):
             lines.append("checks" + (" (--fail-under: lower ends of the 95 % intervals)" if self.args.strict else "")
                          + ":")
             lines += [f"  {c.text()}" for c in self.checks]
-            failed = sum(not c.passed for c in self.checks)
-            lines.append(f"{len(self.checks) - failed} of {len(self.checks)} checks passed")
+            lines.append(self._checks_passed())
         return "\n".join(lines)
 
     def table(self) -> str:
         """One line per estimate of a target: its study, measure, estimate with its 95 % interval,
         n and the level of its finding (what ``to_pandas()`` holds, as text)."""
-        head = ("target", "study", "measure", "estimate [95 % interval]", "n", "level")
-        body = [(r["target"], r["study"], r["key"], self._estimate(r), str(r.get("n") or ""), r.get("level") or "")
-                for r in self.rows]
-        widths = [max(len(row[i]) for row in [head, *body]) for i in range(len(head))]
-        return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in [head, *body])
-
-    @staticmethod
-    def _estimate(row: dict[str, Any]) -> str:
-        from ...core.headline import Estimate
-
-        fields = {k: row[k] for k in ("subject", "measure", "value", "low", "high", "n", "interval", "key") if k in row}
-        return Estimate(**fields).text()
+        rows = [self.COLUMNS, *self._cells()]
+        widths = [max(len(row[i]) for row in rows) for i in range(len(self.COLUMNS))]
+        return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows)
 
     def _repr_html_(self) -> str:
         """The verdicts as a notebook shows them: each target's findings, then its estimates."""
@@ -118,15 +120,10 @@ class CompareResult(StudyResult):
 
         parts = [f"<p><b>{escape(', '.join(self.args.target_labels()))}</b> against "
                  f"<b>{escape(self.args.reference_name())}</b>: "
-                 + (f"{sum(c.passed for c in self.checks)} of {len(self.checks)} checks passed" if self.checks
-                    else "no checks") + "</p>"]
-        for target in self.args.target_labels():
-            parts.append(f"<p>{escape(target)}: {escape(findings(self.verdicts, target))}</p>")
-        rows = "".join("<tr>" + "".join(f"<td>{escape(str(c))}</td>" for c in (
-            r["target"], r["study"], r["key"], self._estimate(r), r.get("n") or "", r.get("level") or "")) + "</tr>"
-            for r in self.rows)
-        head = "".join(f"<th>{h}</th>" for h in ("target", "study", "measure", "estimate [95 % interval]", "n",
-                                                 "level"))
+                 + (self._checks_passed() if self.checks else "no checks") + "</p>"]
+        parts += [f"<p>{escape(t)}: {escape(findings(self.verdicts, t))}</p>" for t in self.args.target_labels()]
+        head = "".join(f"<th>{escape(h)}</th>" for h in self.COLUMNS)
+        rows = "".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in row) + "</tr>" for row in self._cells())
         return "".join(parts) + f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
 
     def exit_code(self) -> int:
@@ -146,8 +143,7 @@ class CompareResult(StudyResult):
             if not here:
                 for p in self.plan.studies:
                     if p.name in self.results:
-                        atomic_write_text(staged / p.name / MANIFEST, json.dumps(
-                            {"name": p.name, "kind": p.kind, "options": p.options}, indent=2, default=str))
+                        atomic_write_text(staged / p.name / MANIFEST, p.manifest())
                         self.results[p.name].save(staged / p.name)
             html = render_report(out if here else staged, title=title, compare=obj, source=str(out))
             with all_or_nothing():
@@ -189,18 +185,16 @@ def compare(args: CompareArgs, given: Mapping[str, Any]) -> CompareResult:
         >>> r.passed, [c.key for c in r.checks if not c.passed]  # doctest: +SKIP
         >>> r.save("out/cmp")  # doctest: +SKIP
     """
-    args.check()  # one name per model (the values' rules were checked by the one entry)
     plan = make_plan(args)  # before any directory is made: a plan that cannot be made is refused
     with workspace(given["out"]) as (where, _):
         return run_compare(replace(args, out=str(where)), plan)
 
 
-def run_compare(args: CompareArgs, plan: Plan | None = None) -> CompareResult:
-    """The comparison of checked options: each study of ``plan`` (default: :func:`make_plan`)
-    run and saved into ``args.out/<study>``, then the verdicts and checks."""
+def run_compare(args: CompareArgs, plan: Plan) -> CompareResult:
+    """The comparison of checked options: each study of ``plan`` run and saved into
+    ``args.out/<study>``, then the verdicts and checks."""
     from ...studies.registry import entry
 
-    plan = make_plan(args) if plan is None else plan
     check_metrics([m for m, _ in args.threshold_list()], [p.name for p in plan.studies])
     check_metrics([m for m, _ in args.margin_list()], [p.name for p in plan.studies], "--equivalent")
     out = check_out(args.out)
@@ -216,8 +210,7 @@ def run_compare(args: CompareArgs, plan: Plan | None = None) -> CompareResult:
             options = study.options()(**p.options, out=str(out / p.name), quiet=args.quiet)
             sdir = out / p.name
             sdir.mkdir(parents=True, exist_ok=True)
-            atomic_write_text(sdir / MANIFEST, json.dumps({"name": p.name, "kind": p.kind, "options": p.options},
-                                                          indent=2, default=str))
+            atomic_write_text(sdir / MANIFEST, p.manifest())
             t0 = time.time()
             res, _ = run_saved(study.load_function(), options, out=sdir, what=f"study {p.name}",
                                prefix=f"{p.name}: ")

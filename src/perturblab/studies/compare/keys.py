@@ -9,7 +9,7 @@ import math
 from typing import Sequence
 
 from ...errors import InputError
-from .part import CLASSIFIER, LANGUAGE_MODEL, parts
+from .part import CLASSIFIER, LANGUAGE_MODEL, part_of, parts
 
 __all__ = ["CLASSIFIER", "LANGUAGE_MODEL", "SHARES", "GAPS", "RANGES", "PAST_TOP", "keys_of", "equivalence_keys",
            "check_range", "check_margin", "check_metrics"]
@@ -21,7 +21,8 @@ SHARES, GAPS = ("hard_scope", "agreement"), ("accuracy_gap", "relative_robustnes
 def keys_of(study: str) -> tuple[str, ...]:
     """The headline keys (their first parts) the plan's study ``study`` gives: its part's
     (``layers-<target>`` is the ``layers`` part's); none for a folder no part owns."""
-    return next((p.keys for p in parts().values() if p.owns(study)), ())
+    part = part_of(study)
+    return part.keys if part is not None else ()
 
 
 #: the range of each measure a threshold is checked against (a value outside is refused, except

@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ...core.headline import Estimate
 
 __all__ = ["CLASSIFIER", "LANGUAGE_MODEL", "Cost", "Part", "fmt", "level_text", "listed", "side", "parts",
-           "studies_of", "part_name"]
+           "studies_of", "part_of", "part_name"]
 
 #: the two kinds of models a comparison takes (the models of one comparison are of one kind)
 CLASSIFIER, LANGUAGE_MODEL = "classifier", "language model"
@@ -128,6 +128,12 @@ def studies_of() -> dict[str, str]:
     from ..registry import entries
 
     return {e.compare_part().name: e.name for e in entries() if e.compare}
+
+
+def part_of(folder: str) -> Part | None:
+    """The part a plan's study folder belongs to (``layers-<target>``: ``layers``); None for a
+    folder no registered part owns."""
+    return next((p for p in parts().values() if p.owns(folder)), None)
 
 
 def part_name(name: str) -> str:

@@ -48,6 +48,10 @@ class Planned:
     #: the smallest rate of changed behaviour its n detects (80 % power, 5 %; :func:`detectable`)
     detects: float | None = None
 
+    def manifest(self) -> str:
+        """Its folder's ``study.json``: its name, the registered study and its options."""
+        return json.dumps({"name": self.name, "kind": self.kind, "options": self.options}, indent=2, default=str)
+
 
 @dataclass
 class Plan:
@@ -117,16 +121,6 @@ def _minutes(seconds: float) -> str:
     return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.1f} min"
 
 
-def _role_ok(spec: str, role: str) -> bool:
-    from ...models.resolve import check_spec
-
-    try:
-        check_spec(spec, role)
-        return True
-    except InputError:
-        return False
-
-
 class _Either(InputError):
     """A model that could be either kind (an ``api:`` model, a hub id)."""
 
@@ -137,7 +131,9 @@ def model_kind(spec: str) -> str:
     causal or sequence-to-sequence LM architecture; a ``.gguf`` file is a language model. A spec
     that could be either (a hub id, an ``api:`` model without ``label_words``) is refused: give
     ``--studies``, or compare it with a model of known kind."""
-    as_clf, as_lm = _role_ok(spec, "classifier"), _role_ok(spec, "language_model")
+    from ...models.resolve import fits
+
+    as_clf, as_lm = fits(spec, "classifier"), fits(spec, "language_model")
     if as_clf and as_lm and "label_words=" in spec.partition("[")[2]:  # an api: model given labels
         return CLASSIFIER
     if as_clf and not as_lm:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from ...core.headline import Estimate, Headline
-from .part import CLASSIFIER, Part, fmt, listed, parts
+from .part import CLASSIFIER, fmt, listed, part_of
 from .severity import (LEVELS, Severity, assign_levels, family_note, one_cause, paired_score_difference,
                        rate_finding, score_difference)
 
@@ -92,7 +92,7 @@ def study_verdicts(study: str, headline: Headline, reference: str, targets: Sequ
     graded within the study (:func:`grade` grades a target's findings of every study together);
     ``result`` (the study's result, when at hand) gives examples of the invariances a target does
     not share."""
-    part = owner(study)
+    part = part_of(study)
     kind = part.kind() if part is not None else CLASSIFIER
     out = []
     for target in targets:
@@ -142,7 +142,7 @@ def grade(verdicts: Sequence[Verdict]) -> None:
         one_cause(found)
         assign_levels(found, mine[0].kind)
         for v in mine:
-            part = owner(v.study)
+            part = part_of(v.study)
             v.sentence = part.sentence(v) if part is not None else listed(v)
             v.examples = {}
             broken = getattr(v.result, "broken", None)
@@ -152,12 +152,6 @@ def grade(verdicts: Sequence[Verdict]) -> None:
                         shown = broken(target, sev.key.split(":", 1)[1])
                         if shown:
                             v.examples[sev.key] = shown
-
-
-def owner(study: str) -> "Part | None":
-    """The part a plan's study belongs to (``layers-<target>``: ``layers``); None for a folder
-    no registered part owns."""
-    return next((p for p in parts().values() if p.owns(study)), None)
 
 
 def findings(verdicts: Sequence[Verdict], target: str) -> str:

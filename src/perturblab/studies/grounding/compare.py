@@ -19,17 +19,9 @@ def _options(args: "CompareArgs", size: int, plan: "Plan", target: str | None = 
 
 def _fit(models: list[str], plan: "Plan") -> dict[str, Any] | None:
     """Every model must expose hidden states (an encoder's role)."""
-    from ...models.resolve import check_spec
-    from ...errors import InputError
+    from ...models.resolve import fits
 
-    def encoder(spec: str) -> bool:
-        try:
-            check_spec(spec, "encoder")
-            return True
-        except InputError:
-            return False
-
-    lacking = [m for m in models if not encoder(m)]
+    lacking = [m for m in models if not fits(m, "encoder")]
     if not lacking:
         return {}
     plan.left_out.append(f"layers: not every model exposes hidden states ({', '.join(lacking)})")
