@@ -68,6 +68,12 @@ def dataset(n: int, seed: int = 0):
     return Dataset([Example(t, y) for y, t in rows(n, seed)], ["negative", "positive"], name="toy")
 
 
+def splits(n: int = 160, train: int = 120, seed: int = 0):
+    """:func:`dataset` cut into its first ``train`` examples and the rest."""
+    ds = dataset(n, seed)
+    return ds[:train], ds[train:]
+
+
 def write_csv(path: Path, n: int, seed: int = 0) -> str:
     """:func:`rows` as a CSV file (columns label, text)."""
     with open(path, "w", newline="") as f:

@@ -39,7 +39,7 @@ pytestmark = pytest.mark.usefixtures("torch_one_thread")
 #: registered)
 WITHOUT_EXAMPLE = {
     "checkpoints": "needs classifier checkpoint directories of one training run, or --finetune (a fine-tune)",
-    "compare": "runs several studies to a time budget; it is checked by tests/studies/compare/test_compare.py",
+    "compare": "runs several studies to a time budget; it is checked by tests/studies/compare/test_compare_runs.py",
 }
 
 #: studies whose example takes longest (about a minute for the four contracts; their cases run with

@@ -46,8 +46,7 @@ def work(monkeypatch):
 
 
 def splits(n: int = 160, seed: int = 0) -> tuple[Dataset, Dataset]:
-    ds = tiny_bert.dataset(n, seed)
-    return ds[:100], ds[100:]
+    return tiny_bert.splits(n, train=100, seed=seed)
 
 
 def variants():

@@ -18,22 +18,12 @@ from perturblab.models import presets  # noqa: E402
 from perturblab.models.finetune import FinetuneConfig  # noqa: E402
 from perturblab.models.hf import HFEncoder  # noqa: E402
 from perturblab.models.states import layer_states  # noqa: E402
-
-POS = "good great fun lovely charming superb".split()
-NEG = "bad awful boring dull tedious poor".split()
-FILL = "the film movie plot actors story was is very and it".split()
-WORDS = sorted(set(POS + NEG + FILL))
-
-
-def _tokenizer():
-    vocab = {t: i for i, t in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS])}
-    return transformers.BertTokenizer(vocab=vocab)
-
+from tiny_bert import FILL, NEG, POS, tokenizer  # noqa: E402
 
 def _encoder(seed: int, layers: int, name: str):
     def make():
         torch.manual_seed(seed)
-        tok = _tokenizer()
+        tok = tokenizer()
         cfg = transformers.BertConfig(vocab_size=len(tok), hidden_size=16, num_hidden_layers=layers,
                                       num_attention_heads=2, intermediate_size=32, max_position_embeddings=32)
         return HFEncoder(transformers.BertModel(cfg).eval(), tok, batch_size=64, name=name)

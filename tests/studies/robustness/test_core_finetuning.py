@@ -16,6 +16,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 import tiny_bert  # noqa: E402
+from conftest import record_calls  # noqa: E402
 from perturblab.cli import build_parser, main  # noqa: E402
 from perturblab.measures.similarity import linear_cka  # noqa: E402
 from perturblab.models.states import layer_states  # noqa: E402
@@ -31,20 +32,7 @@ pytestmark = pytest.mark.usefixtures("home")
 @pytest.fixture
 def computed(monkeypatch):
     """The measures the study computes, in order."""
-    calls: list[str] = []
-    original = FinetuningStudy.compute
-
-    def spy(self, measure):
-        calls.append(measure)
-        return original(self, measure)
-
-    monkeypatch.setattr(FinetuningStudy, "compute", spy)
-    return calls
-
-
-def splits():
-    ds = tiny_bert.dataset(160)
-    return ds[:120], ds[120:]
+    return record_calls(monkeypatch, FinetuningStudy, "compute")
 
 
 def run(pre, ft, data, out):
@@ -53,7 +41,7 @@ def run(pre, ft, data, out):
 
 def test_a_an_edited_training_example_recomputes_only_the_probes(tmp_path, computed):
     pre, ft = tiny_bert.encoder(0, name="pre"), tiny_bert.encoder(1, name="ft")
-    train, test = splits()
+    train, test = tiny_bert.splits()
     first = run(pre, ft, (train, test), tmp_path / "out")
     assert computed == ALL
     want = [linear_cka(a, b) for a, b in zip(layer_states(pre, test.texts, progress=False),
@@ -73,7 +61,7 @@ def test_a_an_edited_training_example_recomputes_only_the_probes(tmp_path, compu
 
 
 def test_b_another_fine_tuned_model_under_the_same_name_is_not_served_stale_cells(tmp_path, computed):
-    pre, data = tiny_bert.encoder(0, name="pre"), splits()
+    pre, data = tiny_bert.encoder(0, name="pre"), tiny_bert.splits()
     first = run(pre, tiny_bert.encoder(1, name="ft"), data, tmp_path / "out")
     computed.clear()
     other = run(pre, tiny_bert.encoder(2, name="ft"), data, tmp_path / "out")
@@ -103,7 +91,7 @@ def test_c_the_functions_save_writes_what_the_command_writes(tmp_path, capsys):
 
 
 def test_fine_tuning_here_is_keyed_on_the_base_weights(tmp_path, monkeypatch):
-    data = splits()
+    data = tiny_bert.splits()
     kw = dict(data=data, k=3, max_seconds=None, quiet=True)
     import perturblab.models.finetune as ft
 

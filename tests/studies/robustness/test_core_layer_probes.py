@@ -15,8 +15,8 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 import tiny_bert  # noqa: E402
+from conftest import record_calls  # noqa: E402
 from perturblab.cli import build_parser, main  # noqa: E402
-from perturblab.data import Dataset  # noqa: E402
 from perturblab.studies.robustness.layer_probes import LayerProbeStudy, function, layer_probes  # noqa: E402
 from perturblab.studies.robustness.layer_probes.result import FILES  # noqa: E402
 
@@ -29,20 +29,7 @@ pytestmark = pytest.mark.usefixtures("home")
 @pytest.fixture
 def evaluated(monkeypatch):
     """The evaluations (``clean`` or a perturbation) the study computes, in order."""
-    calls: list[str] = []
-    original = LayerProbeStudy.evaluate
-
-    def spy(self, perturbation):
-        calls.append(perturbation)
-        return original(self, perturbation)
-
-    monkeypatch.setattr(LayerProbeStudy, "evaluate", spy)
-    return calls
-
-
-def splits() -> tuple[Dataset, Dataset]:
-    ds = tiny_bert.dataset(160)
-    return ds[:120], ds[120:]
+    return record_calls(monkeypatch, LayerProbeStudy, "evaluate")
 
 
 def run(model, data, out, **kw):
@@ -52,7 +39,7 @@ def run(model, data, out, **kw):
 
 def test_a_rerun_computes_only_what_changed_and_equals_a_fresh_run(tmp_path, evaluated):
     enc = tiny_bert.encoder(0, name="enc")
-    train, test = splits()
+    train, test = tiny_bert.splits()
     first = run(enc, (train, test), tmp_path / "out")
     assert evaluated == ["clean", "swap_words", "change_char"]
     clean = [r["value"] for r in first.rows if r["metric"] == "clean_acc"]
@@ -78,7 +65,7 @@ def test_a_rerun_computes_only_what_changed_and_equals_a_fresh_run(tmp_path, eva
 
 
 def test_b_another_model_under_the_same_name_is_not_served_stale_cells(tmp_path, evaluated):
-    data = splits()
+    data = tiny_bert.splits()
     first = run(tiny_bert.encoder(0, name="enc"), data, tmp_path / "out")
     evaluated.clear()
     other = run(tiny_bert.encoder(7, name="enc"), data, tmp_path / "out")

@@ -1,0 +1,147 @@
+"""perturblab compare's plan: the studies by the models' kind and what they allow, sizes from the
+budget and the models' sizes, what each study detects, and the options' values."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from perturblab.errors import InputError
+from perturblab.studies.compare.config import duration, threshold
+from perturblab.studies.compare.plan import CLASSIFIER, LANGUAGE_MODEL, cost_of, make_plan, model_kind
+from compare_helpers import args_of, share
+
+
+def test_the_kind_of_each_packaged_model():
+    assert {m: model_kind(m) for m in ("minilm-l6", "minilm-l6-int8", "tfidf-lr")} == dict.fromkeys(
+        ("minilm-l6", "minilm-l6-int8", "tfidf-lr"), CLASSIFIER)
+    assert model_kind("smollm2-135m") == LANGUAGE_MODEL
+
+
+def test_classifiers_get_invariances_robustness_and_a_layer_comparison_per_target():
+    plan = make_plan(args_of(reference="minilm-l6", targets="minilm-l6-int8,minilm-l3"))
+    assert plan.kind == CLASSIFIER
+    assert [p.name for p in plan.studies] == ["invariances", "robustness", "layers-minilm-l6-int8", "layers-minilm-l3"]
+    assert [p.kind for p in plan.studies] == ["scope", "robustness", "similarity", "similarity"]
+    assert plan.studies[0].options["targets"] == "minilm-l6-int8,minilm-l3"
+    assert plan.studies[1].options["models"] == "minilm-l6,minilm-l6-int8,minilm-l3"
+    assert "plan (classifiers): 4 studies" in plan.table()
+
+
+def test_a_model_without_hidden_states_leaves_the_layers_out_and_says_why():
+    plan = make_plan(args_of(reference="minilm-l6", targets="tfidf-lr"))
+    assert [p.name for p in plan.studies] == ["invariances", "robustness"]
+    assert plan.left_out and "tfidf-lr" in plan.left_out[0] and "left out: layers" in plan.table()
+
+
+def test_language_models_get_lm_invariances_selfcheck_and_layers():
+    plan = make_plan(args_of(reference="smollm2-135m", targets="smollm2-135m-int8"))
+    assert [p.kind for p in plan.studies] == ["scope-lm", "selfcheck", "similarity"]
+    assert plan.studies[1].options["no_ablations"] is True
+
+
+def test_sizes_grow_with_the_budget_and_stay_in_each_studys_range():
+    small = make_plan(args_of(reference="minilm-l6", targets="minilm-l3", budget="1s"))
+    large = make_plan(args_of(reference="minilm-l6", targets="minilm-l3", budget="2h"))
+    mid = make_plan(args_of(reference="minilm-l6", targets="minilm-l3", budget="10m"))
+    for s, m, big in zip(small.studies, mid.studies, large.studies):
+        cost = cost_of(s.name.split("-")[0] if s.name.startswith("layers") else s.name, CLASSIFIER)
+        size = cost.size
+        assert s.options[size] == cost.least and big.options[size] == cost.most
+        assert cost.least <= m.options[size] <= cost.most
+    # a size within its range fills the study's share of the budget (to one unit)
+    inv = mid.studies[0]
+    cost = cost_of("invariances", CLASSIFIER)
+    share = 600 * cost.share / sum(cost_of(n, CLASSIFIER).share for n in ("invariances", "robustness", "layers"))
+    assert inv.options["n"] == int((share - cost.fixed) // cost.per_unit)
+    assert mid.seconds() <= 600 + 1
+
+
+def test_bad_plans_are_refused():
+    with pytest.raises(InputError, match="one kind"):
+        make_plan(args_of(reference="minilm-l6", targets="smollm2-135m"))
+    with pytest.raises(InputError, match="not for classifiers"):
+        make_plan(args_of(reference="minilm-l6", targets="minilm-l3", studies="selfcheck"))
+
+
+def test_option_values():
+    assert duration("90s") == 90 and duration("10m") == 600 and duration("1.5h") == 5400 and duration("45") == 45
+    assert threshold("hard_scope:typo=0.9") == ("hard_scope:typo", 0.9)
+    assert threshold(" relative_robustness:change_char = .95 ") == ("relative_robustness:change_char", 0.95)
+    for bad in ("hard_scope", "=0.9", "x=y"):
+        with pytest.raises(InputError):
+            threshold(bad)
+
+
+def test_fairness_is_measured_only_when_enough_samples_will_have_a_protected_word(tmp_path):
+    from perturblab.studies.scope.compare import FAIRNESS_LEAST, protected_texts
+
+    data = tmp_path / "d.csv"
+    data.write_text("text,label\nthe men liked it,1\nthe women hated it,0\na fine film,1\na dull film,0\n")
+    assert protected_texts(str(data)) == (2, 4)
+    hits, total = protected_texts("rotten_tomatoes")
+    small = make_plan(args_of(reference="minilm-l6", targets="minilm-l3", budget="1s"))
+    assert small.studies[0].options["capabilities"] == "synonym,typo"
+    assert any(w.startswith(f"fairness: {hits} of {total} texts") for w in small.left_out)
+    assert 20 * hits / total < FAIRNESS_LEAST
+    full = make_plan(args_of(reference="minilm-l6", targets="minilm-l3", budget="10m"))
+    assert full.studies[0].options["capabilities"] == "synonym,typo,fairness"
+    assert full.studies[0].options["n"] * hits / total >= FAIRNESS_LEAST
+
+
+def test_an_api_language_model_gets_the_studies_its_capabilities_allow():
+    api = "api:m@http://127.0.0.1:9/v1"
+    plan = make_plan(args_of(reference="smollm2-135m", targets=api))
+    assert plan.kind == LANGUAGE_MODEL and [p.name for p in plan.studies] == ["selfcheck"]
+    assert plan.studies[0].options["metrics"] == "negation"
+    text = plan.table()
+    assert "left out: lm-invariances: " + api + " does not give" in text and "left out: layers" in text
+    assert f"{api}: size unknown" in text
+    with pytest.raises(InputError, match="cannot tell whether"):
+        make_plan(args_of(reference=api, targets=api.replace("m@", "n@")))
+    both = make_plan(args_of(reference=api, targets=api.replace("m@", "n@"), studies="selfcheck"))
+    assert both.kind == LANGUAGE_MODEL
+
+
+def test_a_larger_local_model_is_planned_from_its_size(tmp_path):
+    from perturblab.studies.compare.plan import model_params
+
+    big = tmp_path / "big-lm"
+    big.mkdir()
+    (big / "config.json").write_text(json.dumps({
+        "architectures": ["LlamaForCausalLM"], "num_hidden_layers": 24, "hidden_size": 1024,
+        "intermediate_size": 4096, "vocab_size": 50_000}))
+    params, source = model_params(str(big))
+    assert params == pytest.approx((24 * (4 * 1024 ** 2 + 2 * 1024 * 4096) + 50_000 * 1024) / 1e6)
+    assert source == "its config.json" and model_params("smollm2-135m") == (134.5, "packaged")
+    small = make_plan(args_of(reference="smollm2-135m", targets="smollm2-135m-int8", studies="selfcheck"))
+    large = make_plan(args_of(reference="smollm2-135m", targets=str(big), studies="selfcheck"))
+    ratio = params / 134.5
+    assert any(f"planned at {ratio:.1f}x" in n for n in large.notes)
+    # the same seconds buy fewer samples: 2 models at (1 + ratio) / 2 each instead of 2 at 1
+    cost = cost_of("selfcheck", LANGUAGE_MODEL)
+    assert large.studies[0].options["n"] == int((600 - cost.fixed) / (cost.per_unit * (1 + ratio)))
+    assert small.studies[0].options["n"] > large.studies[0].options["n"]
+
+
+def test_the_plan_states_what_each_study_detects_and_detect_sizes_it():
+    from perturblab.studies.compare.plan import detectable, needed
+
+    plan = make_plan(args_of(reference="minilm-l6", targets="minilm-l3"))
+    inv = next(p for p in plan.studies if p.name == "invariances")
+    assert inv.detects == pytest.approx(detectable(inv.options["n"]))
+    assert f"detects {100 * inv.detects:.1f} %" in plan.table()
+    # the power the formula claims: d = z²/(n + z²) with z = z(0.975) + z(0.8)
+    from scipy import stats
+    z = stats.norm.ppf(0.975) + stats.norm.ppf(0.8)
+    n = needed(0.05)
+    se = math.sqrt(0.05 * 0.95 / n)
+    assert stats.norm.sf(stats.norm.ppf(0.975) - 0.05 / se) == pytest.approx(0.8, abs=0.01)
+    assert detectable(n) <= 0.05 < detectable(n - 1) and n == math.ceil(z * z * 0.95 / 0.05)
+    sized = make_plan(args_of(reference="minilm-l6", targets="minilm-l3", detect=0.05, budget="30m"))
+    assert all(p.options.get("n", p.options.get("n_eval", 0)) >= n for p in sized.studies
+               if p.name in ("invariances", "robustness"))
+    with pytest.raises(InputError, match=r"--detect 0.02 needs about .* beyond the --budget of 2.0 min: give --budget"):
+        make_plan(args_of(reference="minilm-l6", targets="minilm-l3", detect=0.02, budget="2m"))
