@@ -98,14 +98,15 @@ def problem(text, capability: str = "typo", **kw) -> SearchProblem:
                          goal=InvarianceGoal("l1"), rng=np.random.default_rng(0), **kw)
 
 
-def traced_search(text: str, model, search) -> tuple[float, float, object]:
-    """(peak traced memory over the baseline in MB, seconds, result) of one search."""
+def traced_search(text: str, model, search, **kw) -> tuple[float, float, object]:
+    """(peak traced memory over the baseline in MB, seconds, result) of one search (``kw``: more
+    fields of its :class:`SearchProblem`)."""
     stopwords()  # loaded once per process, not part of the search
     tracemalloc.start()
     try:
         base = tracemalloc.get_traced_memory()[0]
         t0 = time.perf_counter()
-        result = run_searches([problem(text)], search, model, progress=False)[0]
+        result = run_searches([problem(text, **kw)], search, model, progress=False)[0]
         seconds = time.perf_counter() - t0
         peak = tracemalloc.get_traced_memory()[1] - base
     finally:
@@ -159,11 +160,12 @@ def test_a_500_kb_text_searches_in_the_memory_of_a_short_one():
 
 
 def test_a_model_reading_the_whole_text_is_sent_bounded_requests():
-    """No ``max_length``: every word is searched, in requests of at most REQUEST_CHARS characters.
-    Measured peak about 19 MB (about 0.78 GB with every candidate text and word list built at once)."""
+    """No ``max_length`` and no cap on word positions (``max_positions=None``): every word is searched,
+    in requests of at most REQUEST_CHARS characters. Measured peak about 19 MB (about 0.78 GB with
+    every candidate text and word list built at once)."""
     calls = Calls()
     text = long_text(30_000)
-    peak, seconds, result = traced_search(text, whole_text_model(calls), GreedySearch(patience=2))
+    peak, seconds, result = traced_search(text, whole_text_model(calls), GreedySearch(patience=2), max_positions=None)
     n_eligible = len(problem(text).visible())
     assert n_eligible == len(WordText.from_text(text))  # the whole text is searched
     assert calls.inputs * len(text) > 4 * REQUEST_CHARS  # far more than one request's worth ...

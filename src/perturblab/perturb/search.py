@@ -32,6 +32,12 @@ not move the output. Memory is bounded by the request, not by the text: candidat
 at most :data:`REQUEST_CHARS` characters (a text of usual length sends one request, as before), and
 of the first pass only each word's best ``width`` candidates are kept (the only ones that can
 enter the beam).
+
+The cost of a search still grows with its number of eligible word positions (each is scored with
+each candidate, on a text as long as the input), so a search considers at most
+:attr:`SearchProblem.max_positions` of them (default :data:`MAX_POSITIONS`): a text with more is
+searched at that many positions drawn by the problem's generator (in text order), and its
+:class:`SearchResult` says how many were left out (``positions_cut``).
 """
 
 from __future__ import annotations
@@ -59,6 +65,13 @@ ORDERS = ("best-swap", "saliency", "left-to-right", "random")
 PERTURBED = "perturbed"
 NO_CANDIDATE = "no_candidate"
 
+
+#: the most eligible word positions one search considers (:attr:`SearchProblem.max_positions`): a text
+#: with more is searched at this many, drawn by the problem's generator. 512 is above the most words
+#: of any text of the packaged data (257, a lead:conll2010 source; 189 for a corpus sentence, 205 for
+#: a next:conll2010 pair, 91 for a tweet, 51 for Rotten Tomatoes) and as many words as a 512-token
+#: encoder can read, so no packaged text and no text such an encoder reads in full is cut.
+MAX_POSITIONS = 512
 
 #: the most characters of candidate text a search puts in one request to the model (a request holds
 #: at least one candidate); texts of usual length never reach it, so their candidates go in one request
@@ -114,6 +127,8 @@ class SearchProblem:
     tags, attached by the driver when the transformation ``needs_tags`` (re-inflection).
     ``max_length`` and ``truncation_side`` say which part of each text the model reads (set by the
     driver from the model, :func:`model_max_length`; None: all of it): see :meth:`visible`.
+    ``max_positions`` caps the eligible word positions searched (default :data:`MAX_POSITIONS`;
+    None: no cap): see :meth:`capped`.
     """
 
     fields: tuple[str, ...]
@@ -129,8 +144,11 @@ class SearchProblem:
     tags: list[str | None] | None = None
     max_length: int | None = None
     truncation_side: str = "right"
+    max_positions: int | None = MAX_POSITIONS
 
     def __post_init__(self):
+        if self.max_positions is not None and (isinstance(self.max_positions, bool) or self.max_positions < 1):
+            raise InputError(f"max_positions must be >= 1 or None, got {self.max_positions!r}")
         if self.field_index is None and len(self.fields) == 1:
             self.field_index = 0
         if self.field_index is None:
@@ -200,6 +218,17 @@ class SearchProblem:
             start += count
         return out
 
+    def capped(self, positions: Sequence[int]) -> tuple[list[int], int]:
+        """``positions`` (eligible word indices, in text order) cut to at most :attr:`max_positions`,
+        and how many were left out: all of them when there are no more than that, else that many
+        drawn without replacement by :attr:`rng` (the same ones for the same seed), in text order."""
+        positions = list(positions)
+        cap = self.max_positions
+        if cap is None or len(positions) <= cap:
+            return positions, 0
+        keep = np.sort(self.rng.permutation(len(positions))[:cap])
+        return [positions[int(k)] for k in keep], len(positions) - cap
+
     def pos_of(self, index: int) -> str | None:
         return None if self.pos is None else self.pos[index]
 
@@ -232,6 +261,7 @@ class SearchResult:
     pert_probs: np.ndarray | None = None
     status: str = NO_CANDIDATE
     queries: int = 0  # model inputs requested (whether or not a cache served them)
+    positions_cut: int = 0  # eligible word positions left out by SearchProblem.max_positions
 
     @property
     def ok(self) -> bool:
@@ -243,6 +273,20 @@ class SearchResult:
         if not self.ok:
             return None
         return int(np.argmax(self.orig_probs)) == int(np.argmax(self.pert_probs))
+
+
+def positions_cut_note(records: Iterable[dict[str, Any]], max_positions: int | None) -> str:
+    """A sentence saying how many of the search ``records`` (dicts, a cut one with a
+    ``positions_cut`` count) were searched at only ``max_positions`` of their eligible word
+    positions; empty when none was."""
+    records = list(records)
+    cut = [int(r.get("positions_cut") or 0) for r in records]
+    n_cut = sum(c > 0 for c in cut)
+    if not n_cut:
+        return ""
+    return (f"{n_cut} of {len(records)} searches had more than max_positions = {max_positions} eligible word "
+            f"positions (up to {max(cut) + (max_positions or 0)}) and were searched at {max_positions} of them, "
+            "drawn by their seed; their perturbations are the best found there")
 
 
 SearchGen = Generator[list[TextInput], np.ndarray, SearchResult]
@@ -349,7 +393,7 @@ class BeamSearch(SearchMethod):
         p0 = problem.p0
         x0 = problem.words
         result = SearchResult(original=problem.original_input, perturbed=None, orig_probs=p0)
-        elig = [i for i in problem.visible() if self._eligible(problem, x0, i)]
+        elig, result.positions_cut = problem.capped(i for i in problem.visible() if self._eligible(problem, x0, i))
         if not elig:
             return result
 
@@ -493,6 +537,7 @@ class SearchOptions:
     max_words: int | None = None
     patience: int | None = None
     max_candidates: int | None = None
+    max_positions: int | None = MAX_POSITIONS  # eligible word positions searched per text (SearchProblem)
     alphabetic_only: bool = True  # keep the capabilities' AlphabeticOnly constraint (our addition)
 
     def search_method(self) -> SearchMethod:
@@ -571,8 +616,9 @@ class SearchSettings(SearchOptions, SynonymOptions):
     def key(self, capability: str, *, pairs: bool = True) -> dict[str, Any]:
         """The options a search result of ``capability`` depends on (part of its content key):
         the search's, the seed, ``perturb_field`` when the inputs may be pairs (``pairs``), the
-        alphabetic-only switch only when off, the word order only when not ``best-swap`` and the
-        synonym options only where they apply, so the defaults keep earlier results' keys."""
+        alphabetic-only switch only when off, the word order only when not ``best-swap``, the cap on
+        word positions only when not :data:`MAX_POSITIONS` and the synonym options only where they
+        apply, so the defaults keep earlier results' keys."""
         out: dict[str, Any] = {"loss": self.loss, "search": self.search, "max_words": self.max_words,
                                "patience": self.patience, "max_candidates": self.max_candidates, "seed": self.seed}
         if pairs:
@@ -583,4 +629,6 @@ class SearchSettings(SearchOptions, SynonymOptions):
             out["alphabetic_only"] = False
         if self.order != "best-swap":
             out["order"] = self.order
+        if self.max_positions != MAX_POSITIONS:
+            out["max_positions"] = self.max_positions
         return {**out, **self.synonym_key(capability)}

@@ -50,7 +50,7 @@ from ...models.resolve import load_model, spec_capabilities
 from ...perturb.capabilities import get_capability
 from ...perturb.engine import run_searches
 from ...perturb.goals import InvarianceGoal
-from ...perturb.search import PERTURBED, SearchProblem, SearchSettings
+from ...perturb.search import PERTURBED, SearchProblem, SearchSettings, positions_cut_note
 from .analysis import agreement_and_accuracy
 from .config import LMScopeArgs
 from .tables import fmt, mark_changes
@@ -261,6 +261,9 @@ class LMScopeStudy(Study):
         self._broken: dict[tuple[str, str, int], list[dict[str, Any]]] = {}
         rows = [r for trial, samples in self._trials.items() for cap in self.args.capability_list()
                 for r in self._metrics(cap, trial, samples)]
+        note = positions_cut_note(self._searches.values(), self.settings.max_positions)
+        if note:
+            log.warning("%s", note)
         return LMScopeResult(self.args, rows, run_id=ctx.run_id, broken=self._broken)
 
     def _token(self, name: str, token_id: int) -> str:
@@ -326,12 +329,13 @@ def _search_chunk(ref: NextTokenClassifier, settings: SearchSettings, max_batch:
     swap, checks = settings.synonym_setup(cap)
     problems = [SearchProblem(fields=(t,), transformation=swap, constraints=cap.constraints, goal=goal,
                               rng=np.random.default_rng([settings.seed, trial, i]), max_candidates=settings.max_candidates,
-                              checks=checks)
+                              checks=checks, max_positions=settings.max_positions)
                 for i, t in chunk]
     results = run_searches(problems, settings.search_method(), ref, max_batch=max_batch, progress=False)
     return [{"capability": cap_name, "trial": trial, "sample_id": i, "original": t,
              "perturbed": r.perturbed if r.ok else None, "changes": [list(c) for c in r.changes],
-             "ref_loss": r.loss if r.ok else None, "status": r.status, "queries": r.queries}
+             "ref_loss": r.loss if r.ok else None, "status": r.status, "queries": r.queries,
+             **({"positions_cut": r.positions_cut} if r.positions_cut else {})}  # only where the cap cut positions
             for (i, t), r in zip(chunk, results)]
 
 

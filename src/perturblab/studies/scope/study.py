@@ -42,7 +42,7 @@ from ...models.states import inputs_hash
 from ...perturb.capabilities import get_capability
 from ...perturb.engine import run_searches
 from ...perturb.goals import InvarianceGoal
-from ...perturb.search import SearchProblem, SearchSettings
+from ...perturb.search import SearchProblem, SearchSettings, positions_cut_note
 from .analysis import classifier_agreement
 from .config import STAR_OF_FAIRNESS, ScopeArgs
 from .result import ScopeResult
@@ -228,6 +228,9 @@ class ScopeStudy(Study):
         pairs = {(trial, i): ex.text_b is not None for trial, samples in self._samples.items() for i, ex in samples}
         records = [{"reference": self.reference, **r, "pair": pairs[(trial, i)]}
                    for (_, trial, i), r in sorted(self._records.items())]
+        note = positions_cut_note(records, self.settings.max_positions)
+        if note:
+            log.warning("%s", note)
         return ScopeResult(self.args, rows, records, terms, run_id=ctx.run_id)
 
     # -- scoring -----------------------------------------------------------------------
@@ -369,12 +372,14 @@ def search_chunk(reference: Classifier | RemoteReference, settings: SearchSettin
     swap, checks = settings.synonym_setup(cap)
     problems = [SearchProblem(fields=fields, transformation=swap, constraints=cap.constraints, checks=checks,
                               goal=goal, rng=np.random.default_rng([settings.seed, trial, i]),
-                              field_index=settings.perturb_field, max_candidates=settings.max_candidates)
+                              field_index=settings.perturb_field, max_candidates=settings.max_candidates,
+                              max_positions=settings.max_positions)
                 for i, fields in chunk]
     results = run_searches(problems, settings.search_method(), reference, progress=False)
     return [{"capability": cap_name, "trial": trial, "sample_id": i, "original": _to_json(r.original),
              "perturbed": _to_json(r.perturbed), "changes": [list(c) for c in r.changes],
              "ref_loss": None if math.isnan(r.loss) else r.loss,
              "argmax_invariant": None if r.argmax_invariant is None else int(r.argmax_invariant),
-             "status": r.status, "queries": r.queries}
+             "status": r.status, "queries": r.queries,
+             **({"positions_cut": r.positions_cut} if r.positions_cut else {})}  # only where the cap cut positions
             for (i, _), r in zip(chunk, results)]
