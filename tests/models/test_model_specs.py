@@ -44,7 +44,7 @@ def test_options_reach_the_backend_and_names_the_tables(tmp_path):
     assert res.rows[0]["hard_scope"] == 1.0  # the same weights, batched otherwise
     saved = json.loads(json.dumps(res.rows))
     assert saved[0]["target"] == "small"
-    with pytest.raises(InputError, match="two different models are named 'ref'"):
+    with pytest.raises(InputError, match="'ref=tfidf-lr' would both be reported as 'ref'; give one of them"):
         pl.scope(f"ref={model}", ["ref=tfidf-lr"], capabilities="typo", data=data, n=5, trials=1, quiet=True)
     with pytest.raises(InputError, match="backend options"):
         pl.scope("tfidf-lr[batch_size=2]", [model], capabilities="typo", data=data, n=5, trials=1, quiet=True)
@@ -144,9 +144,9 @@ def test_check_spec_refuses_with_the_spec_and_the_fix(tmp_path, monkeypatch):
         ("textrnn", "regressor", "textrnn trains classifiers only; on a regression task use hf-finetune"),
         ("tfidf-lr", "regressor", "tfidf-lr is a classifier; for a regression task use tfidf-ridge"),
         ("tfidf-lr[batch_size=2]", "classifier", "tfidf-lr[batch_size=2]: backend options are taken by Hugging Face "
-                                                 "classifiers and language models, not by presets"),
+                                                 "classifiers, encoders and language models, not by presets"),
         ("textrnn[max_length=8]", "classifier", "not by models trained here in this version; drop the [...] part"),
-        ("minilm-l6[batch_size=2]", "encoder", "not by encoders in this version; drop the [...] part"),
+        ("minilm-l6[batch_size=2]", "encoder", "not by presets in this version; drop the [...] part"),
         (LOCAL_API, "encoder", "an API model serves as a classifier or a language model, not as a encoder"),
         (LOCAL_API, "regressor", "not as a regressor; use a local model for it"),
         (f"{LOCAL_API}[mode=sample]", "language_model", "mode set an API classifier, not a language model"),

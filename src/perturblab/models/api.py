@@ -47,13 +47,33 @@ def label_words_for(owner: str, words: Any, labels: Sequence[str]) -> list[str] 
         mapping = dict(words)
         missing = [lab for lab in labels if lab not in mapping]
         if missing:
-            raise InputError(f"{owner}: label_words has no word for the data's labels {missing}; the data's labels "
-                             f"are {labels}")
+            raise InputError(f"{owner}: label_words has no word for the data's labels {missing} (it names "
+                             f"{list(mapping)}); the data's labels are {labels}")
         return [mapping[lab] for lab in labels]
     if len(words) != len(labels):
         raise InputError(f"{owner}: {len(words)} label_words for {len(labels)} labels {labels} (give them in that "
                          "order, or as label:word pairs)")
     return list(words)
+
+
+def check_label_words(owner: str, words: Any, labels: Sequence[str], data: str = "the data") -> list[str]:
+    """The answer words of ``labels`` (:func:`label_words_for`), refused as :class:`ApiClassifier`
+    would refuse them, before it is made: ``data`` (named in the message) without class labels,
+    a label without a word, a count that differs, two words that are one ignoring case. The fix
+    names the data's labels."""
+    labels = [str(x) for x in labels]
+    if not labels:
+        raise InputError(f"{owner}: label_words name class labels, but {data} has numeric targets (a regression "
+                         "task); an API classifier needs a classification data set")
+    example = "|".join(f"{lab}:{lab}" for lab in labels)
+    try:
+        chosen = [str(w) for w in label_words_for(owner, words, labels) or labels]
+    except InputError as e:
+        raise InputError(f"{e}; e.g. label_words={example}") from None
+    if len({w.strip().lower() for w in chosen}) != len(chosen):
+        raise InputError(f"{owner}: label words must differ (ignoring case), got {chosen}; give one word per label "
+                         f"of {labels}, e.g. label_words={example}")
+    return chosen
 
 
 class ApiClassifier:

@@ -303,7 +303,7 @@ class HFEncoder(_Batching):
         return f"HFEncoder({self.name!r}, layers={self.num_layers}, dim={self.hidden_size})"
 
     @classmethod
-    def from_causal_lm(cls, lm: Any, *, batch_size: int | None = None,
+    def from_causal_lm(cls, lm: Any, *, batch_size: int | None = None, batch_tokens: int | str = AUTO,
                        max_length: int = DEFAULT_MAX_LENGTH) -> "HFEncoder":
         """Hidden states of a decoder (an :class:`~.lm.HFCausalLM`): its transformer body
         without the output layer, the tokenizer's own start tokens included, right padding
@@ -311,13 +311,16 @@ class HFEncoder(_Batching):
         array is after the final norm, as ``output_hidden_states`` gives it. Use ``pooling='last'``
         (the last real token, as the robustness paper does for GPT-2) or ``'mean'``.
         ``batch_size`` defaults to 16, capped by the language model's own (1 for dynamically
-        quantised models, whose activation scales would otherwise depend on the batch)."""
+        quantised models, whose activation scales would otherwise depend on the batch);
+        ``batch_tokens`` caps the padded tokens of a batch (:mod:`.batching`). The body stays where
+        the language model placed it, in its dtype (its fingerprint names a dtype other than
+        float32)."""
         body = getattr(lm.model, "base_model", lm.model)
         if batch_size is None:
             batch_size = min(16, int(getattr(lm, "batch_size", 16)))
         # the batch size is part of the fingerprint: for dynamically quantised models it changes outputs
-        return cls(body, lm.tokenizer, batch_size=batch_size, max_length=max_length, name=lm.name,
-                   fingerprint=fingerprint_of("causal-lm-body", lm.fingerprint, max_length, batch_size))
+        return cls(body, lm.tokenizer, batch_size=batch_size, batch_tokens=batch_tokens, max_length=max_length,
+                   name=lm.name, fingerprint=fingerprint_of("causal-lm-body", lm.fingerprint, max_length, batch_size))
 
     def _layer_index(self, layer: int) -> int:
         n = self.num_layers + 1

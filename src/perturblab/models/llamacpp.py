@@ -36,13 +36,16 @@ from .lm_capabilities import ALL_CAPABILITIES
 LLAMACPP_CAPABILITIES = ALL_CAPABILITIES - {"tokenizer"}
 
 
+#: why ``[backend=llamacpp]`` cannot run without the optional extra, and the fix
+LLAMACPP_MISSING = ("backend=llamacpp needs llama-cpp-python: pip install 'perturblab[llamacpp]' (it builds llama.cpp "
+                    "from source, a few minutes), or drop backend=llamacpp to score the GGUF file's weights with torch")
+
+
 def _llama_cpp() -> Any:
     try:
         import llama_cpp
     except ImportError:
-        raise InputError("backend=llamacpp needs llama-cpp-python: pip install 'perturblab[llamacpp]' (it builds "
-                         "llama.cpp from source, a few minutes), or drop backend=llamacpp to score the GGUF "
-                         "file's weights with torch") from None
+        raise InputError(LLAMACPP_MISSING) from None
     return llama_cpp
 
 

@@ -169,6 +169,15 @@ def _smollm2_int8(**kw: Any) -> HFCausalLM:
     return quantise_dynamic_int8(_smollm2(device="cpu", dtype="float32", **kw), "smollm2-135m-int8")
 
 
+def refuse_placement(name: str, device: str | None, dtype: str | None, why: str, instead: str = "") -> None:
+    """The refusal of :func:`own_placement` alone (loads nothing, says nothing): a ``device=``
+    other than the CPU or a ``dtype=`` other than float32 in the spec of a model that runs on the
+    CPU in its own arithmetic."""
+    if device not in (None, "cpu", "auto") or dtype not in (None, "float32"):
+        given = ", ".join(f"{k}={v}" for k, v in (("device", device), ("dtype", dtype)) if v is not None)
+        raise InputError(f"{name} {why}; drop {given} {instead}".rstrip())
+
+
 def own_placement(name: str, device: str | None, dtype: str | None, why: str, instead: str = "") -> None:
     """For a model that always runs on the CPU in its own arithmetic (the int8 preset, llama.cpp):
     a ``device=`` or ``dtype=`` of its own spec it cannot honour is refused; a command's
@@ -176,9 +185,7 @@ def own_placement(name: str, device: str | None, dtype: str | None, why: str, in
     note."""
     from ..core.placement import defaults
 
-    if device not in (None, "cpu", "auto") or dtype not in (None, "float32"):
-        given = ", ".join(f"{k}={v}" for k, v in (("device", device), ("dtype", dtype)) if v is not None)
-        raise InputError(f"{name} {why}; drop {given} {instead}".rstrip())
+    refuse_placement(name, device, dtype, why, instead)
     command = defaults()
     if (device is None and command[0] != "cpu") or (dtype is None and command[1] != "float32"):
         log.info("%s %s: it stays there; --device/--dtype (%s, %s) place the other models", name, why, *command)
@@ -282,24 +289,55 @@ def load_api_language_model(spec: str, **kwargs: Any) -> ApiLanguageModel:
 GGUF_OF = {"smollm2-135m": smollm2_gguf, "gemma3-270m": gemma3_gguf}
 
 
+_LLAMACPP_WHY = "computes with the GGUF file's own quantised weights on the CPU"
+
+
+def llama_cpp_installed() -> bool:
+    """Whether llama-cpp-python can be imported (looked up, not imported)."""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec("llama_cpp") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def check_llamacpp(name: str, kwargs: dict[str, Any]) -> None:
+    """Refuse, without loading or importing anything, what ``name[backend=llamacpp]`` cannot run:
+    a source that is neither a ``.gguf`` file nor a GGUF preset (a model directory included), a
+    ``device=`` / ``dtype=`` llama.cpp cannot honour, an option it does not take, and a missing
+    llama-cpp-python. Whether a ``.gguf`` path names an existing file is the resolver's check."""
+    spec = f"{name}[backend=llamacpp]"
+    if name not in GGUF_OF and Path(name).expanduser().suffix != ".gguf":
+        also = (f"; {name} is a model directory: drop backend=llamacpp to run it with torch"
+                if Path(name).expanduser().is_dir() else "")
+        raise InputError(f"{spec}: llama.cpp runs .gguf files and the GGUF presets ({', '.join(GGUF_OF)}); give one "
+                         f"of those{also}")
+    refuse_placement(spec, kwargs.get("device"), kwargs.get("dtype"), _LLAMACPP_WHY)
+    unknown = sorted(set(kwargs) - {"backend", "name", "max_length", "batch_size", "batch_tokens", "device", "dtype"})
+    if unknown:
+        raise InputError(f"{spec} takes max_length, not {', '.join(unknown)}")
+    if not llama_cpp_installed():
+        from .llamacpp import LLAMACPP_MISSING
+
+        raise InputError(f"{spec}: {LLAMACPP_MISSING}")
+
+
 def _llamacpp(name: str, kwargs: dict[str, Any]) -> Any:
     """The GGUF file ``name`` names (a ``.gguf`` path or a GGUF preset) run by llama.cpp
     (:class:`~.llamacpp.LlamaCppLM`); options llama.cpp cannot honour are refused."""
     from .llamacpp import LlamaCppLM
 
     kwargs = {k: v for k, v in kwargs.items() if k != "backend"}
-    own_placement(f"{name}[backend=llamacpp]", kwargs.pop("device", None), kwargs.pop("dtype", None),
-                  "computes with the GGUF file's own quantised weights on the CPU")
+    own_placement(f"{name}[backend=llamacpp]", kwargs.pop("device", None), kwargs.pop("dtype", None), _LLAMACPP_WHY)
     kwargs.pop("batch_size", None), kwargs.pop("batch_tokens", None)  # one input at a time
     unknown = sorted(set(kwargs) - {"name", "max_length"})
     if unknown:
         raise InputError(f"{name}[backend=llamacpp] takes max_length, not {', '.join(unknown)}")
+    check_llamacpp(name, kwargs)
     if name in GGUF_OF:
         return LlamaCppLM(GGUF_OF[name](), name=kwargs.pop("name", name), **kwargs)
-    if Path(name).expanduser().suffix == ".gguf":
-        return LlamaCppLM(name, **kwargs)
-    raise InputError(f"{name}[backend=llamacpp]: llama.cpp runs .gguf files and the GGUF presets "
-                     f"({', '.join(GGUF_OF)}); give one of those")
+    return LlamaCppLM(name, **kwargs)
 
 
 def load_language_model(name: str, /, **kwargs: Any) -> HFCausalLM | HFSeq2SeqLM | ApiLanguageModel:

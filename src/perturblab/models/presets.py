@@ -136,15 +136,19 @@ def _is_language_model(name: str) -> bool:
     return name in LM_PRESETS or name.endswith(".gguf")
 
 
-def load_encoder(name: str, *, fresh: bool = False) -> "HFEncoder":
+def load_encoder(name: str, *, fresh: bool = False, **options: Any) -> "HFEncoder":
     """The :class:`~.hf.HFEncoder` of an encoder preset, a language-model preset (its decoder
     body: ``smollm2-135m``, …), a ``.gguf`` file, a local directory or a hub id.
 
-    Encoders are kept per process (one of a local directory or file as long as its files do not
-    change); ``fresh=True`` loads a new instance. A hub id is
-    fetched from the hub (only when one is reachable).
+    ``options`` (a model spec's ``[...]``, :data:`~.resolve.ENCODER_OPTIONS`) place and batch
+    the encoder of a directory, hub id, ``.gguf`` file or language-model preset: ``device`` and
+    ``dtype`` (where the weights are loaded and in which floating-point type, :mod:`.device`),
+    ``batch_size``, ``batch_tokens`` and ``max_length``; an encoder preset takes none.
+    Encoders are kept per process and options (one of a local directory or file as long as its
+    files do not change); ``fresh=True`` loads a new instance. A hub id is fetched from the hub
+    (only when one is reachable).
     """
-    key = (name.strip().lower() if name in PRESETS else name, _local_content(name))
+    key = (name.strip().lower() if name in PRESETS else name, _local_content(name), tuple(sorted(options.items())))
     if not fresh and key in _ENCODERS:
         return _ENCODERS[key]
     if name in PRESETS:
@@ -152,12 +156,17 @@ def load_encoder(name: str, *, fresh: bool = False) -> "HFEncoder":
         if preset.make_encoder is None:
             raise InputError(f"model preset {preset.name!r} has no encoder (no hidden states); choose one of "
                              + ", ".join(n for n in PRESETS.names() if PRESETS.create(n).kind == "encoder"))
+        if options:
+            raise InputError(f"encoder preset {preset.name!r} takes no options ({', '.join(options)}); drop them "
+                             "(--device and --dtype place every model of a command)")
         enc = preset.make_encoder()
     elif _is_language_model(name):
         from .hf import HFEncoder
         from .lm_presets import load_language_model
 
-        enc = HFEncoder.from_causal_lm(load_language_model(name))
+        lm_options = {k: v for k, v in options.items() if k in ("device", "dtype")}
+        body_options = {k: v for k, v in options.items() if k not in lm_options}
+        enc = HFEncoder.from_causal_lm(load_language_model(name, **lm_options), **body_options)
     else:
         source = local_or_hub(name)
         if source is None:
@@ -167,8 +176,8 @@ def load_encoder(name: str, *, fresh: bool = False) -> "HFEncoder":
             raise UnknownNameError("encoder", name, encoders + LM_PRESETS.names())
         from .hf import HFEncoder
 
-        enc = HFEncoder(source)
-    for stale in [k for k in _ENCODERS if k[0] == key[0]]:  # the encoder of files since changed is let go
+        enc = HFEncoder(source, **options)
+    for stale in [k for k in _ENCODERS if k[0] == key[0] and k[1] != key[1]]:  # the encoder of files since changed
         del _ENCODERS[stale]
     _ENCODERS[key] = enc
     return enc

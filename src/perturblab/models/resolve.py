@@ -9,10 +9,12 @@ A spec is ``[NAME=]SOURCE[[OPTION=VALUE,...]]``:
   before ``=`` that contains ``/`` is a path, not a name (``/data/run=7`` is one source);
 * ``[OPTION=VALUE,...]`` — backend options: ``batch_size`` (rows), ``batch_tokens`` (padded
   tokens per batch, or ``auto``: :mod:`.batching`) and ``max_length`` for Hugging Face
-  models and language models; ``device`` (``cpu``, ``cuda``, ``cuda:N``, ``auto``) and ``dtype``
-  (``float32``, ``bfloat16``, ``float16``) for Hugging Face models and language models given by
-  a directory, hub id, ``.gguf`` file or language-model preset (:mod:`.device`; ``--device`` and
-  ``--dtype`` set them for every model of a command). An ``api:`` source takes the settings a study config's
+  models (classifiers, regressors, encoders) and language models; ``device`` (``cpu``, ``cuda``,
+  ``cuda:N``, ``auto``) and ``dtype`` (``float32``, ``bfloat16``, ``float16``) for Hugging Face
+  models and language models given by a directory, hub id, ``.gguf`` file or language-model
+  preset (:mod:`.device`; ``--device`` and ``--dtype`` set them for every model of a command);
+  ``backend`` (``torch``, ``llamacpp``: a ``.gguf`` file or GGUF preset run by llama.cpp, which
+  needs llama-cpp-python) for language models. An ``api:`` source takes the settings a study config's
   ``api:`` block takes (:data:`API_OPTIONS`): ``api_key_env`` (the *name* of the environment
   variable holding the key; ``none`` sends no key), ``timeout``, ``max_retries``,
   ``concurrency``, ``max_response_bytes``, ``backoff_base``, ``backoff_max``; for classifiers ``label_words`` (``negative|positive``
@@ -276,13 +278,14 @@ def _check_source(ms: ModelSpec, role: str) -> None:
     if role == "encoder":
         from .lm_presets import LM_PRESETS
 
-        _no_options(ms, "encoders")
         encoders = [n for n in presets.PRESETS.names() if presets.PRESETS.create(n).kind == "encoder"]
         if name in presets.PRESETS:
             if presets.PRESETS.create(name).make_encoder is None:
                 raise InputError(f"model preset {name!r} has no encoder (no hidden states); choose one of "
                                  + ", ".join(encoders))
+            _no_options(ms, "presets")
             return
+        _encoder_options(ms)
         if name in LM_PRESETS:
             return
         if Path(name).expanduser().suffix == ".gguf":
@@ -350,7 +353,9 @@ def check_spec(spec: "str | ModelSpec", role: str) -> None:
     without loading a model or reading a model file: the spec is parsed (:meth:`ModelSpec.parse`),
     a preset or trainable name must be known for the role, a path must name an existing model
     directory (or ``.gguf`` file, for language models and encoders), an ``api:`` spec must parse and
-    carry options of its role (a variable it names in ``api_key_env`` must be set). A string of the
+    carry options of its role (a variable it names in ``api_key_env`` must be set), options must be
+    those of the role (an encoder takes :data:`ENCODER_OPTIONS`), and ``[backend=llamacpp]`` must
+    name a ``.gguf`` file or GGUF preset, with llama-cpp-python installed. A string of the
     form of a hub id (``org/name``) is accepted as it is: whether the hub has it is known only when
     it is fetched. A classifier option may name a regressor (``tfidf-ridge``, ``r3=minilm-l3``):
     whether the data is a regression task decides later."""
@@ -361,7 +366,12 @@ def check_spec(spec: "str | ModelSpec", role: str) -> None:
     _check_source(ms, role)
     opts = dict(ms.options)
     if "backend" in opts and role != "language_model":
-        raise InputError(f"{ms.name}: backend= chooses how a language model runs; drop it for a {role}")
+        raise InputError(f"{ms.name}: backend= chooses how a language model runs; drop it for "
+                         f"{'an' if role[0] in 'aeiou' else 'a'} {role.replace('_', ' ')}")
+    if opts.get("backend") == "llamacpp":  # a directory, an option llama.cpp cannot honour, no llama-cpp-python
+        from .lm_presets import check_llamacpp
+
+        check_llamacpp(ms.source, opts)
     if "device" in opts or "dtype" in opts:  # CUDA where there is none: said before any work
         from ..core.placement import resolve
 
@@ -415,10 +425,13 @@ def load_model(spec: "str | ModelSpec | Any", role: str = "classifier", *, train
 
         return load_language_model(ms.source, **({"name": ms.name} if ms.name != ms.source else {}), **kw)
     if role == "encoder":
-        from .presets import load_encoder
+        from .presets import PRESETS, load_encoder
 
-        _no_options(ms, "encoders")
-        return load_encoder(ms.source)
+        if ms.source in PRESETS:
+            _no_options(ms, "presets")
+        else:
+            _encoder_options(ms)
+        return load_encoder(ms.source, **kw)
     if train is None:
         raise InputError(f"loading {ms.source!r} as a {role} needs the training split (train=) for its head")
     if role == "regressor":
@@ -501,9 +514,23 @@ def _api_options(ms: ModelSpec, role: str) -> tuple[dict[str, Any], dict[str, An
 
 def _no_options(ms: ModelSpec, what: str) -> None:
     if ms.kwargs:
-        raise InputError(f"{ms}: backend options are taken by Hugging Face classifiers and language models, not "
-                         f"by {what} in this version; drop the [...] part (--device and --dtype place every model "
-                         "of a command)")
+        raise InputError(f"{ms}: backend options are taken by Hugging Face classifiers, encoders and language "
+                         f"models, not by {what} in this version; drop the [...] part (--device and --dtype place "
+                         "every model of a command)")
+
+
+#: the options an encoder takes (a directory, hub id, ``.gguf`` file or language-model preset):
+#: where it runs and in which dtype, and how its inputs are batched and cut
+ENCODER_OPTIONS = ("batch_size", "batch_tokens", "max_length", "device", "dtype")
+
+
+def _encoder_options(ms: ModelSpec) -> None:
+    """Refuse an option that means nothing for an encoder (``backend``: how a language model
+    scores), naming the ones it takes."""
+    wrong = [k for k in ms.kwargs if k not in ENCODER_OPTIONS]
+    if wrong:
+        raise InputError(f"{ms}: {', '.join(f'{k}=' for k in wrong)} means nothing for an encoder (its hidden states); "
+                         f"drop it (an encoder takes {', '.join(ENCODER_OPTIONS)})")
 
 
 def _classifier(ms: ModelSpec, train: "Dataset", seed: int, data_name: str | None) -> Any:

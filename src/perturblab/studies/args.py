@@ -19,11 +19,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, ClassVar, Sequence
 
 from ..core.options import Opt, StudyArgs, option
 from ..errors import InputError
-from .given import items
+from .given import clashing, items, name_clash
 
 _CORPUS_FIELDS = ("corpus", "benign_corpus")
 #: the help of every study's ``--max-seconds`` (a fine-tune's wall-clock budget)
@@ -34,6 +34,11 @@ MAX_SECONDS_HELP = ("fine-tuning time budget, seconds of wall time (none: no lim
 @dataclass(kw_only=True)
 class Args(StudyArgs):
     """A study's options (see the module docstring)."""
+
+    #: the model options a study reports side by side (its reference and targets, its models A
+    #: and B): two different specs among them may not share a name (:func:`~.given.name_clash`),
+    #: as two of one model list may not
+    shown_together: ClassVar[tuple[str, ...]] = ()
 
     def field_problem(self, name: str, opt: Opt, value: Any) -> str | None:
         message = super().field_problem(name, opt, value)
@@ -47,9 +52,26 @@ class Args(StudyArgs):
                         "name)")
             for item in given:
                 check_model_spec(item, opt.role)
+            clash = name_clash(given)
+            if clash:
+                return clash
         if opt.data and isinstance(value, str):
             check_data(name, value, {f.name: getattr(self, f.name) for f, _ in self.fields()})
         return None
+
+    def problems(self) -> list[tuple[str, str]]:
+        """Each option's own rules and the rules across options (:meth:`StudyArgs.problems`), then
+        one name per model of :attr:`shown_together`, then the ``label_words`` of API classifiers
+        against the data's labels (:func:`label_word_problems`): all before any model is loaded or
+        anything written."""
+        out = super().problems()
+        if not out and self.shown_together:
+            given = [(f, spec) for f in self.shown_together if getattr(self, f, None) is not None
+                     for spec in items(getattr(self, f))]
+            pair = clashing([spec for _, spec in given])
+            if pair is not None:
+                out.append((given[pair[1]][0], str(name_clash([spec for _, spec in given]))))
+        return out or label_word_problems(self)
 
 
 class ModelList:
@@ -136,12 +158,64 @@ def one_text_option(args: Any) -> list[tuple[str, str]]:
 def check_model_spec(spec: str, role: str) -> None:
     """Refuse a model spec that cannot name a model of ``role`` (loads nothing); ``model``: a
     classifier or a language model (refused with the classifier's reason when it is neither)."""
-    from ..models.resolve import check_spec, fits
+    from ..models.resolve import ModelSpec, check_spec, fits
 
     if role != "model":
         check_spec(spec, role)
     elif not fits(spec, "language_model"):
-        check_spec(spec, "classifier")
+        try:
+            lm = "backend" in dict(ModelSpec.parse(spec).options)  # only a language model takes backend=
+        except InputError:
+            lm = False
+        check_spec(spec, "language_model" if lm else "classifier")
+
+
+def label_words_of(spec: str) -> tuple[str, Any] | None:
+    """(its name, its ``label_words``) when ``spec`` is an API classifier given label words (by
+    its ``[label_words=...]``, or in a study config's ``api:`` definition of its name); else None."""
+    from ..models import named
+    from ..models.api_client import is_api_spec
+    from ..models.resolve import ModelSpec
+
+    try:
+        ms = ModelSpec.parse(spec)
+        if is_api_spec(ms.source):
+            words = dict(ms.options).get("label_words")
+        else:
+            words = (named.api_definition(ms.source, "classifier") or {}).get("label_words")
+    except InputError:  # not a spec, or an API model defined for another role: said elsewhere
+        return None
+    return None if words is None else (ms.name, words)
+
+
+def label_word_problems(args: Any) -> list[tuple[str, str]]:
+    """The ``label_words`` of the API classifiers among ``args``' models checked against the labels
+    of its ``data`` (read as the study reads it, and only when a model has label words): a label
+    without a word, a count that differs, two equal words, or data without class labels are
+    refused as ``(option, message)`` pairs, before anything is loaded or written."""
+    wanted = [(f.name, *found) for f, opt in args.fields() if opt.role in ("classifier", "model")
+              and getattr(args, f.name, None) is not None
+              for found in [label_words_of(spec) for spec in items(getattr(args, f.name))] if found is not None]
+    data = getattr(args, "data", None)
+    if not wanted or not isinstance(data, str):
+        return []
+    from ..models.api import check_label_words
+    from .inputs import load_study_data, text_columns
+
+    try:
+        labels = load_study_data(data, text_fields=text_columns(getattr(args, "text_fields", None),
+                                                                getattr(args, "text_column", None)),
+                                 label_column=getattr(args, "label_column", None),
+                                 task=getattr(args, "task", None)).label_names
+    except InputError as e:
+        return [("data", str(e))]
+    out = []
+    for field, name, words in wanted:
+        try:
+            check_label_words(name, words, labels, data)
+        except InputError as e:
+            out.append((field, str(e)))
+    return out
 
 
 def nonempty(value: Any) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import ClassVar
 
 from ...core.options import option
 from ...errors import InputError
@@ -130,19 +131,22 @@ class CompareArgs(Args):
 
         return [display_name(t) for t in self.target_names()]
 
-    def check(self) -> None:
-        """The options' own checks, then one name per model: two specs the studies would report
-        under one name are refused before any work."""
-        super().check()
-        from ..given import display_name
+    #: one name per model: two specs the studies would report under one name are refused before any work
+    shown_together: ClassVar[tuple[str, ...]] = ("reference", "targets")
 
-        seen: dict[str, str] = {}
-        for spec in [self.reference or "", *self.target_names()]:
-            name = display_name(spec)
-            if seen.get(name, spec) != spec:
-                raise InputError(f"{seen[name]!r} and {spec!r} would both be reported as {name!r}; give one of them "
-                                 "another name with NAME=SOURCE")
-            seen[name] = spec
+    def relations(self) -> list[tuple[str, str]]:
+        """The reference is not among the targets: every study would compare it with itself, and
+        those that take one list of models (robustness) would be given it twice. A copy under a
+        name of its own (``copy=SOURCE``) is a second model, compared as any other."""
+        if self.reference is None or self.reference not in self.target_names():
+            return []
+        from ...models.resolve import ModelSpec
+
+        ms = ModelSpec.parse(self.reference)
+        source = self.reference.partition("=")[2].strip() if ms.name != ms.source else self.reference
+        return [("targets", f"names the reference {self.reference!r} itself; drop it from --targets (the reference is "
+                            f"compared with every target already), or give a copy a name of its own to compare two "
+                            f"loads of it (e.g. --targets copy={source})")]
 
     def study_names(self) -> list[str] | None:
         """The parts ``studies`` names (registry names read as their parts' names), or None:

@@ -6,7 +6,7 @@ and by the study itself (:meth:`GroundingArgs.variant_names`, :meth:`GroundingAr
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, ClassVar, Sequence
 
 from ...core.options import TEXT_FIELDS_HELP, csv_list, float_list, int_list, option
 from ...errors import InputError
@@ -66,6 +66,8 @@ class SimilarityArgs(Args):
     pooling: str = option("mean", choices=POOLINGS, help=POOLING_HELP)
     chunk_size: int = option(1000, min=1, help="inputs whose states are computed and cached together (the numbers do "
                                                "not depend on it)")
+    #: models A and B share the tables: one name per model
+    shown_together: ClassVar[tuple[str, ...]] = ("a", "b")
 
     def relations(self) -> list[tuple[str, str]]:
         return one_text_option(self)

@@ -142,6 +142,8 @@ class ScopeArgs(SearchGoalArgs, SearchLimitArgs, SearchDataArgs, ExecutorArgs, A
     test_size: float = option(0.25, above=0, below=1, help="share of the data held out as the test split (a fraction in (0, 1))")
     models: Mapping[str, Any] | None = option(None, python_only=True,
                                               help="ready classifier objects by the names the specs give them")
+    #: the reference and the targets share the tables: one name per model
+    shown_together: ClassVar[tuple[str, ...]] = ("reference", "targets")
 
     def relations(self) -> list[tuple[str, str]]:
         return soft_decay(self) + one_text_option(self)
@@ -190,6 +192,8 @@ class LMScopeArgs(SearchGoalArgs, SearchLimitArgs, Args):
                                      "lost to a crash)")
     max_batch: int = option(256, min=1, help="about this many texts scored at once (candidates per search round, texts per "
                                       "model call; smaller: less memory)")
+    #: the reference and the targets share the tables: one name per model
+    shown_together: ClassVar[tuple[str, ...]] = ("reference", "targets")
 
     def relations(self) -> list[tuple[str, str]]:
         return soft_decay(self)

@@ -5,7 +5,7 @@ config's entry and its Python function, and by the study itself
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from ....core.options import TEXT_FIELDS_HELP, csv_list, option
 from ....models.base import POOLINGS
@@ -40,6 +40,17 @@ class FinetuningArgs(Args):
     text_fields: list[str] = option([], parse=csv_list, metavar="A[,B]", python="str | Sequence[str]",
                                     help=TEXT_FIELDS_HELP)
     label_column: str | None = option(None, help=LABEL_COLUMN_HELP)
+
+    def field_problem(self, name: str, opt: Any, value: Any) -> str | None:
+        problem = super().field_problem(name, opt, value)
+        if problem or name != "base" or not isinstance(value, str):
+            return problem
+        from ....models.resolve import ModelSpec
+
+        if ModelSpec.parse(value).options:  # the base is fine-tuned here as it is loaded by name
+            return (f"{value!r}: the encoder fine-tuned here takes no [...] options; drop them (--device and --dtype "
+                    "place every model of a command)")
+        return None
 
     # -- what the study reads -------------------------------------------------------------
     #: the inputs STIR draws its counterparts from (:func:`perturblab.measures.stir.stir_layers`'s ``pool``)

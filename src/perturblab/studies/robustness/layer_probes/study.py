@@ -83,9 +83,9 @@ class LayerProbeStudy(Study):
     def encoder(self) -> Any:
         """The encoder whose layers are probed."""
         if self._encoder is None:
-            from ....models.presets import load_encoder
+            from ....models.resolve import load_model
 
-            self._encoder = load_encoder(self.args.model)
+            self._encoder = load_model(self.args.model, "encoder")  # a spec's [device=, dtype=, ...] too
         return self._encoder
 
     def prepare(self, ctx: RunContext) -> None:
