@@ -11,8 +11,10 @@ that imports another test module (``from test_robustness_study import toy_csv``)
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
+import tempfile
 import threading
 import time
 from collections import Counter
@@ -21,6 +23,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
+# the models' measured speeds are kept apart from the user's (tests time models under load)
+os.environ.setdefault("PERTURBLAB_SPEEDS", str(Path(tempfile.mkdtemp(prefix="perturblab-speeds-")) / "speeds.json"))
 
 TESTS = Path(__file__).resolve().parent  # tests/: the shared helper modules
 ROOT = TESTS.parent  # the repository: docs/, scripts/, reproductions/

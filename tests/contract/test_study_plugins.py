@@ -110,7 +110,7 @@ def test_an_installed_study_has_a_command_a_config_kind_a_function_a_report_sect
     listing, help_, cmd, run, pl, planned, named, cmp = _steps(site, [
         ["--help"], ["typo-scope", "--help"], ["typo-scope", *opts, "--out", str(tmp_path / "cli"), "--quiet"],
         ["run", str(tmp_path / "c.yaml"), "--out", str(tmp_path / "run"), "--quiet"], function, plan, names,
-        ["compare", "--reference", "tfidf-lr", "--targets", "minilm-l3", "--studies", "typo-scope", "--budget", "1s",
+        ["compare", "--reference", "tfidf-lr", "--targets", "minilm-l3", "--studies", "typo-scope", "--budget", "30s",
          "--fail-under", "hard_scope:typo=0", "--out", str(tmp_path / "cmp"), "--quiet"]], tmp_path)
     assert listing["rc"] == 0 and "typo-scope" in listing["out"]
     assert help_["rc"] == 0 and "(default: typo)" in _flat(help_["out"])
@@ -172,7 +172,7 @@ def test_the_guides_study_installed_as_a_package_keeps_the_contract_everywhere(t
                "fromlist=['check_study']).check_study('truncation', out='chk', runs=False).skipped)")
     listing, pl, run, cmp = _steps(site, [
         ["--help"], checked, ["run", str(tmp_path / "c.yaml"), "--out", str(tmp_path / "run"), "--quiet"],
-        ["compare", "--reference", "tfidf-lr", "--targets", "minilm-l3", "--studies", "truncation", "--budget", "1s",
+        ["compare", "--reference", "tfidf-lr", "--targets", "minilm-l3", "--studies", "truncation", "--budget", "5s",
          "--fail-under", "kept=0", "--out", str(tmp_path / "cmp"), "--quiet"]], tmp_path)
     assert listing["rc"] == 0 and "truncation" in listing["out"]
     assert pl["rc"] == ["mypkg.truncation", [["run contracts a-e", "runs=False"]]], pl

@@ -16,7 +16,7 @@ from compare_helpers import tiny_costs  # noqa: F401
 def test_the_command_exits_1_on_a_failed_check_0_when_all_pass_and_resumes(tmp_path, capsys):
     out = tmp_path / "cmp"
     argv = ["compare", "--reference", "tfidf-lr", "--targets", "minilm-l3", "--studies", "invariances",
-            "--budget", "1s", "--out", str(out), "--quiet"]
+            "--budget", "10m", "--out", str(out), "--quiet"]
     assert main(argv + ["--fail-under", "hard_scope=1.01"]) == 1
     printed = capsys.readouterr().out
     assert "FAIL  minilm-l3  hard_scope:typo" in printed and "checks passed" in printed
@@ -51,9 +51,12 @@ def test_the_report_opens_with_each_targets_findings_and_keeps_the_plans_order(t
 
     out = tmp_path / "cmp"
     assert main(["compare", "--reference", "tfidf-lr", "--targets", "minilm-l3", "--studies", "robustness,invariances",
-                 "--budget", "1s", "--out", str(out), "--quiet"]) == 0
+                 "--budget", "10m", "--out", str(out), "--quiet"]) == 0
     saved = json.loads((out / "compare.json").read_text())
     assert [p["name"] for p in saved["plan"]] == ["robustness", "invariances"]
+    # what the plan measured: MiniLM-L3's encoder where it ran; tfidf-lr has none to time
+    assert saved["speeds"]["tfidf-lr"] is None and saved["speeds"]["minilm-l3"]["texts_per_s"] > 0
+    assert saved["planned_on"] == "at the speeds measured on " + saved["speeds"]["minilm-l3"]["where"]
     verdicts = read_verdicts(out)
     (target,) = verdicts.targets
     levels = [s["level"] for v in saved["verdicts"] for s in v["severity"] if s["level"] in ("medium", "major")]
@@ -94,7 +97,7 @@ def test_a_named_target_with_options_is_checked_in_every_study_and_a_twin_has_no
     out = tmp_path / "cmp"
     # a named target (the reference itself under another name) and a path
     targets = f"twin={dirs[0]},{dirs[1]}"
-    argv = ["compare", "--reference", dirs[0], "--targets", targets, "--budget", "1s", "--out", str(out), "--quiet",
+    argv = ["compare", "--reference", dirs[0], "--targets", targets, "--budget", "10m", "--out", str(out), "--quiet",
             "--fail-under", "hard_scope=1.01", "--fail-under", "linear_cka=1.01", "--fail-under",
             "relative_robustness=1.01"]
     assert main(argv) == 1
@@ -112,7 +115,7 @@ def test_a_named_target_with_options_is_checked_in_every_study_and_a_twin_has_no
     assert "FAIL  twin  hard_scope:typo" in printed and "twin against" in printed
     # a named spec with options (an encoder takes none, so layers are left out): found by its name
     opt = tmp_path / "opt"
-    assert main(["compare", "--reference", dirs[0], "--targets", f"b4={dirs[1]}[batch_size=4]", "--budget", "1s",
+    assert main(["compare", "--reference", dirs[0], "--targets", f"b4={dirs[1]}[batch_size=4]", "--budget", "10m",
                  "--out", str(opt), "--quiet", "--fail-under", "hard_scope=1.01", "--fail-under",
                  "relative_robustness=1.01"]) == 1
     saved = json.loads((opt / "compare.json").read_text())
@@ -120,7 +123,7 @@ def test_a_named_target_with_options_is_checked_in_every_study_and_a_twin_has_no
         ("b4", "hard_scope"), ("b4", "relative_robustness")}
     # a check that matches nothing fails and says so (fairness is not measured on 8 samples)
     assert main(["compare", "--reference", dirs[0], "--targets", f"twin={dirs[0]}", "--studies", "invariances",
-                 "--budget", "1s", "--out", str(out), "--quiet", "--fail-under", "soft_scope:fairness=0"]) == 1
+                 "--budget", "10m", "--out", str(out), "--quiet", "--fail-under", "soft_scope:fairness=0"]) == 1
     saved = json.loads((out / "compare.json").read_text())
     assert [c["outcome"] for c in saved["checks"]] == ["no estimate"]
 
@@ -154,7 +157,7 @@ def test_named_language_models_are_checked_in_every_study_of_their_plan(tmp_path
     text.write_text(" ".join(SENTENCES) + "\n\n" + " ".join(reversed(SENTENCES)) + "\n")  # two documents
     out = tmp_path / "cmp"
     assert main(["compare", "--reference", dirs[0], "--targets", f"twin={dirs[0]},{dirs[1]}", "--corpus", str(text),
-                 "--budget", "1s", "--out", str(out), "--quiet", "--fail-under", "hard_scope=1.01",
+                 "--budget", "10m", "--out", str(out), "--quiet", "--fail-under", "hard_scope=1.01",
                  "--fail-under", "linear_cka=1.01", "--fail-under", "next_token_entropy=1000"]) == 1
     saved = json.loads((out / "compare.json").read_text())
     for target in ("twin", dirs[1]):

@@ -79,8 +79,8 @@ class CompareResult(StudyResult):
         return all(c.passed for c in self.checks)
 
     def to_json(self) -> dict[str, Any]:
-        """``compare.json``: the reference, the targets, the plan with the time each study took, the
-        verdicts and the checks."""
+        """``compare.json``: the reference, the targets, the plan with the time each study took and
+        each model's measured speed, the verdicts and the checks."""
         return {"reference": self.args.reference_name(), "targets": self.args.target_labels(),
                 "reference_spec": self.args.reference, "target_specs": self.args.target_names(),
                 "kind": self.plan.kind, "budget_seconds": self.args.budget_seconds(), "strict": self.args.strict,
@@ -88,7 +88,12 @@ class CompareResult(StudyResult):
                 "plan": [{"name": p.name, "kind": p.kind, "size": p.size, "estimated_seconds": round(p.seconds, 1),
                           "seconds": round(self.seconds.get(p.name, 0.0), 1), "options": p.options}
                          for p in self.plan.studies],
-                "left_out": self.plan.left_out, **to_json(self.verdicts, self.checks)}
+                "left_out": self.plan.left_out, "planned_on": self.plan.where(),
+                "speeds": {m: None if s is None else {"where": s.where, "texts_per_s": round(s.texts_per_s, 2),
+                                                      "tokens_per_s": None if s.tokens_per_s is None
+                                                      else round(s.tokens_per_s, 1), "measured": s.measured}
+                           for m, s in self.plan.speeds.items()},
+                **to_json(self.verdicts, self.checks)}
 
     def console(self) -> str:
         """The verdicts, one block per target, then each check as pass or fail."""
@@ -160,7 +165,7 @@ class CompareResult(StudyResult):
 def compare(args: CompareArgs, given: Mapping[str, Any]) -> CompareResult:
     """Compare ``targets`` (a comma list, or a list) with ``reference``: run the studies their
     kind supports, sized to ``budget``, each into ``out/<study>`` through the one entry (a re-run,
-    or one with a larger budget, reads back what is stored and computes only what is new), and
+    or one with a larger budget, reads back what is stored and computes the rest), and
     return the verdict of each target; ``.save(out)`` writes ``compare.json``, the studies' files
     and the report, whose top is the verdicts (the command saves them itself). ``equivalent``
     (``["agreement=0.05"]``) passes only targets shown within the margin of the reference;
@@ -185,9 +190,17 @@ def compare(args: CompareArgs, given: Mapping[str, Any]) -> CompareResult:
         >>> r.passed, [c.key for c in r.checks if not c.passed]  # doctest: +SKIP
         >>> r.save("out/cmp")  # doctest: +SKIP
     """
-    plan = make_plan(args)  # before any directory is made: a plan that cannot be made is refused
+    check_gates(args, make_plan(args, within_budget=False))  # what needs no model is refused first
+    with placement(*args.placement()):  # each model timed where it will run, before any directory is made
+        plan = make_plan(args, measure=True)
     with workspace(given["out"]) as (where, _):
         return run_compare(replace(args, out=str(where)), plan)
+
+
+def check_gates(args: CompareArgs, plan: Plan) -> None:
+    """``--fail-under`` and ``--equivalent`` name measures the plan's studies give."""
+    check_metrics([m for m, _ in args.threshold_list()], [p.name for p in plan.studies])
+    check_metrics([m for m, _ in args.margin_list()], [p.name for p in plan.studies], "--equivalent")
 
 
 def run_compare(args: CompareArgs, plan: Plan) -> CompareResult:
@@ -195,8 +208,7 @@ def run_compare(args: CompareArgs, plan: Plan) -> CompareResult:
     ``args.out/<study>``, then the verdicts and checks."""
     from ...studies.registry import entry
 
-    check_metrics([m for m, _ in args.threshold_list()], [p.name for p in plan.studies])
-    check_metrics([m for m, _ in args.margin_list()], [p.name for p in plan.studies], "--equivalent")
+    check_gates(args, plan)
     out = check_out(args.out)
     notes = [n for n in (check_range(m, v) for m, v in args.threshold_list()) if n]
     if not args.quiet:
@@ -204,10 +216,13 @@ def run_compare(args: CompareArgs, plan: Plan) -> CompareResult:
         for n in notes:
             print(n, file=sys.stderr, flush=True)
     result = CompareResult(args, plan, out=out)
+    planned = {p.name: entry(p.kind).options()(**p.options, out=str(out / p.name), quiet=args.quiet)
+               for p in plan.studies}
+    for options in planned.values():  # every study's options refused, if at all, before the first one runs
+        options.check()
     with output_lock(out, name=".compare.lock", what="the comparison"), placement(*args.placement()):
         for p in plan.studies:
-            study = entry(p.kind)
-            options = study.options()(**p.options, out=str(out / p.name), quiet=args.quiet)
+            study, options = entry(p.kind), planned[p.name]
             sdir = out / p.name
             sdir.mkdir(parents=True, exist_ok=True)
             atomic_write_text(sdir / MANIFEST, p.manifest())

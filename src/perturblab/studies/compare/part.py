@@ -24,8 +24,8 @@ from ...errors import InputError
 if TYPE_CHECKING:  # pragma: no cover
     from ...core.headline import Estimate
 
-__all__ = ["CLASSIFIER", "LANGUAGE_MODEL", "Cost", "Part", "fmt", "level_text", "listed", "side", "parts",
-           "studies_of", "part_of", "part_name"]
+__all__ = ["CLASSIFIER", "LANGUAGE_MODEL", "Cost", "Part", "corpus_sentences", "data_examples", "fmt", "level_text",
+           "listed", "side", "parts", "studies_of", "part_of", "part_name"]
 
 #: the two kinds of models a comparison takes (the models of one comparison are of one kind)
 CLASSIFIER, LANGUAGE_MODEL = "classifier", "language model"
@@ -34,7 +34,8 @@ CLASSIFIER, LANGUAGE_MODEL = "classifier", "language model"
 @dataclass(frozen=True)
 class Cost:
     """How a study's time grows: ``fixed`` seconds (loading, training heads) plus ``per_unit``
-    seconds for each unit of ``size`` (its sample option) and model; ``share`` of the budget;
+    seconds for each unit of ``size`` (its sample option) and model (each target; each model with
+    :attr:`Part.per_model`; the reference alone with :attr:`Part.by_reference`); ``share`` of the budget;
     ``least``/``most``: the useful range of the size."""
 
     size: str        # the option that sets its size
@@ -64,7 +65,11 @@ class Part:
     changed behaviour on examples (``--detect`` sizes it); ``scores``: its findings are paired
     differences of scores; ``per_target``: one run per target, in folders ``<name>-<target>``
     when there are several; ``per_model``: its time grows with every model, the reference
-    included (it scores each), not with the targets alone."""
+    included (it scores each), not with the targets alone; ``by_reference``: its time is the
+    reference's (a search on the reference for each sample, the targets scoring only what it
+    found), so it grows with the reference's cost alone; ``available(args)``: how many samples
+    the comparison's data holds for it and what they are (``(1000, "the test split of
+    rotten_tomatoes")``; None: more than it ever takes), the cap of its size."""
 
     name: str
     kinds: tuple[str, ...]
@@ -77,6 +82,8 @@ class Part:
     scores: bool = False
     per_target: bool = False
     per_model: bool = False
+    by_reference: bool = False
+    available: Callable[[Any], "tuple[int, str] | None"] | None = None
 
     def serves(self, kind: str) -> bool:
         """Whether the part runs for models of ``kind``."""
@@ -112,6 +119,33 @@ def side(gap: "Estimate") -> str:
         return ""
     return (" (no difference beyond the interval)" if gap.low <= 0 <= gap.high else
             " (lower, beyond the interval)" if gap.high < 0 else " (higher, beyond the interval)")
+
+
+# -- what the data holds ------------------------------------------------------------------------------
+def data_examples(args: Any, test_size: float | None = None) -> tuple[int, str]:
+    """(examples, what they are) of the comparison's ``--data``: all of them, or with ``test_size``
+    its test split as the studies draw it (:func:`~perturblab.data.loaders.train_test_split`)."""
+    from ...data.loaders import load_dataset, train_test_split
+
+    ds = load_dataset(args.data)
+    if test_size is None:
+        return len(ds), f"--data {args.data}"
+    return len(train_test_split(ds, test_size=test_size, seed=args.seed)[1]), f"the test split of --data {args.data}"
+
+
+def corpus_sentences(args: Any, words: tuple[int, int] | None = None) -> tuple[int, str] | None:
+    """(sentences, what they are) of the comparison's ``--corpus`` when it is a text file (with
+    ``words``: those of that many words); None for a packaged corpus (thousands of sentences,
+    more than any study takes)."""
+    from ...data.corpus import CORPORA, load_corpus
+
+    if args.corpus in CORPORA:
+        return None
+    corpus = load_corpus(args.corpus)
+    if words is not None:
+        corpus = corpus.filter(*words)
+    return len(corpus.sentences), f"--corpus {args.corpus}" + (f" (sentences of {words[0]} to {words[1]} words)"
+                                                                 if words else "")
 
 
 # -- the parts of the registered studies ------------------------------------------------------------

@@ -10,7 +10,13 @@ by the part's name or the study's registry name.
 
 Sizes come from the time budget: each part's cost per unit of size (seconds per sample and model,
 :class:`~.part.Cost`, measured on 2 CPU cores with the packaged models) gives the size that fills
-its share of the budget, within the study's least and largest useful size. A planned size is an
+its share of the budget, within the study's least and largest useful size and what the data
+holds (:attr:`~.part.Part.available`). How much more or less a sample of each model costs where it
+runs is measured (``make_plan(..., measure=True)``, what ``compare`` does): a few real batches of
+every model on its own device, dtype and backend (:func:`perturblab.models.speed.measure_speed`)
+against the same batches of the packaged model the costs were measured with on 2 CPU cores
+(:data:`BASELINE`); without measuring, a model's parameters against that model's stand in. A
+budget below what the least useful sizes take is refused before any work. A planned size is an
 estimate; the intervals the run reaches are what to read.
 """
 
@@ -63,6 +69,15 @@ class Plan:
     left_out: list[str] = field(default_factory=list)
     #: what the estimates assume (a model's size against the measured one's) and warnings
     notes: list[str] = field(default_factory=list)
+    #: each model's measured speed (``make_plan(..., measure=True)``), by spec; None: not measurable
+    speeds: dict[str, Any] = field(default_factory=dict)
+
+    def where(self) -> str:
+        """What the seconds are measured on: the models' device, dtype and card, or 2 CPU cores."""
+        places = list(dict.fromkeys(s.where for s in self.speeds.values() if s is not None))
+        if not places:
+            return "on 2 CPU cores (costs measured there, models scaled by their parameters)"
+        return "at the speeds measured on " + "; ".join(places)
 
     def seconds(self) -> float:
         return sum(p.seconds for p in self.studies)
@@ -70,7 +85,7 @@ class Plan:
     def table(self) -> str:
         """The plan as the command prints it before it starts."""
         lines = [f"plan ({self.kind}s): {len(self.studies)} stud{'y' if len(self.studies) == 1 else 'ies'}, "
-                 f"about {_minutes(self.seconds())} on 2 CPU cores"]
+                 f"about {_minutes(self.seconds())} {self.where()}"]
         width = max((len(p.name) for p in self.studies), default=0)
         lines += [(f"  {p.name:<{width}}  {p.kind:<10} {p.size:<16} ~{_minutes(p.seconds):<8}"
                    + (f" detects {100 * p.detects:.1f} %" if p.detects is not None else "")).rstrip()
@@ -79,6 +94,8 @@ class Plan:
             lines.append(f"  detects: the smallest rate of changed behaviour (target against reference) that its n "
                          f"finds with {100 * POWER:.0f} % power at 5 % (two-sided, before the multiplicity adjustment)")
         lines += [f"  left out: {why}" for why in self.left_out]
+        lines += [f"  speed: {m}: {s.text()}" + (f" (measured {s.measured or 'before'})" if s.cached else "")
+                  for m, s in self.speeds.items() if s is not None]
         lines += [f"  note: {note}" for note in self.notes]
         return "\n".join(lines)
 
@@ -173,15 +190,11 @@ def models_kind(reference: str, targets: list[str]) -> str:
     return next(iter(kinds.values()))
 
 
-def _size(cost: Cost, seconds: float, models: float) -> int:
-    """The size that fills ``seconds`` for ``models`` models (each counted by its relative cost),
-    within the cost's useful range."""
-    n = math.floor(max(seconds - cost.fixed, 0.0) / (cost.per_unit * max(models, LEAST_RELATIVE)) + 1e-9)
-    return int(min(max(n, cost.least), cost.most))
-
-
-def make_plan(args: CompareArgs) -> Plan:
-    """The studies to run for ``args`` and their sizes (see the module docstring)."""
+def make_plan(args: CompareArgs, *, measure: bool = False, within_budget: bool = True) -> Plan:
+    """The studies to run for ``args`` and their sizes (see the module docstring); ``measure``
+    times each model where it runs (call it within the comparison's :func:`~perturblab.core.placement.placement`)
+    instead of scaling the costs by parameter counts; ``within_budget=False`` leaves the refusals
+    of a plan beyond the budget to the plan that measures (its studies and options are the same)."""
     targets = args.target_names()
     known = parts()
     registered = studies_of()
@@ -207,36 +220,75 @@ def make_plan(args: CompareArgs) -> Plan:
         if extra is not None:
             allowed[name] = extra
     chosen = [n for n in chosen if n in allowed]
-    shares = sum(cost_of(s, kind).share for s in chosen)
     budget = args.budget_seconds()
-    scale = {m: relative_cost(m, kind, plan) for m in dict.fromkeys(models)}
+    scale = {m: measured_cost(m, kind, plan, quiet=args.quiet) if measure else relative_cost(m, kind, plan)
+             for m in dict.fromkeys(models)}
+    available = {name: known[name].available(args) if known[name].available is not None else None
+                 for name in chosen}
 
     def weight(name: str, target: str | None = None) -> float:
         """The models a study's time grows with, each counted by its cost against the measured one."""
         if target is not None:  # one target against the reference
             return (scale[args.reference] + scale[target]) / 2
-        mean = sum(scale[m] for m in models) / len(models)  # searches run the reference, scoring every model
+        if known[name].by_reference:  # the searches run on the reference; the targets score what they found
+            return scale[args.reference]
+        mean = sum(scale[m] for m in models) / len(models)
         return mean * (len(models) if known[name].per_model else len(targets))
 
-    def sized(name: str, cost: Cost, models: float) -> int:
-        """The size the budget's share buys, and with --detect at least the size that detects it."""
-        size = _size(cost, budget * cost.share / shares, models)
+    def units(name: str) -> float:
+        """Seconds per unit of the study's size, over all its runs."""
+        per = sum(weight(name, t) for t in targets) if known[name].per_target else weight(name)
+        return cost_of(name, kind).per_unit * max(per, LEAST_RELATIVE)
+
+    def fixed(name: str) -> float:
+        return cost_of(name, kind).fixed * (len(targets) if known[name].per_target else 1)
+
+    def bounded(name: str, seconds: float) -> tuple[int, bool]:
+        """The size ``seconds`` buys within the study's useful range, ``--detect``'s least and what
+        the data holds, and whether a bound (not the seconds) set it."""
+        cost, there = cost_of(name, kind), available[name]
+        free = math.floor(max(seconds - fixed(name), 0.0) / units(name) + 1e-9)
+        size = min(max(free, cost.least), cost.most)
         if args.detect is not None and known[name].rates:
-            return int(min(max(needed(args.detect), size), cost.most))
-        return size
+            size = min(max(needed(args.detect), size), cost.most)
+        if there is not None and size > there[0]:
+            size = there[0]
+        return int(size), size != free
+
+    # the budget by shares; a study a bound holds (its useful range, the data) takes what that size
+    # costs and its share's rest goes to the others, until every open study fills its share
+    sizes: dict[str, int] = {}
+    left, remaining = list(chosen), budget
+    while left:
+        total = sum(cost_of(n, kind).share for n in left)
+        held = {n: size for n, (size, bound) in ((n, bounded(n, remaining * cost_of(n, kind).share / total))
+                                                 for n in left) if bound}
+        if not held:
+            sizes.update({n: bounded(n, remaining * cost_of(n, kind).share / total)[0] for n in left})
+            break
+        sizes.update(held)
+        remaining -= sum(fixed(n) + units(n) * held[n] for n in held)
+        left = [n for n in left if n not in held]
+    for name in chosen:
+        there, least = available[name], cost_of(name, kind).least
+        if there is not None and sizes[name] == there[0] < cost_of(name, kind).most:
+            if there[0] < 4:
+                raise InputError(f"{name}: {there[1]} has {there[0]} examples, too few to compare on; give more "
+                                 "(--data or --corpus), or leave it out with --studies")
+            plan.notes.append(f"{name}: {there[1]} has {there[0]}, so n = {there[0]}"
+                              + (f", fewer than the {least} it is useful from: its intervals are wide"
+                                 if there[0] < least else ""))
 
     for name in chosen:
-        part, cost = known[name], cost_of(name, kind)
+        part, cost, size = known[name], cost_of(name, kind), sizes[name]
         label = cost.size.replace("_", "-")
-        if part.per_target:  # one run per target, sized for the costliest
-            size = _size(cost, budget * cost.share / shares, sum(weight(name, t) for t in targets))
+        if part.per_target:  # one run per target, sized for all of them
             for t in targets:
                 folder = name if len(targets) == 1 else f"{name}-{safe_name(display_name(t))}"
                 plan.studies.append(Planned(folder, registered[name],
                                             {**part.options(args, size, plan, t), **allowed[name]},
                                             cost.fixed + cost.per_unit * size * weight(name, t), f"{label} = {size}"))
             continue
-        size = sized(name, cost, weight(name))
         plan.studies.append(Planned(name, registered[name], {**part.options(args, size, plan), **allowed[name]},
                                     cost.fixed + cost.per_unit * size * weight(name), size=f"{label} = {size}",
                                     detects=detectable(size) if part.rates else None))
@@ -246,7 +298,7 @@ def make_plan(args: CompareArgs) -> Plan:
             raise InputError(f"--detect {args.detect:g}: {', '.join(p.name for p in short)} cannot reach it "
                              f"(needs n = {needed(args.detect)}, above the study's largest useful size); give a larger "
                              "--detect")
-        if plan.seconds() > 1.25 * budget:
+        if plan.seconds() > 1.25 * budget and within_budget:
             raise InputError(f"--detect {args.detect:g} needs about {_minutes(plan.seconds())} ("
                              + ", ".join(f"{p.name} {p.size}" for p in plan.studies if p.detects is not None)
                              + f"), beyond the --budget of {_minutes(budget)}: give --budget "
@@ -254,10 +306,16 @@ def make_plan(args: CompareArgs) -> Plan:
         if not any(p.detects is not None for p in plan.studies):
             plan.notes.append(f"--detect {args.detect:g}: no study of this plan has a rate of changed behaviour "
                               "(selfcheck's scores and layer similarity have none); sizes come from the budget")
-    if plan.seconds() > 1.25 * budget:
-        plan.notes.append(f"even the least useful sizes take about {_minutes(plan.seconds())}, beyond the --budget of "
-                          f"{_minutes(budget)}: they run, but give a larger --budget (or fewer --studies) to plan within it")
+    if plan.seconds() > 1.25 * budget and within_budget:  # the sizes are at their least: no plan
+        raise InputError(f"--budget {args.budget}: even the least useful sizes take about {_minutes(plan.seconds())} "
+                         f"{plan.where()} (" + ", ".join(f"{p.name} {p.size}" for p in plan.studies)
+                         + f"); give --budget {_budget_text(plan.seconds())} or more, or fewer --studies")
     return plan
+
+
+def _budget_text(seconds: float) -> str:
+    """The budget, in whole minutes or seconds, that covers ``seconds``."""
+    return f"{math.ceil(seconds / 60)}m" if seconds > 90 else f"{math.ceil(seconds / 10) * 10}s"
 
 
 #: millions of parameters of the packaged models; the costs were measured with MiniLM-L6 (and its
@@ -271,10 +329,11 @@ LEAST_RELATIVE = 0.1
 
 def model_params(spec: str) -> tuple[float | None, str]:
     """Millions of parameters of the model ``spec`` without loading it, and where that comes
-    from: a packaged model's (:data:`PARAMS`); a local HF directory's ``config.json`` (layers ×
-    (4·hidden² + 2·hidden·intermediate) + vocabulary × hidden); a ``.gguf`` file's tensor shapes;
-    (None, why) for anything else (an ``api:`` model, a hub id)."""
+    from: a packaged model's (:data:`PARAMS`); a local HF directory's, counted exactly from its
+    safetensors headers or its ``config.json`` (:func:`~perturblab.models.speed.count_parameters`); a
+    ``.gguf`` file's tensor shapes; (None, why) for anything else (an ``api:`` model, a hub id)."""
     from ...models.resolve import ModelSpec
+    from ...models.speed import count_parameters
 
     try:
         source = ModelSpec.parse(spec).source
@@ -292,20 +351,35 @@ def model_params(spec: str) -> tuple[float | None, str]:
             return sum(int(np.prod(t.shape)) for t in tensors) / 1e6, "its GGUF tensors"
         except Exception as e:  # an unreadable file is refused when the study loads it
             return None, f"its GGUF file could not be read ({type(e).__name__})"
-    if (path / "config.json").is_file():
-        try:
-            cfg = json.loads((path / "config.json").read_text(encoding="utf-8"))
-            cfg = {**cfg.get("text_config", {}), **cfg} if isinstance(cfg.get("text_config"), dict) else cfg
-            first = (lambda *keys: next((int(cfg[k]) for k in keys if isinstance(cfg.get(k), (int, float))), None))
-            layers, hidden = first("num_hidden_layers", "n_layer", "num_layers"), first("hidden_size", "n_embd", "d_model")
-            if layers and hidden:
-                inter = first("intermediate_size", "n_inner", "d_ff") or 4 * hidden
-                vocab = first("vocab_size") or 0
-                return (layers * (4 * hidden ** 2 + 2 * hidden * inter) + vocab * hidden) / 1e6, "its config.json"
-        except (OSError, ValueError, TypeError, AttributeError):
-            pass
-        return None, "its config.json names no layer count and width"
+    if path.is_dir():
+        return count_parameters(str(path))
     return None, "not a packaged model, local directory or .gguf file"
+
+
+#: the packaged model each kind's costs were measured with, and the speed of the probe
+#: (:data:`~perturblab.models.speed.PROBE_TEXTS`) on it on the same 2 CPU cores, float32: texts/s
+BASELINE = {CLASSIFIER: ("minilm-l6", 115.0), LANGUAGE_MODEL: ("smollm2-135m", 11.0)}
+#: the role a model of each kind is timed in (a classifier by its encoder, its costly part)
+SPEED_ROLE = {CLASSIFIER: "encoder", LANGUAGE_MODEL: "language_model"}
+
+
+def measured_cost(spec: str, kind: str, plan: Plan, quiet: bool = True) -> float:
+    """How many times the cost measured with the packaged models a sample of ``spec`` takes where
+    it runs: the probe's speed on :data:`BASELINE`'s model over its speed on ``spec``
+    (:func:`~perturblab.models.speed.measure_speed`, recorded in ``plan.speeds``), at least
+    :data:`LEAST_RELATIVE`; :func:`relative_cost` for a model that cannot be timed (an ``api:``
+    model, a classifier without hidden states)."""
+    from ...models.speed import measure_speed
+
+    if spec not in plan.speeds:
+        import sys
+
+        say = None if quiet else (lambda text: print(text, file=sys.stderr, flush=True))
+        plan.speeds[spec] = measure_speed(spec, SPEED_ROLE[kind], say=say)
+    speed = plan.speeds[spec]
+    if speed is None:
+        return relative_cost(spec, kind, plan)
+    return max(BASELINE[kind][1] / speed.texts_per_s, LEAST_RELATIVE)
 
 
 def relative_cost(spec: str, kind: str, plan: Plan) -> float:

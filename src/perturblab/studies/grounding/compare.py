@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..compare.part import CLASSIFIER, LANGUAGE_MODEL, Cost, Part, fmt
+from ..compare.part import CLASSIFIER, LANGUAGE_MODEL, Cost, Part, data_examples, fmt
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..compare.config import CompareArgs
@@ -38,4 +38,4 @@ def sentence(v: "Verdict") -> str:
 LAYERS = Part("layers", (CLASSIFIER, LANGUAGE_MODEL),
               {CLASSIFIER: Cost("n", per_unit=0.009, fixed=5.0, share=0.2, least=200, most=2000),
                LANGUAGE_MODEL: Cost("n", per_unit=0.155, fixed=5.0, share=0.15, least=200, most=2000)},
-              ("linear_cka",), _options, sentence, fit=_fit, per_target=True)
+              ("linear_cka",), _options, sentence, fit=_fit, per_target=True, available=data_examples)

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..compare.part import CLASSIFIER, LANGUAGE_MODEL, Cost, Part, fmt, level_text, side
+from ..compare.part import (CLASSIFIER, LANGUAGE_MODEL, Cost, Part, corpus_sentences, data_examples, fmt, level_text,
+                            side)
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..compare.config import CompareArgs
@@ -60,6 +61,12 @@ def _lm_invariances(args: "CompareArgs", size: int, plan: "Plan", target: str | 
             "trials": 1, "capabilities": "synonym,typo", "seed": args.seed}
 
 
+def _sentence_words() -> tuple[int, int]:
+    from .lm import SENTENCE_WORDS
+
+    return SENTENCE_WORDS
+
+
 def _lm_fit(models: list[str], plan: "Plan") -> dict[str, Any] | None:
     """Every model must give next-token distributions (a model behind an API gives none)."""
     from ...models.lm_capabilities import describe_capabilities
@@ -109,10 +116,14 @@ def sentence(v: "Verdict", lm: bool = False) -> str:
 
 
 #: seconds measured on 2 CPU cores with the packaged models (``compare`` of MiniLM-L6 against its
-#: int8 copy and MiniLM-L3, and of SmolLM2-135M against its int8 copy: each study's time over its size)
+#: int8 copy and MiniLM-L3, and of SmolLM2-135M against its int8 copy: each study's time over its
+#: size): a sample's searches on the reference (synonym, typo and, on about a tenth, fairness); the
+#: targets' scoring of what they found is a small part of it
 INVARIANCES = Part("invariances", (CLASSIFIER,),
-                   {CLASSIFIER: Cost("n", per_unit=0.62, fixed=20.0, share=0.45, least=20, most=1000)},
-                   KEYS, _invariances, sentence, rates=True)
+                   {CLASSIFIER: Cost("n", per_unit=1.55, fixed=20.0, share=0.45, least=20, most=1000)},
+                   KEYS, _invariances, sentence, rates=True, by_reference=True,
+                   available=lambda args: data_examples(args, 0.25))
 LM_INVARIANCES = Part("lm-invariances", (LANGUAGE_MODEL,),
                       {LANGUAGE_MODEL: Cost("n", per_unit=14.7, fixed=20.0, share=0.45, least=10, most=500)},
-                      KEYS, _lm_invariances, lambda v: sentence(v, lm=True), fit=_lm_fit, rates=True)
+                      KEYS, _lm_invariances, lambda v: sentence(v, lm=True), fit=_lm_fit, rates=True, by_reference=True,
+                      available=lambda args: corpus_sentences(args, _sentence_words()))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..compare.part import LANGUAGE_MODEL, Cost, Part
+from ..compare.part import LANGUAGE_MODEL, Cost, Part, corpus_sentences
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..compare.config import CompareArgs
@@ -58,4 +58,5 @@ def sentence(v: "Verdict") -> str:
 #: seconds measured on 2 CPU cores with SmolLM2-135M against its int8 copy
 SELFCHECK = Part("selfcheck", (LANGUAGE_MODEL,),
                  {LANGUAGE_MODEL: Cost("n", per_unit=2.45, fixed=15.0, share=0.4, least=20, most=1000)},
-                 KEYS, _options, sentence, fit=_fit, scores=True, per_model=True)
+                 KEYS, _options, sentence, fit=_fit, scores=True, per_model=True,
+                 available=lambda args: corpus_sentences(args, (3, 64)))
