@@ -279,14 +279,11 @@ def _check_source(ms: ModelSpec, role: str) -> None:
         from .lm_presets import LM_PRESETS
 
         encoders = [n for n in presets.PRESETS.names() if presets.PRESETS.create(n).kind == "encoder"]
-        if name in presets.PRESETS:
-            if presets.PRESETS.create(name).make_encoder is None:
-                raise InputError(f"model preset {name!r} has no encoder (no hidden states); choose one of "
-                                 + ", ".join(encoders))
-            _no_options(ms, "presets")
-            return
+        if name in presets.PRESETS and presets.PRESETS.create(name).make_encoder is None:
+            raise InputError(f"model preset {name!r} has no encoder (no hidden states); choose one of "
+                             + ", ".join(encoders))
         _encoder_options(ms)
-        if name in LM_PRESETS:
+        if name in presets.PRESETS or name in LM_PRESETS:
             return
         if Path(name).expanduser().suffix == ".gguf":
             if not Path(name).expanduser().is_file():
@@ -425,12 +422,9 @@ def load_model(spec: "str | ModelSpec | Any", role: str = "classifier", *, train
 
         return load_language_model(ms.source, **({"name": ms.name} if ms.name != ms.source else {}), **kw)
     if role == "encoder":
-        from .presets import PRESETS, load_encoder
+        from .presets import load_encoder
 
-        if ms.source in PRESETS:
-            _no_options(ms, "presets")
-        else:
-            _encoder_options(ms)
+        _encoder_options(ms)
         return load_encoder(ms.source, **kw)
     if train is None:
         raise InputError(f"loading {ms.source!r} as a {role} needs the training split (train=) for its head")
@@ -525,8 +519,13 @@ ENCODER_OPTIONS = ("batch_size", "batch_tokens", "max_length", "device", "dtype"
 
 
 def _encoder_options(ms: ModelSpec) -> None:
-    """Refuse an option that means nothing for an encoder (``backend``: how a language model
-    scores), naming the ones it takes."""
+    """Refuse the options of an encoder preset (it takes none) and an option that means nothing
+    for any encoder (``backend``: how a language model scores), naming the ones it takes."""
+    from .presets import PRESETS
+
+    if ms.source in PRESETS:
+        _no_options(ms, "presets")
+        return
     wrong = [k for k in ms.kwargs if k not in ENCODER_OPTIONS]
     if wrong:
         raise InputError(f"{ms}: {', '.join(f'{k}=' for k in wrong)} means nothing for an encoder (its hidden states); "

@@ -21,7 +21,7 @@ from .plan import Plan, make_plan
 from ...report.html import MANIFEST, render_report
 from ...report.html_compare import COMPARE_FILE
 from .checks import Check, run_checks, run_equivalence
-from .keys import check_metrics, check_range
+from .keys import check_range
 from .verdict import Verdict, findings, grade, pool_flags, study_verdicts, to_json
 
 #: what compare.json and the report say of the error rates of the verdicts and checks
@@ -190,17 +190,10 @@ def compare(args: CompareArgs, given: Mapping[str, Any]) -> CompareResult:
         >>> r.passed, [c.key for c in r.checks if not c.passed]  # doctest: +SKIP
         >>> r.save("out/cmp")  # doctest: +SKIP
     """
-    check_gates(args, make_plan(args, within_budget=False))  # what needs no model is refused first
     with placement(*args.placement()):  # each model timed where it will run, before any directory is made
         plan = make_plan(args, measure=True)
     with workspace(given["out"]) as (where, _):
         return run_compare(replace(args, out=str(where)), plan)
-
-
-def check_gates(args: CompareArgs, plan: Plan) -> None:
-    """``--fail-under`` and ``--equivalent`` name measures the plan's studies give."""
-    check_metrics([m for m, _ in args.threshold_list()], [p.name for p in plan.studies])
-    check_metrics([m for m, _ in args.margin_list()], [p.name for p in plan.studies], "--equivalent")
 
 
 def run_compare(args: CompareArgs, plan: Plan) -> CompareResult:
@@ -208,7 +201,6 @@ def run_compare(args: CompareArgs, plan: Plan) -> CompareResult:
     ``args.out/<study>``, then the verdicts and checks."""
     from ...studies.registry import entry
 
-    check_gates(args, plan)
     out = check_out(args.out)
     notes = [n for n in (check_range(m, v) for m, v in args.threshold_list()) if n]
     if not args.quiet:

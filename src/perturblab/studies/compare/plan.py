@@ -32,6 +32,7 @@ from ...errors import InputError
 from ...report.plots import safe_name
 from ..given import display_name
 from .config import CompareArgs
+from .keys import check_metrics
 
 from .part import CLASSIFIER, LANGUAGE_MODEL, Cost, parts, studies_of
 
@@ -190,11 +191,11 @@ def models_kind(reference: str, targets: list[str]) -> str:
     return next(iter(kinds.values()))
 
 
-def make_plan(args: CompareArgs, *, measure: bool = False, within_budget: bool = True) -> Plan:
+def make_plan(args: CompareArgs, *, measure: bool = False) -> Plan:
     """The studies to run for ``args`` and their sizes (see the module docstring); ``measure``
     times each model where it runs (call it within the comparison's :func:`~perturblab.core.placement.placement`)
-    instead of scaling the costs by parameter counts; ``within_budget=False`` leaves the refusals
-    of a plan beyond the budget to the plan that measures (its studies and options are the same)."""
+    instead of scaling the costs by parameter counts. ``--fail-under`` and ``--equivalent`` must
+    name measures of the chosen studies: checked before any model is timed."""
     targets = args.target_names()
     known = parts()
     registered = studies_of()
@@ -220,6 +221,8 @@ def make_plan(args: CompareArgs, *, measure: bool = False, within_budget: bool =
         if extra is not None:
             allowed[name] = extra
     chosen = [n for n in chosen if n in allowed]
+    check_metrics([m for m, _ in args.threshold_list()], chosen)  # what needs no model is refused first
+    check_metrics([m for m, _ in args.margin_list()], chosen, "--equivalent")
     budget = args.budget_seconds()
     scale = {m: measured_cost(m, kind, plan, quiet=args.quiet) if measure else relative_cost(m, kind, plan)
              for m in dict.fromkeys(models)}
@@ -261,10 +264,10 @@ def make_plan(args: CompareArgs, *, measure: bool = False, within_budget: bool =
     left, remaining = list(chosen), budget
     while left:
         total = sum(cost_of(n, kind).share for n in left)
-        held = {n: size for n, (size, bound) in ((n, bounded(n, remaining * cost_of(n, kind).share / total))
-                                                 for n in left) if bound}
+        bought = {n: bounded(n, remaining * cost_of(n, kind).share / total) for n in left}
+        held = {n: size for n, (size, bound) in bought.items() if bound}
         if not held:
-            sizes.update({n: bounded(n, remaining * cost_of(n, kind).share / total)[0] for n in left})
+            sizes.update({n: size for n, (size, _) in bought.items()})
             break
         sizes.update(held)
         remaining -= sum(fixed(n) + units(n) * held[n] for n in held)
@@ -298,7 +301,7 @@ def make_plan(args: CompareArgs, *, measure: bool = False, within_budget: bool =
             raise InputError(f"--detect {args.detect:g}: {', '.join(p.name for p in short)} cannot reach it "
                              f"(needs n = {needed(args.detect)}, above the study's largest useful size); give a larger "
                              "--detect")
-        if plan.seconds() > 1.25 * budget and within_budget:
+        if plan.seconds() > 1.25 * budget:
             raise InputError(f"--detect {args.detect:g} needs about {_minutes(plan.seconds())} ("
                              + ", ".join(f"{p.name} {p.size}" for p in plan.studies if p.detects is not None)
                              + f"), beyond the --budget of {_minutes(budget)}: give --budget "
@@ -306,7 +309,7 @@ def make_plan(args: CompareArgs, *, measure: bool = False, within_budget: bool =
         if not any(p.detects is not None for p in plan.studies):
             plan.notes.append(f"--detect {args.detect:g}: no study of this plan has a rate of changed behaviour "
                               "(selfcheck's scores and layer similarity have none); sizes come from the budget")
-    if plan.seconds() > 1.25 * budget and within_budget:  # the sizes are at their least: no plan
+    if plan.seconds() > 1.25 * budget:  # the sizes are at their least: a budget below them is no plan
         raise InputError(f"--budget {args.budget}: even the least useful sizes take about {_minutes(plan.seconds())} "
                          f"{plan.where()} (" + ", ".join(f"{p.name} {p.size}" for p in plan.studies)
                          + f"); give --budget {_budget_text(plan.seconds())} or more, or fewer --studies")
