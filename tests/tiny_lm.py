@@ -55,6 +55,18 @@ def tiny_causal_model(vocab_size: int, seed: int = 0, max_positions: int = 256, 
     return LlamaForCausalLM(cfg).eval()
 
 
+def save_lm(path, seed: int = 0):
+    """The tiny causal LM of ``seed`` saved as a model directory at ``path`` (once); returns the path."""
+    from pathlib import Path
+
+    path = Path(path)
+    if not path.is_dir():
+        lm = tiny_lm(seed=seed)
+        lm.model.save_pretrained(path)
+        lm.tokenizer.save_pretrained(path)
+    return path
+
+
 def tiny_lm(seed: int = 0, bos: bool = False, **kwargs):
     """An :class:`HFCausalLM` over the tiny model (``kwargs`` go to HFCausalLM)."""
     from perturblab.models.lm import HFCausalLM

@@ -64,7 +64,9 @@ def command(study: str, data, out, resume: bool = False) -> list[str]:
                 "--n-train", "200", "--n-eval", "100", "--measures", "cka,procrustes", "--pc-layers", "1,2",
                 "--n-boot", "200", "--out", str(out), "--quiet"]
     if study in ("generation", "selfcheck"):  # a tiny causal LM directory
-        lm_dir = tiny_lm_dir(out.parent / "lm")
+        from tiny_lm import save_lm
+
+        lm_dir = save_lm(out.parent / "lm")
         if study == "selfcheck":  # one cell per chunk of 4 examples of each metric and setting
             corpus = out.parent / "corpus.txt"
             corpus.write_text("\n\n".join(f"{s} (number {i})." for i, s in enumerate(lm_sentences() * 4)) + "\n")
@@ -77,7 +79,9 @@ def command(study: str, data, out, resume: bool = False) -> list[str]:
                 "--perturbations", "drop_first,drop_last,change_char,swap_words,add_text", "--trials", "3",
                 "--max-new-tokens", "6", "--n-boot", "50", "--out", str(out), "--quiet"]
     if study == "scope-lm":  # two tiny LMs of one vocabulary: search and scoring cells of 2 sentences
-        ref, target = tiny_lm_dir(out.parent / "lm"), tiny_lm_dir(out.parent / "lm1", seed=1)
+        from tiny_lm import save_lm
+
+        ref, target = save_lm(out.parent / "lm"), save_lm(out.parent / "lm1", seed=1)
         corpus = out.parent / "sentences.txt"
         corpus.write_text("\n\n".join(f"{s} (number {i})." for i, s in enumerate(lm_sentences() * 2)) + "\n")
         return [sys.executable, "-m", "perturblab.cli", "scope-lm", "--reference", str(ref), "--targets",
@@ -127,17 +131,6 @@ def lm_sentences() -> list[str]:
     from tiny_lm import SENTENCES
 
     return list(SENTENCES)
-
-
-def tiny_lm_dir(path, seed: int = 0):
-    """The tiny causal LM of the language-model tests, saved as a model directory (once)."""
-    if not path.is_dir():
-        from tiny_lm import tiny_lm
-
-        lm = tiny_lm(seed=seed)
-        lm.model.save_pretrained(path)
-        lm.tokenizer.save_pretrained(path)
-    return path
 
 
 def table_rows(db, table: str) -> list[tuple]:

@@ -145,14 +145,9 @@ def test_percentages_and_margins_out_of_range_exit_2_before_any_work(tmp_path, c
 def test_named_language_models_are_checked_in_every_study_of_their_plan(tmp_path):
     """The language models' plan (LM invariances, selfcheck, layers) with a named target and a
     path: every study reports them by the name compare looks for."""
-    from tiny_lm import SENTENCES, tiny_lm
+    from tiny_lm import SENTENCES, save_lm
 
-    dirs = []
-    for seed in (0, 1):
-        lm = tiny_lm(seed=seed)
-        lm.model.save_pretrained(tmp_path / f"lm{seed}")
-        lm.tokenizer.save_pretrained(tmp_path / f"lm{seed}")
-        dirs.append(str(tmp_path / f"lm{seed}"))
+    dirs = [str(save_lm(tmp_path / f"lm{seed}", seed)) for seed in (0, 1)]
     text = tmp_path / "c.txt"
     text.write_text(" ".join(SENTENCES) + "\n\n" + " ".join(reversed(SENTENCES)) + "\n")  # two documents
     out = tmp_path / "cmp"

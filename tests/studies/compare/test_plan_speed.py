@@ -109,13 +109,10 @@ def test_the_speed_of_a_language_model_is_measured_where_it_runs_and_kept(tmp_pa
     import torch
 
     from perturblab.core.placement import placement
-    from tiny_lm import tiny_lm
+    from tiny_lm import save_lm, tiny_lm
 
     monkeypatch.setenv("PERTURBLAB_SPEEDS", str(tmp_path / "speeds.json"))
-    lm = tiny_lm(0)
-    path = tmp_path / "lm"
-    lm.model.save_pretrained(path)
-    lm.tokenizer.save_pretrained(path)
+    lm, path = tiny_lm(0), save_lm(tmp_path / "lm", 0)
     first = measure_speed(str(path), "language_model")
     assert first is not None and not first.cached and first.texts_per_s > 0
     tokens = sum(len(lm.encode(t)) for t in speed_module.PROBE_TEXTS)

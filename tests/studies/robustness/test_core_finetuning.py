@@ -1,12 +1,11 @@
 """The fine-tuning study on the study core: content-keyed resume (an edited training example
 recomputes only the probes; another fine-tuned model under the same name recomputes what reads
-it), the public function against the command, fine-tuning here keyed on the base's weights, its
-docstring example."""
+it), fine-tuning here keyed on the base's weights. That its function's keywords are the command's
+options and its docstring example runs is checked for every study (contract/test_study_schema.py,
+contract/test_python_api.py)."""
 
 from __future__ import annotations
 
-import doctest
-import inspect
 import json
 from dataclasses import replace
 
@@ -17,10 +16,10 @@ pytest.importorskip("transformers")
 
 import tiny_bert  # noqa: E402
 from conftest import record_calls  # noqa: E402
-from perturblab.cli import build_parser, main  # noqa: E402
+from perturblab.cli import main  # noqa: E402
 from perturblab.measures.similarity import linear_cka  # noqa: E402
 from perturblab.models.states import layer_states  # noqa: E402
-from perturblab.studies.robustness.finetuning import FinetuningStudy, finetuning, function  # noqa: E402
+from perturblab.studies.robustness.finetuning import FinetuningStudy, finetuning  # noqa: E402
 from perturblab.studies.robustness.finetuning.result import FILES  # noqa: E402
 
 ALL = ["cka", "stir_ft|pre", "stir_pre|ft", "stir_pre|pre", "probe_acc_pre", "probe_acc_ft"]
@@ -104,12 +103,3 @@ def test_fine_tuning_here_is_keyed_on_the_base_weights(tmp_path, monkeypatch):
     assert trained == [1]  # the same weights: the saved fine-tune is reused
     b = finetuning(tiny_bert.encoder(5, name="base"), epochs=1, out=tmp_path / "out", **kw)
     assert trained == [1, 1] and b.series("cka") != a.series("cka")
-
-
-def test_the_keywords_are_the_commands_long_options_and_the_example_runs():
-    sub = next(a for a in build_parser()._actions if a.dest == "command")
-    options = {o[2:].replace("-", "_") for a in sub.choices["finetuning"]._actions for o in a.option_strings
-               if o.startswith("--") and o != "--help"}
-    assert options - set(inspect.signature(finetuning).parameters) == set()
-    result = doctest.testmod(function, optionflags=doctest.ELLIPSIS)
-    assert result.attempted > 0 and result.failed == 0

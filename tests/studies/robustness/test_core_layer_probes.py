@@ -1,11 +1,10 @@
 """The layer-probe study on the study core: content-keyed resume (edited data, another model under
-the same name, options that change nothing), the public function against the command, its
-docstring example."""
+the same name, options that change nothing). That its function's keywords are the command's
+options and its docstring example runs is checked for every study (contract/test_study_schema.py,
+contract/test_python_api.py)."""
 
 from __future__ import annotations
 
-import doctest
-import inspect
 import json
 from dataclasses import replace
 
@@ -16,8 +15,8 @@ pytest.importorskip("transformers")
 
 import tiny_bert  # noqa: E402
 from conftest import record_calls  # noqa: E402
-from perturblab.cli import build_parser, main  # noqa: E402
-from perturblab.studies.robustness.layer_probes import LayerProbeStudy, function, layer_probes  # noqa: E402
+from perturblab.cli import main  # noqa: E402
+from perturblab.studies.robustness.layer_probes import LayerProbeStudy, layer_probes  # noqa: E402
 from perturblab.studies.robustness.layer_probes.result import FILES  # noqa: E402
 
 PERTURBATIONS = "swap_words,change_char"
@@ -126,12 +125,3 @@ def test_the_largest_drops_interval_is_bonferroni_adjusted_by_hand():
     low, high, what = selected_drop_interval(0.95, 0.05, 7)
     assert high == 1.0 and low == pytest.approx(0.95 - 2.6901095 * 0.05) and what.endswith(", cut to [-1, 1]")
     assert selected_drop_interval(0.1, float("nan"), 7)[:2] == (None, None)
-
-
-def test_the_keywords_are_the_commands_long_options_and_the_example_runs():
-    sub = next(a for a in build_parser()._actions if a.dest == "command")
-    options = {o[2:].replace("-", "_") for a in sub.choices["layer-probes"]._actions for o in a.option_strings
-               if o.startswith("--") and o != "--help"}
-    assert options - set(inspect.signature(layer_probes).parameters) == set()
-    result = doctest.testmod(function, optionflags=doctest.ELLIPSIS)
-    assert result.attempted > 0 and result.failed == 0

@@ -8,7 +8,7 @@ import perturblab as pl
 from conftest import count_cells
 from perturblab.cli import main
 from perturblab.data.corpus import Corpus
-from tiny_lm import SENTENCES, tiny_lm
+from tiny_lm import SENTENCES, save_lm, tiny_lm
 
 KW = dict(metrics="negation,entropy", benign_corpus=None, n=8, quiet=True)
 
@@ -43,10 +43,7 @@ def test_an_edited_corpus_or_another_model_under_the_same_name_is_scored_afresh(
 
 
 def test_the_function_saves_what_the_command_writes(tmp_path):
-    lm_dir = tmp_path / "lm"
-    lm = tiny_lm(seed=0)
-    lm.model.save_pretrained(lm_dir)
-    lm.tokenizer.save_pretrained(lm_dir)
+    lm_dir = save_lm(tmp_path / "lm", 0)
     text = tmp_path / "c.txt"
     text.write_text("\n\n".join(SENTENCES) + "\n")
     assert main(["selfcheck", "--models", str(lm_dir), "--corpus", str(text), "--benign-corpus", "none",
