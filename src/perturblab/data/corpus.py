@@ -20,6 +20,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..registry import Registry
+from .draws import nested_draw
 from .files import FORMATS, infer_format, read_frame
 
 OANC_FILE = "tagged-en-oanc.txt"
@@ -98,9 +99,7 @@ def _count(value: Any, what: str, least: int = 0) -> int:
 
 def _choose(total: int, n: int, seed: int) -> list[int]:
     """``n`` of ``range(total)`` without replacement, in order; all when ``n >= total``."""
-    if _count(n, "n") >= total:
-        return list(range(total))
-    return sorted(np.random.default_rng(seed).choice(total, size=n, replace=False).tolist())
+    return nested_draw(total, _count(n, "n"), seed)
 
 
 @dataclass

@@ -72,8 +72,8 @@ class Dataset:
         return Dataset([self.examples[i] for i in idx], list(self.label_names), self.name)
 
     def sample(self, n: int, seed: int) -> "Dataset":
-        """``n`` examples drawn without replacement by a seeded generator (all if n >= len)."""
-        if n >= len(self):
-            return self.subset(range(len(self)))
-        rng = np.random.default_rng(seed)
-        return self.subset(sorted(rng.choice(len(self), size=n, replace=False).tolist()))
+        """``n`` examples drawn without replacement by a seeded generator (all if n >= len),
+        in data order; a larger ``n`` keeps every example of a smaller (:func:`nested_draw`)."""
+        from .draws import nested_draw
+
+        return self.subset(nested_draw(len(self), n, seed))

@@ -21,9 +21,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
 from ..errors import InputError
+from .draws import nested_draw
 
 
 @dataclass(frozen=True)
@@ -94,6 +93,5 @@ def load_generation_data(spec: str, *, n: int | None = None, seed: int = 0, sour
         if n < 1:
             raise InputError(f"n must be >= 1, got {n}")
         if n < len(data):
-            keep = np.sort(np.random.default_rng(seed).choice(len(data), size=n, replace=False))
-            data = [data[int(i)] for i in keep]
+            data = [data[i] for i in nested_draw(len(data), n, seed)]
     return data

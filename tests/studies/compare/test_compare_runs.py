@@ -201,13 +201,15 @@ def test_a_config_runs_compare_with_equivalence_detect_and_models_by_name(tmp_pa
     headline = json.loads((tmp_path / "run" / "release" / "invariances" / "headline.json").read_text())
     value = next(e["value"] for e in headline["estimates"] if e["key"] == "hard_scope:typo"
                  and e["subject"] == "minilm-l3")
-    assert typo["minilm-l3"]["passed"] is (value >= 0.9) and saved["passed"] is (value >= 0.9)
-    assert value < 0.9 and code == 1  # minilm-l3 changes its prediction on a typo where tfidf-lr does not
+    assert typo["minilm-l3"]["passed"] is (value >= 0.9)
+    assert saved["passed"] is all(c["passed"] for c in saved["checks"])
+    # minilm-l3 agrees with tfidf-lr on too few of 8 inputs for its interval to lie within ±0.5
+    assert agreement["minilm-l3"]["passed"] is False and saved["passed"] is False and code == 1
     assert (tmp_path / "run" / "release" / "report.html").is_file()
-    assert ("study release: a check failed" in capsys.readouterr().out) is (value < 0.9)
+    assert "study release: a check failed" in capsys.readouterr().out
     # the same run from the command line writes the same verdicts
     assert main(["compare", "--reference", "tfidf-lr", "--targets", "minilm-l3,twin=tfidf-lr", "--studies",
                  "invariances", "--budget", "10m", "--detect", "0.6", "--equivalent", "agreement=0.5",
-                 "--fail-under", "hard_scope:typo=0.9", "--out", str(tmp_path / "cli"), "--quiet"]) == int(value < 0.9)
+                 "--fail-under", "hard_scope:typo=0.9", "--out", str(tmp_path / "cli"), "--quiet"]) == 1
     cli = json.loads((tmp_path / "cli" / "compare.json").read_text())
     assert [c["value"] for c in cli["checks"]] == [c["value"] for c in saved["checks"]]

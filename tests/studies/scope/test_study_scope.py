@@ -423,3 +423,15 @@ def test_search_order_reaches_the_search_and_its_key(tmp_path):
     assert parse_args(["scope-lm", *base, "--search-order", "saliency"]).search_order == "saliency"
     entry = ScopeArgs.from_config({"reference": "a", "targets": "b", "search-order": "saliency"})
     assert entry.kwargs()["search_order"] == "saliency"
+
+
+def test_a_larger_n_computes_only_the_new_samples(tmp_path):
+    """The base samples of n = 10 are among those of n = 20 (nested draws), so the second run finds
+    the first run's searches in the store and adds exactly as many again (one search per sample)."""
+    run_scope(cfg(n=10, trials=2), tmp_path, models=models(), splits=make_splits(), progress=False)
+    first = searches_stored(tmp_path)
+    run_scope(cfg(n=20, trials=2), tmp_path, models=models(), splits=make_splits(), progress=False)
+    assert first == 2 * 10 and searches_stored(tmp_path) == 2 * 20
+    small, large = (ScopeStudy(cfg(n=n, trials=2), models=models(), splits=make_splits()) for n in (10, 20))
+    for trial in (0, 1):
+        assert {i for i, _ in small.base_samples(trial)} < {i for i, _ in large.base_samples(trial)}

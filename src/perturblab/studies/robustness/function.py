@@ -42,7 +42,7 @@ def robustness(args: "RobustnessArgs", given: Mapping[str, Any]) -> "RobustnessR
         >>> import tempfile, pathlib
         >>> path = pathlib.Path(tempfile.mkdtemp()) / "d.csv"
         >>> _ = path.write_text("\\n".join(rows) + "\\n")
-        >>> res = pl.robustness([clf], perturbations="drop_first", data=str(path), n_train=8, n_eval=8,
+        >>> res = pl.robustness([clf], perturbations="drop_first", data=str(path), n_train=8, n_eval=10,
         ...                     metrics="accuracy", quiet=True, n_boot=50)
         >>> (res.rows[0]["clean"], res.rows[0]["perturbed"], res.rows[0]["relative_robustness"])
         (1.0, 0.5, 0.5)

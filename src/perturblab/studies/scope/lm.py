@@ -38,6 +38,7 @@ from ...core.headline import Headline
 from ...core.files import write_json
 from ...core.keys import content_key, model_fingerprint
 from ...core.study import Phase, RunContext, Study, StudyResult, Task
+from ...data.draws import nested_draw
 from ...errors import InputError
 from ...measures.scope_lm import (LM_METRICS, check_shared_vocabulary, cosine_terms,
                                   gap_iid_token_accuracy, hard_scope_lm_terms, lm_sample_terms,
@@ -189,10 +190,9 @@ class LMScopeStudy(Study):
         """(index in the pool, text) of the ``n`` base sentences of ``trial``."""
         from ..inputs import sample_size
 
-        pool, rng = self.sentences(), np.random.default_rng([self.args.seed, trial])
+        pool = self.sentences()
         n = sample_size(self.args.n, len(pool), "base sentences (the corpus's sentences)")
-        idx = np.sort(rng.choice(len(pool), size=n, replace=False))
-        return [(int(i), pool[int(i)]) for i in idx]
+        return [(i, pool[i]) for i in nested_draw(len(pool), n, [self.args.seed, trial])]
 
     # -- the study protocol --------------------------------------------------------------
     def check(self) -> None:

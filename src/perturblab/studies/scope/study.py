@@ -30,6 +30,7 @@ import numpy as np
 
 from ...core.keys import content_key, examples_fingerprint, model_fingerprint
 from ...core.study import Phase, RunContext, Study, Task
+from ...data.draws import nested_draw
 from ...data.examples import Dataset, Example
 from ...errors import InputError
 from ...core.executor import once_per_process
@@ -141,9 +142,7 @@ class ScopeStudy(Study):
     def base_samples(self, trial: int) -> list[tuple[int, Example]]:
         _, test = self.splits()
         n = self.n_base()
-        rng = np.random.default_rng([self.args.seed, trial])
-        idx = np.sort(rng.choice(len(test), size=n, replace=False)) if n < len(test) else np.arange(n)
-        return [(int(i), test[int(i)]) for i in idx]
+        return [(i, test[i]) for i in nested_draw(len(test), n, [self.args.seed, trial])]
 
     def capability_plan(self) -> list[str]:
         return self.args.capability_plan()
