@@ -31,9 +31,11 @@ from ..errors import InputError
 __all__ = ["PROBE_TEXTS", "Speed", "count_parameters", "measure_speed", "speed_key"]
 
 #: changes when the probe does (texts, repetitions), so earlier figures are measured again
-PROBE_VERSION = 2
-#: the least seconds of timed work per figure (the probe is repeated until it is reached)
-LEAST_SECONDS = 1.0
+PROBE_VERSION = 3
+#: the least seconds of timed work and the least timed passes per figure (the fastest pass counts)
+LEAST_SECONDS, LEAST_PASSES = 1.0, 3
+#: the most seconds of timed work per figure (a slow model: fewer passes)
+MOST_SECONDS = 10.0
 
 _WORDS = ("the film was not as good as the book and the actors seemed tired of their roles while the music "
           "kept the story moving through a long and quiet middle part that most people in the room found "
@@ -148,16 +150,21 @@ def _read_cache() -> dict[str, Any]:
 
 
 def _timed(run: Any, texts: tuple[str, ...]) -> float:
-    """Seconds per pass of ``run`` over ``texts``, after one whole pass to warm up (the kernels of
-    every batch shape, caches), repeated until :data:`LEAST_SECONDS` of timed work."""
+    """Seconds of the fastest pass of ``run`` over ``texts``, after one whole pass to warm up (the
+    kernels of every batch shape, caches): passes are repeated until :data:`LEAST_SECONDS` of timed
+    work and at least :data:`LEAST_PASSES` passes (at most :data:`MOST_SECONDS`). The fastest pass,
+    not the mean, so that other work that shares the machine for a moment does not stay in the
+    cached figure (the minimum of repeats, as timeit takes it)."""
     run(texts)
-    passes, t0 = 0, time.perf_counter()
+    passes, fastest, t0 = 0, math.inf, time.perf_counter()
     while True:
+        start = time.perf_counter()
         run(texts)
         passes += 1
+        fastest = min(fastest, time.perf_counter() - start)
         spent = time.perf_counter() - t0
-        if spent >= LEAST_SECONDS or passes >= 50:
-            return spent / passes
+        if (spent >= LEAST_SECONDS and passes >= LEAST_PASSES) or spent >= MOST_SECONDS or passes >= 50:
+            return fastest
 
 
 def measure_speed(spec: str, role: str, *, cached: bool = True,
