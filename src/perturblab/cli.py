@@ -8,13 +8,16 @@ with status 2; they never end in a traceback, and a study's output files are sav
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import logging
+import signal
 import sqlite3
 import sys
+import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from .errors import PerturblabError
 
@@ -151,7 +154,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .core.console import libraries_quiet
 
     try:
-        with libraries_quiet():  # the libraries' bars and warnings only with -v
+        with libraries_quiet(), terminated_as_interrupt():  # the libraries' bars and warnings only with -v
             return all_commands()[args.command](args)
     except PerturblabError as e:
         for line in str(e).splitlines() or [type(e).__name__]:  # a checked config reports each error
@@ -163,9 +166,34 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"error: {line}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as e:
+        if isinstance(e, Terminated):  # what CI runners and `timeout` send
+            print("terminated (SIGTERM); re-run the same command to resume", file=sys.stderr)
+            return 128 + signal.SIGTERM
         print("interrupted; re-run the same command to resume", file=sys.stderr)
         return 130
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the command is, so that it ends as on Ctrl-C: the work cells already
+    stored are kept, no file is half-written, and the same command resumes."""
+
+
+@contextlib.contextmanager
+def terminated_as_interrupt() -> Iterator[None]:
+    """Within it, SIGTERM raises :class:`Terminated` in the main thread (elsewhere: nothing changes)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: Any) -> None:
+        raise Terminated()
+
+    before = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, before)
 
 
 #: errno values that mean the output cannot be written (not a bug): full disk, quota, read-only, denied

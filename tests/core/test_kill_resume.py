@@ -213,3 +213,30 @@ def test_sigkill_then_resume_equals_uninterrupted_run(tmp_path, marker_csv, stud
         if study == "run":
             assert json.loads((out / "run.json").read_text())["studies"]["rob"]["state"] == "done"
     assert mid_run >= 1, "every kill came after the last row was stored (while writing outputs)"
+
+
+def test_sigterm_ends_a_run_as_ctrl_c_does_and_the_same_command_resumes(tmp_path, marker_csv):
+    """SIGTERM (what CI runners and ``timeout`` send) mid-run: one line that says how to resume, exit
+    143 (128 + 15), no traceback, the store intact; the same command then finishes with the
+    uninterrupted run's results."""
+    env = {**os.environ, "PERTURBLAB_HOME": str(tmp_path / "home"), "HF_HUB_OFFLINE": "1"}
+    data = marker_csv(tmp_path / "toy.csv", 640, n_words=8)
+    subprocess.run(command("scope", data, tmp_path / "ref"), env=env, check=True, capture_output=True, timeout=600)
+    reference = json.loads((tmp_path / "ref" / "results.json").read_text())
+    out = tmp_path / "term"
+    proc = subprocess.Popen(command("scope", data, out), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    deadline = time.monotonic() + 300
+    while proc.poll() is None and count_rows(out / "results.sqlite", "cells") < 1 and time.monotonic() < deadline:
+        time.sleep(0.005)
+    assert proc.poll() is None, "the run ended before the signal"
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 143, err
+    assert err.strip().splitlines()[-1] == "terminated (SIGTERM); re-run the same command to resume"
+    assert "Traceback" not in err and not (out / "results.json").exists()
+    con = sqlite3.connect(out / "results.sqlite")
+    assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    con.close()
+    subprocess.run(command("scope", data, out), env=env, check=True, capture_output=True, timeout=600)
+    assert json.loads((out / "results.json").read_text()) == reference

@@ -248,3 +248,49 @@ def test_clicks_and_typing_sort_filter_and_write_the_address(chromium, run_repor
     assert 0 < k < len(rows)
     assert seen == ["ascending", "descending", f"showing {k} of {len(rows)} rows",
                     f"#sort={side}:1:desc&filter={side}:Night!"]
+
+
+#: writes the right edge of the verdicts' rightmost cell, how many of their table boxes scroll
+#: sideways, how many cells they have and the window's width into an attribute of the root element
+VERDICT_EDGES = ("var cells = document.querySelectorAll('#verdicts td'), right = 0, scrolls = 0;"
+                 "cells.forEach(function (c) { var r = c.getBoundingClientRect();"
+                 " if (r.width > 0) right = Math.max(right, r.right); });"
+                 "document.querySelectorAll('#verdicts .tw').forEach(function (w) {"
+                 " if (w.scrollWidth > w.clientWidth + 1) scrolls++; });"
+                 "document.documentElement.setAttribute('data-verdicts',"
+                 " [Math.ceil(right), scrolls, cells.length, innerWidth].join(' '));")
+
+
+@pytest.fixture(scope="module")
+def compare_report(tmp_path_factory):
+    """The report of a small comparison (TF-IDF + LR against MiniLM-L3 and a twin of itself)."""
+    import dataclasses
+
+    from perturblab.studies.compare import plan as plan_module
+
+    root = tmp_path_factory.mktemp("compare_report")
+    data = write_marker_csv(root / "data.csv", 160)
+    mp = pytest.MonkeyPatch()
+    mp.setattr(plan_module, "cost_of", lambda name, kind, cost=plan_module.cost_of:
+               dataclasses.replace(cost(name, kind), least=12, most=12))
+    try:
+        assert main(["compare", "--reference", "tfidf-lr", "--targets", "minilm-l3,twin=tfidf-lr", "--data", str(data),
+                     "--studies", "invariances,robustness", "--out", str(root / "cmp"), "--quiet"]) in (0, 1)
+    finally:
+        mp.undo()
+    return root / "cmp" / "report.html"
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("width", [1200, 390])
+def test_every_verdict_number_reads_without_scrolling_sideways(chromium, compare_report, tmp_path, width):
+    """The verdict tables (estimates, examples, checks) at desktop width and at a phone's 390 px:
+    every cell lies within the window and no table box scrolls sideways (at phone width each row
+    is a block of "column: value" lines)."""
+    page = tmp_path / "probe.html"
+    page.write_text(with_script(compare_report.read_text(encoding="utf-8"), VERDICT_EDGES), encoding="utf-8")
+    dom = dump_dom(page, width=width, height=900, chromium=chromium)
+    right, scrolls, cells, inner = map(int, re.search(r'data-verdicts="([^"]*)"', dom).group(1).split())
+    assert inner == width and cells > 20
+    assert right <= width and scrolls == 0, (right, scrolls)
+    assert 'data-label="n"' in dom

@@ -8,7 +8,9 @@
   :func:`libraries_quiet`, :func:`bars_off`;
 * bars drawn inside another bar (a search's, an encoder's hidden states) are drawn only on a
   terminal (:func:`terminal`): elsewhere (a log file, CI) tqdm's cursor moves would be raw
-  escape codes in the text.
+  escape codes in the text;
+* a run of several studies (``compare``) names each bar and line by its study
+  (:func:`named_by`, :func:`bar_name`).
 """
 
 from __future__ import annotations
@@ -17,7 +19,34 @@ import logging
 import os
 import sys
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, Iterator
+
+#: the study the bars and progress lines of this thread belong to ("" : the command's one study)
+_STUDY: ContextVar[str] = ContextVar("perturblab_bar_study", default="")
+
+
+@contextmanager
+def named_by(study: str) -> Iterator[None]:
+    """Within it, progress bars and lines start with ``study:`` (a comparison's studies)."""
+    token = _STUDY.set(study)
+    try:
+        yield
+    finally:
+        _STUDY.reset(token)
+
+
+def bar_name(what: str) -> str:
+    """``what`` (a phase's name, a progress line) with the study it belongs to, when one is named.
+
+    >>> with named_by("invariances"):
+    ...     bar_name("searches")
+    'invariances: searches'
+    >>> bar_name("searches")
+    'searches'
+    """
+    study = _STUDY.get()
+    return f"{study}: {what}" if study else what
 
 #: the environment the Hugging Face libraries read when imported: no bars, errors only
 _QUIET_ENV = {"HF_HUB_DISABLE_PROGRESS_BARS": "1", "TRANSFORMERS_VERBOSITY": "error"}

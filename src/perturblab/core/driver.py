@@ -27,7 +27,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Hashable, Iterator
 
-from .console import libraries_quiet
+from .console import bar_name, libraries_quiet
 from .executor import Cell, LocalExecutor
 from .faults import faults_recorded
 from .keys import content_key
@@ -109,7 +109,7 @@ def run_phase(phase: Phase, ctx: RunContext) -> Phase:
             cells.append(Cell(ck, partial(phase.compute, group, payloads),
                               num_cpus=phase.num_cpus, num_gpus=phase.num_gpus))
     if cells:
-        bar = tqdm(total=len(todo), disable=not ctx.progress, desc=phase.label or phase.name, leave=False,
+        bar = tqdm(total=len(todo), disable=not ctx.progress, desc=bar_name(phase.label or phase.name), leave=False,
                    file=sys.stderr)
         try:
             for cell, results in ctx.executor.run(cells):

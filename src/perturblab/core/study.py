@@ -88,7 +88,9 @@ class RunContext:
         if self.progress:
             from tqdm.auto import tqdm
 
-            tqdm.write(message, file=sys.stderr)
+            from .console import bar_name
+
+            tqdm.write(bar_name(message), file=sys.stderr)
 
     @contextmanager
     def step(self, what: str) -> Iterator[None]:

@@ -34,9 +34,11 @@ unknown name lists the known ones, a path that names nothing says so (as :func:`
 from __future__ import annotations
 
 import re
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Iterator
 
 from ..core.placement import check_device, check_dtype
 from ..errors import InputError
@@ -395,13 +397,40 @@ def spec_capabilities(spec: str) -> frozenset[str]:
     return language_model_capabilities(ms.source)
 
 
+#: the models loaded within :func:`shared_loads`, by what they were loaded for (None: outside it)
+_SHARED: ContextVar["dict[tuple, Any] | None"] = ContextVar("perturblab_shared_loads", default=None)
+
+
+@contextmanager
+def shared_loads() -> Iterator[None]:
+    """Within it (in this thread), :func:`load_model` returns the model it loaded before for the
+    same spec, role, training data, seed, device and dtype instead of loading it again: a
+    comparison's studies (and the timing of its plan) load each model once.
+
+    >>> from perturblab.data import Dataset, Example
+    >>> toy = Dataset([Example(text=t, label=i % 2) for i, t in enumerate(["a good film", "a bad film",
+    ...                "fine acting", "awful plot"])], ["neg", "pos"])
+    >>> with shared_loads():
+    ...     load_model("tfidf-lr", train=toy) is load_model("tfidf-lr", train=toy)
+    True
+    >>> load_model("tfidf-lr", train=toy) is load_model("tfidf-lr", train=toy)
+    False
+    """
+    token = _SHARED.set({})
+    try:
+        yield
+    finally:
+        _SHARED.reset(token)
+
+
 def load_model(spec: "str | ModelSpec | Any", role: str = "classifier", *, train: "Dataset | None" = None,
                seed: int = 0, data_name: str | None = None) -> Any:
     """The model ``spec`` names, for ``role`` (see the module docstring).
 
     ``train`` (with ``seed``) trains what a preset or zoo model needs (a classifier head, a
     model trained from scratch); ``data_name`` is recorded as the head's provenance. A model
-    object (anything with a ``fingerprint``) is returned as it is."""
+    object (anything with a ``fingerprint``) is returned as it is. Within :func:`shared_loads`
+    a model loaded before for the same purpose is returned again."""
     if role not in ROLES:
         raise InputError(f"role must be one of {', '.join(ROLES)}, got {role!r}")
     if not isinstance(spec, (str, ModelSpec)):
@@ -409,6 +438,20 @@ def load_model(spec: "str | ModelSpec | Any", role: str = "classifier", *, train
             raise InputError(f"{type(spec).__name__} is not a model: give a spec or an object with a fingerprint")
         return spec
     ms = spec if isinstance(spec, ModelSpec) else ModelSpec.parse(spec)
+    memo = _SHARED.get()
+    if memo is None:
+        return _load(ms, role, train, seed, data_name)
+    from ..core.placement import defaults
+    from .presets import data_fingerprint
+
+    key = (repr(ms), role, None if train is None else data_fingerprint(train), seed, defaults())
+    if key not in memo:
+        memo[key] = _load(ms, role, train, seed, data_name)
+    return memo[key]
+
+
+def _load(ms: "ModelSpec", role: str, train: "Dataset | None", seed: int, data_name: str | None) -> Any:
+    """:func:`load_model` of a parsed spec (no sharing)."""
     _check_equals(ms)
     if _looks_like_path(ms.source):  # a path that names no model: said before any loader runs
         _check_source(ms, role)

@@ -106,7 +106,7 @@ def _estimates_table(mine: list[dict[str, Any]], target: str, ref: str) -> Table
                          "" if other is None else other.text() + (" ⚑" if other.flags else ""),
                          "" if e.n is None else str(e.n), e.interval or "no interval", _severity_cell(sev.get(e.key))])
     return Table(header=["study", "measure", target, ref, "n", "interval over", "finding"], rows=rows,
-                 numeric=[False, False, True, True, True, False, False],
+                 numeric=[False, False, True, True, True, False, False], stack=True,
                  note="The estimate [its 95 % interval]; n: the examples behind it; the interval column says what the "
                       "interval is over. Finding: the rate of changed behaviour of the target against the reference "
                       "(invariances of the reference not kept, inputs on which the two disagree, accuracy or "
@@ -124,15 +124,29 @@ def _examples_table(mine: list[dict[str, Any]], ref: str, target: str) -> Table 
         for key, found in (v.get("examples") or {}).items():
             for ex in found:
                 before, after = (list(ex.get("target") or []) + ["", ""])[:2]
+                gold = ex.get("gold")
                 rows.append([key.split(":", 1)[-1], str(ex.get("original", "")), str(ex.get("perturbed", "")),
-                             str(ex.get("reference", "")), f"{before} → {after}"])
+                             "" if gold is None else str(gold), str(ex.get("reference", "")) + _right(ex, "reference"),
+                             f"{before} → {after}" + _right(ex, "target")])
     if not rows:
         return None
-    return Table(header=["capability", "original", "perturbed", ref, target], rows=rows,
-                 numeric=[False] * 5, title=f"Where {target} changes its prediction and {ref} keeps its own",
+    return Table(header=["capability", "original", "perturbed", "gold label", ref, target], rows=rows,
+                 numeric=[False] * 6, title=f"Where {target} changes its prediction and {ref} keeps its own",
+                 stack=True,
                  note="The first examples (by sample) of each medium or major invariance finding; changed words in "
-                      "[[ ]]. A language model's prediction is its top-1 next token after the text. A classifier "
-                      "study's perturbed_examples.csv holds every search with each model's predictions.")
+                      "[[ ]]; ✓: the gold label (a row where the reference is wrong and the target right on the "
+                      "perturbed text still counts as an invariance not shared). A language model's prediction is "
+                      "its top-1 next token after the text (no gold label). A classifier study's "
+                      "perturbed_examples.csv holds every search with each model's predictions, the gold label and "
+                      "a column per target that says where it changed its prediction (click its name to bring them "
+                      "first).")
+
+
+def _right(ex: dict[str, Any], who: str) -> str:
+    """`` ✓`` when ``who``'s prediction on the perturbed text is the gold label."""
+    gold, pred = ex.get("gold"), ex.get(who)
+    last = pred[-1] if isinstance(pred, list) and pred else pred
+    return " ✓" if gold is not None and last is not None and str(last) == str(gold) else ""
 
 
 def _checks_table(obj: dict[str, Any]) -> Table | None:
@@ -153,6 +167,6 @@ def _checks_table(obj: dict[str, Any]) -> Table | None:
     failed = sum(not c.get("passed") for c in checks)
     rates = str(obj.get("error_rates") or "")
     return Table(header=["result", "target", "estimate", "value [interval]", "n", "check", "outcome"], rows=rows,
-                 numeric=[False, False, False, True, True, False, False], title="Checks",
+                 numeric=[False, False, False, True, True, False, False], title="Checks", stack=True,
                  note=f"{len(checks) - failed} of {len(checks)} checks passed. Equivalence intervals are 90 % "
                       f"(two one-sided tests at 5 %), the others 95 %. {rates}".strip())

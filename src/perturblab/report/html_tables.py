@@ -47,6 +47,9 @@ class Table:
     sortable: bool = False
     #: per cell, the exact number a numeric cell sorts by when its text is rounded ("" otherwise)
     sort_keys: list[list[str]] = field(default_factory=list)
+    #: at phone width each row is shown as a block of "column: value" lines (the verdict tables,
+    #: whose every number must be read without scrolling sideways)
+    stack: bool = False
 
 
 @dataclass

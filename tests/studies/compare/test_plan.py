@@ -159,3 +159,38 @@ def test_the_plan_states_what_each_study_detects_and_detect_sizes_it():
                if p.name in ("invariances", "robustness"))
     with pytest.raises(InputError, match=r"--detect 0.02 needs about .* beyond the --budget of 2.0 min: give --budget"):
         make_plan(args_of(reference="minilm-l6", targets="minilm-l3", detect=0.02, budget="2m"))
+
+
+def test_the_plan_says_what_twice_the_budget_buys_or_why_it_stops_short():
+    plan = make_plan(args_of(reference="minilm-l6", targets="minilm-l3", budget="10m"))
+    note = plan.notes[-1]
+    doubled = make_plan(args_of(reference="minilm-l6", targets="minilm-l3", budget="20m"))
+    n = next(p.count for p in doubled.studies if p.name == "invariances")
+    assert note.startswith("budget: --budget 20m would give ") and f"invariances n = {n} (detects" in note, note
+    assert n > next(p.count for p in plan.studies if p.name == "invariances")
+    # every study held by a bound: the plan says so instead of promising more
+    big = make_plan(args_of(reference="minilm-l6", targets="minilm-l3", budget="3h"))
+    assert big.seconds() < 3 * 3600 / 2 and "a larger --budget buys nothing more" in big.notes[-1]
+    assert "robustness n-eval = 1000 (the test split of --data rotten_tomatoes)" in big.notes[-1]
+    assert "invariances n = 1000 (" in big.notes[-1] and "budget:" in big.table()
+
+
+def test_what_an_earlier_run_stored_is_named_in_the_plan(tmp_path):
+    from perturblab.studies.compare.plan import Planned
+
+    p = Planned("invariances", "scope", {"reference": "a", "n": 200, "seed": 0}, 60.0, "n = 200", size_key="n",
+                count=200)
+    folder = tmp_path / "invariances"
+    assert p.stored(folder) is None  # nothing there
+    folder.mkdir()
+    (folder / "study.json").write_text(json.dumps({"name": "invariances", "kind": "scope",
+                                                   "options": {"reference": "a", "n": 50, "seed": 0}}))
+    assert p.stored(folder) is None  # a manifest but no results store: nothing computed yet
+    (folder / "results.sqlite").write_bytes(b"")
+    assert p.stored(folder) == "invariances: 50 of the 200 stored (read back; the rest computed)"
+    (folder / "study.json").write_text(json.dumps({"name": "invariances", "kind": "scope",
+                                                   "options": {"reference": "a", "n": 500, "seed": 0}}))
+    assert p.stored(folder) == "invariances: all 200 stored (read back)"
+    (folder / "study.json").write_text(json.dumps({"name": "invariances", "kind": "scope",
+                                                   "options": {"reference": "a", "n": 500, "seed": 1}}))
+    assert "results of other options are stored" in p.stored(folder)

@@ -435,3 +435,11 @@ def test_a_larger_n_computes_only_the_new_samples(tmp_path):
     small, large = (ScopeStudy(cfg(n=n, trials=2), models=models(), splits=make_splits()) for n in (10, 20))
     for trial in (0, 1):
         assert {i for i, _ in small.base_samples(trial)} < {i for i, _ in large.base_samples(trial)}
+
+
+def test_each_searched_sample_carries_its_gold_label(tmp_path):
+    splits = make_splits()
+    res = run_scope(cfg(), tmp_path, models=models(), splits=splits, progress=False)
+    test = splits[1]
+    done = [r for r in res.perturbations if r.get("predictions")]
+    assert done and all(r["gold"] == test.label_names[test[r["sample_id"]].label] for r in done)

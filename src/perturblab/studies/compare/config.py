@@ -6,9 +6,9 @@ import re
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ...core.options import option
+from ...core.options import TEXT_FIELDS_HELP, csv_list, option
 from ...errors import InputError
-from ..args import Args, items, nonempty
+from ..args import Args, items, nonempty, one_text_option
 
 def threshold(value: str) -> tuple[str, float]:
     """``METRIC=VALUE`` of ``--fail-under`` -> (metric, value); the metric is a headline key
@@ -79,6 +79,12 @@ class CompareArgs(Args):
                                  help="comma list of the models to compare with it, of the same kind")
     data: str = option("rotten_tomatoes", data=True, help="labelled data for classifiers")
     corpus: str = option("oanc", help="unlabelled text for language models: a packaged corpus or a text file")
+    text_column: str | None = option(None, help="text column of a --data or --corpus file (default: 'text')")
+    text_fields: list[str] = option([], parse=csv_list, metavar="A[,B]", python="str | Sequence[str]",
+                                    help=TEXT_FIELDS_HELP)
+    label_column: str | None = option(None, help="label column of a --data file (default: 'label')")
+    benign_corpus: str = option("oanc", data=True, help="language models: the corpus of selfcheck's normalised "
+                                                        "negation score ('none' to leave it out)")
     studies: str | None = option(None, check=study_list,
                                  help="comma list of the studies to run, by their folder name or their command: "
                                       "invariances (scope), robustness, layers (similarity), lm-invariances "
@@ -135,16 +141,18 @@ class CompareArgs(Args):
     shown_together: ClassVar[tuple[str, ...]] = ("reference", "targets")
 
     def relations(self) -> list[tuple[str, str]]:
-        """The reference is not among the targets: every study would compare it with itself, and
-        those that take one list of models (robustness) would be given it twice. A copy under a
-        name of its own (``copy=SOURCE``) is a second model, compared as any other."""
+        """``--text-fields`` replaces ``--text-column`` (not both). The reference is not among the
+        targets: every study would compare it with itself, and those that take one list of models
+        (robustness) would be given it twice. A copy under a name of its own (``copy=SOURCE``) is a
+        second model, compared as any other."""
+        found = one_text_option(self)
         if self.reference is None or self.reference not in self.target_names():
-            return []
+            return found
         from ...models.resolve import ModelSpec
 
         ms = ModelSpec.parse(self.reference)
         source = self.reference.partition("=")[2].strip() if ms.name != ms.source else self.reference
-        return [("targets", f"names the reference {self.reference!r} itself; drop it from --targets (the reference is "
+        return found + [("targets", f"names the reference {self.reference!r} itself; drop it from --targets (the reference is "
                             f"compared with every target already), or give a copy a name of its own to compare two "
                             f"loads of it (e.g. --targets copy={source})")]
 

@@ -11,6 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
+from ...core.console import named_by
 from ...core.entry import check_out, run_saved, study_function, workspace
 from ...core.files import all_or_nothing, atomic_write_bytes, atomic_write_text
 from ...core.lock import output_lock
@@ -190,10 +191,13 @@ def compare(args: CompareArgs, given: Mapping[str, Any]) -> CompareResult:
         >>> r.passed, [c.key for c in r.checks if not c.passed]  # doctest: +SKIP
         >>> r.save("out/cmp")  # doctest: +SKIP
     """
-    with placement(*args.placement()):  # each model timed where it will run, before any directory is made
-        plan = make_plan(args, measure=True)
-    with workspace(given["out"]) as (where, _):
-        return run_compare(replace(args, out=str(where)), plan)
+    from ...models.resolve import shared_loads
+
+    with shared_loads():  # each model loaded once: for its timing and for every study
+        with placement(*args.placement()):  # each model timed where it will run, before any directory is made
+            plan = make_plan(args, measure=True)
+        with workspace(given["out"]) as (where, _):
+            return run_compare(replace(args, out=str(where)), plan)
 
 
 def run_compare(args: CompareArgs, plan: Plan) -> CompareResult:
@@ -203,6 +207,7 @@ def run_compare(args: CompareArgs, plan: Plan) -> CompareResult:
 
     out = check_out(args.out)
     notes = [n for n in (check_range(m, v) for m, v in args.threshold_list()) if n]
+    plan.note_stored(out)
     if not args.quiet:
         print(plan.table(), file=sys.stderr, flush=True)
         for n in notes:
@@ -219,8 +224,9 @@ def run_compare(args: CompareArgs, plan: Plan) -> CompareResult:
             sdir.mkdir(parents=True, exist_ok=True)
             atomic_write_text(sdir / MANIFEST, p.manifest())
             t0 = time.time()
-            res, _ = run_saved(study.load_function(), options, out=sdir, what=f"study {p.name}",
-                               prefix=f"{p.name}: ")
+            with named_by(p.name):  # its bars and lines say which study they belong to
+                res, _ = run_saved(study.load_function(), options, out=sdir, what=f"study {p.name}",
+                                   prefix=f"{p.name}: ")
             result.seconds[p.name] = time.time() - t0
             result.results[p.name] = res
             if not args.quiet:

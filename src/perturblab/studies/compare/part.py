@@ -24,8 +24,9 @@ from ...errors import InputError
 if TYPE_CHECKING:  # pragma: no cover
     from ...core.headline import Estimate
 
-__all__ = ["CLASSIFIER", "LANGUAGE_MODEL", "Cost", "Part", "corpus_sentences", "data_examples", "fmt", "level_text",
-           "listed", "side", "parts", "studies_of", "part_of", "part_name"]
+__all__ = ["CLASSIFIER", "LANGUAGE_MODEL", "Cost", "Part", "compare_data", "corpus_columns", "corpus_sentences",
+           "data_columns", "data_examples", "fmt", "level_text", "listed", "side", "parts", "studies_of", "part_of",
+           "part_name"]
 
 #: the two kinds of models a comparison takes (the models of one comparison are of one kind)
 CLASSIFIER, LANGUAGE_MODEL = "classifier", "language model"
@@ -121,13 +122,42 @@ def side(gap: "Estimate") -> str:
             " (lower, beyond the interval)" if gap.high < 0 else " (higher, beyond the interval)")
 
 
+# -- the comparison's data, read with its columns ----------------------------------------------------
+def data_columns(args: Any, labels: bool = True) -> dict[str, Any]:
+    """The column options of the comparison's ``--data`` that were given (``text_fields`` from
+    ``--text-fields`` or ``--text-column``, and with ``labels`` ``label_column``), for a study's
+    options; none given: an empty dict, so the study keeps its defaults (``text``, ``label``)."""
+    from ..inputs import text_columns
+
+    out: dict[str, Any] = {}
+    fields = text_columns(getattr(args, "text_fields", None), getattr(args, "text_column", None))
+    if fields:
+        out["text_fields"] = fields
+    if labels and getattr(args, "label_column", None):
+        out["label_column"] = args.label_column
+    return out
+
+
+def corpus_columns(args: Any) -> dict[str, Any]:
+    """``text_column`` of the comparison's ``--corpus`` file when one was given, for a study's options."""
+    return {"text_column": args.text_column} if getattr(args, "text_column", None) else {}
+
+
+def compare_data(args: Any) -> Any:
+    """The comparison's ``--data`` as its studies read it (with its column options)."""
+    from ..inputs import load_study_data
+
+    cols = data_columns(args)
+    return load_study_data(args.data, text_fields=cols.get("text_fields", ()), label_column=cols.get("label_column"))
+
+
 # -- what the data holds ------------------------------------------------------------------------------
 def data_examples(args: Any, test_size: float | None = None) -> tuple[int, str]:
     """(examples, what they are) of the comparison's ``--data``: all of them, or with ``test_size``
     its test split as the studies draw it (:func:`~perturblab.data.loaders.train_test_split`)."""
-    from ...data.loaders import load_dataset, train_test_split
+    from ...data.loaders import train_test_split
 
-    ds = load_dataset(args.data)
+    ds = compare_data(args)
     if test_size is None:
         return len(ds), f"--data {args.data}"
     return len(train_test_split(ds, test_size=test_size, seed=args.seed)[1]), f"the test split of --data {args.data}"
@@ -141,7 +171,7 @@ def corpus_sentences(args: Any, words: tuple[int, int] | None = None) -> tuple[i
 
     if args.corpus in CORPORA:
         return None
-    corpus = load_corpus(args.corpus)
+    corpus = load_corpus(args.corpus, **corpus_columns(args))
     if words is not None:
         corpus = corpus.filter(*words)
     return len(corpus.sentences), f"--corpus {args.corpus}" + (f" (sentences of {words[0]} to {words[1]} words)"

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import InputError
+from ...report.html import MANIFEST
 from ...report.plots import safe_name
 from ..given import display_name
 from .config import CompareArgs
@@ -54,6 +55,29 @@ class Planned:
     size: str = ""
     #: the smallest rate of changed behaviour its n detects (80 % power, 5 %; :func:`detectable`)
     detects: float | None = None
+    #: the option that sets its size, and that size (``("n", 266)``)
+    size_key: str = ""
+    count: int = 0
+
+    def stored(self, folder: Path) -> str | None:
+        """What ``folder`` (this study's folder of an earlier run) already holds, in words: the
+        samples a run of the same options at another size computed (draws nest, so the smaller
+        size's samples are among the larger's and are read back), other options' results (what
+        they share is read back), or None: nothing stored."""
+        try:
+            before = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        if not (folder / "results.sqlite").is_file():
+            return None
+        old, new = dict(before.get("options") or {}), json.loads(json.dumps(self.options, default=str))
+        if before.get("kind") != self.kind or {k: v for k, v in old.items() if k != self.size_key} != \
+                {k: v for k, v in new.items() if k != self.size_key} or not isinstance(old.get(self.size_key), int):
+            return f"{self.name}: results of other options are stored; what they share is read back"
+        have = min(int(old[self.size_key]), self.count)
+        if have >= self.count:
+            return f"{self.name}: all {self.count} stored (read back)"
+        return f"{self.name}: {have} of the {self.count} stored (read back; the rest computed)"
 
     def manifest(self) -> str:
         """Its folder's ``study.json``: its name, the registered study and its options."""
@@ -72,6 +96,12 @@ class Plan:
     notes: list[str] = field(default_factory=list)
     #: each model's measured speed (``make_plan(..., measure=True)``), by spec; None: not measurable
     speeds: dict[str, Any] = field(default_factory=dict)
+    #: what an earlier run left in the comparison's folder, per study (:meth:`note_stored`)
+    stored: list[str] = field(default_factory=list)
+
+    def note_stored(self, out: Path) -> None:
+        """Record what the studies' folders under ``out`` already hold (:meth:`Planned.stored`)."""
+        self.stored = [s for s in (p.stored(out / p.name) for p in self.studies) if s is not None]
 
     def where(self) -> str:
         """What the seconds are measured on: the models' device, dtype and card, or 2 CPU cores."""
@@ -98,6 +128,7 @@ class Plan:
         lines += [f"  speed: {m}: {s.text()}" + (f" (measured {s.measured or 'before'})" if s.cached else "")
                   for m, s in self.speeds.items() if s is not None]
         lines += [f"  note: {note}" for note in self.notes]
+        lines += [f"  stored: {what}" for what in self.stored]
         return "\n".join(lines)
 
 
@@ -246,32 +277,42 @@ def make_plan(args: CompareArgs, *, measure: bool = False) -> Plan:
     def fixed(name: str) -> float:
         return cost_of(name, kind).fixed * (len(targets) if known[name].per_target else 1)
 
-    def bounded(name: str, seconds: float) -> tuple[int, bool]:
+    def bounded(name: str, seconds: float) -> tuple[int, str | None]:
         """The size ``seconds`` buys within the study's useful range, ``--detect``'s least and what
-        the data holds, and whether a bound (not the seconds) set it."""
+        the data holds, and which bound set it instead of the seconds (``least``, ``most``,
+        ``detect``, ``data``; None: the seconds)."""
         cost, there = cost_of(name, kind), available[name]
         free = math.floor(max(seconds - fixed(name), 0.0) / units(name) + 1e-9)
         size = min(max(free, cost.least), cost.most)
+        why = None if size == free else "least" if size == cost.least else "most"
         if args.detect is not None and known[name].rates:
-            size = min(max(needed(args.detect), size), cost.most)
+            wanted = min(max(needed(args.detect), size), cost.most)
+            if wanted != size:
+                size, why = wanted, "detect" if wanted < cost.most else "most"
         if there is not None and size > there[0]:
-            size = there[0]
-        return int(size), size != free
+            size, why = there[0], "data"
+        return int(size), (why if size != free else None)
 
-    # the budget by shares; a study a bound holds (its useful range, the data) takes what that size
-    # costs and its share's rest goes to the others, until every open study fills its share
-    sizes: dict[str, int] = {}
-    left, remaining = list(chosen), budget
-    while left:
-        total = sum(cost_of(n, kind).share for n in left)
-        bought = {n: bounded(n, remaining * cost_of(n, kind).share / total) for n in left}
-        held = {n: size for n, (size, bound) in bought.items() if bound}
-        if not held:
-            sizes.update({n: size for n, (size, _) in bought.items()})
-            break
-        sizes.update(held)
-        remaining -= sum(fixed(n) + units(n) * held[n] for n in held)
-        left = [n for n in left if n not in held]
+    def allocate(budget: float) -> dict[str, tuple[int, str | None]]:
+        """Each study's size at ``budget`` and the bound that holds it: the budget by shares; a
+        study a bound holds (its useful range, the data) takes what that size costs and its share's
+        rest goes to the others, until every open study fills its share."""
+        sizes: dict[str, tuple[int, str | None]] = {}
+        left, remaining = list(chosen), budget
+        while left:
+            total = sum(cost_of(n, kind).share for n in left)
+            bought = {n: bounded(n, remaining * cost_of(n, kind).share / total) for n in left}
+            held = {n: got for n, got in bought.items() if got[1] is not None}
+            if not held:
+                sizes.update(bought)
+                break
+            sizes.update(held)
+            remaining -= sum(fixed(n) + units(n) * held[n][0] for n in held)
+            left = [n for n in left if n not in held]
+        return sizes
+
+    allocated = allocate(budget)
+    sizes = {n: size for n, (size, _) in allocated.items()}
     for name in chosen:
         there, least = available[name], cost_of(name, kind).least
         if there is not None and sizes[name] == there[0] < cost_of(name, kind).most:
@@ -290,11 +331,12 @@ def make_plan(args: CompareArgs, *, measure: bool = False) -> Plan:
                 folder = name if len(targets) == 1 else f"{name}-{safe_name(display_name(t))}"
                 plan.studies.append(Planned(folder, registered[name],
                                             {**part.options(args, size, plan, t), **allowed[name]},
-                                            cost.fixed + cost.per_unit * size * weight(name, t), f"{label} = {size}"))
+                                            cost.fixed + cost.per_unit * size * weight(name, t), f"{label} = {size}",
+                                            size_key=cost.size, count=size))
             continue
         plan.studies.append(Planned(name, registered[name], {**part.options(args, size, plan), **allowed[name]},
                                     cost.fixed + cost.per_unit * size * weight(name), size=f"{label} = {size}",
-                                    detects=detectable(size) if part.rates else None))
+                                    detects=detectable(size) if part.rates else None, size_key=cost.size, count=size))
     if args.detect is not None:
         short = [p for p in plan.studies if p.detects is not None and p.detects > args.detect + 1e-12]
         if short:
@@ -313,7 +355,32 @@ def make_plan(args: CompareArgs, *, measure: bool = False) -> Plan:
         raise InputError(f"--budget {args.budget}: even the least useful sizes take about {_minutes(plan.seconds())} "
                          f"{plan.where()} (" + ", ".join(f"{p.name} {p.size}" for p in plan.studies)
                          + f"); give --budget {_budget_text(plan.seconds())} or more, or fewer --studies")
+    if args.detect is None:
+        plan.notes.append(_what_more_buys(allocated, allocate(2 * budget), budget, plan.seconds(), available, kind))
     return plan
+
+
+#: why a bound holds a study's size, in words
+HELD_BY = {"most": "its largest useful size", "least": "its least useful size", "detect": "what --detect needs"}
+
+
+def _what_more_buys(now: dict[str, tuple[int, str | None]], doubled: dict[str, tuple[int, str | None]],
+                    budget: float, seconds: float, available: dict[str, Any], kind: str) -> str:
+    """The plan's last note: why it stops short of the budget when every study is held by a
+    bound (its largest useful size, what the data holds), else what twice the budget would buy."""
+    label = {n: cost_of(n, kind).size.replace("_", "-") for n in now}
+
+    def held(name: str, size: int, why: str | None) -> str:
+        what = available[name][1] if why == "data" and available[name] is not None else HELD_BY.get(why or "", "")
+        return f"{name} {label[name]} = {size}" + (f" ({what})" if what else "")
+
+    grown = {n: doubled[n][0] for n in now if doubled[n][0] > now[n][0]}
+    if not grown:
+        return (f"budget: the plan takes {_minutes(seconds)} of --budget {_minutes(budget)}: every study is held by a "
+                f"bound ({', '.join(held(n, *got) for n, got in now.items())}); a larger --budget buys nothing more")
+    return (f"budget: --budget {_budget_text(2 * budget)} would give " + ", ".join(
+        f"{n} {label[n]} = {size}" + (f" (detects {100 * detectable(size):.1f} %)" if parts()[n].rates else "")
+        for n, size in grown.items()))
 
 
 def _budget_text(seconds: float) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..compare.part import CLASSIFIER, LANGUAGE_MODEL, Cost, Part, data_examples, fmt
+from ..compare.part import CLASSIFIER, LANGUAGE_MODEL, Cost, Part, data_columns, data_examples, fmt
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..compare.config import CompareArgs
@@ -14,7 +14,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 def _options(args: "CompareArgs", size: int, plan: "Plan", target: str | None = None) -> dict[str, Any]:
-    return {"a": args.reference, "b": target, "data": args.data, "measures": "cka", "n": size}
+    return {"a": args.reference, "b": target, "data": args.data, "measures": "cka", "n": size,
+            **data_columns(args, labels=False)}
 
 
 def _fit(models: list[str], plan: "Plan") -> dict[str, Any] | None:

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..compare.part import (CLASSIFIER, LANGUAGE_MODEL, Cost, Part, corpus_sentences, data_examples, fmt, level_text,
-                            side)
+from ..compare.part import (CLASSIFIER, LANGUAGE_MODEL, Cost, Part, compare_data, corpus_columns, corpus_sentences,
+                            data_columns, data_examples, fmt, level_text, side)
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..compare.config import CompareArgs
@@ -22,29 +22,31 @@ KEYS = ("hard_scope", "soft_scope", "agreement", "accuracy_gap")
 FAIRNESS_LEAST = 10
 
 
-def protected_texts(data: str) -> tuple[int, int]:
-    """(texts with a protected-category word, texts) of the data set ``data``: the samples the
-    fairness capability can perturb (SCoPE App. C)."""
+def protected_texts(data: Any) -> tuple[int, int]:
+    """(texts with a protected-category word, texts) of ``data`` (a data set name or file, or a
+    :class:`~perturblab.data.Dataset`): the samples the fairness capability can perturb (SCoPE App. C)."""
     from ...data.loaders import load_dataset
     from ...perturb.text import WordText
     from ...resources.protected import ProtectedCategories
 
     categories = ProtectedCategories.load()
-    examples = load_dataset(data).examples
+    examples = (load_dataset(data) if isinstance(data, str) else data).examples
     hits = sum(any(categories.swaps(w) for t in (ex.text, ex.text_b) if t for w in WordText.from_text(t).words)
                for ex in examples)
     return hits, len(examples)
 
 
-def _capabilities(data: str, n: int, plan: "Plan") -> str:
+def _capabilities(args: "CompareArgs", n: int, plan: "Plan") -> str:
     """The invariances measured: synonym and typo, and fairness when about :data:`FAIRNESS_LEAST`
     of ``n`` samples will have a protected-category word (the plan says why it is left out)."""
-    hits, total = protected_texts(data)
+    data = args.data
+    hits, total = protected_texts(compare_data(args))
     expected = n * hits / max(total, 1)
     if expected < FAIRNESS_LEAST:
         plan.left_out.append(f"fairness: {hits} of {total} texts of {data} have a protected-category word, so about "
-                             f"{expected:.0f} of the n = {n} samples would (fewer than {FAIRNESS_LEAST}); a larger "
-                             "--budget, or data with such words, measures it")
+                             f"{expected:.0f} of the n = {n} samples would (fewer than {FAIRNESS_LEAST}); "
+                             + ("data with such words measures it" if hits == 0 else
+                                "a larger --budget, or data with more such words, measures it"))
         return "synonym,typo"
     plan.notes.append(f"fairness: {hits} of {total} texts of {data} have a protected-category word; about "
                       f"{expected:.0f} of the n = {n} samples will, and fairness is measured on those")
@@ -53,12 +55,12 @@ def _capabilities(data: str, n: int, plan: "Plan") -> str:
 
 def _invariances(args: "CompareArgs", size: int, plan: "Plan", target: str | None = None) -> dict[str, Any]:
     return {"reference": args.reference, "targets": ",".join(args.target_names()), "data": args.data, "n": size,
-            "trials": 1, "seed": args.seed, "capabilities": _capabilities(args.data, size, plan)}
+            "trials": 1, "seed": args.seed, "capabilities": _capabilities(args, size, plan), **data_columns(args)}
 
 
 def _lm_invariances(args: "CompareArgs", size: int, plan: "Plan", target: str | None = None) -> dict[str, Any]:
     return {"reference": args.reference, "targets": ",".join(args.target_names()), "corpus": args.corpus, "n": size,
-            "trials": 1, "capabilities": "synonym,typo", "seed": args.seed}
+            "trials": 1, "capabilities": "synonym,typo", "seed": args.seed, **corpus_columns(args)}
 
 
 def _sentence_words() -> tuple[int, int]:

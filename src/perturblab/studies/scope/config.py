@@ -179,6 +179,7 @@ class LMScopeArgs(SearchGoalArgs, SearchLimitArgs, Args):
     capabilities: str = option("synonym,typo", check=capability_names, python="str | Sequence[str]",
                                help="comma-separated capabilities")
     corpus: str = option("oanc", data=True, help="corpus of base sentences (as for selfcheck)")
+    text_column: str = option("text", help="text column of a JSONL/CSV/Parquet/HF corpus")
     corpus_split: str = corpus_split_option("--corpus")
     sentences: list[str] | None = option(None, python_only=True, python="Sequence[str] | None",
                                          help="the base sentences, given instead of the corpus's")

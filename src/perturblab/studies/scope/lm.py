@@ -160,7 +160,8 @@ class LMScopeStudy(Study):
         """The pool of base sentences (read from ``args.corpus`` on first use)."""
         if self._pool is None:
             from ...data.corpus import load_corpus  # only when no sentences were given
-            corpus = load_corpus(self.args.corpus, split=self.args.corpus_split).filter(*SENTENCE_WORDS)
+            corpus = load_corpus(self.args.corpus, text_column=self.args.text_column,
+                                 split=self.args.corpus_split).filter(*SENTENCE_WORDS)
             if self.progress:  # one console line: how many base sentences were read, and how
                 import sys
 

@@ -76,8 +76,9 @@ class ScopeResult(StudyResult):
         """Up to ``k`` examples (in sample order) of ``capability`` in ``trial`` on which the
         reference keeps its prediction under its perturbation and ``target`` changes its own:
         the invariances Hard-SCoPE counts as not shared. Each is a dict of ``original``,
-        ``perturbed`` (changed words in ``[[ ]]``), ``reference`` (its label on both) and
-        ``target`` (its labels on the original and the perturbed text)."""
+        ``perturbed`` (changed words in ``[[ ]]``), ``reference`` (its label on both),
+        ``target`` (its labels on the original and the perturbed text) and ``gold`` (the example's
+        label; None for unlabelled data)."""
         from .tables import _is_pair, mark_changes
 
         out = []
@@ -90,7 +91,7 @@ class ScopeResult(StudyResult):
             if ra == rb and ta != tb:
                 shown = r["perturbed"] if _is_pair(r) else mark_changes(r["perturbed"], r["changes"])
                 out.append({"sample_id": r["sample_id"], "original": r["original"], "perturbed": shown,
-                            "reference": ra, "target": [ta, tb]})
+                            "reference": ra, "target": [ta, tb], "gold": r.get("gold")})
                 if len(out) == k:
                     break
         return out

@@ -251,9 +251,10 @@ class ScopeStudy(Study):
             pp_xp = np.asarray(m.predict_proba(xp)) if pert else np.zeros((0, pa.shape[1]))
             probs[name] = (pa, pp_x, pp_xp)
         names = self.splits()[1].label_names
-        for k, (_, r) in enumerate(searched):  # each model's prediction on x and x', by label name
+        for k, (ex, r) in enumerate(searched):  # each model's prediction on x and x', by label name; the gold label
             self._records[(cap_name, trial, r["sample_id"])] = {**r, "predictions": {
-                name: [_label(names, p_x[k]), _label(names, p_xp[k])] for name, (_, p_x, p_xp) in probs.items()}}
+                name: [_label(names, p_x[k]), _label(names, p_xp[k])] for name, (_, p_x, p_xp) in probs.items()},
+                **({"gold": names[int(ex.label)]} if names and ex.label is not None else {})}
         out = []
         r_all, r_x, r_xp = probs[self.reference]
         inv = reference_invariant(r_x, r_xp) if pert else np.zeros(0, bool)

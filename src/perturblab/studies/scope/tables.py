@@ -28,9 +28,22 @@ def _is_pair(record: dict[str, Any]) -> bool:
 
 def write_examples_csv(rows: Sequence[dict[str, Any]], path: str | Path) -> Path:
     """One line per (capability, trial, sample) with the original, the marked perturbation,
-    the changed words, the reference loss L(m(x), m(x')) and each model's prediction on the
-    original and the perturbed text (``minilm-l6: pos → pos; minilm-l3: pos → neg``)."""
+    the changed words, the reference loss L(m(x), m(x')), each model's prediction on the
+    original and the perturbed text (``minilm-l6: pos → pos; minilm-l3: pos → neg``), the gold
+    label, and per target whether it changed its prediction where the reference kept its own
+    (``changed: <target>``: ``yes``, ``no``, or empty when the reference changed its own or the
+    search found no perturbation), so a click on that column's name brings the broken invariances
+    first."""
     from ...core.files import write_csv
+
+    reference = next((r.get("reference") for r in rows if r.get("reference")), None)
+    targets = list(dict.fromkeys(m for r in rows for m in (r.get("predictions") or {}) if m != reference))
+
+    def changed(r: dict[str, Any], target: str) -> str:
+        preds = r.get("predictions") or {}
+        if reference not in preds or target not in preds or preds[reference][0] != preds[reference][1]:
+            return ""
+        return "yes" if preds[target][0] != preds[target][1] else "no"
 
     lines = []
     for r in rows:
@@ -40,9 +53,11 @@ def write_examples_csv(rows: Sequence[dict[str, Any]], path: str | Path) -> Path
                       shown or "", "; ".join(f"{c[1]}->{c[2]}" for c in r["changes"]),
                       "" if r["ref_loss"] is None else f"{r['ref_loss']:.6f}",
                       "" if r["argmax_invariant"] is None else int(r["argmax_invariant"]),
-                      "; ".join(f"{m}: {a} → {b}" for m, (a, b) in (r.get("predictions") or {}).items())])
+                      "; ".join(f"{m}: {a} → {b}" for m, (a, b) in (r.get("predictions") or {}).items()),
+                      r.get("gold", ""), *(changed(r, t) for t in targets)])
     return write_csv(path, ["capability", "trial", "sample_id", "status", "original", "perturbed",
-                            "changed_words", "reference_loss", "reference_argmax_invariant", "predictions"], lines)
+                            "changed_words", "reference_loss", "reference_argmax_invariant", "predictions", "gold",
+                            *(f"changed: {t}" for t in targets)], lines)
 
 
 def fmt(v: float, se: float | None = None) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..compare.part import LANGUAGE_MODEL, Cost, Part, corpus_sentences
+from ..compare.part import LANGUAGE_MODEL, Cost, Part, corpus_columns, corpus_sentences
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..compare.config import CompareArgs
@@ -21,7 +21,7 @@ KEYS = SCORES + tuple(f"{k}_gap" for k in SCORES)
 
 def _options(args: "CompareArgs", size: int, plan: "Plan", target: str | None = None) -> dict[str, Any]:
     return {"models": ",".join([args.reference, *args.target_names()]), "corpus": args.corpus, "n": size,
-            "no_ablations": True, "seed": args.seed}
+            "no_ablations": True, "seed": args.seed, "benign_corpus": args.benign_corpus, **corpus_columns(args)}
 
 
 def _fit(models: list[str], plan: "Plan") -> dict[str, Any] | None:

@@ -1,0 +1,100 @@
+"""A comparison on a data file with columns of its own: ``--text-column``/``--text-fields`` and
+``--label-column`` (and ``text-column``/``label-column`` in a study config, ``text_column=`` in
+Python) reach every study of the plan, the plan's sizes and fairness count read the same columns,
+and a corpus file's text column reaches the language models' studies."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+import perturblab as pl
+from perturblab.cli import main
+from perturblab.studies.compare.plan import make_plan
+from compare_helpers import args_of, tiny_costs  # noqa: F401
+
+WORDS = {"happy": ["great", "lovely", "sturdy", "excellent"], "sad": ["broke", "awful", "cracked", "useless"]}
+
+
+@pytest.fixture
+def reviews(tmp_path):
+    """40 reviews in columns ``review`` and ``sentiment`` (labels happy/sad); 6 mention a woman."""
+    rows = ["review,sentiment"]
+    for i in range(40):
+        label = ("happy", "sad")[i % 2]
+        who = "my wife" if i < 6 else "the box"
+        rows.append(f"{who} said the kettle was {WORDS[label][i % 4]} and {WORDS[label][(i + 1) % 4]} (item {i}),{label}")
+    path = tmp_path / "reviews.csv"
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+def test_the_plan_passes_the_columns_to_every_study_and_reads_the_data_with_them(reviews):
+    plan = make_plan(args_of(reference="minilm-l6", targets="minilm-l3", data=str(reviews), text_column="review",
+                             label_column="sentiment"))
+    assert [s.name for s in plan.studies] == ["invariances", "robustness", "layers"]
+    for study in plan.studies:
+        assert study.options["text_fields"] == ["review"], study.name
+        assert study.options.get("label_column") == (None if study.name == "layers" else "sentiment"), study.name
+    # sizes capped by the file's own rows: a test split of 10 of 40, all 40 for the layers
+    sizes = {s.name: s.count for s in plan.studies}
+    assert sizes == {"invariances": 10, "robustness": 10, "layers": 40}, sizes
+    assert any("6 of 40 texts" in line for line in plan.left_out + plan.notes)  # read from the review column
+
+
+def test_without_the_columns_the_refusal_names_the_options_compare_takes(reviews, tmp_path, capsys):
+    code = main(["compare", "--reference", "tfidf-lr", "--targets", "minilm-l3", "--data", str(reviews),
+                 "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and "columns are: review, sentiment" in err
+    assert "--text-fields" in err and not (tmp_path / "out").exists()
+    code = main(["compare", "--reference", "tfidf-lr", "--targets", "minilm-l3", "--data", str(reviews),
+                 "--text-column", "review", "--text-fields", "review", "--label-column", "sentiment",
+                 "--out", str(tmp_path / "out")])
+    assert code == 2 and "replaces --text-column" in capsys.readouterr().err and not (tmp_path / "out").exists()
+
+
+@pytest.mark.usefixtures("torch_one_thread", "tiny_costs")
+def test_own_columns_from_the_command_line_a_config_and_python_give_the_same_results(reviews, tmp_path, capsys):
+    common = ["--reference", "tfidf-lr", "--targets", "twin=tfidf-lr", "--data", str(reviews), "--studies",
+              "invariances,robustness", "--label-column", "sentiment", "--quiet"]
+    assert main(["compare", *common, "--text-column", "review", "--out", str(tmp_path / "cli")]) == 0
+    cli = json.loads((tmp_path / "cli" / "compare.json").read_text())
+    scope = json.loads((tmp_path / "cli" / "invariances" / "study.json").read_text())
+    assert json.dumps(scope).count("sentiment") >= 1 and "review" in json.dumps(scope)
+    # the twin agrees with the reference on every one of the 8 samples, read from the review column
+    agreement = next(e for v in cli["verdicts"] for e in v["estimates"] if e["key"] == "agreement")
+    assert agreement["value"] == 1.0 and agreement["n"] == 8
+
+    config = tmp_path / "c.yaml"
+    config.write_text(yaml.safe_dump({"studies": [
+        {"name": "own", "kind": "compare", "reference": "tfidf-lr", "targets": ["twin=tfidf-lr"], "data": str(reviews),
+         "studies": ["invariances", "robustness"], "text-column": "review", "label-column": "sentiment"}]}))
+    assert main(["run", str(config), "--out", str(tmp_path / "run"), "--quiet"]) == 0
+    saved = json.loads((tmp_path / "run" / "own" / "compare.json").read_text())
+
+    res = pl.compare("tfidf-lr", ["twin=tfidf-lr"], data=str(reviews), studies="invariances,robustness",
+                     text_column="review", label_column="sentiment", quiet=True)
+    values = [[(e["key"], e["value"], e["n"]) for v in d["verdicts"] for e in v["estimates"]]
+              for d in (cli, saved, json.loads(json.dumps(res.to_json(), default=str)))]
+    assert values[0] == values[1] == values[2] and values[0]
+
+
+def test_a_corpus_files_text_column_reaches_the_language_models_studies(tmp_path):
+    corpus = tmp_path / "notes.csv"
+    sentences = [f"The meeting on day {i} was moved to the small room upstairs." for i in range(30)]
+    corpus.write_text("body\n" + "\n".join(sentences) + "\n")
+    plan = make_plan(args_of(reference="smollm2-135m", targets="smollm2-135m-int8", corpus=str(corpus),
+                             text_column="body", studies="lm-invariances,selfcheck", benign_corpus="none",
+                             budget="1h"))
+    assert {s.name: s.options["text_column"] for s in plan.studies} == {"lm-invariances": "body", "selfcheck": "body"}
+    assert plan.studies[1].options["benign_corpus"] == "none"
+    from perturblab.data.corpus import load_corpus
+    from perturblab.studies.scope.lm import SENTENCE_WORDS
+
+    read = load_corpus(str(corpus), text_column="body")
+    assert len(read.sentences) == 30  # the body column, one sentence per row
+    assert {s.name: s.count for s in plan.studies} == {
+        "lm-invariances": len(read.filter(*SENTENCE_WORDS).sentences), "selfcheck": 30}
