@@ -273,7 +273,7 @@ def test_scope_lm_pool_reads_the_corpus_with_the_split(tmp_path, capsys, monkeyp
 
     path = write(tmp_path, "senate.txt", "\n".join(LINES) + "\n")
     monkeypatch.setattr(lm_mod, "SENTENCE_WORDS", (7, 40))  # the base sentences' word range
-    args = types.SimpleNamespace(corpus=str(path), corpus_split="auto")
+    args = types.SimpleNamespace(corpus=str(path), corpus_split="auto", text_column="text")
     study = types.SimpleNamespace(_pool=None, args=args, progress=True)
     assert LMScopeStudy.sentences(study) == [LINES[0], LINES[1], LINES[2], LINES[4]]
     assert capsys.readouterr().err == (f"corpus {path}: 5 texts, one per line, from senate.txt (auto); "
