@@ -25,8 +25,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from ...core.headline import Estimate
 
 __all__ = ["CLASSIFIER", "LANGUAGE_MODEL", "Cost", "Part", "compare_data", "corpus_columns", "corpus_sentences",
-           "data_columns", "data_examples", "fmt", "level_text", "listed", "side", "parts", "studies_of", "part_of",
-           "part_name"]
+           "data_columns", "data_examples", "split_sizes", "fmt", "level_text", "listed", "side", "parts",
+           "studies_of", "part_of", "part_name"]
 
 #: the two kinds of models a comparison takes (the models of one comparison are of one kind)
 CLASSIFIER, LANGUAGE_MODEL = "classifier", "language model"
@@ -152,15 +152,21 @@ def compare_data(args: Any) -> Any:
 
 
 # -- what the data holds ------------------------------------------------------------------------------
-def data_examples(args: Any, test_size: float | None = None) -> tuple[int, str]:
-    """(examples, what they are) of the comparison's ``--data``: all of them, or with ``test_size``
-    its test split as the studies draw it (:func:`~perturblab.data.loaders.train_test_split`)."""
+def split_sizes(args: Any, test_size: float = 0.25) -> tuple[int, int]:
+    """(training, test) examples of the comparison's ``--data`` as the studies split it
+    (:func:`~perturblab.data.loaders.train_test_split`), from one reading of the data."""
     from ...data.loaders import train_test_split
 
-    ds = compare_data(args)
+    train, test = train_test_split(compare_data(args), test_size=test_size, seed=args.seed)
+    return len(train), len(test)
+
+
+def data_examples(args: Any, test_size: float | None = None) -> tuple[int, str]:
+    """(examples, what they are) of the comparison's ``--data``: all of them, or with ``test_size``
+    its test split as the studies draw it (:func:`split_sizes`)."""
     if test_size is None:
-        return len(ds), f"--data {args.data}"
-    return len(train_test_split(ds, test_size=test_size, seed=args.seed)[1]), f"the test split of --data {args.data}"
+        return len(compare_data(args)), f"--data {args.data}"
+    return split_sizes(args, test_size)[1], f"the test split of --data {args.data}"
 
 
 def corpus_sentences(args: Any, words: tuple[int, int] | None = None) -> tuple[int, str] | None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..compare.part import CLASSIFIER, Cost, Part, data_columns, data_examples, fmt, level_text, side
+from ..compare.part import CLASSIFIER, Cost, Part, data_columns, data_examples, fmt, level_text, side, split_sizes
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..compare.config import CompareArgs
@@ -17,10 +17,8 @@ if TYPE_CHECKING:  # pragma: no cover
 def _options(args: "CompareArgs", size: int, plan: "Plan", target: str | None = None) -> dict[str, Any]:
     """Its options at ``size``: the heads (and any model trained on the data) on the whole training
     split, as the invariances study trains them, so both studies compare the same models."""
-    total, _ = data_examples(args)
-    test, _ = data_examples(args, 0.25)
     return {"models": ",".join([args.reference, *args.target_names()]), "data": args.data, "n_eval": size,
-            "n_train": total - test, "trials": 1, "perturbations": "robustness", "metrics": "accuracy",
+            "n_train": split_sizes(args)[0], "trials": 1, "perturbations": "robustness", "metrics": "accuracy",
             **data_columns(args)}
 
 
