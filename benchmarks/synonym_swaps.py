@@ -1,4 +1,5 @@
-"""Draws synonym swaps from Rotten-Tomatoes sentences under four settings, for a reader to judge.
+"""Draws synonym swaps from Rotten-Tomatoes sentences for a reader to judge: candidates under four
+settings, or (``--searched``) the swaps SCoPE searches accept under ``--synonyms wordnet`` and ``meaning``.
 
 Settings (the options of :class:`perturblab.perturb.search.SynonymOptions`):
 
@@ -16,7 +17,17 @@ with no candidate for the word takes no swap from that sentence (counted as ``re
 draw stops when every setting has ``--n`` swaps. So this measures the candidates the search
 chooses from, drawn uniformly, not the swap a particular reference model's search would pick.
 
-Writes one row per (setting, swap) to ``--out``. With ``--judged`` (a CSV of this script's
+``--searched``: a SCoPE synonym search (reference MiniLM-L6, as ``compare`` runs it) on ``--n`` base
+samples of the Rotten-Tomatoes test split under each set of synonyms; from each perturbed sample one
+of its changed words is drawn with ``default_rng([seed, sample id, 2])`` and put alone into the
+original sentence. ``--out`` is then a folder: ``searched_swaps.csv`` (with the set) and ``blind.csv``
+(the same swaps in a seeded shuffled order without it, for judging without knowing the set). With
+``--judged`` it prints the acceptable share per set with its Wilson 95 % interval::
+
+    .venv/bin/python benchmarks/synonym_swaps.py --searched --n 150 --out /tmp/searched \\
+        --judged docs/synonym_swaps_searched.csv
+
+Otherwise it writes one row per (setting, swap) to ``--out``. With ``--judged`` (a CSV of this script's
 columns plus ``acceptable`` = 1/0 filled in by a reader) it reads the judgments, keyed on
 (row, word index, replacement), and prints the acceptable share per setting. Usage::
 
@@ -90,6 +101,78 @@ def draw(n: int, threshold: float, seed: int) -> tuple[list[dict], dict[str, int
     return rows, refused, read
 
 
+# -- the swaps a search accepts (what `compare` shows as evidence) ----------------------------------
+SEARCHED = ("wordnet", "meaning")
+BLIND_COLUMNS = ["id", "original", "word", "replacement", "perturbed"]
+
+
+def searched(n: int, seed: int, out_dir: Path) -> tuple[list[dict], dict[str, tuple[int, int]]]:
+    """One swap drawn from each perturbed sample of a SCoPE synonym search on ``n`` base samples of
+    the Rotten-Tomatoes test split (reference MiniLM-L6, as ``compare``'s invariances run it), under
+    each set of ``synonyms``; and per set (samples perturbed, samples searched)."""
+    import perturblab as pl
+    from perturblab.perturb.text import WordText
+
+    rows: list[dict] = []
+    coverage: dict[str, tuple[int, int]] = {}
+    for setting in SEARCHED:
+        res = pl.scope("minilm-l6", "tfidf-lr", capabilities="synonym", synonyms=setting, n=n, trials=1,
+                       seed=seed, out=out_dir / f"search-{setting}", quiet=True)
+        found = [r for r in res.perturbations if r["capability"] == "synonym"]
+        done = [r for r in found if r["perturbed"] is not None and r["changes"]]
+        coverage[setting] = (len(done), len(found))
+        for r in done:
+            i, word, new = r["changes"][int(np.random.default_rng([seed, int(r["sample_id"]), 2]).integers(len(r["changes"])))]
+            one = WordText.from_text(r["original"]).replace(int(i), new).text
+            rows.append({"setting": setting, "sample_id": int(r["sample_id"]), "index": int(i), "word": word,
+                         "replacement": new, "original": r["original"], "perturbed": one})
+    return rows, coverage
+
+
+def wilson(k: int, n: int, z: float = 1.959964) -> tuple[float, float]:
+    """The Wilson score 95 % interval of a proportion k/n."""
+    if n == 0:
+        return float("nan"), float("nan")
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return centre - half, centre + half
+
+
+def main_searched(args: argparse.Namespace) -> None:
+    """Write the searched swaps, blind (shuffled, no setting) for a reader and keyed, or count judged ones."""
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    rows, coverage = searched(args.n, args.seed, out)
+    order = np.random.default_rng([args.seed, 3]).permutation(len(rows))
+    for k, j in enumerate(order):
+        rows[int(j)]["id"] = k + 1
+    rows.sort(key=lambda r: r["id"])
+    with open(out / "searched_swaps.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, ["id", "setting", "sample_id", "index", "word", "replacement", "original", "perturbed"])
+        w.writeheader()
+        w.writerows(rows)
+    with open(out / "blind.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, BLIND_COLUMNS, extrasaction="ignore")
+        w.writeheader()
+        w.writerows(rows)
+    for s in SEARCHED:
+        done, total = coverage[s]
+        print(f"{s:<8} {done} of {total} samples perturbed; {sum(r['setting'] == s for r in rows)} swaps drawn")
+    print(f"written: {out / 'searched_swaps.csv'} and, without the setting, {out / 'blind.csv'}")
+    if args.judged:
+        with open(Path(args.judged), newline="") as f:
+            judged = {(r["setting"], r["sample_id"], r["index"], r["replacement"]): r["acceptable"]
+                      for r in csv.DictReader(f)}
+        for s in SEARCHED:
+            marks = [judged.get((s, str(r["sample_id"]), str(r["index"]), r["replacement"])) for r in rows
+                     if r["setting"] == s]
+            ok, n = sum(m == "1" for m in marks), sum(m in ("0", "1") for m in marks)
+            lo, hi = wilson(ok, n)
+            print(f"{s:<8} {ok}/{n} acceptable = {ok / max(n, 1):.2f} [Wilson 95 % {lo:.2f}, {hi:.2f}]"
+                  + (f" ({len(marks) - n} not judged)" if len(marks) > n else ""))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--n", type=int, default=50, help="swaps per setting")
@@ -97,10 +180,16 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default="synonym_swaps.csv", help="CSV of the drawn swaps")
     ap.add_argument("--judged", default=None, help="CSV with an 'acceptable' column (1/0) to count")
+    ap.add_argument("--searched", action="store_true",
+                    help="draw the swaps SCoPE searches accept (one per perturbed sample of --n base samples) under "
+                         "--synonyms wordnet and meaning; --out is then a folder")
     args = ap.parse_args()
     import torch
 
     torch.set_num_threads(1)  # one thread: the same float32 cosines on every machine of this kind
+    if args.searched:
+        main_searched(args)
+        return
     rows, refused, read = draw(args.n, args.threshold, args.seed)
     with open(args.out, "w", newline="") as f:
         w = csv.DictWriter(f, COLUMNS)

@@ -40,6 +40,7 @@ pytestmark = pytest.mark.usefixtures("torch_one_thread")
 WITHOUT_EXAMPLE = {
     "checkpoints": "needs classifier checkpoint directories of one training run, or --finetune (a fine-tune)",
     "compare": "runs several studies to a time budget; it is checked by tests/studies/compare/test_compare_runs.py",
+    "demo": "a compare with its own defaults (three minutes); tests/end_to_end/test_slow_packaged.py runs it",
 }
 
 #: studies whose example takes longest (about a minute for the four contracts; their cases run with

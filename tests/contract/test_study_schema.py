@@ -179,9 +179,10 @@ def test_the_command_has_one_option_per_field_and_alias(name):
         assert dests[f.name].help == opt.help.replace("%", "%%") and opt.help, f"{f.name} needs a help text"
 
 
-def test_demo_is_scope_with_its_own_defaults():
+def test_demo_is_compare_with_its_own_defaults():
     ns = parse_args(["demo"])
-    assert (ns.reference, ns.targets, ns.n, ns.out) == ("minilm-l6", "minilm-l6-int8,minilm-l3,tfidf-lr", 60, "out/demo")
+    assert (ns.reference, ns.targets, ns.budget, ns.out) == ("minilm-l6", "minilm-l6-int8,minilm-l3", "3m", "out/demo")
+    assert parse_args(["compare", "--reference", "a", "--targets", "b", "--out", "o"]).budget == "10m"
     assert parse_args(["scope", "--reference", "a", "--targets", "b", "--out", "o"]).n == 500
     with pytest.raises(SystemExit):
         parse_args(["scope", "--targets", "b", "--out", "o"])  # the reference is required there

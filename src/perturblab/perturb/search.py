@@ -548,23 +548,40 @@ class SearchOptions:
         return make_search(self.search, **kw)
 
 
+#: the sets of synonym swaps (``synonyms``): the SCoPE paper's, and ours that keep the meaning
+SYNONYM_SETS = ("wordnet", "meaning")
+#: ``synonyms="meaning"``: lemmas of the word's most frequent WordNet sense only, re-inflected, with the
+#: part of speech of the word they replace and a contextual embedding at least this close to its
+#: (docs/synonym_swaps.md measures what each part refuses)
+MEANING_SENSES, MEANING_CONTEXT_SIMILARITY = 1, 0.35
+
+
 @dataclass(kw_only=True)
 class SynonymOptions:
     """Options that keep a synonym swap's meaning and grammar (none in the SCoPE paper, whose
-    Synonym-Invariance is the default: both off).
+    Synonym-Invariance is the default: ``synonyms="wordnet"``, both others off).
 
+    ``synonyms``: ``"wordnet"`` (SCoPE Sec. 3.2, after Ren et al. 2019: every single-word lemma of the
+    word's synsets of its part of speech) or ``"meaning"``: lemmas of the word's most frequent sense
+    only (:data:`MEANING_SENSES`), in the inflection of the word they replace, kept only where the
+    perturbed text gives the new word the replaced word's part of speech
+    (:class:`~.semantics.PartOfSpeechAgreement`) and a contextual embedding with a cosine of at least
+    :data:`MEANING_CONTEXT_SIMILARITY` with the replaced word's (:class:`~.semantics.WordContextSimilarity`).
     ``synonym_min_similarity``: refuse a candidate x' whose packaged MiniLM-L6 sentence embedding
     has a cosine below this with that of x (:class:`~.semantics.SentenceSimilarity`; None: off).
     ``reinflect_synonyms``: give each WordNet lemma the inflection of the word it replaces
-    (:class:`~.transformations.SynonymSwap` ``reinflect``). Both apply to capabilities whose
-    transformation is a :class:`~.transformations.SynonymSwap` (``synonym``, ``synonym*``).
+    (:class:`~.transformations.SynonymSwap` ``reinflect``; part of ``"meaning"``). They apply to
+    capabilities whose transformation is a :class:`~.transformations.SynonymSwap` (``synonym``, ``synonym*``).
     """
 
+    synonyms: str = "wordnet"
     synonym_min_similarity: float | None = None
     reinflect_synonyms: bool = False
 
     def check_synonym_options(self) -> None:
-        """InputError for a threshold outside (-1, 1]."""
+        """InputError for an unknown set of synonyms or a threshold outside (-1, 1]."""
+        if self.synonyms not in SYNONYM_SETS:
+            raise InputError(f"synonyms must be one of {', '.join(SYNONYM_SETS)}; got {self.synonyms!r}")
         if self.synonym_min_similarity is not None:
             from .semantics import SentenceSimilarity
 
@@ -577,13 +594,17 @@ class SynonymOptions:
 
     def synonym_key(self, capability: str) -> dict[str, Any]:
         """The options ``capability``'s search results depend on beyond the shared ones (part of
-        their content key): the set synonym options, nothing when both are off."""
-        if (self.synonym_min_similarity is None and not self.reinflect_synonyms) or not self._applies(capability):
+        their content key): the set synonym options, nothing when all are the paper's."""
+        meaning = self.synonyms != "wordnet"
+        if (self.synonym_min_similarity is None and not self.reinflect_synonyms and not meaning) \
+                or not self._applies(capability):
             return {}
         out: dict[str, Any] = {}
+        if meaning:
+            out["synonyms"] = self.synonyms
         if self.synonym_min_similarity is not None:
             out["synonym_min_similarity"] = float(self.synonym_min_similarity)
-        if self.reinflect_synonyms:
+        if self.reinflect_synonyms and not meaning:
             out["reinflect_synonyms"] = True
         return out
 
@@ -592,10 +613,16 @@ class SynonymOptions:
         swap = capability.transformation
         if not isinstance(swap, SynonymSwap):
             return swap, []
-        if self.reinflect_synonyms:
+        meaning = self.synonyms == "meaning"
+        checks: list[CandidateConstraint] = []
+        if self.reinflect_synonyms or meaning:
             swap = copy.copy(swap)
             swap.reinflect = True
-        checks: list[CandidateConstraint] = []
+        if meaning:
+            from .semantics import PartOfSpeechAgreement, WordContextSimilarity
+
+            swap.senses = MEANING_SENSES
+            checks += [PartOfSpeechAgreement(), WordContextSimilarity(MEANING_CONTEXT_SIMILARITY)]
         if self.synonym_min_similarity is not None:
             from .semantics import SentenceSimilarity
 

@@ -13,6 +13,17 @@ embeddings of x and x' is at least a threshold. x' is compared with the *origina
 text of the previous search step, so a search of many steps cannot drift away in small steps. The
 encoder is the packaged all-MiniLM-L6-v2 (``minilm-l6``), a sentence-transformers model trained for
 this cosine (mean-pooled last layer; the cosine does not depend on the normalisation it adds).
+
+One changed word moves the embedding of a whole sentence very little, whatever it does to the
+meaning (docs/synonym_swaps.md measures it), so two word-level checks look at the changed words
+themselves, each in a window of :data:`WINDOW` words either side of the word (the 15-word windows of
+TextFooler's and BAE's sentence-encoder checks), so that their cost does not grow with the text:
+
+* :class:`WordContextSimilarity`: the changed word's contextual embedding in x' (the same encoder's
+  last layer, averaged over the word's pieces) against the replaced word's in x, as lexical
+  substitution does with a contextual encoder (Zhou et al. 2019, "BERT-based Lexical Substitution");
+* :class:`PartOfSpeechAgreement`: the changed word's part of speech in x' against the replaced word's
+  in x (TextAttack's ``PartOfSpeech`` constraint), from spaCy's small English tagger.
 """
 
 from __future__ import annotations
@@ -25,10 +36,13 @@ import numpy as np
 
 from ..errors import InputError
 
-__all__ = ["CandidateConstraint", "SentenceSimilarity", "DEFAULT_SENTENCE_ENCODER"]
+__all__ = ["CandidateConstraint", "SentenceSimilarity", "WordContextSimilarity", "PartOfSpeechAgreement",
+           "changed_positions", "DEFAULT_SENTENCE_ENCODER", "WINDOW"]
 
-#: the packaged sentence encoder of :class:`SentenceSimilarity`
+#: the packaged sentence encoder of :class:`SentenceSimilarity` and :class:`WordContextSimilarity`
 DEFAULT_SENTENCE_ENCODER = "minilm-l6"
+#: words either side of a changed word that the word-level checks read it with
+WINDOW = 7
 
 
 class CandidateConstraint(ABC):
@@ -99,3 +113,203 @@ class SentenceSimilarity(CandidateConstraint):
 
     def admits(self, original: str, candidates: Sequence[str]) -> np.ndarray:
         return self.similarities(original, candidates) >= self.min_similarity
+
+
+def changed_positions(original: Sequence[str], candidate: Sequence[str]) -> list[int] | None:
+    """The word positions where ``candidate``'s words differ from ``original``'s, or None when the
+    two have different numbers of words (not a word swap of ``original``)."""
+    if len(original) != len(candidate):
+        return None
+    return [i for i, (a, b) in enumerate(zip(original, candidate)) if a != b]
+
+
+def _window(words: Sequence[str], i: int, window: int) -> tuple[tuple[str, ...], int]:
+    """The words within ``window`` of position ``i`` and the position of ``i`` among them."""
+    lo = max(0, i - window)
+    return tuple(words[lo:i + window + 1]), i - lo
+
+
+class _WordCheck(CandidateConstraint):
+    """A check of each changed word of x' against the word it replaced in x, both read in their windows:
+    ``score(window, i)`` gives what is compared (kept per window), ``agree(a, b)`` whether two agree.
+    A candidate is kept when every changed word agrees (one with no changed word is kept; one that is
+    not a word swap of x is refused)."""
+
+    def __init__(self, window: int = WINDOW, cache: int = 8192) -> None:
+        if isinstance(window, bool) or not isinstance(window, int) or window < 1:
+            raise InputError(f"window must be a whole number of words >= 1, got {window!r}")
+        self.window = window
+        self._cache: OrderedDict[tuple[tuple[str, ...], int], Any] = OrderedDict()
+        self._size = cache
+
+    def _scores(self, windows: list[tuple[tuple[str, ...], int]]) -> list[Any]:
+        todo = list(dict.fromkeys(w for w in windows if w not in self._cache))
+        if todo:
+            for w, v in zip(todo, self.score_many(todo)):
+                self._cache[w] = v
+        out = []
+        for w in windows:
+            self._cache.move_to_end(w)
+            out.append(self._cache[w])
+        while len(self._cache) > self._size:
+            self._cache.popitem(last=False)
+        return out
+
+    @abstractmethod
+    def score_many(self, windows: list[tuple[tuple[str, ...], int]]) -> list[Any]:
+        """What is compared for the word at each window's position (computed in one batch)."""
+
+    def _pairs(self, original: str, candidates: Sequence[str]) -> tuple[list[list[int] | None], list[Any], list[Any]]:
+        from .text import WordText
+
+        words = WordText.from_text(original).words
+        changed, before, after = [], [], []
+        for c in candidates:
+            cw = WordText.from_text(c).words
+            where = changed_positions(words, cw)
+            changed.append(where)
+            for i in where or ():
+                before.append(_window(words, i, self.window))
+                after.append(_window(cw, i, self.window))
+        scores = self._scores(before + after) if before else []
+        return changed, scores[:len(before)], scores[len(before):]
+
+
+class WordContextSimilarity(_WordCheck):
+    """Keep x' when every word it changed keeps its meaning in context: the cosine of the changed
+    word's contextual embedding in x' and the replaced word's in x is at least ``min_similarity``.
+
+    The embedding of a word is the last layer of the sentence encoder averaged over the word's
+    pieces, the word read with :data:`WINDOW` words either side. A wrong sense of a word reads
+    differently in its sentence: ``"the magic he's spun"`` -> ``deception`` has a cosine of 0.35
+    where ``movie -> film`` has 0.8 and more (docs/synonym_swaps.md has the measured separation).
+
+    Args:
+        min_similarity: the threshold, a cosine in (-1, 1].
+        encoder: an encoder preset or model directory for
+            :func:`perturblab.models.presets.load_encoder` with a fast tokenizer (default ``minilm-l6``,
+            loaded on first use and kept per process).
+        window: words read either side of the changed word.
+
+    Example::
+
+        >>> check = WordContextSimilarity(0.4)
+        >>> check.admits("a cheap plastic toy", ["a inexpensive plastic toy", "a brassy plastic toy"])  # doctest: +SKIP
+        array([ True, False])
+    """
+
+    name = "word_context_similarity"
+
+    def __init__(self, min_similarity: float, encoder: str = DEFAULT_SENTENCE_ENCODER, window: int = WINDOW) -> None:
+        super().__init__(window)
+        if isinstance(min_similarity, bool) or not isinstance(min_similarity, (int, float)) \
+                or not -1.0 < float(min_similarity) <= 1.0:
+            raise InputError(f"min_similarity must be a cosine in (-1, 1], e.g. 0.4; got {min_similarity!r}")
+        self.min_similarity = float(min_similarity)
+        self._encoder = encoder
+
+    def __repr__(self) -> str:
+        name = self._encoder if isinstance(self._encoder, str) else type(self._encoder).__name__
+        return f"WordContextSimilarity(min_similarity={self.min_similarity}, encoder={name!r}, window={self.window})"
+
+    @property
+    def encoder(self) -> Any:
+        if isinstance(self._encoder, str):
+            from ..models.presets import load_encoder
+
+            self._encoder = load_encoder(self._encoder)
+        return self._encoder
+
+    def score_many(self, windows):
+        import torch
+
+        enc = self.encoder
+        model, tok = enc.model, enc.tokenizer
+        device = next(model.parameters()).device
+        out: list[Any] = []
+        for start in range(0, len(windows), 64):
+            chunk = windows[start:start + 64]
+            batch = tok([list(w) for w, _ in chunk], is_split_into_words=True, return_tensors="pt", padding=True,
+                        truncation=True, max_length=256)
+            with torch.inference_mode():
+                last = model(**{k: v.to(device) for k, v in batch.items()}).last_hidden_state
+            last = last.float().cpu().numpy().astype(np.float64)
+            for k, (_, i) in enumerate(chunk):
+                pieces = [t for t, w in enumerate(batch.word_ids(k)) if w == i]
+                if not pieces:  # a word the tokenizer reads as nothing (or cut off): nothing to compare
+                    out.append(None)
+                    continue
+                v = last[k, pieces].mean(axis=0)
+                norm = np.linalg.norm(v)
+                out.append(v / norm if norm > 0 else None)
+        return out
+
+    def similarities(self, original: str, candidates: Sequence[str]) -> np.ndarray:
+        """For each candidate, the least cosine over its changed words (1.0 where none changed,
+        -inf where it is not a word swap of ``original`` or a word has no embedding)."""
+        changed, before, after = self._pairs(original, candidates)
+        out = np.empty(len(candidates))
+        k = 0
+        for j, where in enumerate(changed):
+            if where is None:
+                out[j] = -np.inf
+                continue
+            least = 1.0
+            for _ in where:
+                a, b = before[k], after[k]
+                k += 1
+                least = min(least, -np.inf if a is None or b is None else float(a @ b))
+            out[j] = least
+        return out
+
+    def admits(self, original: str, candidates: Sequence[str]) -> np.ndarray:
+        return self.similarities(original, candidates) >= self.min_similarity
+
+
+#: Penn tags read as one: a proper noun may replace a common one of the same number and back
+_SAME_TAG = {"NNP": "NN", "NNPS": "NNS"}
+
+
+class PartOfSpeechAgreement(_WordCheck):
+    """Keep x' when every word it changed has, in x', the Penn Treebank tag the replaced word has in
+    x (proper and common nouns alike), both tagged by spaCy's small English tagger in their windows
+    (:func:`perturblab.resources.pos.pos_tags_many`): a verb swapped in for a noun, or a base form for a
+    past tense (``Bought -> Buy``), is refused.
+
+    Without the tagger (spaCy or its model not installed) every candidate is kept, with one warning
+    per process (:func:`~perturblab.resources.pos.warn_tagger_missing`).
+
+    Example::
+
+        >>> PartOfSpeechAgreement().admits("I bought it", ["I purchased it", "I buy it"])  # doctest: +SKIP
+        array([ True, False])
+    """
+
+    name = "pos_agreement"
+
+    def __repr__(self) -> str:
+        return f"PartOfSpeechAgreement(window={self.window})"
+
+    def score_many(self, windows):
+        from ..resources.pos import pos_tags_many
+
+        tags = pos_tags_many([list(w) for w, _ in windows], fine=True)
+        if tags is None:
+            return [None] * len(windows)
+        return [_SAME_TAG.get(t[i], t[i]) for t, (_, i) in zip(tags, windows)]
+
+    def admits(self, original: str, candidates: Sequence[str]) -> np.ndarray:
+        from ..resources.pos import tagger_available, warn_tagger_missing
+
+        if not tagger_available():
+            warn_tagger_missing("synonym swaps are not checked for part-of-speech agreement")
+            return np.ones(len(candidates), dtype=bool)
+        changed, before, after = self._pairs(original, candidates)
+        out = np.zeros(len(candidates), dtype=bool)
+        k = 0
+        for j, where in enumerate(changed):
+            if where is None:
+                continue
+            out[j] = all(before[k + m] == after[k + m] for m in range(len(where)))
+            k += len(where)
+        return out

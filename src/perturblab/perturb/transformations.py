@@ -80,13 +80,18 @@ class SynonymSwap(WordSwap):
     (:func:`perturblab.resources.inflection.reinflect`: ``felt``/VBD -> ``sensed``, not ``sense``;
     ``movies``/NNS -> ``films``); a lemma with no such form is dropped, and so is one whose form is
     the word itself (``feel`` for ``felt``).
+
+    ``senses`` (not in the SCoPE paper; None, every sense, by default) takes lemmas of the word's
+    ``senses`` most frequent WordNet senses only (:func:`perturblab.resources.wordnet.synonyms`):
+    ``senses=1`` keeps ``cheap -> inexpensive`` and drops ``cheap -> brassy``.
     """
 
     name = "synonym_swap"
     needs_pos = True
 
-    def __init__(self, reinflect: bool = False) -> None:
+    def __init__(self, reinflect: bool = False, senses: int | None = None) -> None:
         self.reinflect = bool(reinflect)
+        self.senses = senses
 
     @property
     def needs_tags(self) -> bool:  # type: ignore[override]
@@ -103,7 +108,7 @@ class SynonymSwap(WordSwap):
     def replacements(self, text, index, pos, rng):
         from ..resources.wordnet import synonyms
 
-        return synonyms(text.words[index], pos)
+        return synonyms(text.words[index], pos, getattr(self, "senses", None))
 
 
 class MiddleCharSwap(WordSwap):

@@ -98,11 +98,11 @@ def load_wordnet() -> WordNetCorpusReader:
 
 
 @lru_cache(maxsize=65536)
-def _candidates(word: str, pos: str | None) -> tuple[str, ...]:
+def _candidates(word: str, pos: str | None, senses: int | None = None) -> tuple[str, ...]:
     wn = load_wordnet()
     seen: set[str] = set()
     out: list[str] = []
-    for synset in wn.synsets(word, pos=pos):
+    for synset in wn.synsets(word, pos=pos)[:senses]:
         for lemma in synset.lemma_names():
             key = lemma.lower()
             if not lemma.isalpha() or key == word or key in seen:
@@ -120,7 +120,7 @@ def _match_case(candidate: str, like: str) -> str:
     return candidate
 
 
-def synonyms(word: str, pos: str | None = None) -> list[str]:
+def synonyms(word: str, pos: str | None = None, senses: int | None = None) -> list[str]:
     """WordNet synonym candidates of ``word`` (PWWS / TextAttack ``WordSwapWordNet``).
 
     Args:
@@ -137,15 +137,18 @@ def synonyms(word: str, pos: str | None = None) -> list[str]:
         their first letter is capitalised; otherwise WordNet's spelling is kept.
 
     Raises:
-        InputError: ``word`` is empty or not a string, or ``pos`` is unknown.
+        InputError: ``word`` is empty or not a string, ``pos`` is unknown or ``senses`` is not a
+            positive whole number.
         AssetMissingError: WordNet is not installed.
     """
     if not isinstance(word, str) or not word.strip():
         raise InputError(f"synonyms() needs a non-empty word, got {word!r}")
+    if senses is not None and (isinstance(senses, bool) or not isinstance(senses, int) or senses < 1):
+        raise InputError(f"senses must be a whole number >= 1 (or None for every sense), got {senses!r}")
     wn_pos = None
     if pos is not None:
         wn_pos = wordnet_pos(pos)
         if wn_pos is None:
             return []
     w = word.strip()
-    return [_match_case(c, w) for c in _candidates(w.lower(), wn_pos)]
+    return [_match_case(c, w) for c in _candidates(w.lower(), wn_pos, senses)]

@@ -28,7 +28,20 @@ def test_invariance_verdict_ranks_only_beyond_the_intervals_and_shows_flags_besi
     assert fairness.level == "major" and fairness.flags == ("target chance-level",)
     assert "⚑ target chance-level" in findings([v], "t")
     close = Headline("s", [estimate("t", "hard_scope:synonym", 0.9, 0.8, 1.0), estimate("t", "hard_scope:typo", 0.85, 0.75, 0.95)])
-    assert "do not differ beyond their intervals" in study_verdicts("invariances", close, "ref", ["t"])[0].sentence
+    assert "beyond both intervals" not in study_verdicts("invariances", close, "ref", ["t"])[0].sentence
+
+
+def test_every_sentence_of_a_verdict_reads_at_a_glance():
+    # five capabilities (fairness and its starred companions), agreement and gap, all undecided, long names
+    caps = ["synonym", "typo", "fairness", "synonym*", "typo*"]
+    h = Headline("s", [*(estimate("minilm-l6-int8", f"hard_scope:{c}", 0.871, 0.699, 0.972) for c in caps),
+                       estimate("minilm-l6-int8", "agreement", 0.850, 0.640, 0.948),
+                       estimate("minilm-l6-int8", "accuracy_gap", 0.050, -0.133, 0.234)])
+    v = study_verdicts("invariances", h, "minilm-l6", ["minilm-l6-int8"])[0]
+    sentences = [x for x in v.sentence.replace("⚑", "").split(". ") if x]
+    assert len(sentences) == 2 and "(undecided: minor to major)" in v.sentence
+    assert max(map(len, sentences)) <= 400, [len(x) for x in sentences]
+    assert "Unperturbed: agreement with minilm-l6 0.850 [0.640, 0.948]" in v.sentence
 
 
 def test_robustness_verdicts_read_the_paired_gap_not_the_overlap_of_two_intervals():
@@ -194,7 +207,7 @@ def test_a_verdict_carries_examples_of_its_invariance_findings():
     assert [(s.key, s.level) for s in v.severity] == [("hard_scope:synonym", "minor"), ("hard_scope:typo", "major"),
                                                       ("agreement", "undecided"), ("accuracy_gap", "undecided")]
     assert v.worst().key == "hard_scope:typo" and list(v.examples) == ["hard_scope:typo"]
-    assert "agrees with ref on 0.960" in v.sentence
+    assert "agreement with ref 0.960" in v.sentence
     assert "-0.030 [-0.050, -0.010] (lower, beyond the interval)" in v.sentence
     saved = to_json([v], [])["verdicts"][0]
     assert saved["severity"][1]["level"] == "major" and saved["examples"]["hard_scope:typo"][0]["target"] == ["pos", "neg"]

@@ -105,6 +105,11 @@ class CompareArgs(Args):
     detect: float | None = option(None, above=0, below=1,
                                   help="size each study to detect a difference of this size (e.g. 0.02) with 80% "
                                        "power at 5%, or say that the budget cannot; default: sizes from the budget")
+    synonyms: str = option("meaning", choices=("meaning", "wordnet"),
+                           help="synonym swaps of the invariances: 'meaning' keeps the meaning (synonyms of the word's "
+                                "most frequent sense, re-inflected, of the same part of speech and close to the word "
+                                "in context); 'wordnet' takes every WordNet synonym of the word's part of speech, as "
+                                "the SCoPE paper and `perturblab scope` do (docs/synonym_swaps.md)")
     seed: int = option(0, min=0, help="seed of the samples and perturbations")
 
     # -- what the compare reads -------------------------------------------------------------

@@ -110,8 +110,8 @@ def fmt(e: "Estimate") -> str:
 
 
 def level_text(s: Any) -> str:
-    """`` (major)``, `` (undecided, interval minor to major)`` or nothing."""
-    return "" if s is None else f" ({s.level}{', interval ' + s.span if s.span and s.level == 'undecided' else ''})"
+    """`` (major)``, `` (undecided: minor to major)`` (the levels the interval spans) or nothing."""
+    return "" if s is None else f" ({s.level}{': ' + s.span if s.span and s.level == 'undecided' else ''})"
 
 
 def side(gap: "Estimate") -> str:

@@ -33,7 +33,7 @@ def sentence(v: "Verdict") -> str:
                                                    if "accuracy" in by_key else "") + ". ") if acc else ""
     gap = next((e for e in mine if e.key == "accuracy_gap"), None)
     if gap is not None and gap.value is not None:
-        s += f"Its accuracy minus {reference}'s, on the same examples: {fmt(gap)}{side(gap)}. "
+        s += f"Accuracy minus {reference}'s on the same examples: {fmt(gap)}{side(gap)}. "
     gaps = [e for e in mine if e.key.startswith("relative_robustness_gap:")]
     less = [e for e in gaps if e.high is not None and e.high < 0]
     more = [e for e in gaps if e.low is not None and e.low > 0]

@@ -55,12 +55,14 @@ def _capabilities(args: "CompareArgs", n: int, plan: "Plan") -> str:
 
 def _invariances(args: "CompareArgs", size: int, plan: "Plan", target: str | None = None) -> dict[str, Any]:
     return {"reference": args.reference, "targets": ",".join(args.target_names()), "data": args.data, "n": size,
-            "trials": 1, "seed": args.seed, "capabilities": _capabilities(args, size, plan), **data_columns(args)}
+            "trials": 1, "seed": args.seed, "capabilities": _capabilities(args, size, plan), "synonyms": args.synonyms,
+            **data_columns(args)}
 
 
 def _lm_invariances(args: "CompareArgs", size: int, plan: "Plan", target: str | None = None) -> dict[str, Any]:
     return {"reference": args.reference, "targets": ",".join(args.target_names()), "corpus": args.corpus, "n": size,
-            "trials": 1, "capabilities": "synonym,typo", "seed": args.seed, **corpus_columns(args)}
+            "trials": 1, "capabilities": "synonym,typo", "seed": args.seed, "synonyms": args.synonyms,
+            **corpus_columns(args)}
 
 
 def _sentence_words() -> tuple[int, int]:
@@ -87,9 +89,9 @@ def _lm_fit(models: list[str], plan: "Plan") -> dict[str, Any] | None:
 
 
 def sentence(v: "Verdict", lm: bool = False) -> str:
-    """The verdict of shared invariances: Hard-SCoPE per capability with its level, whether the
-    capabilities differ beyond their intervals, and agreement and accuracy gap on the unperturbed
-    inputs."""
+    """The verdict of shared invariances: Hard-SCoPE per capability with its level, the capabilities
+    whose intervals lie apart, and agreement and accuracy gap on the unperturbed inputs; each sentence
+    short enough to read at a glance (one clause per estimate)."""
     target, reference, mine = v.target, v.reference_name, v.estimates
     sev = {s.key: s for s in v.severity}
     hard = [e for e in mine if e.key.startswith("hard_scope:")]
@@ -102,18 +104,16 @@ def sentence(v: "Verdict", lm: bool = False) -> str:
         if lo.high < hi.low:  # separate sets of examples: the capabilities are compared unpaired
             s += (f" It shares fewer of {reference}'s {lo.key.split(':', 1)[1]} invariances than of its "
                   f"{hi.key.split(':', 1)[1]} ones, beyond both intervals.")
-        else:
-            s += " The capabilities do not differ beyond their intervals."
     agree = next((e for e in mine if e.key == "agreement"), None)
     gap = next((e for e in mine if e.key == "accuracy_gap"), None)
     said = []
     if agree is not None:
-        said.append((f"its top-1 next token is {reference}'s after {fmt(agree)} of them" if lm else
-                     f"it agrees with {reference} on {fmt(agree)} of them") + level_text(sev.get("agreement")))
+        said.append((f"top-1 next token {reference}'s on {fmt(agree)}" if lm else
+                     f"agreement with {reference} {fmt(agree)}") + level_text(sev.get("agreement")))
     if gap is not None and gap.value is not None:
-        said.append(f"its {'token ' if lm else ''}accuracy minus {reference}'s is {fmt(gap)}{side(gap)}")
+        said.append(f"{'token ' if lm else ''}accuracy minus {reference}'s {fmt(gap)}{side(gap)}")
     if said:
-        s += " On the unperturbed inputs " + "; ".join(said) + "."
+        s += " Unperturbed: " + "; ".join(said) + "."
     return s
 
 

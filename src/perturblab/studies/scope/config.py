@@ -9,7 +9,7 @@ from typing import Any, ClassVar, Mapping, Sequence
 
 from ...core.options import TEXT_FIELDS_HELP, ExecutorArgs, count_or_all, csv_list, option
 from ...measures.scope import DEFAULT_CUTOFF, DEFAULT_TOLERANCE
-from ...perturb.search import ORDERS, SearchSettings
+from ...perturb.search import ORDERS, SYNONYM_SETS, SearchSettings
 from ..args import (MAX_SECONDS_HELP, Args, capability_names, corpus_split_option, fraction_list, n_boot_option,
                     nonempty, one_text_option, soft_decay, some_of)
 from ..given import items
@@ -37,7 +37,7 @@ def _search_settings(args: Any, **more: Any) -> SearchSettings:
     :class:`SearchLimitArgs`) and ``more``."""
     return SearchSettings(max_words=args.max_words, patience=args.patience, max_candidates=args.max_candidates,
                           alphabetic_only=not args.allow_non_alphabetic,
-                          synonym_min_similarity=args.synonym_min_similarity,
+                          synonyms=args.synonyms, synonym_min_similarity=args.synonym_min_similarity,
                           reinflect_synonyms=args.reinflect_synonyms, seed=args.seed, **more)
 
 
@@ -100,6 +100,11 @@ class SearchLimitArgs:
                                         help="let words with digits or symbols change too (drops our alphabetic-only "
                                              "word constraint; SCoPE Sec. 3.2 excludes only stopwords, words shorter "
                                              "than four and words already changed)")
+    synonyms: str = option("wordnet", choices=SYNONYM_SETS,
+                           help="synonym swaps: 'wordnet' takes every WordNet synonym of the word's part of speech (the "
+                                "SCoPE paper's); 'meaning' keeps the meaning: synonyms of the word's most frequent sense, "
+                                "re-inflected, of the same part of speech in the perturbed text and close to the word "
+                                "in context (docs/synonym_swaps.md)")
     synonym_min_similarity: float | None = option(
         None, min=-1, max=1, help="synonym swaps: keep only perturbed texts whose MiniLM-L6 sentence embedding has at least this "
                    "cosine with the original's, e.g. 0.85 (default: off, as in the SCoPE paper)")
@@ -272,5 +277,5 @@ class CheckpointsArgs(SearchLimitArgs, SearchDataArgs, Args):
                          label_column=self.label_column, perturb_field=self.perturb_field, n=self.n,
                          trials=self.trials, seed=self.seed, max_words=self.max_words, patience=self.patience,
                          max_candidates=self.max_candidates, allow_non_alphabetic=self.allow_non_alphabetic,
-                         synonym_min_similarity=self.synonym_min_similarity,
+                         synonyms=self.synonyms, synonym_min_similarity=self.synonym_min_similarity,
                          reinflect_synonyms=self.reinflect_synonyms, n_boot=self.n_boot, test_size=self.test_size)
