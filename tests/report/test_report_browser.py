@@ -271,8 +271,8 @@ def compare_report(tmp_path_factory):
     root = tmp_path_factory.mktemp("compare_report")
     data = write_marker_csv(root / "data.csv", 160)
     mp = pytest.MonkeyPatch()
-    mp.setattr(plan_module, "cost_of", lambda name, kind, cost=plan_module.cost_of:
-               dataclasses.replace(cost(name, kind), least=12, most=12))
+    mp.setattr(plan_module, "cost_of", lambda name, kind, args=None, cost=plan_module.cost_of:
+               dataclasses.replace(cost(name, kind, args), least=12, most=12))
     try:
         assert main(["compare", "--reference", "tfidf-lr", "--targets", "minilm-l3,twin=tfidf-lr", "--data", str(data),
                      "--studies", "invariances,robustness", "--out", str(root / "cmp"), "--quiet"]) in (0, 1)

@@ -33,4 +33,5 @@ def share(subject, key, kept, n, flags=()):
 def tiny_costs(monkeypatch):
     """The least sizes made tiny, so that the command runs in seconds on the packaged models."""
     monkeypatch.setattr(plan_module, "cost_of",
-                        lambda name, kind, cost=plan_module.cost_of: dataclasses.replace(cost(name, kind), least=8, most=8))
+                        lambda name, kind, args=None, cost=plan_module.cost_of:
+                        dataclasses.replace(cost(name, kind, args), least=8, most=8))

@@ -194,3 +194,18 @@ def test_what_an_earlier_run_stored_is_named_in_the_plan(tmp_path):
     (folder / "study.json").write_text(json.dumps({"name": "invariances", "kind": "scope",
                                                    "options": {"reference": "a", "n": 500, "seed": 1}}))
     assert "results of other options are stored" in p.stored(folder)
+
+
+def test_every_wordnet_synonym_is_planned_as_the_slower_search_it_is():
+    from perturblab.studies.compare.plan import cost_of
+    from perturblab.studies.scope.compare import WORDNET_SLOWER
+
+    meaning = args_of(reference="minilm-l6", targets="minilm-l3", studies="invariances", budget="4m")
+    wordnet = args_of(reference="minilm-l6", targets="minilm-l3", studies="invariances", budget="4m", synonyms="wordnet")
+    assert cost_of("invariances", CLASSIFIER, wordnet).per_unit == pytest.approx(
+        WORDNET_SLOWER * cost_of("invariances", CLASSIFIER, meaning).per_unit)
+    assert cost_of("robustness", CLASSIFIER, wordnet) == cost_of("robustness", CLASSIFIER, meaning)
+    fast, slow = make_plan(meaning).studies[0], make_plan(wordnet).studies[0]
+    assert slow.options["synonyms"] == "wordnet" and fast.options["synonyms"] == "meaning"
+    # the same seconds buy about 1/1.5 the samples (the fixed 20 s aside)
+    assert slow.count == pytest.approx(fast.count / WORDNET_SLOWER, abs=2)

@@ -87,7 +87,8 @@ def test_a_budget_below_the_least_useful_sizes_is_refused_with_the_budget_that_c
     assert float(minutes.group(1)) * (60 if minutes.group(2) == "min" else 1) == pytest.approx(least, abs=3.1)
     enough = re.search(r"give --budget (\S+) or more", str(e.value)).group(1)
     at_least = make_plan(args_of(budget=enough, **args))
-    assert cost_of("invariances", CLASSIFIER).least <= at_least.studies[0].options["n"] < 30
+    # the budget the message names is rounded up: it buys the least sizes and a few samples more
+    assert cost_of("invariances", CLASSIFIER).least <= at_least.studies[0].options["n"] < 40
     assert at_least.seconds() <= 1.25 * duration(enough)
 
 

@@ -70,7 +70,8 @@ class Part:
     reference's (a search on the reference for each sample, the targets scoring only what it
     found), so it grows with the reference's cost alone; ``available(args)``: how many samples
     the comparison's data holds for it and what they are (``(1000, "the test split of
-    rotten_tomatoes")``; None: more than it ever takes), the cap of its size."""
+    rotten_tomatoes")``; None: more than it ever takes), the cap of its size; ``slower(args)``: how
+    many times its measured per-unit time the comparison's options make it take (None: 1)."""
 
     name: str
     kinds: tuple[str, ...]
@@ -85,6 +86,7 @@ class Part:
     per_model: bool = False
     by_reference: bool = False
     available: Callable[[Any], "tuple[int, str] | None"] | None = None
+    slower: Callable[[Any], float] | None = None
 
     def serves(self, kind: str) -> bool:
         """Whether the part runs for models of ``kind``."""

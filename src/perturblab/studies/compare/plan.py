@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -38,9 +38,14 @@ from .keys import check_metrics
 from .part import CLASSIFIER, LANGUAGE_MODEL, Cost, parts, studies_of
 
 
-def cost_of(name: str, kind: str) -> Cost:
-    """The cost of part ``name`` for models of ``kind``."""
-    return parts()[name].cost(kind)
+def cost_of(name: str, kind: str, args: Any = None) -> Cost:
+    """The cost of part ``name`` for models of ``kind``, under the comparison's options ``args`` when
+    given (:attr:`~.part.Part.slower`)."""
+    part = parts()[name]
+    cost = part.cost(kind)
+    if args is None or part.slower is None:
+        return cost
+    return replace(cost, per_unit=cost.per_unit * part.slower(args))
 
 
 @dataclass
@@ -272,16 +277,16 @@ def make_plan(args: CompareArgs, *, measure: bool = False) -> Plan:
     def units(name: str) -> float:
         """Seconds per unit of the study's size, over all its runs."""
         per = sum(weight(name, t) for t in targets) if known[name].per_target else weight(name)
-        return cost_of(name, kind).per_unit * max(per, LEAST_RELATIVE)
+        return cost_of(name, kind, args).per_unit * max(per, LEAST_RELATIVE)
 
     def fixed(name: str) -> float:
-        return cost_of(name, kind).fixed * (len(targets) if known[name].per_target else 1)
+        return cost_of(name, kind, args).fixed * (len(targets) if known[name].per_target else 1)
 
     def bounded(name: str, seconds: float) -> tuple[int, str | None]:
         """The size ``seconds`` buys within the study's useful range, ``--detect``'s least and what
         the data holds, and which bound set it instead of the seconds (``least``, ``most``,
         ``detect``, ``data``; None: the seconds)."""
-        cost, there = cost_of(name, kind), available[name]
+        cost, there = cost_of(name, kind, args), available[name]
         free = math.floor(max(seconds - fixed(name), 0.0) / units(name) + 1e-9)
         size = min(max(free, cost.least), cost.most)
         why = None if size == free else "least" if size == cost.least else "most"
@@ -300,8 +305,8 @@ def make_plan(args: CompareArgs, *, measure: bool = False) -> Plan:
         sizes: dict[str, tuple[int, str | None]] = {}
         left, remaining = list(chosen), budget
         while left:
-            total = sum(cost_of(n, kind).share for n in left)
-            bought = {n: bounded(n, remaining * cost_of(n, kind).share / total) for n in left}
+            total = sum(cost_of(n, kind, args).share for n in left)
+            bought = {n: bounded(n, remaining * cost_of(n, kind, args).share / total) for n in left}
             held = {n: got for n, got in bought.items() if got[1] is not None}
             if not held:
                 sizes.update(bought)
@@ -314,8 +319,8 @@ def make_plan(args: CompareArgs, *, measure: bool = False) -> Plan:
     allocated = allocate(budget)
     sizes = {n: size for n, (size, _) in allocated.items()}
     for name in chosen:
-        there, least = available[name], cost_of(name, kind).least
-        if there is not None and sizes[name] == there[0] < cost_of(name, kind).most:
+        there, least = available[name], cost_of(name, kind, args).least
+        if there is not None and sizes[name] == there[0] < cost_of(name, kind, args).most:
             if there[0] < 4:
                 raise InputError(f"{name}: {there[1]} has {there[0]} examples, too few to compare on; give more "
                                  "(--data or --corpus), or leave it out with --studies")
@@ -324,7 +329,7 @@ def make_plan(args: CompareArgs, *, measure: bool = False) -> Plan:
                                  if there[0] < least else ""))
 
     for name in chosen:
-        part, cost, size = known[name], cost_of(name, kind), sizes[name]
+        part, cost, size = known[name], cost_of(name, kind, args), sizes[name]
         label = cost.size.replace("_", "-")
         if part.per_target:  # one run per target, sized for all of them
             for t in targets:
