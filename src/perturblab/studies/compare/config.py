@@ -8,6 +8,7 @@ from typing import ClassVar
 
 from ...core.options import TEXT_FIELDS_HELP, csv_list, option
 from ...errors import InputError
+from ...perturb.search import SYNONYM_SETS
 from ..args import Args, items, nonempty, one_text_option
 
 def threshold(value: str) -> tuple[str, float]:
@@ -105,7 +106,7 @@ class CompareArgs(Args):
     detect: float | None = option(None, above=0, below=1,
                                   help="size each study to detect a difference of this size (e.g. 0.02) with 80% "
                                        "power at 5%, or say that the budget cannot; default: sizes from the budget")
-    synonyms: str = option("meaning", choices=("meaning", "wordnet"),
+    synonyms: str = option("meaning", choices=SYNONYM_SETS,
                            help="synonym swaps of the invariances: 'meaning' keeps the meaning (synonyms of the word's "
                                 "most frequent sense, re-inflected, of the same part of speech and close to the word "
                                 "in context); 'wordnet' takes every WordNet synonym of the word's part of speech, as "

@@ -264,6 +264,7 @@ def make_plan(args: CompareArgs, *, measure: bool = False) -> Plan:
              for m in dict.fromkeys(models)}
     available = {name: known[name].available(args) if known[name].available is not None else None
                  for name in chosen}
+    costs = {name: cost_of(name, kind, args) for name in chosen}  # under these options (Part.slower)
 
     def weight(name: str, target: str | None = None) -> float:
         """The models a study's time grows with, each counted by its cost against the measured one."""
@@ -277,16 +278,16 @@ def make_plan(args: CompareArgs, *, measure: bool = False) -> Plan:
     def units(name: str) -> float:
         """Seconds per unit of the study's size, over all its runs."""
         per = sum(weight(name, t) for t in targets) if known[name].per_target else weight(name)
-        return cost_of(name, kind, args).per_unit * max(per, LEAST_RELATIVE)
+        return costs[name].per_unit * max(per, LEAST_RELATIVE)
 
     def fixed(name: str) -> float:
-        return cost_of(name, kind, args).fixed * (len(targets) if known[name].per_target else 1)
+        return costs[name].fixed * (len(targets) if known[name].per_target else 1)
 
     def bounded(name: str, seconds: float) -> tuple[int, str | None]:
         """The size ``seconds`` buys within the study's useful range, ``--detect``'s least and what
         the data holds, and which bound set it instead of the seconds (``least``, ``most``,
         ``detect``, ``data``; None: the seconds)."""
-        cost, there = cost_of(name, kind, args), available[name]
+        cost, there = costs[name], available[name]
         free = math.floor(max(seconds - fixed(name), 0.0) / units(name) + 1e-9)
         size = min(max(free, cost.least), cost.most)
         why = None if size == free else "least" if size == cost.least else "most"
@@ -305,8 +306,8 @@ def make_plan(args: CompareArgs, *, measure: bool = False) -> Plan:
         sizes: dict[str, tuple[int, str | None]] = {}
         left, remaining = list(chosen), budget
         while left:
-            total = sum(cost_of(n, kind, args).share for n in left)
-            bought = {n: bounded(n, remaining * cost_of(n, kind, args).share / total) for n in left}
+            total = sum(costs[n].share for n in left)
+            bought = {n: bounded(n, remaining * costs[n].share / total) for n in left}
             held = {n: got for n, got in bought.items() if got[1] is not None}
             if not held:
                 sizes.update(bought)
@@ -319,8 +320,8 @@ def make_plan(args: CompareArgs, *, measure: bool = False) -> Plan:
     allocated = allocate(budget)
     sizes = {n: size for n, (size, _) in allocated.items()}
     for name in chosen:
-        there, least = available[name], cost_of(name, kind, args).least
-        if there is not None and sizes[name] == there[0] < cost_of(name, kind, args).most:
+        there, least = available[name], costs[name].least
+        if there is not None and sizes[name] == there[0] < costs[name].most:
             if there[0] < 4:
                 raise InputError(f"{name}: {there[1]} has {there[0]} examples, too few to compare on; give more "
                                  "(--data or --corpus), or leave it out with --studies")
@@ -329,7 +330,7 @@ def make_plan(args: CompareArgs, *, measure: bool = False) -> Plan:
                                  if there[0] < least else ""))
 
     for name in chosen:
-        part, cost, size = known[name], cost_of(name, kind, args), sizes[name]
+        part, cost, size = known[name], costs[name], sizes[name]
         label = cost.size.replace("_", "-")
         if part.per_target:  # one run per target, sized for all of them
             for t in targets:
