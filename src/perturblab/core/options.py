@@ -101,7 +101,9 @@ class Opt:
     (``--label-map``); ``role`` marks an option that names models and ``data`` one that names a
     data set or corpus (a study config resolves its ``models:`` and ``data:`` names for them);
     ``runner`` options (``out``, ``quiet``, the executor) are set by the config runner, not by an
-    entry; options of one ``one_of`` group exclude each other, and one of them must be given.
+    entry, unless ``in_config``: a runner option an entry may set because it says where a result
+    is recorded, not what it is (``compare``'s ``history`` and ``release``), so changing it
+    changes no result and is not a change of the study's options; options of one ``one_of`` group exclude each other, and one of them must be given.
 
     What the study's Python function shows (its signature is generated from the fields,
     :func:`~.entry.study_function`): ``positional`` options are its positional parameters (in
@@ -122,6 +124,7 @@ class Opt:
     role: str | None = None
     data: bool = False
     runner: bool = False
+    in_config: bool = False
     one_of: str | None = None
     min: float | None = None
     max: float | None = None
@@ -213,8 +216,8 @@ class _StoreOldName(argparse._StoreAction):
 def option(default: Any = None, *, help: str = "", aliases: Sequence[str] = (), parse: Callable[[str], Any] | None = None,
            choices: Sequence[Any] | None = None, metavar: str | None = None, required: bool = False,
            flag: bool = False, repeat: bool = False, role: str | None = None, data: bool = False,
-           runner: bool = False, one_of: str | None = None, min: float | None = None, max: float | None = None,
-           above: float | None = None, below: float | None = None, check: Callable[[Any], Any] | None = None,
+           runner: bool = False, in_config: bool = False, one_of: str | None = None, min: float | None = None,
+           max: float | None = None, above: float | None = None, below: float | None = None, check: Callable[[Any], Any] | None = None,
            python: str | None = None, positional: bool = False, python_only: bool = False) -> Any:
     """A field of a :class:`StudyArgs` dataclass (see :class:`Opt`); a list default is copied
     for each instance.
@@ -224,8 +227,8 @@ def option(default: Any = None, *, help: str = "", aliases: Sequence[str] = (), 
     meta = {"option": Opt(help=help, aliases=tuple(aliases), parse=parse,
                           choices=tuple(choices) if choices is not None else None, metavar=metavar,
                           required=required, flag=flag, repeat=repeat, role=role, data=data, runner=runner,
-                          one_of=one_of, min=min, max=max, above=above, below=below, check=check,
-                          python=python, positional=positional, python_only=python_only)}
+                          in_config=in_config, one_of=one_of, min=min, max=max, above=above, below=below,
+                          check=check, python=python, positional=positional, python_only=python_only)}
     if isinstance(default, (list, dict)):
         return field(default_factory=lambda: type(default)(default), metadata=meta)
     return field(default=default, metadata=meta)

@@ -176,6 +176,13 @@ class StudyResult:
         result that has none."""
         return None
 
+    def outcomes(self) -> dict[tuple[str, str], dict[str, float]]:
+        """(subject, estimate key) -> example id -> the example's term, for the headline
+        estimates that are means of per-example terms; a history of releases compares two
+        releases paired on the examples both hold (:mod:`perturblab.history`). Empty for a result
+        that keeps none (its estimates are then compared unpaired)."""
+        return {}
+
     def to_pandas(self) -> "pd.DataFrame":
         """The rows as a pandas DataFrame (list and dict values kept as Python objects)."""
         import pandas as pd

@@ -111,6 +111,57 @@ def discordant_difference_ci(nb: int, nc: int, n: int, *, level: float = 0.95, d
     return [float(np.quantile(diff, (1 - level) / 2)), float(np.quantile(diff, (1 + level) / 2))]
 
 
+def studentized_bootstrap(values: Sequence[float] | np.ndarray, *, draws: int = 2000, seed: int = 0
+                          ) -> tuple[float, float, np.ndarray]:
+    """(mean, standard error, bootstrap t-statistics) of ``values``, for the bootstrap-t
+    (studentized) interval of their mean: each of ``draws`` seeded resamples gives
+    t* = (mean* − mean) / se*, whose quantiles replace Student's t. Unlike the t-interval it
+    follows a skewed distribution (most paired differences 0, a few large): on such differences
+    at n = 60 the t-interval covered 0.91 and this one 0.95 (tests/history). The interval at
+    ``level`` is ``mean − q(1 − a) se, mean − q(a) se`` with a = (1 − level) / 2
+    (:func:`bootstrap_t_interval`).
+
+    >>> m, se, t = studentized_bootstrap([0.0] * 50 + [-0.2] * 10)
+    >>> round(m, 3), len(t)
+    (-0.033, 2000)
+    """
+    v = np.asarray(values, dtype=np.float64)
+    n = len(v)
+    mean, se = float(v.mean()), float(v.std(ddof=1) / math.sqrt(n)) if n > 1 else math.nan
+    rng = np.random.default_rng(seed)
+    out = np.empty(draws)
+    step = max(1, 2_000_000 // max(n, 1))  # resamples at a time: about 16 MB of indices
+    for i in range(0, draws, step):
+        k = min(step, draws - i)
+        x = v[rng.integers(0, n, (k, n))]
+        se_b = x.std(axis=1, ddof=1) / math.sqrt(n)
+        out[i:i + k] = np.where(se_b > 0, (x.mean(axis=1) - mean) / np.where(se_b > 0, se_b, 1.0), 0.0)
+    return mean, se, out
+
+
+def bootstrap_t_interval(mean: float, se: float, t: np.ndarray, level: float = 0.95) -> list[float]:
+    """The bootstrap-t interval at ``level`` from :func:`studentized_bootstrap`'s output."""
+    a = (1 - level) / 2
+    q_low, q_high = np.quantile(t, [a, 1 - a])
+    return [float(mean - q_high * se), float(mean - q_low * se)]
+
+
+def holm(pvalues: Sequence[float]) -> list[float]:
+    """Holm's (1979) step-down adjusted p-values: the i-th smallest times (m − i + 1), kept
+    non-decreasing and at most 1. A hypothesis is rejected at family-wise level α when its
+    adjusted p-value is at most α.
+
+    >>> [round(p, 3) for p in holm([0.01, 0.04, 0.03, 0.2])]
+    [0.04, 0.09, 0.09, 0.2]
+    """
+    order = sorted(range(len(pvalues)), key=lambda i: pvalues[i])
+    out, running = [1.0] * len(pvalues), 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (len(pvalues) - rank) * float(pvalues[i])))
+        out[i] = running
+    return out
+
+
 def welch_df(se: float, n: int, se_b: float, n_b: int) -> float | None:
     """Welch–Satterthwaite degrees of freedom of a difference of two independent means whose
     combined standard error is ``se`` (= √(se₁² + se_b²)), the second's ``se_b`` over ``n_b``

@@ -423,6 +423,14 @@ def shared_loads() -> Iterator[None]:
         _SHARED.reset(token)
 
 
+def loaded_fingerprints(spec: str) -> list[str]:
+    """The fingerprints of the models loaded for ``spec`` within the current :func:`shared_loads`
+    (one per role and training data it was loaded for; empty outside it or before any load)."""
+    memo = _SHARED.get() or {}
+    key = repr(ModelSpec.parse(spec))
+    return sorted({str(getattr(m, "fingerprint", "")) for k, m in memo.items() if k[0] == key} - {""})
+
+
 def load_model(spec: "str | ModelSpec | Any", role: str = "classifier", *, train: "Dataset | None" = None,
                seed: int = 0, data_name: str | None = None) -> Any:
     """The model ``spec`` names, for ``role`` (see the module docstring).

@@ -157,7 +157,7 @@ def _study(entry: Any, i: int, where: _Where, models: dict, data: dict, base: Pa
                 dest = args.key_of(key, kind)
             except InputError as e:
                 raise where.error(kk, str(e)) from None
-            if fields[dest].runner:
+            if fields[dest].runner and not fields[dest].in_config:
                 raise where.error(kk, f"not an option of {kind} (set by the runner)")
             if dest in given:
                 raise where.error(kk, f"{key!r} and {given[dest]!r} name the same option; keep one")

@@ -80,8 +80,12 @@ def _check_unchanged(cfg: RunConfig) -> None:
         except (UnicodeDecodeError, json.JSONDecodeError) as e:
             raise InputError(f"{manifest} is not readable JSON ({e}); delete it to run study {s.name!r} again "
                              "(its results store is kept)") from None
-        new, defaults = _jsonable(s.options), _jsonable(s.defaults)
-        before = {RENAMED.get(k, k): v for k, v in old.get("options", {}).items()}
+        from ..studies.registry import entry as study_entry
+
+        recorded = {f.name for f, o in study_entry(s.kind).options().fields() if o.in_config}  # where, not what
+        new = {k: v for k, v in _jsonable(s.options).items() if k not in recorded}
+        defaults = _jsonable(s.defaults)
+        before = {RENAMED.get(k, k): v for k, v in old.get("options", {}).items() if k not in recorded}
         # an option the command gained since the study ran counts as unchanged while it keeps its default
         diff = sorted(k for k in set(before) | set(new) if before.get(k) != new.get(k)
                       and not (k not in before and k in defaults and new.get(k) == defaults[k]))

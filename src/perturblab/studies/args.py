@@ -74,6 +74,28 @@ class Args(StudyArgs):
         return out or label_word_problems(self)
 
 
+@dataclass(kw_only=True)
+class HistoryArgs:
+    """``history`` and ``release``: where a study's result is recorded as a release of a history
+    (:mod:`perturblab.history`; a mix-in of ``compare`` and ``checkpoints``). Runner options a
+    config entry may set: they change where the result goes, never what it is."""
+
+    history: str | None = option(None, runner=True, in_config=True, metavar="DB",
+                                 help="append the result to a history of releases: a database file (SQLite) or a "
+                                      "URL (postgresql://user@host/db); checkpoints: one release per checkpoint, "
+                                      "LABEL/<checkpoint>; needs --release (docs/history.md)")
+    release: str | None = option(None, runner=True, in_config=True, metavar="LABEL",
+                                 help="the label of this run in --history (a version, a date, a commit); a label "
+                                      "stored already adds nothing")
+
+    def history_relations(self) -> list[tuple[str, str]]:
+        """``--history`` and ``--release`` go together."""
+        if bool(self.history) == bool(self.release):
+            return []
+        return [("release", "needs --history DB") if self.release else
+                ("history", "needs --release LABEL, the label of this run in the history")]
+
+
 class ModelList:
     """Mix-in of the options with a ``models`` comma list (robustness, generation, learnability,
     selfcheck): what the study reads of it."""

@@ -151,7 +151,8 @@ def test_levels_need_the_run_to_establish_them():
 
 
 def test_holm_adjusts_over_every_finding_of_a_target():
-    from perturblab.studies.compare.severity import assign_levels, holm, rate_finding
+    from perturblab.measures.stats import holm
+    from perturblab.studies.compare.severity import assign_levels, rate_finding
 
     assert holm([0.01, 0.04, 0.03, 0.2]) == pytest.approx([0.04, 0.09, 0.09, 0.2])
     # 10 of 100 not kept: p of "rate ≤ 5 %" ≈ 0.011 alone (medium at 5 %), but not among 4 findings

@@ -9,7 +9,7 @@ from typing import ClassVar
 from ...core.options import TEXT_FIELDS_HELP, csv_list, option
 from ...errors import InputError
 from ...perturb.search import SYNONYM_SETS
-from ..args import Args, items, nonempty, one_text_option
+from ..args import Args, HistoryArgs, items, nonempty, one_text_option
 
 def threshold(value: str) -> tuple[str, float]:
     """``METRIC=VALUE`` of ``--fail-under`` -> (metric, value); the metric is a headline key
@@ -70,7 +70,7 @@ def duration(value: str) -> float:
 
 
 @dataclass(kw_only=True)
-class CompareArgs(Args):
+class CompareArgs(HistoryArgs, Args):
     """The options of ``perturblab compare`` and :func:`perturblab.compare`."""
 
     reference: str | None = option(required=True, role="model", positional=True, python="str", help="the model you trust: a classifier (minilm-l6, a fine-tuned "
@@ -112,6 +112,10 @@ class CompareArgs(Args):
                                 "in context); 'wordnet' takes every WordNet synonym of the word's part of speech, as "
                                 "the SCoPE paper and `perturblab scope` do (docs/synonym_swaps.md)")
     seed: int = option(0, min=0, help="seed of the samples and perturbations")
+    mlflow: str | None = option(None, runner=True, in_config=True, metavar="URI",
+                                help="also log this comparison as an MLflow run at this tracking URI "
+                                     "(sqlite:///mlflow.db, http://host:5000): parameters, each estimate and its "
+                                     "interval as metrics, compare.json and the report as artifacts")
 
     # -- what the compare reads -------------------------------------------------------------
     def target_names(self) -> list[str]:
@@ -151,7 +155,7 @@ class CompareArgs(Args):
         targets: every study would compare it with itself, and those that take one list of models
         (robustness) would be given it twice. A copy under a name of its own (``copy=SOURCE``) is a
         second model, compared as any other."""
-        found = one_text_option(self)
+        found = one_text_option(self) + self.history_relations()
         if self.reference is None or self.reference not in self.target_names():
             return found
         from ...models.resolve import ModelSpec

@@ -48,6 +48,7 @@ class CompareResult(StudyResult):
         self.verdicts, self.checks = list(verdicts or []), list(checks or [])
         self.results, self.seconds = dict(results or {}), dict(seconds or {})
         self.out = out  # where the studies' files are saved already (the run's directory)
+        self._saved: tuple[Path, list[Path]] | None = None  # where save() wrote, and what
         super().__init__(self._rows())
 
     def __repr__(self) -> str:
@@ -141,6 +142,8 @@ class CompareResult(StudyResult):
         ``out`` is where the comparison ran), ``compare.json`` and ``report.html`` (the verdicts
         first), all or none; returns the paths written."""
         out = Path(out)
+        if self._saved is not None and self._saved[0] == out.resolve():
+            return list(self._saved[1])  # saved there already (a comparison kept for a history)
         obj = json.loads(json.dumps(self.to_json(), default=str))
         title = f"perturblab compare: {', '.join(self.args.target_names())} against {self.args.reference}"
         here = self.out is not None and out.resolve() == Path(self.out).resolve()
@@ -157,6 +160,7 @@ class CompareResult(StudyResult):
                          for f in sorted(staged.rglob("*")) if f.is_file()]
                 paths.append(atomic_write_text(out / COMPARE_FILE, json.dumps(obj, indent=2)))
                 paths.append(atomic_write_bytes(out / "report.html", html.encode("utf-8")))
+        self._saved = (out.resolve(), list(paths))
         return paths
 
     save._all_or_nothing = True  # type: ignore[attr-defined]  # its own: the report reads the staged files
@@ -196,8 +200,55 @@ def compare(args: CompareArgs, given: Mapping[str, Any]) -> CompareResult:
     with shared_loads():  # each model loaded once: for its timing and for every study
         with placement(*args.placement()):  # each model timed where it will run, before any directory is made
             plan = make_plan(args, measure=True)
+        if args.history:  # a label stored with other models is refused before any study runs
+            from ...history.store import open_history
+
+            with open_history(args.history) as h:
+                note = h.check_append(args.release or "", dict(zip(args.target_labels(), args.target_names())))
+            if note and not args.quiet:
+                print(note, file=sys.stderr, flush=True)
+        if args.mlflow:  # and a tracking store that cannot be opened
+            from .tracker import experiment_id
+
+            experiment_id(args.mlflow)
         with workspace(given["out"]) as (where, _):
-            return run_compare(replace(args, out=str(where)), plan)
+            result = run_compare(replace(args, out=str(where)), plan)
+            if args.history or args.mlflow:
+                record(result, saved=given["out"] is not None)
+            return result
+
+
+def record(result: CompareResult, *, saved: bool) -> None:
+    """Append ``result`` to its ``--history`` and log it to ``--mlflow``, after saving its files
+    into its directory when that is kept (``saved``: the history links its report, MLflow logs
+    ``compare.json`` and the report); in a temporary directory the history holds no report."""
+    from .release import compare_release
+    from ...models.resolve import loaded_fingerprints
+
+    args = result.args
+    out = Path(result.out) if result.out is not None else None
+    if out is not None:
+        result.save(out)
+    report = str((out / "report.html").resolve()) if saved and out is not None else None
+    fingerprints = {spec: loaded_fingerprints(spec) for spec in [args.reference or "", *args.target_names()]}
+    if args.history:
+        from ...history.store import open_history
+
+        release = compare_release(result, args.release or "", fingerprints=fingerprints, report=report)
+        with open_history(args.history) as h:
+            added = h.append(release)
+            conflict = "" if added else h.conflict(release)
+        if conflict:
+            print(f"warning: {conflict}", file=sys.stderr, flush=True)
+        elif not args.quiet:
+            print(f"history: release {release.label} {'appended to' if added else 'stored already in'} {args.history}"
+                  + ("" if added else "; nothing added"), file=sys.stderr, flush=True)
+    if args.mlflow:
+        from .tracker import log_compare
+
+        run_id = log_compare(args.mlflow, result, out, fingerprints=fingerprints)
+        if not args.quiet:
+            print(f"mlflow: run {run_id} at {args.mlflow}", file=sys.stderr, flush=True)
 
 
 def run_compare(args: CompareArgs, plan: Plan) -> CompareResult:

@@ -48,6 +48,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Sequence
 
 from ...core.headline import LEVEL, Estimate, defined, wilson_interval
+from ...measures.stats import holm
 from .keys import CLASSIFIER, GAPS, LANGUAGE_MODEL, SHARES
 
 LEVELS = ("minor", "medium", "major")
@@ -214,25 +215,9 @@ def _upper_tail(z: float) -> float:
     return 0.5 * math.erfc(z / math.sqrt(2))
 
 
-def holm(pvalues: Sequence[float]) -> list[float]:
-    """Holm's (1979) step-down adjusted p-values: the i-th smallest times (m − i + 1), kept
-    non-decreasing and at most 1. A hypothesis is rejected at family-wise level α when its
-    adjusted p-value is at most α.
-
-    >>> [round(p, 3) for p in holm([0.01, 0.04, 0.03, 0.2])]
-    [0.04, 0.09, 0.09, 0.2]
-    """
-    order = sorted(range(len(pvalues)), key=lambda i: pvalues[i])
-    out, running = [1.0] * len(pvalues), 0.0
-    for rank, i in enumerate(order):
-        running = max(running, min(1.0, (len(pvalues) - rank) * float(pvalues[i])))
-        out[i] = running
-    return out
-
-
 def assign_levels(findings: Sequence[Severity], kind: str, alpha: float = ALPHA) -> None:
     """Set the ``level`` of each of one target's findings: its tests (medium and major for a
-    rate, differs for a score) form one family, Holm-adjusted (:func:`holm`), and each level is
+    rate, differs for a score) form one family, Holm-adjusted (:func:`~perturblab.measures.stats.holm`), and each level is
     claimed as the module docstring says."""
     at = THRESHOLDS[kind]
     family: list[tuple[Severity, str, float]] = []

@@ -230,7 +230,23 @@ class RobustnessStudy(Study):
         summary["most_robust"] = most_robust(summary)
         # the options, with the metrics scored (the task's own when none were given)
         summary["config"] = {**self.args.study_options(), "metrics": list(self.metrics)}
-        return RobustnessResult(rows, summary, run_id=ctx.run_id)
+        return RobustnessResult(rows, summary, run_id=ctx.run_id, outcomes=_per_example(correct, self.inputs))
+
+
+def _per_example(correct: Mapping[str, np.ndarray], inputs: Sequence[Any]) -> dict[tuple[str, str], dict[str, float]]:
+    """(model, key) -> test example id (:func:`~perturblab.core.keys.example_ids` of ``inputs``)
+    -> term, for a classifier's clean ``accuracy`` (1 when right) and, for every model after the
+    first, its ``accuracy_gap`` to the first (its term minus the first's): the headline's
+    estimates are their means."""
+    from ...core.keys import example_ids
+
+    ids, models = example_ids(inputs), list(correct)
+    out: dict[tuple[str, str], dict[str, float]] = {}
+    for m in models:
+        out[(m, "accuracy")] = {i: float(v) for i, v in zip(ids, correct[m])}
+        if m != models[0]:
+            out[(m, "accuracy_gap")] = {i: float(a) - float(b) for i, a, b in zip(ids, correct[m], correct[models[0]])}
+    return out
 
 
 def _quality(pred: np.ndarray, y: np.ndarray, regression: bool, names: Sequence[str] | None) -> dict[str, Any]:
@@ -256,6 +272,17 @@ class RobustnessResult(StudyResult):
     (means, standard deviations over draws, bootstrap intervals, the tables; a dict)."""
 
     study = STUDY
+
+    def __init__(self, rows: Sequence[dict[str, Any]], summary: dict[str, Any], run_id: str | None = None,
+                 outcomes: dict[tuple[str, str], dict[str, float]] | None = None) -> None:
+        super().__init__(rows, summary, run_id=run_id)
+        self._outcomes = dict(outcomes or {})
+
+    def outcomes(self) -> dict[tuple[str, str], dict[str, float]]:
+        """(model, key) -> test example -> term of each classifier's clean ``accuracy`` and its
+        ``accuracy_gap`` to the first model (:meth:`StudyResult.outcomes`); relative robustness, a
+        ratio of two accuracies, has no per-example term."""
+        return self._outcomes
 
     def table(self) -> str:
         """The Markdown tables of ``table.md`` (Tables 1 and 3 style)."""

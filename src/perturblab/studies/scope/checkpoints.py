@@ -26,7 +26,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
 from ...core.files import atomic_write_text, write_json
 from ...core.headline import Headline
@@ -41,6 +41,9 @@ from .analysis import summarise
 from .config import COMPARISONS, CheckpointsArgs
 from .study import ScopeStudy
 from .tables import FLAG_LEGEND
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ...history.store import Release
 
 log = logging.getLogger(__name__)
 DEFAULT_FRACTIONS = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
@@ -236,8 +239,14 @@ class CheckpointStudy(Study):
             yield from study.phases(ctx)
 
     def finish(self, ctx: RunContext) -> "CheckpointResult":
-        scope_rows = [r for study in self._studies for r in study.finish(ctx).rows]
-        return CheckpointResult(self.rows(scope_rows, self._plan), scope_rows, self._manifest)
+        results = [study.finish(ctx) for study in self._studies]
+        scope_rows = [r for res in results for r in res.rows]
+        outcomes: dict[tuple[str, str], dict[str, dict[str, float]]] = {}
+        for study, res in zip(self._studies, results):  # each checkpoint's per-example terms, per comparison
+            for target, comparison in self._plan.get(study.reference, []):
+                outcomes[(target, comparison)] = {key: terms for (t, key), terms in res.outcomes().items()
+                                                  if t == target}
+        return CheckpointResult(self.rows(scope_rows, self._plan), scope_rows, self._manifest, outcomes)
 
     def rows(self, scope_rows: Sequence[dict[str, Any]], plan: Mapping[str, list[tuple[str, str]]]
              ) -> list[dict[str, Any]]:
@@ -280,9 +289,42 @@ class CheckpointResult(StudyResult):
     study = "checkpoints"
 
     def __init__(self, rows: Sequence[dict[str, Any]], trials: Sequence[dict[str, Any]],
-                 manifest: dict[str, Any]) -> None:
+                 manifest: dict[str, Any],
+                 outcomes: dict[tuple[str, str], dict[str, dict[str, float]]] | None = None) -> None:
         super().__init__(rows, rows)
         self.trials, self.manifest = list(trials), manifest
+        #: (checkpoint, comparison) -> estimate key -> example id -> term (:meth:`releases`)
+        self.checkpoint_outcomes = dict(outcomes or {})
+
+    def releases(self, prefix: str, options: Mapping[str, Any]) -> list["Release"]:
+        """Each checkpoint as a release of a history (:mod:`perturblab.history`), in training
+        order, labelled ``<prefix>/<checkpoint>``: its estimates against the final checkpoint
+        (target ``vs_final``) and the one before (``vs_previous``), with their per-example terms,
+        so that one trend page draws the training curve beside the releases. ``options``: the
+        study's options, which with the final checkpoint's fingerprint make the releases' setup."""
+        from ...history.store import Release
+
+        subjects = {f"{r['checkpoint']} (reference {r['reference']})": (r["checkpoint"], r["comparison"])
+                    for r in self.rows}
+        fps = {c["name"]: c["fingerprint"] for c in self.manifest["checkpoints"]}
+        names = [c["name"] for c in self.manifest["checkpoints"]]
+        final = names[-1]
+        setup = {"kind": "checkpoints", "options": {k: v for k, v in options.items() if k != "checkpoints"},
+                 "reference_fingerprints": [fps[final]]}
+        by_checkpoint: dict[str, list[dict[str, Any]]] = {n: [] for n in names}
+        for e in self.headline().estimates:
+            if e.subject in subjects:
+                checkpoint, comparison = subjects[e.subject]
+                by_checkpoint[checkpoint].append({"target": comparison, "study": "checkpoints", **e.to_json()})
+        out = []
+        for name in names:
+            comparisons = list(dict.fromkeys(e["target"] for e in by_checkpoint[name]))
+            outcomes = {(comp, "checkpoints", key): terms for comp in comparisons
+                        for key, terms in self.checkpoint_outcomes.get((name, comp), {}).items()}
+            out.append(Release(label=f"{prefix}/{name}", reference=final, setup=setup, kind="checkpoints",
+                               models={comp: {"spec": name, "fingerprint": fps[name]} for comp in comparisons},
+                               estimates=by_checkpoint[name], outcomes=outcomes))
+        return out
 
     def table(self) -> str:
         """The Markdown tables of ``table.md``."""

@@ -10,7 +10,7 @@ from typing import Any, ClassVar, Mapping, Sequence
 from ...core.options import TEXT_FIELDS_HELP, ExecutorArgs, count_or_all, csv_list, option
 from ...measures.scope import DEFAULT_CUTOFF, DEFAULT_TOLERANCE
 from ...perturb.search import ORDERS, SYNONYM_SETS, SearchSettings
-from ..args import (MAX_SECONDS_HELP, Args, capability_names, corpus_split_option, fraction_list, n_boot_option,
+from ..args import (MAX_SECONDS_HELP, Args, HistoryArgs, capability_names, corpus_split_option, fraction_list, n_boot_option,
                     nonempty, one_text_option, soft_decay, some_of)
 from ..given import items
 
@@ -226,7 +226,7 @@ class LMScopeArgs(SearchGoalArgs, SearchLimitArgs, Args):
 
 
 @dataclass(kw_only=True)
-class CheckpointsArgs(SearchLimitArgs, SearchDataArgs, Args):
+class CheckpointsArgs(HistoryArgs, SearchLimitArgs, SearchDataArgs, Args):
     """The options of ``perturblab checkpoints`` and :func:`perturblab.checkpoints` (the one schema):
     ``--checkpoints`` or ``--finetune``, exactly one."""
 
@@ -257,7 +257,7 @@ class CheckpointsArgs(SearchLimitArgs, SearchDataArgs, Args):
                                "and of every random choice of the search")
 
     def relations(self) -> list[tuple[str, str]]:
-        return one_text_option(self)
+        return one_text_option(self) + self.history_relations()
 
     # -- what the study reads -------------------------------------------------------------
     #: what the checkpoint study shares with SCoPE's defaults (its SCoPE studies use them)

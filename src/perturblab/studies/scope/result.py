@@ -39,9 +39,11 @@ class ScopeResult(StudyResult):
 
     def __init__(self, args: "ScopeArgs", rows: Sequence[dict[str, Any]],
                  perturbations: Sequence[dict[str, Any]],
-                 terms: dict[tuple[str, str, int], tuple[np.ndarray, np.ndarray]], run_id: str | None = None):
+                 terms: dict[tuple[str, str, int], tuple[np.ndarray, np.ndarray]], run_id: str | None = None,
+                 outcomes: dict[tuple[str, str], dict[str, float]] | None = None):
         super().__init__(rows, summarise(rows), run_id=run_id)
         self.args = args
+        self._outcomes = dict(outcomes or {})
         self.perturbations = list(perturbations)
         self.correlations = metric_correlations(self.summary)
         self.sample_complexity: dict[str, dict[str, list[dict]]] = {}
@@ -71,6 +73,13 @@ class ScopeResult(StudyResult):
         """Hard- and Soft-SCoPE of each target per capability with their intervals and n
         (:func:`~.analysis.scope_headline`)."""
         return scope_headline(self.rows, self.args.reference)
+
+    def outcomes(self) -> dict[tuple[str, str], dict[str, float]]:
+        """(target, estimate key) -> example id (``"<trial>:<sample id>"``) -> term: the per-example
+        terms of Hard- and Soft-SCoPE per capability, agreement and the accuracy gap, whose means
+        are the headline's estimates (pooled over trials); a history compares two releases paired
+        on them."""
+        return self._outcomes
 
     def broken(self, target: str, capability: str, trial: int = 0, k: int = 3) -> list[dict[str, Any]]:
         """Up to ``k`` examples (in sample order) of ``capability`` in ``trial`` on which the

@@ -215,6 +215,7 @@ class ScopeStudy(Study):
         plan = self.capability_plan()
         rows: list[dict[str, Any]] = []
         terms: dict[tuple[str, str, int], tuple[np.ndarray, np.ndarray]] = {}
+        outcomes: dict[tuple[str, str], dict[str, float]] = {}
         for trial, trial_samples in self._samples.items():
             for cap in plan:
                 if cap in STAR_OF_FAIRNESS and "fairness" not in plan:
@@ -223,18 +224,19 @@ class ScopeStudy(Study):
                     cap_samples = [(i, e) for i, e in trial_samples if i in self._fair_ids[trial]]
                 else:
                     cap_samples = trial_samples
-                rows.extend(self._scores(cap, trial, cap_samples, len(trial_samples), terms))
+                rows.extend(self._scores(cap, trial, cap_samples, len(trial_samples), terms, outcomes))
         pairs = {(trial, i): ex.text_b is not None for trial, samples in self._samples.items() for i, ex in samples}
         records = [{"reference": self.reference, **r, "pair": pairs[(trial, i)]}
                    for (_, trial, i), r in sorted(self._records.items())]
         note = positions_cut_note(records, self.settings.max_positions)
         if note:
             log.warning("%s", note)
-        return ScopeResult(self.args, rows, records, terms, run_id=ctx.run_id)
+        return ScopeResult(self.args, rows, records, terms, run_id=ctx.run_id, outcomes=outcomes)
 
     # -- scoring -----------------------------------------------------------------------
     def _scores(self, cap_name: str, trial: int, samples: list[tuple[int, Example]], n_base: int,
-                terms: dict[tuple[str, str, int], tuple[np.ndarray, np.ndarray]]) -> list[dict]:
+                terms: dict[tuple[str, str, int], tuple[np.ndarray, np.ndarray]],
+                outcomes: dict[tuple[str, str], dict[str, float]]) -> list[dict]:
         tolerance, cutoff = self.args.decay()
         searched = [(ex, self._records[(cap_name, trial, i)]) for i, ex in samples]
         searched = [(ex, r) for ex, r in searched if r["status"] == "perturbed"]
@@ -267,6 +269,8 @@ class ScopeStudy(Study):
             hard_terms = hard_scope_terms(t_x, t_xp)
             soft_terms = soft_scope_terms(r_x, r_xp, t_x, t_xp, tolerance, cutoff) if pert else np.zeros(0)
             terms[(target, cap_name, trial)] = (hard_terms[inv], soft_terms[inv])
+            _per_example(outcomes, target, cap_name, trial, samples, pert, inv, hard_terms, soft_terms, y,
+                         r_all.argmax(axis=1), t_all.argmax(axis=1))
 
             quality = _quality(y, t_all, names)
             exact = target == self.reference  # the reference against itself: 1 and 0 by construction
@@ -298,6 +302,30 @@ class ScopeStudy(Study):
                           for f in q["flags"]],
             })
         return out
+
+
+def _per_example(outcomes: dict[tuple[str, str], dict[str, float]], target: str, cap: str, trial: int,
+                 samples: list[tuple[int, Example]], pert: list[dict], inv: np.ndarray, hard: np.ndarray,
+                 soft: np.ndarray, y: np.ndarray | None, r_pred: np.ndarray, t_pred: np.ndarray) -> None:
+    """Add ``target``'s per-example terms of one capability and trial to ``outcomes`` ((target,
+    estimate key) -> example id -> term), whose means are its headline estimates: Hard- and
+    Soft-SCoPE on the examples the reference is invariant on, agreement (0/1) and the accuracy
+    gap (target correct − reference correct) on the capability's samples (the same terms for
+    every capability, so the union is over the base samples). An example's id is its trial and
+    the digest of its text (:func:`~perturblab.core.keys.example_ids`): two runs pair by content."""
+    from ...core.keys import example_ids
+
+    ids = dict(zip((i for i, _ in samples), example_ids([_as_input(ex) for _, ex in samples], f"{trial}:")))
+    for j in np.flatnonzero(inv):
+        outcomes.setdefault((target, f"hard_scope:{cap}"), {})[ids[pert[j]["sample_id"]]] = float(hard[j])
+        outcomes.setdefault((target, f"soft_scope:{cap}"), {})[ids[pert[j]["sample_id"]]] = float(soft[j])
+    agree = outcomes.setdefault((target, "agreement"), {})
+    for k, (i, _) in enumerate(samples):
+        agree[ids[i]] = float(r_pred[k] == t_pred[k])
+    if y is not None:
+        gap = outcomes.setdefault((target, "accuracy_gap"), {})
+        for k, (i, _) in enumerate(samples):
+            gap[ids[i]] = float(t_pred[k] == y[k]) - float(r_pred[k] == y[k])
 
 
 def _label(names: Any, probs: np.ndarray) -> str:

@@ -1,0 +1,420 @@
+"""Did a release move away from its baseline beyond noise, and is a slow trend under way?
+
+:func:`check_release` compares each estimate of a release with the same estimate of a baseline
+release (the last accepted one, or one named), and tests for a drift over the last releases:
+
+* **Paired on the shared examples** wherever both releases stored the per-example terms of the
+  estimate (:mod:`.store`): the difference new − baseline over the examples both hold.
+  0/1 terms (Hard-SCoPE, agreement) get the Jeffreys interval of the discordant examples
+  (:func:`~perturblab.measures.stats.discordant_difference_ci`, which keeps a width when none is
+  discordant) and McNemar's exact one-sided test (the examples only one release gets right:
+  under no change, those the new one loses are Binomial(discordant, ½)). Terms in [0, 1]
+  (Soft-SCoPE) get the bootstrap-t (studentized) interval of the mean paired difference and its
+  one-sided bootstrap-t test (the Student-t interval under-covers the skewed differences of such
+  terms: 0.91 against 0.95 at n = 60 in tests/history);
+  where every difference is 0, the interval of :func:`discordant_difference_ci` with no
+  discordant example (a mean of differences in [−1, 1] is at most the share of examples that
+  differ, in size).
+* **Unpaired** otherwise (the study stores no per-example terms): the normal approximation
+  from the two 95 % intervals, se = width / (2 × 1.96), which ignores the positive correlation
+  of estimates on shared examples and so is conservative.
+* A **regression** is a change in the worse direction (the estimate's ``better``) whose one-sided
+  test rejects at a 5 % family-wise error rate over all of the release's tests (Holm); an
+  estimate with no better direction is reported as moved, never as a regression.
+* ``equivalent`` (``METRIC=MARGIN``): two one-sided tests at 5 % on the difference (its 90 %
+  interval inside ±MARGIN), as ``compare --equivalent`` does against the reference.
+* **Drift** over the last ``window`` releases of the same setup (the release last): the slope of
+  each estimate over the release order, by weighted least squares with weights 1 / se² from each
+  release's interval, and a one-sided test of a slope in the worse direction, Holm-adjusted over
+  the estimates at 5 %: a z-test where the points scatter about the line no more than their
+  intervals say, else the slope's standard error times √(χ²/(m − 2)) and a t-test with m − 2
+  degrees of freedom, so that one release's dip amid steady ones is not read as a trend. A run of
+  small steps (0.99, 0.98, 0.97, 0.96, 0.95 at n = 600) shows here when no single step does. Estimates of releases
+  on shared examples are positively correlated, which the weights ignore: the test is
+  conservative.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..errors import InputError
+from ..measures.stats import holm
+from .store import History, Release
+
+#: the family-wise error rate of the regressions and of the drifts
+ALPHA = 0.05
+#: releases the drift test looks back over, the release included
+WINDOW = 5
+Z95 = 1.959963984540054
+
+
+@dataclass
+class Change:
+    """One estimate of a release against its baseline: ``diff`` = new − base with its 95 %
+    interval over ``n`` (the shared examples when ``paired``), the one-sided ``p`` of a change in
+    the worse direction (two-sided where no direction is better) and its Holm-``adjusted`` value,
+    and ``verdict``: ``regressed``, ``improved``, ``moved`` (no better direction) or ``same``
+    (within noise)."""
+
+    target: str
+    study: str
+    key: str
+    measure: str
+    better: str
+    base: float | None
+    new: float | None
+    diff: float | None
+    low: float | None
+    high: float | None
+    n: int | None
+    interval: str
+    paired: bool
+    p: float = 1.0
+    adjusted: float = 1.0
+    verdict: str = "same"
+    #: the 90 % interval of the difference, for the equivalence checks
+    low90: float | None = None
+    high90: float | None = None
+
+    def text(self) -> str:
+        """``hard_scope:typo 0.980 → 0.900: −0.080 [−0.140, −0.030] (paired, n = 50)``."""
+        def f(v: float | None) -> str:
+            return "n/a" if v is None else f"{v:.3f}".replace("-", "−")
+        span = f" [{f(self.low)}, {f(self.high)}]" if self.low is not None and self.high is not None else ""
+        how = "paired" if self.paired else "unpaired"
+        n = f", n = {self.n}" if self.n else ""
+        return (f"{self.key} ({self.study}) {f(self.base)} → {f(self.new)}: {f(self.diff)}{span} ({how}{n}; "
+                f"p = {self.adjusted:.3g} Holm)")
+
+
+@dataclass
+class Drift:
+    """The trend of one estimate over ``releases``: ``slope`` per release with its 95 % interval,
+    the one-sided ``p`` of a slope in the worse direction and its Holm-``adjusted`` value;
+    ``drifting`` when that rejects at 5 %."""
+
+    target: str
+    study: str
+    key: str
+    better: str
+    releases: list[str]
+    values: list[float]
+    slope: float
+    low: float
+    high: float
+    p: float
+    adjusted: float = 1.0
+    drifting: bool = False
+
+    def text(self) -> str:
+        vals = ", ".join(f"{v:.3f}" for v in self.values)
+        return (f"{self.key} ({self.study}) over {len(self.releases)} releases ({vals}): slope {self.slope:+.4f} "
+                f"[{self.low:+.4f}, {self.high:+.4f}] a release (p = {self.adjusted:.3g} Holm)")
+
+
+@dataclass
+class Equivalence:
+    """One ``--equivalent METRIC=MARGIN`` check of a change: passed when its 90 % interval lies
+    inside ±margin."""
+
+    target: str
+    key: str
+    margin: float
+    low90: float | None
+    high90: float | None
+    passed: bool
+
+    def text(self) -> str:
+        span = "no interval" if self.low90 is None else f"90 % interval [{self.low90:+.3f}, {self.high90:+.3f}]"
+        return (f"{'pass' if self.passed else 'FAIL'} {self.target} {self.key}: {span} "
+                f"{'inside' if self.passed else 'not inside'} ±{self.margin:g}")
+
+
+@dataclass
+class HistoryCheck:
+    """What :func:`check_release` returns: the ``release`` and ``baseline`` labels, each
+    ``change``, each ``drift`` and each ``equivalence`` check."""
+
+    release: str
+    baseline: str
+    changes: list[Change] = field(default_factory=list)
+    drifts: list[Drift] = field(default_factory=list)
+    equivalence: list[Equivalence] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def regressions(self) -> list[Change]:
+        return [c for c in self.changes if c.verdict == "regressed"]
+
+    def drifting(self) -> list[Drift]:
+        return [d for d in self.drifts if d.drifting]
+
+    def failed(self, fail_on_regression: bool = True) -> bool:
+        """Whether the check fails: an equivalence check failed, or (with
+        ``fail_on_regression``) a regression or a drift was found."""
+        return any(not e.passed for e in self.equivalence) or (
+            fail_on_regression and bool(self.regressions() or self.drifting()))
+
+    def exit_code(self, fail_on_regression: bool = False) -> int:
+        return 1 if self.failed(fail_on_regression) else 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"release": self.release, "baseline": self.baseline, "alpha": ALPHA,
+                "changes": [asdict(c) for c in self.changes], "drifts": [asdict(d) for d in self.drifts],
+                "equivalence": [asdict(e) for e in self.equivalence], "notes": self.notes,
+                "regressions": len(self.regressions()), "drifting": len(self.drifting())}
+
+    def console(self) -> str:
+        k = len(self.changes)
+        lines = [f"release {self.release} against {self.baseline}: {k} estimate{'' if k == 1 else 's'} compared"]
+        moved = [c for c in self.changes if c.verdict != "same"]
+        for verdict in ("regressed", "improved", "moved"):
+            these = [c for c in moved if c.verdict == verdict]
+            if these:
+                lines.append(f"{verdict} ({len(these)}):")
+                lines += [f"  {c.target}: {c.text()}" for c in these]
+        if not moved:
+            lines.append("no estimate moved beyond noise (5 % family-wise error rate, Holm)")
+        if self.drifts:
+            d = self.drifting()
+            lines.append(f"drift over the last {max(len(x.releases) for x in self.drifts)} releases: "
+                         + (f"{len(d)} estimate(s) drifting" if d else "none beyond noise"))
+            lines += [f"  {x.target}: {x.text()}" for x in d]
+        if self.equivalence:
+            lines.append("equivalence (--equivalent, two one-sided tests at 5 %):")
+            lines += [f"  {e.text()}" for e in self.equivalence]
+        lines += self.notes
+        reg = len(self.regressions()) + len(self.drifting())
+        lines.append(f"{reg} regression{'' if reg == 1 else 's'} beyond noise" if reg else "no regression beyond noise")
+        return "\n".join(lines)
+
+
+def _binary(values: Sequence[float]) -> bool:
+    return all(v in (0.0, 1.0) for v in values)
+
+
+def _worse_sign(better: str) -> int:
+    """-1 when a lower value is worse (better = higher), +1 when a higher one is, 0 without a direction."""
+    return {"higher": -1, "lower": 1}.get(better, 0)
+
+
+def paired_change(base: dict[str, float], new: dict[str, float], better: str, *, seed: int = 0
+                  ) -> tuple[float, list[float], list[float], int, float, str] | None:
+    """(mean difference new − base, its 95 % interval, its 90 % interval, n, one-sided p of a
+    worse change (two-sided without a direction), what the interval is over) over the examples
+    both hold; None when they share fewer than 2.
+
+    >>> base = {str(i): 1.0 for i in range(100)}
+    >>> new = {**base, **{str(i): 0.0 for i in range(12)}}   # 12 examples lost, none gained
+    >>> d, ci, _, n, p, _ = paired_change(base, new, "higher")
+    >>> round(d, 2), n, ci[1] < 0, p < 0.001
+    (-0.12, 100, True, True)
+    """
+    from scipy import stats
+
+    from ..measures.stats import bootstrap_t_interval, discordant_difference_ci, studentized_bootstrap
+
+    shared = sorted(set(base) & set(new))
+    n = len(shared)
+    if n < 2:
+        return None
+    a = np.asarray([base[k] for k in shared], dtype=np.float64)
+    b = np.asarray([new[k] for k in shared], dtype=np.float64)
+    d = b - a
+    worse = _worse_sign(better)
+    if _binary(a) and _binary(b):
+        gained, lost = int(np.sum((b == 1) & (a == 0))), int(np.sum((b == 0) & (a == 1)))
+        ci = discordant_difference_ci(gained, lost, n, seed=seed)
+        ci90 = discordant_difference_ci(gained, lost, n, level=0.90, seed=seed)
+        k = gained + lost
+        if k == 0:
+            p = 1.0
+        elif worse == 0:
+            p = float(stats.binomtest(gained, k, 0.5).pvalue)
+        else:  # McNemar's exact test, one-sided: the discordant examples that went the worse way
+            bad = lost if worse < 0 else gained
+            p = float(stats.binom.sf(bad - 1, k, 0.5))
+        return float(d.mean()), ci, ci90, n, p, (f"Jeffreys interval of the paired difference over the {n} shared "
+                                                 f"examples ({gained} gained, {lost} lost)")
+    mean, sd = float(d.mean()), float(d.std(ddof=1))
+    if sd == 0.0:
+        if mean == 0.0:
+            return 0.0, discordant_difference_ci(0, 0, n, seed=seed), discordant_difference_ci(
+                0, 0, n, level=0.90, seed=seed), n, 1.0, (f"no example of the {n} shared differs; the bound on the "
+                                                         "share that may differ")
+        p = 0.0 if (worse != 0 and np.sign(mean) == worse) else (1.0 if worse != 0 else 0.0)
+        return mean, [mean, mean], [mean, mean], n, p, f"every one of the {n} shared examples moved by {mean:+.4f}"
+    mean, se, t = studentized_bootstrap(d, seed=seed)
+    tstat = mean / se
+    below, above = (float((np.sum(t <= tstat) + 1) / (len(t) + 1)), float((np.sum(t >= tstat) + 1) / (len(t) + 1)))
+    p = min(1.0, 2 * min(below, above)) if worse == 0 else (below if worse < 0 else above)
+    return (mean, bootstrap_t_interval(mean, se, t), bootstrap_t_interval(mean, se, t, 0.90), n, p,
+            f"bootstrap-t interval of the mean paired difference over the {n} shared examples")
+
+
+def unpaired_change(base: dict[str, Any], new: dict[str, Any], better: str
+                    ) -> tuple[float, list[float], list[float], float, str] | None:
+    """(difference, 95 % and 90 % intervals, one-sided p, what it is over) from the two
+    estimates' 95 % intervals alone (normal approximation); None without both intervals.
+
+    >>> d, ci, _, p, _ = unpaired_change({"value": 0.9, "low": 0.88, "high": 0.92},
+    ...                                  {"value": 0.8, "low": 0.78, "high": 0.82}, "higher")
+    >>> round(d, 3), [round(x, 3) for x in ci], p < 1e-6
+    (-0.1, [-0.128, -0.072], True)
+    """
+    from scipy import stats
+
+    vals = [base.get(k) for k in ("value", "low", "high")] + [new.get(k) for k in ("value", "low", "high")]
+    if any(v is None or not math.isfinite(float(v)) for v in vals):
+        return None
+    bv, bl, bh, nv, nl, nh = (float(v) for v in vals)
+    se = math.hypot((bh - bl) / (2 * Z95), (nh - nl) / (2 * Z95))
+    diff = nv - bv
+    if se == 0.0:
+        return None
+    z = diff / se
+    worse = _worse_sign(better)
+    p = float(2 * stats.norm.sf(abs(z))) if worse == 0 else float(stats.norm.sf(worse * z))
+    z90 = float(stats.norm.ppf(0.95))
+    return (diff, [diff - Z95 * se, diff + Z95 * se], [diff - z90 * se, diff + z90 * se], p,
+            "normal approximation from the two 95 % intervals (unpaired: the study stores no per-example terms)")
+
+
+def compare_releases(history: History, release: Release, baseline: Release) -> list[Change]:
+    """Each estimate of ``release`` that ``baseline`` also holds, compared (the module
+    docstring), with Holm-adjusted verdicts."""
+    base = {(e["target"], e["study"], e["key"]): e for e in baseline.estimates}
+    changes = []
+    for e in release.estimates:
+        b = base.get((e["target"], e["study"], e["key"]))
+        if b is None:
+            continue
+        better = str(e.get("better") or "")
+        ids = (e["target"], e["study"], e["key"])
+        got = paired_change(history.outcomes(baseline, *ids), history.outcomes(release, *ids), better)
+        if got is not None:
+            diff, ci, ci90, n, p, what = got
+            paired = True
+        else:
+            un = unpaired_change(b, e, better)
+            if un is None:
+                changes.append(Change(e["target"], e["study"], e["key"], e["measure"], better, b.get("value"),
+                                      e.get("value"), None, None, None, e.get("n"), "no interval to compare", False))
+                continue
+            diff, ci, ci90, p, what = un
+            n, paired = e.get("n"), False
+        changes.append(Change(e["target"], e["study"], e["key"], e["measure"], better, b.get("value"), e.get("value"),
+                              diff, ci[0], ci[1], n, what, paired, p=p, low90=ci90[0], high90=ci90[1]))
+    tested = [c for c in changes if c.diff is not None]
+    for c, adj in zip(tested, holm([c.p for c in tested])):
+        c.adjusted = adj
+        if adj <= ALPHA:
+            worse = _worse_sign(c.better)
+            c.verdict = "moved" if worse == 0 else ("regressed" if np.sign(c.diff) == worse else "improved")
+    return changes
+
+
+def drift(releases: Sequence[Release], window: int = WINDOW) -> list[Drift]:
+    """The drift test (module docstring) of each estimate over the last ``window`` of
+    ``releases`` (oldest first, the checked release last) that has a value and an interval in at
+    least 3 of them. An exact interval (width 0: a target that is the reference itself) counts
+    with the smallest standard error of its series."""
+    from scipy import stats
+
+    recent = list(releases)[-window:]
+    if len(recent) < 3:
+        return []
+    series: dict[tuple[str, str, str], list[tuple[int, float, float, str]]] = {}
+    better: dict[tuple[str, str, str], str] = {}
+    for i, r in enumerate(recent):
+        for e in r.estimates:
+            v, lo, hi = e.get("value"), e.get("low"), e.get("high")
+            if v is None or lo is None or hi is None:
+                continue
+            key = (e["target"], e["study"], e["key"])
+            series.setdefault(key, []).append((i, float(v), (float(hi) - float(lo)) / (2 * Z95), r.label))
+            better[key] = str(e.get("better") or "")
+    out = []
+    for key, pts in series.items():
+        worse = _worse_sign(better[key])
+        if len(pts) < 3 or worse == 0 or pts[-1][0] != len(recent) - 1:
+            continue
+        positive = [p[2] for p in pts if p[2] > 0]
+        if not positive:
+            continue
+        floor = min(positive)
+        x = np.asarray([p[0] for p in pts], dtype=np.float64)
+        y = np.asarray([p[1] for p in pts], dtype=np.float64)
+        w = 1.0 / np.asarray([max(p[2], floor) for p in pts]) ** 2
+        xm, ym = np.sum(w * x) / np.sum(w), np.sum(w * y) / np.sum(w)
+        sxx = float(np.sum(w * (x - xm) ** 2))
+        slope = float(np.sum(w * (x - xm) * (y - ym)) / sxx)
+        se = math.sqrt(1.0 / sxx)
+        # points that scatter about the line more than their intervals say (one release's dip, not a
+        # trend) widen the slope's interval: the dispersion χ²/(m − 2) when above 1, with t(m − 2)
+        dispersion = float(np.sum(w * (y - (ym + slope * (x - xm))) ** 2)) / (len(pts) - 2)
+        dist: Any = stats.norm
+        if dispersion > 1.0:
+            se, dist = se * math.sqrt(dispersion), stats.t(len(pts) - 2)
+        p = float(dist.sf(worse * slope / se))
+        crit = float(dist.ppf(0.975))
+        out.append(Drift(key[0], key[1], key[2], better[key], [p[3] for p in pts], [p[1] for p in pts], slope,
+                         slope - crit * se, slope + crit * se, p))
+    for d, adj in zip(out, holm([d.p for d in out])):
+        d.adjusted, d.drifting = adj, adj <= ALPHA
+    return out
+
+
+def _matches(key: str, metric: str) -> bool:
+    return key == metric or key.split(":", 1)[0] == metric
+
+
+def baseline_of(history: History, release: Release, baseline: str) -> Release:
+    """The baseline release: ``accepted`` (the last release accepted before ``release`` was
+    stored, of its setup) or a label."""
+    if baseline == "accepted":
+        found = [r for r in history.releases() if r.accepted is not None and r.id != release.id
+                 and (r.id or 0) < (release.id or 0) and r.identity == release.identity]
+        if not found:
+            raise InputError(f"--baseline accepted: no release of the same setup was accepted before {release.label}; "
+                             "accept one (perturblab history accept DB LABEL) or give --baseline LABEL")
+        return history.release(max(found, key=lambda r: (r.accepted or 0.0, r.id or 0)).label)
+    base = history.release(baseline)
+    if base.identity != release.identity:
+        differ = sorted(k for k in set(base.setup) | set(release.setup) if base.setup.get(k) != release.setup.get(k))
+        raise InputError(f"--baseline {baseline}: was measured on another setup than {release.label} (differs in: "
+                         f"{', '.join(differ) or 'the reference'}); compare releases of one reference, data and "
+                         "options")
+    return base
+
+
+def check_release(history: History, release: str, baseline: str = "accepted", *,
+                  equivalent: Sequence[tuple[str, float]] = (), window: int = WINDOW) -> HistoryCheck:
+    """Compare release ``release`` of ``history`` with ``baseline`` (``"accepted"`` or a label)
+    and test the drift over the last ``window`` releases of its setup (module docstring);
+    ``equivalent``: (metric, margin) pairs checked by two one-sided tests."""
+    new = history.release(release)
+    base = baseline_of(history, new, baseline)
+    out = HistoryCheck(new.label, base.label, compare_releases(history, new, base))
+    same = [r for r in history.releases(estimates=True) if r.identity == new.identity and (r.id or 0) <= (new.id or 0)]
+    if window >= 3:
+        out.drifts = drift(same, window)
+    for metric, margin in equivalent:
+        found = [c for c in out.changes if _matches(c.key, metric)]
+        if not found:
+            out.equivalence.append(Equivalence("", metric, margin, None, None, False))
+        for c in found:
+            ok = c.low90 is not None and c.high90 is not None and -margin <= c.low90 and c.high90 <= margin
+            out.equivalence.append(Equivalence(c.target, c.key, margin, c.low90, c.high90, bool(ok)))
+    unpaired = sum(not c.paired for c in out.changes if c.diff is not None)
+    if unpaired:
+        out.notes.append(f"{unpaired} estimate(s) compared unpaired (their study stores no per-example terms): "
+                         "conservative")
+    targets_new, targets_base = set(new.targets()), set(base.targets())
+    if targets_new - targets_base:
+        out.notes.append(f"not in the baseline: {', '.join(sorted(targets_new - targets_base))}")
+    return out
