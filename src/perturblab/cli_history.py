@@ -44,6 +44,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     q.add_argument("--equivalent", action="append", type=_margin, default=[], metavar="METRIC=MARGIN",
                    help="exit 1 unless the change of each matching estimate is shown within ±MARGIN (two one-sided "
                         "tests at 5%%; repeatable), e.g. agreement=0.02")
+    q.add_argument("--min-change", type=float, default=0.01, metavar="D",
+                   help="the smallest change counted as a regression (and the smallest drift over the window): "
+                        "0.01 is one point of a share; 0 counts every change beyond noise (default: 0.01)")
     q.add_argument("--window", type=int, default=5, metavar="K",
                    help="the drift test looks at the last K releases of the setup, this one included "
                         "(default: 5; under 3: no drift test)")
@@ -104,7 +107,8 @@ def cmd_history(args: argparse.Namespace) -> int:
             return 0
         from .history.check import check_release
 
-        result = check_release(h, args.release, args.baseline, equivalent=args.equivalent, window=args.window)
+        result = check_release(h, args.release, args.baseline, equivalent=args.equivalent, window=args.window,
+                               min_change=args.min_change)
         print(result.console())
         if args.json:
             from .core.files import atomic_write_text, json_safe

@@ -94,3 +94,33 @@ def test_trend_page_charts_flags_and_escapes(history, tmp_path):
     assert re.search(r'<td class="regressed">regressed</td>', html)
     assert sum(t == "circle" and "acc" in a.get("class", "") for t, a in page.tags) == 1  # v1, accepted
     assert any(t == "table" and a.get("class") == "sortable" for t, a in page.tags)
+
+
+def test_a_change_beyond_noise_but_below_min_change_is_small_not_a_regression(tmp_path, capsys):
+    """A quantised copy's Soft-SCoPE: every term a little below the reference copy's 1 (about
+    0.998): beyond noise on 40 examples, but a fifth of a point, so not counted unless
+    --min-change 0 asks for every change beyond noise."""
+    import numpy as np
+
+    from perturblab.history.store import Release
+
+    rng = np.random.default_rng(0)
+    where = tmp_path / "h.sqlite"
+
+    def soft(label, terms):
+        v = float(np.mean(list(terms.values())))
+        return Release(label, "minilm-l6", {"data": "x"}, {"candidate": {"spec": "m"}},
+                       [{"target": "candidate", "study": "invariances", "key": "soft_scope:typo", "value": v,
+                         "low": v - 0.01, "high": min(1.0, v + 0.01), "n": 40, "better": "higher"}],
+                       {("candidate", "invariances", "soft_scope:typo"): terms})
+
+    with open_history(where) as h:
+        h.append(soft("v1", {str(i): 1.0 for i in range(40)}))
+        h.append(soft("v2", {str(i): float(1 - rng.uniform(0.001, 0.004)) for i in range(40)}))
+        h.accept("v1")
+    assert main(["history", "check", str(where), "--release", "v2", "--fail-on-regression"]) == 0
+    out = capsys.readouterr().out
+    assert "beyond noise but smaller than 0.01, not counted (1):" in out and "no regression beyond noise" in out
+    assert main(["history", "check", str(where), "--release", "v2", "--fail-on-regression", "--min-change", "0"]) == 1
+    assert "regressed (1):" in capsys.readouterr().out
+    assert main(["history", "check", str(where), "--release", "v2", "--min-change", "-1"]) == 2

@@ -38,7 +38,10 @@ class Point:
 
 
 def _fmt(v: float | None) -> str:
-    return "n/a" if v is None else f"{v:.3f}"
+    if v is None:
+        return "n/a"
+    text = f"{v:.3f}"
+    return "0.000" if text == "-0.000" else text
 
 
 def chart(points: Sequence[Point], title: str) -> Markup:
@@ -54,8 +57,9 @@ def chart(points: Sequence[Point], title: str) -> Markup:
     k = len(points)
     inner_w, inner_h = WIDTH - PAD_L - PAD_R, HEIGHT - PAD_T - PAD_B
 
-    def x(i: int) -> float:
-        return PAD_L + (inner_w / 2 if k == 1 else inner_w * i / (k - 1))
+    def x(i: int) -> float:  # the first and last points inset, clear of the axis labels
+        inset = 12
+        return PAD_L + inset + ((inner_w - 2 * inset) / 2 if k == 1 else (inner_w - 2 * inset) * i / (k - 1))
 
     def y(v: float) -> float:
         return PAD_T + inner_h * (hi - v) / (hi - lo)
@@ -63,7 +67,7 @@ def chart(points: Sequence[Point], title: str) -> Markup:
     parts = [f'<svg viewBox="0 0 {WIDTH} {HEIGHT}" role="img" class="chart"><title>{escape(title)}</title>']
     for v in (lo + pad, (lo + hi) / 2, hi - pad):  # three gridlines with their values
         parts.append(f'<line x1="{PAD_L}" x2="{WIDTH - PAD_R}" y1="{y(v):.1f}" y2="{y(v):.1f}" class="grid"/>'
-                     f'<text x="{PAD_L - 4}" y="{y(v) + 3:.1f}" class="ax" text-anchor="end">{v:.3f}</text>')
+                     f'<text x="{PAD_L - 4}" y="{y(v) + 3:.1f}" class="ax" text-anchor="end">{_fmt(v)}</text>')
     band = [(x(i), p.low, p.high) for i, p in enumerate(points) if p.low is not None and p.high is not None]
     if len(band) > 1:
         pts = " ".join(f"{bx:.1f},{y(h):.1f}" for bx, _, h in band) + " " + \

@@ -423,12 +423,15 @@ def shared_loads() -> Iterator[None]:
         _SHARED.reset(token)
 
 
-def loaded_fingerprints(spec: str) -> list[str]:
-    """The fingerprints of the models loaded for ``spec`` within the current :func:`shared_loads`
-    (one per role and training data it was loaded for; empty outside it or before any load)."""
+def loaded_fingerprints(spec: str, role: str | None = None) -> list[str]:
+    """The fingerprints of the models loaded for ``spec`` (as ``role``, or any role) within the
+    current :func:`shared_loads`: one per role and training data it was loaded for; empty outside
+    it or before any load. Which roles were loaded depends on what the run needed (a model's
+    speed measured as a bare encoder, say), so a stable record names the role."""
     memo = _SHARED.get() or {}
     key = repr(ModelSpec.parse(spec))
-    return sorted({str(getattr(m, "fingerprint", "")) for k, m in memo.items() if k[0] == key} - {""})
+    return sorted({str(getattr(m, "fingerprint", "")) for k, m in memo.items()
+                   if k[0] == key and (role is None or k[1] == role)} - {""})
 
 
 def load_model(spec: "str | ModelSpec | Any", role: str = "classifier", *, train: "Dataset | None" = None,

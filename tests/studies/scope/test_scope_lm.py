@@ -281,6 +281,12 @@ def test_agreement_gap_and_the_invariances_not_shared_by_a_noisy_copy(tmp_path, 
     assert estimates["agreement"].value == row["iid_top1_agreement"] and estimates["agreement"].n == 8
     assert estimates["agreement"].measure == "Top-1 agreement with the reference"
     assert estimates["accuracy_gap"].value == row["acc_diff"]
+    # the per-example terms a history pairs two releases on: their means are the estimates
+    terms = res.outcomes()
+    for key in ("agreement", "hard_scope:typo", "soft_scope:typo"):
+        t = terms[("noisy", key)]
+        assert len(t) == estimates[key].n and np.mean(list(t.values())) == pytest.approx(estimates[key].value)
+    assert ("noisy", "accuracy_gap") not in terms  # a ratio of token counts: no per-example term
     broken = res.broken("noisy", "typo", k=100)
     assert len(broken) == round(row["n_ref_invariant"] * (1 - row["hard_scope"])) > 0, row
     clf = NextTokenClassifier(ref), NextTokenClassifier(noisy)

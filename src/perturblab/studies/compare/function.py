@@ -18,6 +18,7 @@ from ...core.lock import output_lock
 from ...core.placement import placement
 from ...core.study import StudyResult
 from .config import CompareArgs
+from .part import CLASSIFIER
 from .plan import Plan, make_plan
 from ...report.html import MANIFEST, render_report
 from ...report.html_compare import COMPARE_FILE
@@ -230,7 +231,8 @@ def record(result: CompareResult, *, saved: bool) -> None:
     if out is not None:
         result.save(out)
     report = str((out / "report.html").resolve()) if saved and out is not None else None
-    fingerprints = {spec: loaded_fingerprints(spec) for spec in [args.reference or "", *args.target_names()]}
+    role = "classifier" if result.plan.kind == CLASSIFIER else "language_model"  # the studies' role, always loaded
+    fingerprints = {spec: loaded_fingerprints(spec, role) for spec in [args.reference or "", *args.target_names()]}
     if args.history:
         from ...history.store import open_history
 

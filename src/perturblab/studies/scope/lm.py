@@ -36,7 +36,7 @@ import numpy as np
 
 from ...core.headline import Headline
 from ...core.files import write_json
-from ...core.keys import content_key, model_fingerprint
+from ...core.keys import content_key, example_ids, model_fingerprint
 from ...core.study import Phase, RunContext, Study, StudyResult, Task
 from ...data.draws import nested_draw
 from ...errors import InputError
@@ -260,12 +260,13 @@ class LMScopeStudy(Study):
 
     def finish(self, ctx: RunContext) -> "LMScopeResult":
         self._broken: dict[tuple[str, str, int], list[dict[str, Any]]] = {}
+        self._outcomes: dict[tuple[str, str], dict[str, float]] = {}
         rows = [r for trial, samples in self._trials.items() for cap in self.args.capability_list()
                 for r in self._metrics(cap, trial, samples)]
         note = positions_cut_note(self._searches.values(), self.settings.max_positions)
         if note:
             log.warning("%s", note)
-        return LMScopeResult(self.args, rows, run_id=ctx.run_id, broken=self._broken)
+        return LMScopeResult(self.args, rows, run_id=ctx.run_id, broken=self._broken, outcomes=self._outcomes)
 
     def _token(self, name: str, token_id: int) -> str:
         """Token ``token_id`` of model ``name`` as a quoted string (its id when it cannot decode)."""
@@ -303,6 +304,13 @@ class LMScopeStudy(Study):
                  "reference": self._token(self.reference, rows[i]["ref_top1_x"]),
                  "target": [self._token(target, rows[i]["top1_x"]), self._token(target, rows[i]["top1_xp"])]}
                 for i in kept]
+            # the per-example terms of the headline's means, by trial and text (a history pairs on them)
+            at = dict(zip(ids, example_ids(texts, f"{trial}:")))
+            for name, terms, which in ((f"hard_scope:{cap}", hard, np.asarray(pert)[inv]),
+                                       (f"soft_scope:{cap}", soft, np.asarray(pert)[inv]),
+                                       ("agreement", col("top1_x", ids) == col("ref_top1_x", ids), ids)):
+                self._outcomes.setdefault((target, name), {}).update(
+                    {at[int(i)]: float(v) for i, v in zip(which, terms)})
             tgt_c, tgt_n = acc(target)
             agree_ci, diff, diff_ci = agreement_and_accuracy(col("top1_x", ids) == col("ref_top1_x", ids), ref_c, ref_n,
                                                              tgt_c, tgt_n, self.args.n_boot, seed=trial, exact=exact)
@@ -377,9 +385,17 @@ class LMScopeResult(StudyResult):
     study = "scope-lm"
 
     def __init__(self, args: LMScopeArgs, rows: Sequence[dict[str, Any]], run_id: str | None = None,
-                 broken: Mapping[tuple[str, str, int], list[dict[str, Any]]] | None = None) -> None:
+                 broken: Mapping[tuple[str, str, int], list[dict[str, Any]]] | None = None,
+                 outcomes: Mapping[tuple[str, str], dict[str, float]] | None = None) -> None:
         super().__init__(rows, summarise(rows), run_id=run_id)
         self.args, self._broken = args, dict(broken or {})
+        self._outcomes = dict(outcomes or {})
+
+    def outcomes(self) -> dict[tuple[str, str], dict[str, float]]:
+        """(target, key) -> example id (trial and text digest) -> term of LM Hard- and Soft-SCoPE
+        per capability and of the top-1 agreement (:meth:`StudyResult.outcomes`); the token
+        accuracy gap, a ratio of token counts, has none."""
+        return self._outcomes
 
     def broken(self, target: str, capability: str, trial: int = 0, k: int = 3) -> list[dict[str, Any]]:
         """Up to ``k`` (at most :data:`BROKEN_KEPT`) sentences of ``capability`` in ``trial``, in
