@@ -12,8 +12,9 @@ too). Its tables:
   comparable: the reference's spec and fingerprint, the data and the studies' options) and its
   digest ``identity``, the models (label -> spec and fingerprint), the path of its report and
   when it was accepted as a baseline;
-* ``estimates``: each estimate of a target (study, key, value, 95 % interval, n, what the
-  interval is over, which direction is better, the level of its finding, flags);
+* ``estimates``: each estimate of a target (study, key, its position in the release, value,
+  95 % interval, n, what the interval is over, which direction is better, the level of its
+  finding, flags), read back in the order stored;
 * ``outcomes``: per target, study and key, each example's term (the 0/1 or [0, 1] term whose
   mean is the estimate), by a stable example id.
 
@@ -115,6 +116,7 @@ def _tables() -> tuple[Any, dict[str, Any]]:
 
     estimates = Table(
         "estimates", md, *of_a_target(),
+        Column("position", Integer, nullable=False),  # its place in the release: read back in that order
         Column("measure", Text, nullable=False),
         Column("value", Float), Column("low", Float), Column("high", Float), Column("n", Integer),
         Column("interval", Text, nullable=False),
@@ -303,12 +305,12 @@ class History:
                     setup=json.dumps(release.setup, sort_keys=True, default=str),
                     models=json.dumps(release.models, sort_keys=True, default=str),
                     report=release.report, accepted=release.accepted)).inserted_primary_key[0]
-                rows = [{"release_id": rid, "target": e["target"], "study": e["study"], "key": e["key"],
+                rows = [{"release_id": rid, "target": e["target"], "study": e["study"], "key": e["key"], "position": i,
                          "measure": str(e.get("measure") or e["key"]), "value": _num(e.get("value")),
                          "low": _num(e.get("low")), "high": _num(e.get("high")),
                          "n": None if e.get("n") is None else int(e["n"]), "interval": str(e.get("interval") or ""),
                          "better": str(e.get("better") or ""), "level": e.get("level"),
-                         "flags": json.dumps(list(e.get("flags") or []))} for e in release.estimates]
+                         "flags": json.dumps(list(e.get("flags") or []))} for i, e in enumerate(release.estimates)]
                 if rows:
                     conn.execute(t["estimates"].insert(), rows)
                 self._insert_outcomes(conn, rid, release.outcomes)
@@ -362,7 +364,8 @@ class History:
                 models=json.loads(r["models"]), estimates=[], kind=r["kind"], created=r["created"],
                 report=r["report"], accepted=r["accepted"], id=r["id"]) for r in rows}
             if estimates and found:
-                for e in conn.execute(select(t["estimates"]).order_by(t["estimates"].c.release_id)).mappings():
+                order = (t["estimates"].c.release_id, t["estimates"].c.position)
+                for e in conn.execute(select(t["estimates"]).order_by(*order)).mappings():
                     if e["release_id"] in found:
                         found[e["release_id"]].estimates.append(
                             {k: e[k] for k in ("target", "study", "key", "measure", "value", "low", "high", "n",
