@@ -137,8 +137,10 @@ def _tables() -> tuple[Any, dict[str, Any]]:
 MIGRATIONS: dict[int, Callable[[Any, dict[str, Any]], None]] = {}
 
 
-def _url(where: str | Path) -> str:
-    """The SQLAlchemy URL of ``where``: a URL as given, a path as ``sqlite:///<absolute path>``."""
+def history_url(where: str | Path) -> str:
+    """The SQLAlchemy URL of ``where``: a URL as given, a path as ``sqlite:///<absolute path>``;
+    :class:`InputError` for a directory or a file in a folder that does not exist (nothing is
+    opened or created)."""
     text = str(where)
     if "://" in text:
         if text.startswith("postgres://"):  # the scheme some hosts hand out; SQLAlchemy reads postgresql
@@ -190,7 +192,7 @@ class History:
 
     def __init__(self, where: str | Path) -> None:
         self.where = str(where)
-        self.url = _url(where)
+        self.url = history_url(where)
         self.engine = _engine(self.url)
         self.md, self.t = _tables()
         self._ready()

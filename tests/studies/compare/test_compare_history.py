@@ -70,7 +70,10 @@ def test_history_refusals_exit_2_before_any_work(tmp_path, tiny_costs, capsys): 
     assert main(["compare", "--reference", "tfidf-lr", "--targets", "minilm-l3", "--out", str(tmp_path / "o"),
                  "--history", str(history)]) == 2
     assert "needs --release" in capsys.readouterr().err and not history.exists()
-    assert main(_argv(tmp_path / "a", history, "v1")) == 0
+    from perturblab.history.store import Release
+
+    with open_history(history) as h:  # v1 stored with the candidate tfidf-lr
+        h.append(Release("v1", "tfidf-lr", {}, {"candidate": {"spec": "candidate=tfidf-lr"}}, []))
     argv = _argv(tmp_path / "b", history, "v1")
     argv[argv.index("candidate=tfidf-lr")] = "candidate=minilm-l3"
     assert main(argv) == 2

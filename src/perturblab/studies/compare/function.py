@@ -198,16 +198,19 @@ def compare(args: CompareArgs, given: Mapping[str, Any]) -> CompareResult:
     """
     from ...models.resolve import shared_loads
 
+    if args.history:  # a label stored with other models is refused before any work (a new file is not made yet)
+        from ...history.store import history_url, open_history
+
+        if history_url(args.history).startswith("sqlite:///") and not Path(args.history).expanduser().is_file():
+            note = ""
+        else:
+            with open_history(args.history) as h:
+                note = h.check_append(args.release or "", dict(zip(args.target_labels(), args.target_names())))
+        if note and not args.quiet:
+            print(note, file=sys.stderr, flush=True)
     with shared_loads():  # each model loaded once: for its timing and for every study
         with placement(*args.placement()):  # each model timed where it will run, before any directory is made
             plan = make_plan(args, measure=True)
-        if args.history:  # a label stored with other models is refused before any study runs
-            from ...history.store import open_history
-
-            with open_history(args.history) as h:
-                note = h.check_append(args.release or "", dict(zip(args.target_labels(), args.target_names())))
-            if note and not args.quiet:
-                print(note, file=sys.stderr, flush=True)
         if args.mlflow:  # and a tracking store that cannot be opened
             from .tracker import experiment_id
 
