@@ -86,6 +86,16 @@ class Headline:
         return cls(str(obj.get("sentence") or ""), ests)
 
 
+def key_matches(key: str, metric: str) -> bool:
+    """Whether an estimate's ``key`` is what a check names by ``metric``: the key itself
+    (``hard_scope:typo``) or its first part (``soft_scope`` names every capability).
+
+    >>> key_matches("soft_scope:typo", "soft_scope"), key_matches("soft_scope:typo", "soft")
+    (True, False)
+    """
+    return key == metric or key.split(":", 1)[0] == metric
+
+
 def defined(v: Any) -> bool:
     """Whether ``v`` is a finite number (not None, NaN or a bool)."""
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)

@@ -45,6 +45,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..core.headline import key_matches
 from ..errors import InputError
 from ..measures.stats import holm
 from .store import History, Release
@@ -386,20 +387,23 @@ def drift(releases: Sequence[Release], window: int = WINDOW, *, min_change: floa
     return out
 
 
-def _matches(key: str, metric: str) -> bool:
-    return key == metric or key.split(":", 1)[0] == metric
+def last_accepted(releases: Sequence[Release], release: Release) -> Release | None:
+    """The release of ``releases`` last accepted among those of ``release``'s setup stored
+    before it, or None."""
+    found = [r for r in releases
+             if r.accepted is not None and (r.id or 0) < (release.id or 0) and r.identity == release.identity]
+    return max(found, key=lambda r: (r.accepted or 0.0, r.id or 0), default=None)
 
 
 def baseline_of(history: History, release: Release, baseline: str) -> Release:
     """The baseline release: ``accepted`` (the last release accepted before ``release`` was
     stored, of its setup) or a label."""
     if baseline == "accepted":
-        found = [r for r in history.releases() if r.accepted is not None and r.id != release.id
-                 and (r.id or 0) < (release.id or 0) and r.identity == release.identity]
-        if not found:
+        found = last_accepted(history.releases(), release)
+        if found is None:
             raise InputError(f"--baseline accepted: no release of the same setup was accepted before {release.label}; "
                              "accept one (perturblab history accept DB LABEL) or give --baseline LABEL")
-        return history.release(max(found, key=lambda r: (r.accepted or 0.0, r.id or 0)).label)
+        return history.release(found.label)
     base = history.release(baseline)
     if base.identity != release.identity:
         differ = sorted(k for k in set(base.setup) | set(release.setup) if base.setup.get(k) != release.setup.get(k))
@@ -426,7 +430,7 @@ def check_release(history: History, release: str, baseline: str = "accepted", *,
     if window >= 3:
         out.drifts = drift(same, window, min_change=min_change)
     for metric, margin in equivalent:
-        found = [c for c in out.changes if _matches(c.key, metric)]
+        found = [c for c in out.changes if key_matches(c.key, metric)]
         if not found:
             out.equivalence.append(Equivalence("", metric, margin, None, None, False))
         for c in found:

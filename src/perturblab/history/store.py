@@ -34,14 +34,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from ..core.keys import content_key
 from ..errors import InputError
 
 #: the schema version this code writes; older databases are migrated by :data:`MIGRATIONS`
 SCHEMA = 1
 #: how long a SQLite writer waits for another one's transaction, in seconds
 WAIT_SECONDS = 120.0
-#: the kinds of release
-KINDS = ("compare", "checkpoints")
 
 
 @dataclass
@@ -68,7 +67,7 @@ class Release:
     @property
     def identity(self) -> str:
         """The digest of :attr:`setup`: two releases of one identity are comparable."""
-        return digest(self.setup)
+        return content_key(self.setup)[:16]
 
     def targets(self) -> list[str]:
         """The targets of its estimates, in order of first appearance."""
@@ -77,14 +76,6 @@ class Release:
     def models_of(self) -> dict[str, str]:
         """Target label -> its spec."""
         return {k: str(v.get("spec", "")) for k, v in self.models.items()}
-
-
-def digest(value: Any) -> str:
-    """A short SHA-256 digest of ``value`` as canonical JSON."""
-    import hashlib
-
-    text = json.dumps(value, sort_keys=True, default=str, separators=(",", ":"))
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
 def _tables() -> tuple[Any, dict[str, Any]]:
@@ -213,7 +204,7 @@ class History:
     # -- schema ---------------------------------------------------------------------------
     def _ready(self) -> None:
         """Create the schema in an empty database, migrate an older one, refuse a newer one."""
-        from sqlalchemy import inspect, select
+        from sqlalchemy import inspect
         from sqlalchemy.exc import DBAPIError, IntegrityError, ProgrammingError
 
         for attempt in range(3):  # two processes may create the schema at once: one wins, the other re-reads
@@ -226,9 +217,7 @@ class History:
                         self.md.create_all(conn)
                         conn.execute(self.t["meta"].insert().values(key="schema", value=str(SCHEMA)))
                         return
-                    found = conn.execute(select(self.t["meta"].c.value).where(
-                        self.t["meta"].c.key == "schema")).scalar()
-                    version = int(found or 0)
+                    version = self._version(conn)
                     if version > SCHEMA:
                         raise InputError(f"history {self.where}: written by a newer perturblab (schema {version}; this "
                                          f"one reads up to {SCHEMA}); upgrade perturblab")
@@ -252,25 +241,29 @@ class History:
 
     def schema(self) -> int:
         """The schema version of the database."""
+        with self.engine.connect() as conn:
+            return self._version(conn)
+
+    def _version(self, conn: Any) -> int:
         from sqlalchemy import select
 
-        with self.engine.connect() as conn:
-            return int(conn.execute(select(self.t["meta"].c.value).where(self.t["meta"].c.key == "schema")).scalar())
+        meta = self.t["meta"]
+        return int(conn.execute(select(meta.c.value).where(meta.c.key == "schema")).scalar() or 0)
 
     # -- writing --------------------------------------------------------------------------
     def stored(self, label: str) -> Release | None:
         """The release ``label`` as stored (without its outcomes), or None."""
-        found = [r for r in self.releases() if r.label == label]
+        found = self.releases(label=label)
         return found[0] if found else None
 
-    def check_append(self, label: str, models: Mapping[str, str], setup: Mapping[str, Any] | None = None) -> str:
+    def check_append(self, label: str, models: Mapping[str, str]) -> str:
         """Before any work: whether ``label`` with target specs ``models`` can be appended.
         Returns ``""`` (new), or a note that it is stored already with the same models (a re-run
-        adds nothing); raises :class:`InputError` when it is stored with other models or setup."""
+        adds nothing); raises :class:`InputError` when it is stored with other models."""
         old = self.stored(label)
         if old is None:
             return ""
-        if old.models_of() != dict(models) or (setup is not None and old.identity != digest(dict(setup))):
+        if old.models_of() != dict(models):
             theirs = ", ".join(f"{k}={v}" for k, v in old.models_of().items())
             raise InputError(f"--release {label}: is stored already in {self.where} with other models or options "
                              f"({theirs}); give the new run a label of its own")
@@ -353,21 +346,27 @@ class History:
         return f"release {label!r} is not in the history {self.where} (its releases: {shown})"
 
     # -- reading --------------------------------------------------------------------------
-    def releases(self, *, estimates: bool = False) -> list[Release]:
-        """Every release in the order stored, with its estimates when ``estimates`` (never its
-        outcomes: :meth:`outcomes` reads them)."""
+    def releases(self, *, estimates: bool = False, label: str | None = None) -> list[Release]:
+        """Every release in the order stored (only the one labelled ``label``, when given), with
+        its estimates when ``estimates`` (never its outcomes: :meth:`outcomes` reads them)."""
         from sqlalchemy import select
 
         t = self.t
+        query = select(t["releases"]).order_by(t["releases"].c.id)
+        if label is not None:
+            query = query.where(t["releases"].c.label == label)
         with self.engine.connect() as conn:
-            rows = conn.execute(select(t["releases"]).order_by(t["releases"].c.id)).mappings().all()
+            rows = conn.execute(query).mappings().all()
             found = {r["id"]: Release(
                 label=r["label"], reference=r["reference"], setup=json.loads(r["setup"]),
                 models=json.loads(r["models"]), estimates=[], kind=r["kind"], created=r["created"],
                 report=r["report"], accepted=r["accepted"], id=r["id"]) for r in rows}
             if estimates and found:
-                order = (t["estimates"].c.release_id, t["estimates"].c.position)
-                for e in conn.execute(select(t["estimates"]).order_by(*order)).mappings():
+                est = t["estimates"]
+                query = select(est).order_by(est.c.release_id, est.c.position)
+                if label is not None:
+                    query = query.where(est.c.release_id.in_(list(found)))
+                for e in conn.execute(query).mappings():
                     if e["release_id"] in found:
                         found[e["release_id"]].estimates.append(
                             {k: e[k] for k in ("target", "study", "key", "measure", "value", "low", "high", "n",
@@ -376,7 +375,7 @@ class History:
 
     def release(self, label: str) -> Release:
         """Release ``label`` with its estimates; :class:`InputError` when it is not stored."""
-        found = [r for r in self.releases(estimates=True) if r.label == label]
+        found = self.releases(estimates=True, label=label)
         if not found:
             raise InputError(self.unknown(label))
         return found[0]
@@ -402,7 +401,7 @@ class History:
 
 
 def _num(v: Any) -> float | None:
-    """``v`` as a finite float, or None."""
+    """``v`` as a finite float (numpy numbers too), or None."""
     if v is None or isinstance(v, bool):
         return None
     try:
@@ -410,6 +409,26 @@ def _num(v: Any) -> float | None:
     except (TypeError, ValueError):
         return None
     return f if math.isfinite(f) else None
+
+
+def check_labels(where: str | Path, labels: Mapping[str, Mapping[str, str]]) -> list[str]:
+    """Before any work: :meth:`History.check_append` of each label (-> its target specs) in the
+    history at ``where``, which is opened only when it exists (a new file is made by the first
+    append, after the work); returns the notes of labels stored already with the same models."""
+    url = history_url(where)
+    if url.startswith("sqlite:///") and not Path(url[len("sqlite:///"):]).is_file():
+        return []
+    with open_history(where) as h:
+        return [note for note in (h.check_append(label, models) for label, models in labels.items()) if note]
+
+
+def append_releases(where: str | Path, releases: list[Release]) -> tuple[list[bool], list[str]]:
+    """Append each of ``releases`` (one transaction each) to the history at ``where``: whether
+    each was added, and a warning for each not added whose stored namesake differs
+    (:meth:`History.conflict`)."""
+    with open_history(where) as h:
+        added = [h.append(r) for r in releases]
+        return added, [c for c in (h.conflict(r) for r, a in zip(releases, added) if not a) if c]
 
 
 def open_history(where: str | Path) -> History:

@@ -17,7 +17,7 @@ from typing import Sequence
 
 from markupsafe import Markup, escape
 
-from .check import compare_releases
+from .check import compare_releases, last_accepted
 from .store import History, Release
 
 TEMPLATE = "trend.html.j2"
@@ -104,12 +104,9 @@ def verdicts(history: History, releases: Sequence[Release]) -> dict[str, dict[tu
     before it (of its setup); releases with no such baseline are left out."""
     out: dict[str, dict[tuple[str, str, str], str]] = {}
     for r in releases:
-        base = [b for b in releases
-                if b.accepted is not None and (b.id or 0) < (r.id or 0) and b.identity == r.identity]
-        if not base:
-            continue
-        baseline = max(base, key=lambda b: (b.accepted or 0.0, b.id or 0))
-        out[r.label] = {(c.target, c.study, c.key): c.verdict for c in compare_releases(history, r, baseline)}
+        baseline = last_accepted(releases, r)
+        if baseline is not None:
+            out[r.label] = {(c.target, c.study, c.key): c.verdict for c in compare_releases(history, r, baseline)}
     return out
 
 

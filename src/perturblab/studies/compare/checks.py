@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Sequence
 
-from ...core.headline import Estimate, defined
+from ...core.headline import Estimate, defined, key_matches
 from .keys import GAPS, SHARES, equivalence_keys
 from .severity import equivalence_interval
 
@@ -74,10 +74,6 @@ class Check:
                f"{'n/a' if self.value is None else f'{self.value:.3f}'}{ci}{n})"
 
 
-def _matches(e: Estimate, metric: str) -> bool:
-    return e.key == metric or e.key.split(":", 1)[0] == metric
-
-
 def run_checks(estimates: dict[str, list[Estimate]], thresholds: Sequence[tuple[str, float]],
                strict: bool) -> list[Check]:
     """Each ``--fail-under`` threshold against each target's matching estimates (``estimates``:
@@ -87,7 +83,7 @@ def run_checks(estimates: dict[str, list[Estimate]], thresholds: Sequence[tuple[
     checks = []
     for metric, limit in thresholds:
         for target, mine in estimates.items():
-            found = [e for e in mine if _matches(e, metric)]
+            found = [e for e in mine if key_matches(e.key, metric)]
             if not found:
                 checks.append(Check(target, metric, "", limit, None, "no estimate", False, outcome="no estimate"))
             for e in found:
@@ -113,7 +109,7 @@ def run_equivalence(estimates: dict[str, list[Estimate]], references: dict[str, 
             keys = {e.key for e in mine}
             # a score's paired gap stands for the score where the study gives one
             found = [e for e in mine if e.key.split(":", 1)[0] in paired and
-                     (_matches(e, metric) and f"{e.key}_gap" not in keys or e.key == f"{metric}_gap")]
+                     (key_matches(e.key, metric) and f"{e.key}_gap" not in keys or e.key == f"{metric}_gap")]
             if not found:
                 checks.append(Check(target, metric, "", margin, None, "no estimate", False, kind="equivalent",
                                     outcome="no estimate"))

@@ -199,15 +199,12 @@ def compare(args: CompareArgs, given: Mapping[str, Any]) -> CompareResult:
     from ...models.resolve import shared_loads
 
     if args.history:  # a label stored with other models is refused before any work (a new file is not made yet)
-        from ...history.store import history_url, open_history
+        from ...history.store import check_labels
 
-        if history_url(args.history).startswith("sqlite:///") and not Path(args.history).expanduser().is_file():
-            note = ""
-        else:
-            with open_history(args.history) as h:
-                note = h.check_append(args.release or "", dict(zip(args.target_labels(), args.target_names())))
-        if note and not args.quiet:
-            print(note, file=sys.stderr, flush=True)
+        notes = check_labels(args.history, {args.release or "": dict(zip(args.target_labels(), args.target_names()))})
+        if not args.quiet:
+            for note in notes:
+                print(note, file=sys.stderr, flush=True)
     with shared_loads():  # each model loaded once: for its timing and for every study
         with placement(*args.placement()):  # each model timed where it will run, before any directory is made
             plan = make_plan(args, measure=True)
@@ -237,15 +234,13 @@ def record(result: CompareResult, *, saved: bool) -> None:
     role = "classifier" if result.plan.kind == CLASSIFIER else "language_model"  # the studies' role, always loaded
     fingerprints = {spec: loaded_fingerprints(spec, role) for spec in [args.reference or "", *args.target_names()]}
     if args.history:
-        from ...history.store import open_history
+        from ...history.store import append_releases
 
         release = compare_release(result, args.release or "", fingerprints=fingerprints, report=report)
-        with open_history(args.history) as h:
-            added = h.append(release)
-            conflict = "" if added else h.conflict(release)
-        if conflict:
+        (added,), conflicts = append_releases(args.history, [release])
+        for conflict in conflicts:
             print(f"warning: {conflict}", file=sys.stderr, flush=True)
-        elif not args.quiet:
+        if not conflicts and not args.quiet:
             print(f"history: release {release.label} {'appended to' if added else 'stored already in'} {args.history}"
                   + ("" if added else "; nothing added"), file=sys.stderr, flush=True)
     if args.mlflow:

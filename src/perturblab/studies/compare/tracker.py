@@ -61,10 +61,15 @@ def artifact_location(uri: str) -> str | None:
 def experiment_id(uri: str) -> str:
     """The id of the experiment :data:`EXPERIMENT` at tracking ``uri`` (created when new);
     :class:`InputError` when the store cannot be opened. A comparison calls it before any work."""
+    return _experiment(uri)[1]
+
+
+def _experiment(uri: str) -> tuple[Any, str]:
+    """A client of tracking ``uri`` and the id of :data:`EXPERIMENT` there (:func:`experiment_id`)."""
     try:
         client = _client(uri)
         exp = client.get_experiment_by_name(EXPERIMENT)
-        return exp.experiment_id if exp is not None else client.create_experiment(
+        return client, exp.experiment_id if exp is not None else client.create_experiment(
             EXPERIMENT, artifact_location=artifact_location(uri))
     except InputError:
         raise
@@ -80,7 +85,7 @@ def log_compare(uri: str, result: Any, out: Path | None, *,
     temporary directory when ``out`` is None); returns the run's id."""
     from mlflow.entities import Metric, Param, RunTag
 
-    exp_id, client = experiment_id(uri), _client(uri)
+    client, exp_id = _experiment(uri)
     args = result.args
     run = client.create_run(exp_id, run_name=args.release or f"{', '.join(args.target_labels())} vs "
                                                              f"{args.reference_name()}",

@@ -171,22 +171,16 @@ def checkpoints(args: "CheckpointsArgs", given: Mapping[str, Any]) -> "Checkpoin
         cks = listed if objects else checkpoints_from_dirs(listed)
     study = CheckpointStudy(args, cks, splits=splits, progress=not args.quiet)
     if args.history:  # a label stored with other checkpoints is refused before any work
-        from ...history.store import open_history
+        from ...history.store import check_labels
 
-        study.check()  # bad input first: the history is not created for a run that is refused
-
-        with open_history(args.history) as h:
-            for i, c in enumerate(study.checkpoints):
-                h.check_append(f"{args.release}/{c.name}", {comp: c.name for comp in args.comparison_list()
-                                                             if comp == "vs_final" or i > 0})
+        check_labels(args.history, {f"{args.release}/{c.name}": {comp: c.name for comp in args.comparison_list()
+                                                                  if comp == "vs_final" or i > 0}
+                                    for i, c in enumerate(study.checkpoints)})
     result = run(study, given["out"], quiet=args.quiet)
     if args.history:
-        from ...history.store import open_history
+        from ...history.store import append_releases
 
-        with open_history(args.history) as h:
-            releases = result.releases(args.release or "", args.study_options())
-            added = [h.append(r) for r in releases]
-            conflicts = [c for c in (h.conflict(r) for r, a in zip(releases, added) if not a) if c]
+        added, conflicts = append_releases(args.history, result.releases(args.release or "", args.study_options()))
         for c in conflicts:
             print(f"warning: {c}", file=sys.stderr, flush=True)
         if not args.quiet:
