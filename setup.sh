@@ -165,8 +165,21 @@ sys.exit(m.version('llama-cpp-python') != '${LLAMACPP_PIN#*==}')" 2>/dev/null; t
     say "llama-cpp-python present (${LLAMACPP_PIN})"
   else
     say "installing ${LLAMACPP_PIN} (builds llama.cpp from source: a few minutes)"
-    "$VPY" -m pip install --disable-pip-version-check -qq "$LLAMACPP_PIN" \
-      || die "building llama-cpp-python failed (it needs a C++ compiler and cmake); run without --llamacpp"
+    # A portable build on x86-64 (AVX2; no AVX-512 or AMX kernels chosen for the building
+    # processor): a native build's AMX kernels crashed on a processor that has AMX but may not use
+    # it, and pip's own cache would hand a native build to another machine. The portable wheel is
+    # kept in a cache of its own, so a later set-up installs it in seconds.
+    WHEELS="${XDG_CACHE_HOME:-$HOME/.cache}/perturblab/wheels/llamacpp-portable"
+    PORTABLE=""
+    [[ "$(uname -m)" == "x86_64" ]] && PORTABLE="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON"
+    if ! ls "$WHEELS"/llama_cpp_python-"${LLAMACPP_PIN#*==}"-*.whl >/dev/null 2>&1; then
+      mkdir -p "$WHEELS"
+      CMAKE_ARGS="${CMAKE_ARGS:-$PORTABLE}" "$VPY" -m pip wheel --disable-pip-version-check --no-cache-dir -qq \
+        --no-deps -w "$WHEELS" "${LLAMACPP_PIN%%\[*}==${LLAMACPP_PIN#*==}" \
+        || die "building llama-cpp-python failed (it needs a C++ compiler and cmake); run without --llamacpp"
+    fi
+    "$VPY" -m pip install --disable-pip-version-check -qq --find-links "$WHEELS" "$LLAMACPP_PIN" \
+      || die "installing llama-cpp-python failed; run without --llamacpp"
   fi
 fi
 say "done. Activate with: source .venv/bin/activate"

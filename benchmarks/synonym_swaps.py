@@ -20,12 +20,21 @@ chooses from, drawn uniformly, not the swap a particular reference model's searc
 ``--searched``: a SCoPE synonym search (reference MiniLM-L6, as ``compare`` runs it) on ``--n`` base
 samples of the Rotten-Tomatoes test split under each set of synonyms; from each perturbed sample one
 of its changed words is drawn with ``default_rng([seed, sample id, 2])`` and put alone into the
-original sentence. ``--out`` is then a folder: ``searched_swaps.csv`` (with the set) and ``blind.csv``
-(the same swaps in a seeded shuffled order without it, for judging without knowing the set). With
-``--judged`` it prints the acceptable share per set with its Wilson 95 % interval::
+original sentence. ``--out`` is then a folder: ``searched_swaps.csv`` (with the set and the swap's
+contextual cosine, :class:`~perturblab.perturb.semantics.WordContextSimilarity`) and ``blind.csv`` (the
+same swaps in a seeded shuffled order without either, for judging without knowing the set). With
+``--judged`` (the keyed columns plus ``acceptable`` = 1/0 and a ``reason`` for each refusal, its
+category before a colon) it prints the acceptable share per set with its Wilson 95 % interval and the
+refusals per category. The first judged sample is seed 0, the second seed 1 (other base samples)::
 
     .venv/bin/python benchmarks/synonym_swaps.py --searched --n 150 --out /tmp/searched \\
         --judged docs/synonym_swaps_searched.csv
+    .venv/bin/python benchmarks/synonym_swaps.py --searched --n 150 --seed 1 --out /tmp/searched2 \\
+        --judged docs/synonym_swaps_searched2.csv
+
+The second sample was drawn with the candidates of :attr:`SynonymSwap.REVISION
+<perturblab.perturb.transformations.SynonymSwap.REVISION>` 2; the first with those before it, so
+re-running seed 0 today gives other ``meaning`` swaps than the ones judged in the first file.
 
 Otherwise it writes one row per (setting, swap) to ``--out``. With ``--judged`` (a CSV of this script's
 columns plus ``acceptable`` = 1/0 filled in by a reader) it reads the judgments, keyed on
@@ -111,8 +120,11 @@ def searched(n: int, seed: int, out_dir: Path) -> tuple[list[dict], dict[str, tu
     the Rotten-Tomatoes test split (reference MiniLM-L6, as ``compare``'s invariances run it), under
     each set of ``synonyms``; and per set (samples perturbed, samples searched)."""
     import perturblab as pl
+    from perturblab.perturb.search import MEANING_CONTEXT_SIMILARITY
+    from perturblab.perturb.semantics import WordContextSimilarity
     from perturblab.perturb.text import WordText
 
+    context = WordContextSimilarity(MEANING_CONTEXT_SIMILARITY)
     rows: list[dict] = []
     coverage: dict[str, tuple[int, int]] = {}
     for setting in SEARCHED:
@@ -124,19 +136,16 @@ def searched(n: int, seed: int, out_dir: Path) -> tuple[list[dict], dict[str, tu
         for r in done:
             i, word, new = r["changes"][int(np.random.default_rng([seed, int(r["sample_id"]), 2]).integers(len(r["changes"])))]
             one = WordText.from_text(r["original"]).replace(int(i), new).text
+            cosine = float(context.similarities(r["original"], [one])[0])
             rows.append({"setting": setting, "sample_id": int(r["sample_id"]), "index": int(i), "word": word,
-                         "replacement": new, "original": r["original"], "perturbed": one})
+                         "replacement": new, "context_cosine": f"{cosine:.3f}", "original": r["original"],
+                         "perturbed": one})
     return rows, coverage
 
 
-def wilson(k: int, n: int, z: float = 1.959964) -> tuple[float, float]:
-    """The Wilson score 95 % interval of a proportion k/n."""
-    if n == 0:
-        return float("nan"), float("nan")
-    p = k / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return centre - half, centre + half
+def refusal_category(reason: str) -> str:
+    """The category of a judged refusal: its reason up to the first colon (``"grammar: tense"`` -> ``grammar``)."""
+    return reason.split(":", 1)[0].strip() or "(no reason given)"
 
 
 def main_searched(args: argparse.Namespace) -> None:
@@ -149,7 +158,8 @@ def main_searched(args: argparse.Namespace) -> None:
         rows[int(j)]["id"] = k + 1
     rows.sort(key=lambda r: r["id"])
     with open(out / "searched_swaps.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, ["id", "setting", "sample_id", "index", "word", "replacement", "original", "perturbed"])
+        w = csv.DictWriter(f, ["id", "setting", "sample_id", "index", "word", "replacement", "context_cosine",
+                               "original", "perturbed"])
         w.writeheader()
         w.writerows(rows)
     with open(out / "blind.csv", "w", newline="") as f:
@@ -161,16 +171,24 @@ def main_searched(args: argparse.Namespace) -> None:
         print(f"{s:<8} {done} of {total} samples perturbed; {sum(r['setting'] == s for r in rows)} swaps drawn")
     print(f"written: {out / 'searched_swaps.csv'} and, without the setting, {out / 'blind.csv'}")
     if args.judged:
+        from collections import Counter
+
+        from perturblab.measures.stats import wilson_interval
+
         with open(Path(args.judged), newline="") as f:
-            judged = {(r["setting"], r["sample_id"], r["index"], r["replacement"]): r["acceptable"]
-                      for r in csv.DictReader(f)}
+            judged = {(r["setting"], r["sample_id"], r["index"], r["replacement"]): r for r in csv.DictReader(f)}
         for s in SEARCHED:
             marks = [judged.get((s, str(r["sample_id"]), str(r["index"]), r["replacement"])) for r in rows
                      if r["setting"] == s]
-            ok, n = sum(m == "1" for m in marks), sum(m in ("0", "1") for m in marks)
-            lo, hi = wilson(ok, n)
-            print(f"{s:<8} {ok}/{n} acceptable = {ok / max(n, 1):.2f} [Wilson 95 % {lo:.2f}, {hi:.2f}]"
-                  + (f" ({len(marks) - n} not judged)" if len(marks) > n else ""))
+            marks = [m for m in marks if m is not None and m["acceptable"] in ("0", "1")]
+            ok, n = sum(m["acceptable"] == "1" for m in marks), len(marks)
+            lo, hi = wilson_interval(ok, n)
+            missing = sum(r["setting"] == s for r in rows) - n
+            print(f"{s:<8} {ok}/{n} acceptable = {ok / max(n, 1):.2f}" + (f" [Wilson 95 % {lo:.2f}, {hi:.2f}]" if n else "")
+                  + (f" ({missing} not judged)" if missing else ""))
+            refused = Counter(refusal_category(m.get("reason", "")) for m in marks if m["acceptable"] == "0")
+            if refused:
+                print("         refused: " + ", ".join(f"{c} {k}" for c, k in refused.most_common()))
 
 
 def main() -> None:

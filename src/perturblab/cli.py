@@ -11,6 +11,7 @@ import argparse
 import contextlib
 import errno
 import logging
+import os
 import signal
 import sqlite3
 import sys
@@ -148,6 +149,21 @@ def study_command(name: str) -> Callable[[argparse.Namespace], int]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line ``argv`` (default: the process's); returns the exit status. Output
+    piped into a reader that stops early (``perturblab models | head -1``) ends the command
+    quietly, with the status of a process ended by SIGPIPE (141), not a traceback."""
+    try:
+        code = _main(argv)
+        sys.stdout.flush()  # a closed pipe shows here, not at the interpreter's exit
+        return code
+    except BrokenPipeError:
+        # the reader of stdout is gone: what is left unwritten goes nowhere (and not to the flush at exit)
+        with contextlib.suppress(OSError, ValueError):  # stdout with no file descriptor: nothing to point
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + getattr(signal, "SIGPIPE", 13)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")

@@ -38,7 +38,15 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     q.add_argument("db", help=DB_HELP)
     q.add_argument("--release", required=True, metavar="LABEL", help="the release to check")
     q.add_argument("--baseline", default="accepted", metavar="accepted|LABEL",
-                   help="the release to compare with: the last accepted one before it, or a label (default: accepted)")
+                   help="the release to compare with: the last accepted one before it, or a label (default: accepted)."
+                        " With no accepted release of its setup yet (a history's first run), nothing is compared "
+                        "and the check passes, unless --require-baseline")
+    q.add_argument("--accept-first", action="store_true",
+                   help="when no release of its setup is accepted yet, accept this release as the first baseline "
+                        "(unless the check fails)")
+    q.add_argument("--require-baseline", action="store_true",
+                   help="exit 2 when no release of its setup is accepted yet, instead of passing with nothing "
+                        "compared")
     q.add_argument("--fail-on-regression", action="store_true",
                    help="exit 1 when an estimate regressed beyond noise or drifts (5%% family-wise error rate)")
     q.add_argument("--equivalent", action="append", type=_margin, default=[], metavar="METRIC=MARGIN",
@@ -107,14 +115,29 @@ def cmd_history(args: argparse.Namespace) -> int:
             return 0
         from .history.check import check_release
 
+        if args.accept_first and args.baseline != "accepted":
+            raise InputError(f"--accept-first accepts a first baseline, but --baseline {args.baseline} names one; "
+                             "drop one of them")
+        if args.accept_first and args.require_baseline:
+            raise InputError("--accept-first passes a check with no baseline, --require-baseline refuses it; give one "
+                             "of them")
         result = check_release(h, args.release, args.baseline, equivalent=args.equivalent, window=args.window,
-                               min_change=args.min_change)
+                               min_change=args.min_change, require_baseline=args.require_baseline)
         print(result.console())
+        code = result.exit_code(args.fail_on_regression)
+        if result.baseline is None:
+            if args.accept_first and code == 0:
+                h.accept(result.release)
+                result.notes.append(f"release {result.release} accepted as the first baseline of its setup")
+                print(f"{result.notes[-1]} in {args.db}")
+            else:
+                print(f"accept a baseline with `perturblab history accept {args.db} LABEL` (or check with "
+                      "--accept-first); later releases are then compared with it")
         if args.json:
             from .core.files import atomic_write_text, json_safe
 
             atomic_write_text(Path(args.json), json.dumps(json_safe(result.to_json()), indent=2))
-        return result.exit_code(args.fail_on_regression)
+        return code
 
 
 COMMANDS: dict[str, Callable] = {"history": cmd_history}

@@ -93,6 +93,10 @@ def test_check_spec_passes_local_directories_and_gguf_files(tmp_path, monkeypatc
     from perturblab.models.resolve import check_spec
 
     (tmp_path / "ft").mkdir()
+    for role in ("classifier", "encoder", "language_model"):  # an empty folder is no saved model
+        with pytest.raises(InputError, match="has no config.json, so it is not a saved Hugging Face model"):
+            check_spec(str(tmp_path / "ft"), role)
+    (tmp_path / "ft" / "config.json").write_text('{"model_type": "bert"}')
     (tmp_path / "tiny.gguf").write_bytes(b"GGUF")
     for spec, role in ((str(tmp_path / "ft"), "classifier"), (f"ref={tmp_path / 'ft'}[batch_size=2]", "classifier"),
                        (str(tmp_path / "ft"), "regressor"), (str(tmp_path / "ft"), "encoder"),
@@ -128,7 +132,8 @@ def test_check_spec_refuses_with_the_spec_and_the_fix(tmp_path, monkeypatch):
          f"language model '{tmp_path / 'missing.gguf'}': no such GGUF file; check the path"),
         ("org/missing.gguf", "encoder", "encoder 'org/missing.gguf': no such GGUF file; check the path"),
         ("minilm-l7", "classifier",
-         "unknown model preset 'minilm-l7'; known model presets: minilm-l3, minilm-l6, minilm-l6-int8, tfidf-lr, "
+         "unknown model preset 'minilm-l7' (did you mean minilm-l3 or minilm-l6?); known model presets: minilm-l3, "
+         "minilm-l6, minilm-l6-int8, tfidf-lr, "
          "tfidf-ridge; models trained here: hf-finetune, minilm-probe, textrnn; or give a model directory or a hub "
          "id (org/name)"),
         ("minilm-l7", "regressor", "known model presets: minilm-l3, minilm-l6, minilm-l6-int8, tfidf-lr, tfidf-ridge; "

@@ -312,3 +312,93 @@ def test_a_long_text_is_tagged_in_pieces_as_a_whole(monkeypatch):
     p = problem(text, "synonym", max_length=200)
     attach_pos([p])
     assert p.pos[:200] == whole[:200] and p.pos[200:] == [None] * (len(words) - 200)
+
+
+# ------------------------------------------------------------------ a text too long to search
+
+
+def _data_with_a_long_row(tmp_path, n_chars: int):
+    """A CSV of 200 short reviews whose first test-split row (seed 0) is ``n_chars`` long; returns
+    (path, that row's id)."""
+    import csv
+
+    from perturblab.data.loaders import load_dataset, train_test_split
+
+    rows = [(f"review number {i} was {'good' if i % 2 else 'bad'} and the {('plot', 'cast', 'music')[i % 3]} "
+             "was fine", i % 2) for i in range(200)]
+    path = tmp_path / "reviews.csv"
+
+    def write():
+        with open(path, "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["text", "label"])
+            w.writerows(rows)
+
+    write()
+    row = train_test_split(load_dataset(str(path)), test_size=0.25, seed=0)[1].examples[0].uid
+    rows[int(row)] = (long_text(n_chars), rows[int(row)][1])
+    write()
+    return path, row
+
+
+def test_a_1_mb_row_is_refused_before_any_work_naming_the_row_and_the_fix(tmp_path, capsys):
+    """Searched, a 1.1 MB text cost 348 s with tfidf-lr (each candidate a copy of it); refused,
+    the command ends in seconds with exit 2, before the searches' store exists."""
+    from perturblab.cli import main
+
+    data, row = _data_with_a_long_row(tmp_path, 1_100_000)
+    t0 = time.perf_counter()
+    code = main(["scope", "--reference", "tfidf-lr", "--targets", "copy=tfidf-lr", "--data", str(data), "--n", "all",
+                 "--capabilities", "synonym,typo", "--out", str(tmp_path / "scope"), "--quiet"])
+    seconds = time.perf_counter() - t0
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err and seconds < 30, f"{seconds:.1f} s"
+    assert f"--data {data}: row {row} has 1,09" in err and "more than the limit of 50,000" in err
+    assert "drop or shorten that row" in err and "--max-text-chars 1099" in err
+    assert not (tmp_path / "scope" / "results.sqlite").exists()
+    # compare refuses it before its first study's work, with the same words
+    code = main(["compare", "--reference", "tfidf-lr", "--targets", "copy=tfidf-lr", "--data", str(data),
+                 "--studies", "invariances", "--budget", "1m", "--out", str(tmp_path / "cmp"), "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2 and f"row {row} has 1,09" in err and "Traceback" not in err
+    assert not (tmp_path / "cmp" / "invariances" / "results.sqlite").exists()
+
+
+def test_the_limit_is_an_option_and_counts_both_texts_of_a_pair(tmp_path):
+    from perturblab.errors import InputError
+    from perturblab.perturb.search import MAX_POSITIONS, MAX_TEXT_CHARS, SCORES_PER_POSITION, check_text_lengths
+    from perturblab.studies.scope import ScopeArgs, ScopeStudy
+
+    data, row = _data_with_a_long_row(tmp_path, 60_000)
+    args = dict(reference="tfidf-lr", targets="copy=tfidf-lr", data=str(data), n=None, trials=1)
+    n = len(long_text(60_000))
+    with pytest.raises(InputError, match=f"row {row} has {n:,} characters"):
+        ScopeStudy(ScopeArgs(**args)).check()
+    with pytest.raises(InputError, match=f"more than the limit of {n - 1:,}"):
+        ScopeStudy(ScopeArgs(**args, max_text_chars=n - 1)).check()
+    ScopeStudy(ScopeArgs(**args, max_text_chars=n)).check()  # a limit of its length or more: searched
+    ScopeStudy(ScopeArgs(**args, max_text_chars=None)).check()
+    assert ScopeArgs(**args).max_text_chars == MAX_TEXT_CHARS
+    # a pair's two texts count together; the estimate: about 8 candidates at each position searched
+    a, b = "word " * 30, "term " * 40  # 150 + 200 characters, 70 words
+    check_text_lengths([("p", (a, b))], 350, "pairs")
+    with pytest.raises(InputError) as e:
+        check_text_lengths([("p", (a, b)), ("q", "x" * 351), ("r", "short")], 349, "pairs")
+    assert str(e.value).startswith("pairs: row p has 350 characters of text (and 1 more row), more than the limit "
+                                   "of 349")
+    assert f"about {SCORES_PER_POSITION * 70:,} copies at its 70 word positions searched" in str(e.value)
+    assert f"about {SCORES_PER_POSITION * 70 * 350 / 1e3:.1f} k characters" in str(e.value)
+    with pytest.raises(InputError, match=f"at its {MAX_POSITIONS} word positions searched"):
+        check_text_lengths([(0, long_text(60_000))], MAX_TEXT_CHARS, "data")  # more words than the cap
+    check_text_lengths([(0, long_text(60_000))], None, "data")
+
+
+def test_compare_passes_its_text_limit_to_the_invariances():
+    from perturblab.perturb.search import MAX_TEXT_CHARS
+    from perturblab.studies.compare.config import CompareArgs
+    from perturblab.studies.compare.plan import make_plan
+
+    for given, expect in ((None, MAX_TEXT_CHARS), ("none", None), ("2000000", 2_000_000)):
+        kw = {} if given is None else {"max_text_chars": CompareArgs.value("max_text_chars", given)}
+        plan = make_plan(CompareArgs(reference="tfidf-lr", targets="minilm-l3", out=None, studies="invariances", **kw))
+        assert plan.studies[0].options["max_text_chars"] == expect

@@ -153,3 +153,30 @@ def test_the_scope_study_says_how_many_searches_were_cut(tmp_path, caplog):
         plain = run(ScopeStudy(args, models=models(), splits=make_splits(), progress=False), tmp_path / "plain")
     assert not any("max_positions" in m for m in caplog.messages)
     assert all("positions_cut" not in r for r in plain.perturbations)
+
+
+@pytest.mark.parametrize("order", ["best-swap", "saliency", "left-to-right", "random"])
+@pytest.mark.parametrize("width", [1, 3])
+def test_a_search_says_its_progress_as_it_goes_and_finds_the_same(order, width):
+    """A search is one task: it says shares of it as it goes, which add up to one (a search that
+    stops early says the rest at its end), at least once per word position it walks; what it finds
+    is what it finds with no one listening."""
+    from perturblab.core.console import reporting
+
+    for text, cap in (("A remarkable, gorgeous film with dreadful music and a boring script.", MAX_POSITIONS),
+                      (text_of(300), 20)):
+        for stop_loss in (0.0, -1.0):  # the default stops at a loss of 0; -1 walks every position
+            said: list[float] = []
+            with reporting(said.append):
+                heard, _ = search(problem(text, max_positions=cap), BeamSearch(width, order, stop_loss=stop_loss))
+            alone, _ = search(problem(text, max_positions=cap), BeamSearch(width, order, stop_loss=stop_loss))
+            assert outcome(heard) == outcome(alone) and heard.ok
+            assert sum(said) == pytest.approx(1.0, abs=1e-9) and all(s > 0 for s in said)
+            if stop_loss < 0:
+                assert len(said) >= min(len(eligible(problem(text))), cap) > 5
+    # searches run in lock-step each say their own share
+    said = []
+    with reporting(said.append):
+        results = run_searches([problem(text_of(40 + k)) for k in range(5)], GreedySearch(),
+                               LexiconClassifier(WEIGHTS), progress=False)
+    assert all(r.ok for r in results) and sum(said) == pytest.approx(5.0, abs=1e-9)

@@ -135,8 +135,10 @@ def test_synonym_options_enter_only_the_synonym_keys():
         **base.key("typo"), "search": "beam", "beam_width": 5, "alphabetic_only": False}
     assert base.synonym_key("synonym") == {} and base.synonym_key("typo") == {}
     opts = SearchSettings(synonym_min_similarity=0.85, reinflect_synonyms=True)
-    want = {"synonym_min_similarity": 0.85, "reinflect_synonyms": True}
+    # re-inflected candidates carry their revision (an earlier revision's results are not read back)
+    want = {"synonym_min_similarity": 0.85, "reinflect_synonyms": True, "synonym_revision": SynonymSwap.REVISION}
     assert opts.synonym_key("synonym") == want and opts.synonym_key("synonym*") == want
+    assert SearchSettings(synonym_min_similarity=0.85).synonym_key("synonym") == {"synonym_min_similarity": 0.85}
     assert opts.synonym_key("typo") == {} and opts.synonym_key("fairness") == {}
     assert opts.key("synonym") == {**base.key("synonym"), **want} and opts.key("typo") == base.key("typo")
     key = lambda o, cap: content_key("searches", "ref", cap, 0, 1, ["x"], o.key(cap))
@@ -172,11 +174,68 @@ def test_reinflect_known_words():
              ("FILM", "NNS"): "FILMS", ("happy", "JJR"): "happier", ("fast", "RBS"): "fastest",
              ("sense", "NN"): "sense", ("sense", "VB"): "sense", ("sense", None): "sense"}
     assert {k: reinflect(*k) for k in cases} == cases
-    assert reinflect("flummox", "VBD") == "flummoxed"  # not in the table: the regular rule
+    assert reinflect("flummox", "VBD") == "flummoxed"
     assert reinflect("beautiful", "JJR") is None  # comparatives from the table only
     assert reinflect("McCoy", "NNS") is None
     with pytest.raises(InputError, match="non-empty word"):
         reinflect("", "NNS")
+
+
+@pytest.mark.slow
+@pytest.mark.assets
+@missing_assets
+def test_reinflection_never_makes_a_non_word():
+    from lemminflect import getInflection
+
+    from perturblab.resources.inflection import known_form, reinflect
+
+    # "years" is a WordNet lemma (days.n.01: days, years) but no lemma of LemmInflect's tables; its
+    # regular rule puts a plural -s on the plural
+    assert getInflection("years", tag="NNS", inflect_oov=True) == ("yearses",)
+    assert reinflect("years", "NNS") is None and reinflect("year", "NNS") == "years"
+    # the tables know "crap" as a noun only; the rule's "craps" is a word, but not this one
+    assert getInflection("crap", tag="VBZ", inflect_oov=True) == ("craps",) and reinflect("crap", "VBZ") is None
+    assert [known_form(w) for w in ("years", "Films", "sensed", "lay", "flummoxed")] == [True] * 5
+    # WordNet lemmas the lexicon lacks: read as rare words, not kept
+    assert [known_form(w) for w in ("yearses", "refreshfully", "agnise", "cognizes")] == [False] * 4
+    with pytest.raises(InputError, match="non-empty word"):
+        known_form(" ")
+
+
+@pytest.mark.slow
+@pytest.mark.assets
+@missing_assets
+def test_every_reinflected_swap_is_a_form_of_its_lemma_in_the_tables():
+    from lemminflect import getAllInflections, getAllLemmas
+
+    from perturblab.data import rotten_tomatoes
+    from perturblab.perturb.capabilities import get_capability
+    from perturblab.perturb.constraints import eligible_indices
+    from perturblab.perturb.text import WordText
+    from perturblab.resources.pos import pos_tags_many
+
+    texts = [ex.text for ex in rotten_tomatoes(hub_fallback=False).examples]
+    picked = [texts[int(i)] for i in np.random.default_rng(7).permutation(len(texts))[:60]]
+    picked.append("it took me two days , nine years ago , to find the words .")  # days -> years -> yearses
+    cap = get_capability("synonym")
+    swaps = [SynonymSwap(reinflect=True), SynonymSwap(reinflect=True, senses=1, keep_expressions=True)]
+    wts = [WordText.from_text(t) for t in picked]
+    tags_all = pos_tags_many([list(wt.words) for wt in wts], fine=True)
+    pos_all = pos_tags_many([list(wt.words) for wt in wts])
+    rng, made = np.random.default_rng(0), 0
+    for wt, tags, pos in zip(wts, tags_all, pos_all):
+        for i in eligible_indices(wt, cap.constraints):
+            for swap in swaps:
+                for lemma in swap.replacements(wt, i, pos[i], rng):
+                    out = swap.form(lemma, wt.words[i], tags[i])
+                    if out is None:
+                        continue
+                    made += 1
+                    # the lexicon lemmatises the new word, and lists it among the forms of the lemma it came from
+                    forms = {f for fs in getAllInflections(lemma.lower()).values() for f in fs} | {lemma.lower()}
+                    assert getAllLemmas(out.lower()) and out.lower() in forms, (wt.words[i], tags[i], lemma, out)
+                assert all(c.lower() != wt.words[i].lower() for c in swap.candidates(wt, i, pos[i], rng, tag=tags[i]))
+    assert made > 300  # enough swaps for the property to mean something
 
 
 @pytest.mark.slow
@@ -197,7 +256,8 @@ def test_reinflected_synonyms_of_known_words():
     assert inflected.candidates(wt, 1, pos[1], rng, tag=tags[1]) == ["matted", "experienced", "found", "sensed",
                                                                       "fingered", "palpated"]  # feel -> felt: dropped
     assert plain.candidates(wt, 5, pos[5], rng) == ["movie", "film", "picture", "pic", "flick"]
-    assert inflected.candidates(wt, 5, pos[5], rng, tag=tags[5]) == ["films", "pictures", "pics", "flicks"]
+    # "pic" is no lemma of LemmInflect's tables: no plural, so no "pics"
+    assert inflected.candidates(wt, 5, pos[5], rng, tag=tags[5]) == ["films", "pictures", "flicks"]
 
 
 @pytest.mark.slow

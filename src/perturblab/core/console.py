@@ -10,30 +10,40 @@
   terminal (:func:`terminal`): elsewhere (a log file, CI) tqdm's cursor moves would be raw
   escape codes in the text;
 * a run of several studies (``compare``) names each bar and line by its study
-  (:func:`named_by`, :func:`bar_name`).
+  (:func:`named_by`, :func:`bar_name`);
+* a phase's bar moves while a work cell runs, not only when it ends: work that knows how far
+  it is (a search: per request of candidates) says so with :func:`advance`, which moves the bar
+  of the cell it runs in (:func:`reporting`, set by the driver) by a share of a task; the bar
+  (:func:`progress_bar`) counts whole tasks done and estimates the time left from those shares.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import os
 import sys
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 #: the study the bars and progress lines of this thread belong to ("" : the command's one study)
 _STUDY: ContextVar[str] = ContextVar("perturblab_bar_study", default="")
 
 
 @contextmanager
-def named_by(study: str) -> Iterator[None]:
-    """Within it, progress bars and lines start with ``study:`` (a comparison's studies)."""
-    token = _STUDY.set(study)
+def _within(var: ContextVar, value: Any) -> Iterator[None]:
+    """``var`` set to ``value`` while the block runs (in this context only)."""
+    token = var.set(value)
     try:
         yield
     finally:
-        _STUDY.reset(token)
+        var.reset(token)
+
+
+def named_by(study: str) -> Any:
+    """Within it, progress bars and lines start with ``study:`` (a comparison's studies)."""
+    return _within(_STUDY, study)
 
 
 def bar_name(what: str) -> str:
@@ -47,6 +57,50 @@ def bar_name(what: str) -> str:
     """
     study = _STUDY.get()
     return f"{study}: {what}" if study else what
+
+
+#: where the work running in this context says how much of it is done (:func:`advance`)
+_ADVANCE: ContextVar[Callable[[float], None] | None] = ContextVar("perturblab_advance", default=None)
+
+
+def reporting(to: Callable[[float], None]) -> Any:
+    """Within it, :func:`advance` calls ``to`` (the driver moves a work cell's share of its bar)."""
+    return _within(_ADVANCE, to)
+
+
+def advance(done: float) -> None:
+    """Say that ``done`` more tasks (a share of one: a search says each request of its candidates)
+    of the work running here are done; nothing outside :func:`reporting` (a search run on its own,
+    a cell on a Ray worker, whose bar moves when the cell ends). It moves a bar, nothing else.
+
+    >>> seen = []
+    >>> with reporting(seen.append):
+    ...     advance(0.25)
+    >>> advance(0.5)  # no cell reports here
+    >>> seen
+    [0.25]
+    """
+    to = _ADVANCE.get()
+    if to is not None and done > 0:
+        to(done)
+
+
+def progress_bar(total: int, desc: str, disable: bool = False) -> Any:
+    """A bar with ETA of ``total`` tasks that may move by shares of a task (:func:`advance`): it
+    shows the whole tasks done (``3/8``, never rounded up) and estimates the time left from every
+    share it moved by."""
+    from tqdm.auto import tqdm
+
+    class _Bar(tqdm):  # type: ignore[misc, valid-type]
+        @property
+        def format_dict(self) -> dict[str, Any]:
+            d = dict(super().format_dict)
+            d["done"] = int(math.floor((d.get("n") or 0) + 1e-9))
+            return d
+
+    return _Bar(total=total, desc=desc, disable=disable, leave=False, file=sys.stderr,
+                bar_format="{l_bar}{bar}| {done}/{total_fmt} [{elapsed}<{remaining}, {rate_fmt}{postfix}]")
+
 
 #: the environment the Hugging Face libraries read when imported: no bars, errors only
 _QUIET_ENV = {"HF_HUB_DISABLE_PROGRESS_BARS": "1", "TRANSFORMERS_VERBOSITY": "error"}

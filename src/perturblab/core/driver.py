@@ -13,7 +13,9 @@
   transaction as it arrives, so a killed run loses at most the batches in flight and a re-run
   recomputes exactly what changed;
 * it shows a progress bar with ETA per phase (and one line for each slow set-up step), and
-  nothing of the libraries it calls unless the log is verbose (:mod:`.console`);
+  nothing of the libraries it calls unless the log is verbose (:mod:`.console`); a cell that runs
+  in this process moves the bar as its work says how far it is (:func:`~.console.advance`), by at
+  most its own tasks, so the bar moves within a cell of many samples, not only when it ends;
 * it records the faults of every API model used during the run
   (:func:`~.faults.faults_recorded`) and writes them, per model and redacted,
   to ``faults.json`` beside the results, also when the run fails (the failure's cause is there).
@@ -21,13 +23,13 @@
 
 from __future__ import annotations
 
-import sys
+import threading
 from contextlib import contextmanager, nullcontext
 from functools import partial
 from pathlib import Path
 from typing import Any, Hashable, Iterator
 
-from .console import bar_name, libraries_quiet
+from .console import bar_name, libraries_quiet, progress_bar, reporting
 from .executor import Cell, LocalExecutor
 from .faults import faults_recorded
 from .keys import content_key
@@ -87,8 +89,6 @@ def _unused_store_removed(path: Path) -> Iterator[list]:
 
 def run_phase(phase: Phase, ctx: RunContext) -> Phase:
     """Compute the phase's missing tasks on the context's executor and fill ``phase.results``."""
-    from tqdm.auto import tqdm
-
     unique: dict[str, Any] = {}
     for t in phase.tasks:  # one computation per key: the same content asked for twice is the same result
         unique.setdefault(t.key, t)
@@ -100,26 +100,57 @@ def run_phase(phase: Phase, ctx: RunContext) -> Phase:
         groups.setdefault(t.group, []).append(t)
     cells, cell_keys = [], {}
     size = max(1, int(phase.batch_size))
+    bar = progress_bar(len(todo), bar_name(phase.label or phase.name), disable=not ctx.progress or not todo)
+    moved = _Moved(bar)
     for group, tasks in groups.items():
         for start in range(0, len(tasks), size):
             chunk = tasks[start:start + size]
             ck = f"{phase.name}|{group}|{chunk[0].key}"
             cell_keys[ck] = [t.key for t in chunk]
             payloads = [t.payload.make() if isinstance(t.payload, Lazy) else t.payload for t in chunk]
-            cells.append(Cell(ck, partial(phase.compute, group, payloads),
-                              num_cpus=phase.num_cpus, num_gpus=phase.num_gpus))
-    if cells:
-        bar = tqdm(total=len(todo), disable=not ctx.progress, desc=bar_name(phase.label or phase.name), leave=False,
-                   file=sys.stderr)
-        try:
-            for cell, results in ctx.executor.run(cells):
-                ks = cell_keys[cell.key]
-                if len(results) != len(ks):
-                    raise RuntimeError(f"a {phase.name} cell returned {len(results)} results for {len(ks)} tasks")
-                ctx.store.add_cells(phase.name, dict(zip(ks, results)))
-                bar.update(len(ks))
-        finally:
-            bar.close()
+            fn = partial(phase.compute, group, payloads)
+            if ctx.executor.name == "local":  # here a cell's work moves the bar as it goes
+                fn = partial(_reported, partial(moved.within, ck, len(chunk)), fn)
+            cells.append(Cell(ck, fn, num_cpus=phase.num_cpus, num_gpus=phase.num_gpus))
+    try:
+        for cell, results in ctx.executor.run(cells):
+            ks = cell_keys[cell.key]
+            if len(results) != len(ks):
+                raise RuntimeError(f"a {phase.name} cell returned {len(results)} results for {len(ks)} tasks")
+            ctx.store.add_cells(phase.name, dict(zip(ks, results)))
+            moved.finished(cell.key, len(ks))
+    finally:
+        bar.close()
     phase.computed = len(todo)
     phase.results = ctx.store.cells_of(phase.name, keys)
     return phase
+
+
+def _reported(to: Any, fn: Any) -> Any:
+    """``fn()`` with what its work says of its progress sent ``to`` (:func:`~.console.reporting`)."""
+    with reporting(to):
+        return fn()
+
+
+class _Moved:
+    """A phase's bar, moved by the shares of tasks its running cells report (each by at most its
+    own tasks) and by whole cells as they finish (by what their reports left)."""
+
+    def __init__(self, bar: Any) -> None:
+        self.bar, self.lock = bar, threading.Lock()
+        self.done = 0  # tasks of finished cells
+        self.running: dict[str, float] = {}  # a running cell's reported share of its tasks
+
+    def _show(self) -> None:
+        self.bar.update(self.done + sum(self.running.values()) - self.bar.n)
+
+    def within(self, cell: str, tasks: int, share: float) -> None:
+        with self.lock:
+            self.running[cell] = min(self.running.get(cell, 0.0) + share, tasks - 1e-6)
+            self._show()
+
+    def finished(self, cell: str, tasks: int) -> None:
+        with self.lock:
+            self.running.pop(cell, None)
+            self.done += tasks
+            self._show()

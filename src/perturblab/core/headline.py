@@ -101,6 +101,17 @@ def defined(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
+def percent(v: float, digits: int = 1) -> str:
+    """The number of ``v`` as a percentage, to ``digits`` decimals; one that rounds to zero
+    prints unsigned.
+
+    >>> percent(0.1234), percent(-0.0004), percent(-0.0), percent(-0.012)
+    ('12.3', '0.0', '0.0', '-1.2')
+    """
+    text = f"{100 * v:.{digits}f}"
+    return text[1:] if text.startswith("-") and float(text) == 0 else text
+
+
 def over_trials(values: Sequence[float | None], single_ci: Sequence[float | None] | None = None,
                 *, what: str = "trials", single: str = "95 % bootstrap over examples",
                 bounds: tuple[float, float] | None = None) -> tuple[float | None, float | None, float | None, str]:

@@ -173,8 +173,10 @@ def from_frame(frame, *, source: str = "data", text_column: str = "text",
                label_column: str | None = "label", text_b_column: str | None = None,
                label_names: Sequence[str] | None = None, task: Task = "classification",
                drop_empty: bool = False, id_column: str | None = None,
-               name: str | None = None) -> Dataset:
-    """A :class:`Dataset` from a pandas DataFrame; ``source`` names it in error messages.
+               name: str | None = None, text_option: str = "--text-fields") -> Dataset:
+    """A :class:`Dataset` from a pandas DataFrame; ``source`` names it in error messages, and
+    ``text_option`` the option that named the text column (``--text-column`` or
+    ``--text-fields``) in the error of a text column the frame lacks.
 
     ``label_column=None`` gives unlabelled examples. ``uid`` is the ``id_column`` value or
     the 0-based row position.
@@ -191,7 +193,8 @@ def from_frame(frame, *, source: str = "data", text_column: str = "text",
                              f"(columns {', '.join(map(str, where[:-1]))} and {where[-1]} of: {', '.join(header)}); "
                              "rename the repeated columns in the file's header line so that each name is used once "
                              "(e.g. text,label)")
-    fix = {"text": "name the text column with --text-fields A (or A,B for a text pair)",
+    pair = "A,B" if text_option == "--text-fields" else "--text-fields A,B"  # the option the user gave, named
+    fix = {"text": f"name the text column with {text_option} A (or {pair} for a text pair)",
            "text_b": "name the two text columns with --text-fields A,B",
            "label": "name the label column with --label-column",
            "id": "name an existing id column"}
@@ -260,14 +263,15 @@ def load_file(path: str | Path, text_column: str = "text", label_column: str | N
               text_b_column: str | None = None, label_names: Sequence[str] | None = None,
               task: Task = "classification", fmt: str | None = None, *,
               drop_empty: bool = False, id_column: str | None = None,
-              encoding: str = "utf-8-sig", name: str | None = None) -> Dataset:
+              encoding: str = "utf-8-sig", name: str | None = None, text_option: str = "--text-fields") -> Dataset:
     """Load a CSV / TSV / JSONL / JSON / Parquet file (format from the suffix or ``fmt``).
 
     CSV and TSV have a header row and are read as strings (only an empty cell is missing;
     ``"NA"`` stays a text); ``.gz`` / ``.bz2`` / ``.xz`` files are decompressed. JSON holds a
     list of records or an object of column lists; JSONL one object per line. Columns,
-    labels and empty texts are handled by :func:`from_frame`; the data set is named after
-    the file unless ``name`` is given.
+    labels and empty texts are handled by :func:`from_frame` (``text_option``: the option its
+    errors name for the text column); the data set is named after the file unless ``name`` is
+    given.
     """
     path = Path(path).expanduser()
     kind = infer_format(path, fmt)
@@ -278,4 +282,4 @@ def load_file(path: str | Path, text_column: str = "text", label_column: str | N
     return from_frame(frame, source=path.name, text_column=text_column,
                       label_column=label_column, text_b_column=text_b_column,
                       label_names=label_names, task=task, drop_empty=drop_empty,
-                      id_column=id_column, name=name or stem)
+                      id_column=id_column, name=name or stem, text_option=text_option)

@@ -23,7 +23,11 @@ release (the last accepted one, or one named), and tests for a drift over the la
   is at least ``min_change`` in size (default :data:`MIN_CHANGE`, one point of a share): beyond
   noise and big enough to matter. A change beyond noise but smaller is reported as ``small``
   (the extra condition only removes findings, so the error rate under no change stays at most
-  5 %). An estimate with no better direction is reported as moved, never as a regression.
+  5 %). An estimate with no better direction is reported as moved, never as a regression. A
+  change whose own test rejects at 5 % but not after the adjustment is listed apart ("moved, not
+  beyond noise after adjustment", with both p values) and never counted.
+* **No accepted baseline** (a history's first releases): nothing is compared and the check
+  passes (a drift still fails it); ``require_baseline`` refuses it instead.
 * ``equivalent`` (``METRIC=MARGIN``): two one-sided tests at 5 % on the difference (its 90 %
   interval inside ±MARGIN), as ``compare --equivalent`` does against the reference.
 * **Drift** over the last ``window`` releases of the same setup (the release last): the slope of
@@ -60,6 +64,15 @@ MIN_CHANGE = 0.01
 Z95 = 1.959963984540054
 
 
+def _num(v: float | None) -> str:
+    """``v`` to 3 decimals with a true minus sign (``−0.080``), zero unsigned (``0.000``, never
+    ``−0.000``); ``n/a`` for None."""
+    if v is None:
+        return "n/a"
+    text = f"{v:.3f}"
+    return "0.000" if float(text) == 0 else text.replace("-", "−")
+
+
 @dataclass
 class Change:
     """One estimate of a release against its baseline: ``diff`` = new − base with its 95 %
@@ -88,15 +101,17 @@ class Change:
     low90: float | None = None
     high90: float | None = None
 
-    def text(self) -> str:
-        """``hard_scope:typo 0.980 → 0.900: −0.080 [−0.140, −0.030] (paired, n = 50)``."""
-        def f(v: float | None) -> str:
-            return "n/a" if v is None else f"{v:.3f}".replace("-", "−")
-        span = f" [{f(self.low)}, {f(self.high)}]" if self.low is not None and self.high is not None else ""
+    def text(self, tests: int | None = None) -> str:
+        """``hard_scope:typo 0.980 → 0.900: −0.080 [−0.140, −0.030] (paired, n = 50; p = 0.002
+        Holm)``; with ``tests`` (the number of the release's tests) the p before the adjustment
+        too: ``(...; p = 0.016, 0.38 after Holm over 24 tests)``."""
+        span = f" [{_num(self.low)}, {_num(self.high)}]" if self.low is not None and self.high is not None else ""
         how = "paired" if self.paired else "unpaired"
         n = f", n = {self.n}" if self.n else ""
-        return (f"{self.key} ({self.study}) {f(self.base)} → {f(self.new)}: {f(self.diff)}{span} ({how}{n}; "
-                f"p = {self.adjusted:.3g} Holm)")
+        p = (f"p = {self.adjusted:.3g} Holm" if tests is None else
+             f"p = {self.p:.3g}, {self.adjusted:.3g} after Holm over {tests} test{'' if tests == 1 else 's'}")
+        return (f"{self.key} ({self.study}) {_num(self.base)} → {_num(self.new)}: {_num(self.diff)}{span} "
+                f"({how}{n}; {p})")
 
 
 @dataclass
@@ -144,11 +159,12 @@ class Equivalence:
 
 @dataclass
 class HistoryCheck:
-    """What :func:`check_release` returns: the ``release`` and ``baseline`` labels, each
+    """What :func:`check_release` returns: the ``release`` and ``baseline`` labels (``baseline``
+    None: no release of its setup was accepted before it, so nothing was compared), each
     ``change``, each ``drift`` and each ``equivalence`` check."""
 
     release: str
-    baseline: str
+    baseline: str | None
     changes: list[Change] = field(default_factory=list)
     drifts: list[Drift] = field(default_factory=list)
     equivalence: list[Equivalence] = field(default_factory=list)
@@ -161,6 +177,15 @@ class HistoryCheck:
     def drifting(self) -> list[Drift]:
         return [d for d in self.drifts if d.drifting]
 
+    def tests(self) -> int:
+        """How many changes were tested (the family the Holm adjustment is over)."""
+        return sum(c.diff is not None for c in self.changes)
+
+    def near(self) -> list[Change]:
+        """The changes whose own test rejects at 5 % but not after the Holm adjustment over the
+        release's tests: moved, not beyond noise after adjustment (never counted)."""
+        return [c for c in self.changes if c.verdict == "same" and c.diff is not None and c.p <= ALPHA]
+
     def failed(self, fail_on_regression: bool = True) -> bool:
         """Whether the check fails: an equivalence check failed, or (with
         ``fail_on_regression``) a regression or a drift was found."""
@@ -172,13 +197,20 @@ class HistoryCheck:
 
     def to_json(self) -> dict[str, Any]:
         return {"release": self.release, "baseline": self.baseline, "alpha": ALPHA, "min_change": self.min_change,
-                "changes": [asdict(c) for c in self.changes], "drifts": [asdict(d) for d in self.drifts],
-                "equivalence": [asdict(e) for e in self.equivalence], "notes": self.notes,
-                "regressions": len(self.regressions()), "drifting": len(self.drifting())}
+                "tests": self.tests(), "changes": [asdict(c) for c in self.changes],
+                "drifts": [asdict(d) for d in self.drifts], "equivalence": [asdict(e) for e in self.equivalence],
+                "notes": self.notes, "regressions": len(self.regressions()), "drifting": len(self.drifting()),
+                "not_beyond_noise_after_adjustment": len(self.near())}
 
     def console(self) -> str:
-        k = len(self.changes)
-        lines = [f"release {self.release} against {self.baseline}: {k} estimate{'' if k == 1 else 's'} compared"]
+        """What the command prints: each change by verdict, the changes that moved but are not
+        beyond noise after the adjustment, the drifts, the equivalence checks and the notes."""
+        if self.baseline is None:
+            lines = [f"release {self.release}: no accepted baseline (no release of its setup was accepted before "
+                     "it); nothing to compare"]
+        else:
+            k = len(self.changes)
+            lines = [f"release {self.release} against {self.baseline}: {k} estimate{'' if k == 1 else 's'} compared"]
         moved = [c for c in self.changes if c.verdict != "same"]
         heads = {"regressed": "regressed", "improved": "improved", "moved": "moved (no better direction)",
                  "small": f"beyond noise but smaller than {self.min_change:g}, not counted"}
@@ -187,8 +219,14 @@ class HistoryCheck:
             if these:
                 lines.append(f"{head} ({len(these)}):")
                 lines += [f"  {c.target}: {c.text()}" for c in these]
-        if not moved:
-            lines.append("no estimate moved beyond noise (5 % family-wise error rate, Holm)")
+        near = sorted(self.near(), key=lambda c: c.p)
+        if near:
+            lines.append(f"moved, not beyond noise after adjustment ({len(near)}, not counted: p ≤ {ALPHA:g} alone, "
+                         "not after Holm):")
+            lines += [f"  {c.target}: {c.text(self.tests())}" for c in near]
+        if not moved and self.baseline is not None:
+            lines.append(f"no estimate moved beyond noise (5 % family-wise error rate over {self.tests()} "
+                         f"test{'' if self.tests() == 1 else 's'}, Holm)")
         if self.drifts:
             d = self.drifting()
             lines.append(f"drift over the last {max(len(x.releases) for x in self.drifts)} releases: "
@@ -199,7 +237,9 @@ class HistoryCheck:
             lines += [f"  {e.text()}" for e in self.equivalence]
         lines += self.notes
         reg = len(self.regressions()) + len(self.drifting())
-        lines.append(f"{reg} regression{'' if reg == 1 else 's'} beyond noise" if reg else "no regression beyond noise")
+        if self.baseline is not None or self.drifts:
+            lines.append(f"{reg} regression{'' if reg == 1 else 's'} beyond noise" if reg
+                         else "no regression beyond noise")
         return "\n".join(lines)
 
 
@@ -395,40 +435,62 @@ def last_accepted(releases: Sequence[Release], release: Release) -> Release | No
     return max(found, key=lambda r: (r.accepted or 0.0, r.id or 0), default=None)
 
 
-def baseline_of(history: History, release: Release, baseline: str) -> Release:
+def baseline_of(history: History, release: Release, baseline: str, *, required: bool = True) -> Release | None:
     """The baseline release: ``accepted`` (the last release accepted before ``release`` was
-    stored, of its setup) or a label."""
+    stored, of its setup) or a label. No accepted one: None, or with ``required`` an
+    :class:`InputError`; a label the history does not hold is always an error."""
     if baseline == "accepted":
         found = last_accepted(history.releases(), release)
         if found is None:
+            if not required:
+                return None
             raise InputError(f"--baseline accepted: no release of the same setup was accepted before {release.label}; "
                              "accept one (perturblab history accept DB LABEL) or give --baseline LABEL")
         return history.release(found.label)
     base = history.release(baseline)
     if base.identity != release.identity:
-        differ = sorted(k for k in set(base.setup) | set(release.setup) if base.setup.get(k) != release.setup.get(k))
         raise InputError(f"--baseline {baseline}: was measured on another setup than {release.label} (differs in: "
-                         f"{', '.join(differ) or 'the reference'}); compare releases of one reference, data and "
-                         "options")
+                         f"{_differs(base, release)}); compare releases of one reference, data and options")
     return base
+
+
+def _differs(a: Release, b: Release) -> str:
+    """What differs between the setups of ``a`` and ``b``: their setup's keys, or the reference."""
+    differ = sorted(k for k in set(a.setup) | set(b.setup) if a.setup.get(k) != b.setup.get(k))
+    return ", ".join(differ) or "the reference"
 
 
 def check_release(history: History, release: str, baseline: str = "accepted", *,
                   equivalent: Sequence[tuple[str, float]] = (), window: int = WINDOW,
-                  min_change: float = MIN_CHANGE) -> HistoryCheck:
+                  min_change: float = MIN_CHANGE, require_baseline: bool = False) -> HistoryCheck:
     """Compare release ``release`` of ``history`` with ``baseline`` (``"accepted"`` or a label)
     and test the drift over the last ``window`` releases of its setup (module docstring);
     ``equivalent``: (metric, margin) pairs checked by two one-sided tests; ``min_change``: the
-    smallest change (or drift over the window) counted as a regression."""
+    smallest change (or drift over the window) counted as a regression.
+
+    With ``"accepted"`` and no release of the setup accepted before it (a history's first
+    releases), nothing is compared: the check's ``baseline`` is None, it has no changes and no
+    equivalence checks (it passes unless a drift is found), and a note names any accepted release
+    of another setup. ``require_baseline`` makes that an :class:`InputError` instead."""
     if min_change < 0:
         raise InputError(f"--min-change {min_change:g}: give a size of change of 0 or more (0.01 is one point)")
     new = history.release(release)
-    base = baseline_of(history, new, baseline)
-    out = HistoryCheck(new.label, base.label, compare_releases(history, new, base, min_change=min_change),
+    base = baseline_of(history, new, baseline, required=require_baseline)
+    out = HistoryCheck(new.label, None if base is None else base.label,
+                       [] if base is None else compare_releases(history, new, base, min_change=min_change),
                        min_change=min_change)
     same = [r for r in history.releases(estimates=True) if r.identity == new.identity and (r.id or 0) <= (new.id or 0)]
     if window >= 3:
         out.drifts = drift(same, window, min_change=min_change)
+    if base is None:
+        others = [r for r in history.releases() if r.accepted is not None and r.identity != new.identity]
+        if others:  # a setup changed since the last accepted release: say so, lest the check pass unseen
+            last = max(others, key=lambda r: (r.accepted or 0.0, r.id or 0))
+            out.notes.append(f"release {last.label} is accepted but was measured on another setup (differs in: "
+                             f"{_differs(last, new)}), so it is no baseline of {new.label}")
+        if equivalent:
+            out.notes.append(f"--equivalent: not checked, no baseline to compare {new.label} with")
+        return out
     for metric, margin in equivalent:
         found = [c for c in out.changes if key_matches(c.key, metric)]
         if not found:

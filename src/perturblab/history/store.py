@@ -264,7 +264,8 @@ class History:
         if old is None:
             return ""
         if old.models_of() != dict(models):
-            theirs = ", ".join(f"{k}={v}" for k, v in old.models_of().items())
+            theirs = ", ".join(spec if spec == k or spec.startswith(f"{k}=") else f"{k}={spec}"
+                               for k, spec in old.models_of().items())  # a spec NAME=SOURCE names itself
             raise InputError(f"--release {label}: is stored already in {self.where} with other models or options "
                              f"({theirs}); give the new run a label of its own")
         return f"release {label} is stored already in {self.where}; this run adds nothing to the history"

@@ -3,17 +3,20 @@
 Per target, one small chart per estimate key: the estimate over the releases (in the order
 stored) with its 95 % interval as a band, the accepted baselines as rings, and each release that
 regressed against the accepted baseline before it (:func:`~.check.compare_releases`) as a red
-point; below, a sortable table of every estimate with a link to each release's report. The page
-is as safe as the report: every text escaped, inline SVG only, and a Content-Security-Policy that
+point; below, a sortable table of every estimate with a link to each release's report (relative
+to the page's folder, so the page and the reports stay linked when copied together). The page is
+as safe as the report: every text escaped, inline SVG only, and a Content-Security-Policy that
 allows nothing but the report's one script (by its hash), which sorts and filters the table.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
+from urllib.parse import quote
 
 from markupsafe import Markup, escape
 
@@ -114,15 +117,27 @@ def _when(t: float) -> str:
     return _dt.datetime.fromtimestamp(t, _dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 
 
-def _link(path: str | None) -> str:
+def _link(path: str | None, at: Path | None = None) -> str:
+    """The link to a release's report (stored as an absolute path): relative to the folder ``at``
+    the page is written in, so that the page and the reports copied together (a CI artifact, a
+    web server) keep their links; a ``file://`` address where no relative path leads there (no
+    ``at``, another drive)."""
     if not path:
         return ""
     p = Path(path)
-    return p.as_uri() if p.is_absolute() else path
+    if not p.is_absolute():
+        return quote(p.as_posix())
+    if at is not None:
+        try:
+            return quote(Path(os.path.relpath(p, Path(at).resolve())).as_posix())
+        except ValueError:  # another drive (Windows): no relative path
+            pass
+    return p.as_uri()
 
 
-def render_trend(history: History, title: str | None = None) -> str:
-    """The trend page of ``history`` as an HTML string."""
+def render_trend(history: History, title: str | None = None, at: str | Path | None = None) -> str:
+    """The trend page of ``history`` as an HTML string; ``at``: the folder it will be written in,
+    which the links to the reports are relative to (None: absolute ``file://`` links)."""
     import jinja2
 
     from .. import __version__
@@ -145,7 +160,7 @@ def render_trend(history: History, title: str | None = None) -> str:
                          "value": _fmt(e["value"]), "low": _fmt(e["low"]), "high": _fmt(e["high"]),
                          "n": "" if e["n"] is None else str(e["n"]), "level": e["level"] or "",
                          "verdict": verdict, "accepted": "yes" if r.accepted is not None else "",
-                         "report": _link(r.report)})
+                         "report": _link(r.report, at)})
     sections = []
     for target, series in targets.items():
         charts = []
@@ -163,7 +178,7 @@ def render_trend(history: History, title: str | None = None) -> str:
     return env.get_template(TEMPLATE).render(
         title=title or f"perturblab history: {Path(history.where).name if '://' not in history.where else 'database'}",
         csp=content_security_policy(script), script=Markup(script), sections=sections, rows=rows,
-        releases=[{"label": r.label, "when": _when(r.created), "models": r.models_of(), "report": _link(r.report),
+        releases=[{"label": r.label, "when": _when(r.created), "models": r.models_of(), "report": _link(r.report, at),
                    "accepted": r.accepted is not None, "reference": r.reference} for r in releases],
         accepted=accepted, version=__version__, made=_when(_dt.datetime.now(_dt.timezone.utc).timestamp()))
 
@@ -172,4 +187,4 @@ def write_trend(history: History, out: str | Path, title: str | None = None) -> 
     """Write the trend page of ``history`` to ``out`` (whole or not at all); returns its path."""
     from ..core.files import atomic_write_bytes
 
-    return atomic_write_bytes(Path(out), render_trend(history, title).encode("utf-8"))
+    return atomic_write_bytes(Path(out), render_trend(history, title, Path(out).parent).encode("utf-8"))

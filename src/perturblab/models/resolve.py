@@ -33,12 +33,14 @@ unknown name lists the known ones, a path that names nothing says so (as :func:`
 
 from __future__ import annotations
 
+import json
+
 import re
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 from ..core.placement import check_device, check_dtype
 from ..errors import InputError
@@ -215,13 +217,24 @@ def _looks_like_path(source: str) -> bool:
     return "/" in source or "\\" in source or source.startswith((".", "~"))
 
 
-def _unknown(kind: str, name: str, known: list[str], also: str) -> InputError:
+def _unknown(kind: str, name: str, known: list[str], also: str, others: Sequence[str] = ()) -> InputError:
     """:class:`~perturblab.errors.UnknownNameError` for ``name`` listing ``known``, then ``also``
-    (the other kinds of source the role takes)."""
+    (the other kinds of source the role takes), with the names of ``known`` and ``others`` closest
+    to it as a "did you mean": those as close as the closest, when at least 3/4 alike (difflib's
+    ratio; ``minilm-l7``: ``minilm-l3`` or ``minilm-l6``; ``minilm-probe`` is like no encoder)."""
+    import difflib
+
     from ..errors import UnknownNameError
 
     e = UnknownNameError(kind, name, known)
-    e.args = (f"{e.args[0]}; {also}",)
+    names = list(dict.fromkeys([*known, *others]))
+    lowered = {n.lower(): n for n in names}
+    scored = [(difflib.SequenceMatcher(None, name.lower(), low).ratio(), low) for low in lowered]
+    best = max((r for r, _ in scored), default=0.0)
+    close = [lowered[low] for r, low in sorted(scored, key=lambda x: (-x[0], x[1])) if r == best and r >= 0.75]
+    head = f"unknown {kind} {name!r}"
+    hint = f" (did you mean {' or '.join(close[:3])}?)" if close else ""
+    e.args = (f"{head}{hint}{e.args[0][len(head):]}; {also}",)
     return e
 
 
@@ -240,9 +253,19 @@ def _no_such_path(ms: ModelSpec, role: str, *, gguf: bool = False) -> InputError
 
 
 def _is_local_or_hub(source: str) -> bool:
+    """Whether ``source`` is a hub id or a local model directory; a directory without a
+    ``config.json`` (an empty or unsaved folder) is refused here, before anything is timed or
+    loaded."""
     from .sources import local_or_hub
 
-    return local_or_hub(source) is not None
+    found = local_or_hub(source)
+    if found is None:
+        return False
+    path = Path(found)
+    if path.is_dir() and not (path / "config.json").is_file():
+        raise InputError(f"model directory {source!r} has no config.json, so it is not a saved Hugging Face model; "
+                         "give the directory that save_pretrained() wrote (config.json and the weights)")
+    return True
 
 
 def _check_source(ms: ModelSpec, role: str) -> None:
@@ -269,7 +292,7 @@ def _check_source(ms: ModelSpec, role: str) -> None:
             if not path.is_file():
                 raise _no_such_path(ms, role, gguf=True)
             return
-        if path.is_dir() or HUB_ID.match(name):
+        if _is_local_or_hub(name) or HUB_ID.match(name):
             return
         if _looks_like_path(name):
             raise _no_such_path(ms, role, gguf=True)
@@ -320,8 +343,27 @@ def _check_source(ms: ModelSpec, role: str) -> None:
             _no_options(ms, "models trained here")
             return
     if _is_local_or_hub(name):
+        _check_head(name, role)
         return
     raise _not_found(ms, role)
+
+
+def _check_head(source: str, role: str) -> None:
+    """Refuse a local directory given as a classifier or regressor whose ``config.json`` names
+    architectures none of which is a sequence classification model (a bare encoder such as
+    ``BertModel``: its head would be random), before any model is timed or loaded; a directory
+    whose config names none is left to the loader."""
+    path = Path(source).expanduser()
+    if not path.is_dir():
+        return
+    try:
+        archs = json.loads((path / "config.json").read_text(encoding="utf-8")).get("architectures") or []
+    except (OSError, ValueError, AttributeError):
+        return
+    if archs and not any(str(a).endswith("ForSequenceClassification") for a in archs):
+        raise InputError(f"{role} {source!r} is not a fine-tuned sequence classification model (its config.json "
+                         f"names {', '.join(map(str, archs))}, without a classification head); give a fine-tuned "
+                         "classifier directory, or compare its hidden states with `perturblab similarity`")
 
 
 def _not_found(ms: ModelSpec, role: str) -> InputError:
@@ -334,7 +376,8 @@ def _not_found(ms: ModelSpec, role: str) -> InputError:
     trained = [n for n in zoo.TRAINABLE.names() if n not in presets.PRESETS
                and (role == "classifier" or n == "hf-finetune")]
     return _unknown("model preset", ms.source, presets.PRESETS.names(),
-                    f"models trained here: {', '.join(trained)}; or give a model directory or a hub id (org/name)")
+                    f"models trained here: {', '.join(trained)}; or give a model directory or a hub id (org/name)",
+                    others=trained)
 
 
 def fits(spec: "str | ModelSpec", role: str) -> bool:

@@ -9,8 +9,16 @@ classifier) gives their hidden states. The figure depends on the model's layout 
 ``config.json`` and the sizes of its files), the backend, device and dtype, the number of CPU
 threads and the library versions, never on the weights' values, so it is kept in the cache under
 those (:func:`speed_key`, in the file :data:`SPEEDS_ENV` names, else ``speeds.json`` of the cache
-directory) and a second plan reads it back; a figure taken while other work shared the machine
-stays until that file is deleted, so the plan shows each figure and the day it was measured.
+directory) and a later plan reads it back.
+
+The timing of one model takes at most :data:`MOST_SECONDS`, its warm-up included (its loading
+is not: a comparison loads each model once, for its timing and all its studies); see
+:func:`_timed`. A figure is kept only when it looks steady (:func:`_unsteady`): at least two
+whole passes of the probe that differ little, and not far below the figure the same model had
+here within :data:`MAX_AGE_DAYS`; other work sharing the machine makes passes slow and uneven,
+and such a figure is used by the plan that measured it and measured again by the next. A kept
+figure is read back for :data:`MAX_AGE_DAYS` days, then measured again (``retime=True``, the
+``--retime`` of ``compare``, measures it again at once).
 
 >>> s = Speed(texts_per_s=812.0, tokens_per_s=41_000.0, where="cuda:0, bfloat16, NVIDIA H200")
 >>> s.text()
@@ -19,23 +27,42 @@ stays until that file is deleted, so the plan shows each figure and the day it w
 
 from __future__ import annotations
 
+import datetime
 import json
 import math
+import statistics
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from ..errors import InputError
 
 __all__ = ["PROBE_TEXTS", "Speed", "count_parameters", "measure_speed", "speed_key"]
 
-#: changes when the probe does (texts, repetitions), so earlier figures are measured again
-PROBE_VERSION = 3
+#: changes when the probe does (texts, repetitions, what a kept figure records), so earlier
+#: figures are measured again
+PROBE_VERSION = 4
 #: the least seconds of timed work and the least timed passes per figure (the fastest pass counts)
 LEAST_SECONDS, LEAST_PASSES = 1.0, 3
-#: the most seconds of timed work per figure (a slow model: fewer passes)
+#: the most seconds the timing of one model takes, warm-up included (its loading is not)
 MOST_SECONDS = 10.0
+#: the most whole passes timed per figure (a fast model reaches :data:`LEAST_SECONDS` after many)
+MOST_PASSES = 50
+#: texts of the probe per piece: the warm-up is one piece, and a model whose whole pass does not
+#: fit in :data:`MOST_SECONDS` is timed a piece at a time
+PIECE = 8
+#: a figure whose passes' median is more than this many times its fastest pass is not kept
+#: (other work shared the machine while it was measured)
+UNSTEADY = 1.5
+#: a figure below this share of the one kept for the same model within :data:`MAX_AGE_DAYS` is
+#: not kept (it looks measured while other work shared the machine)
+FAR_BELOW = 0.5
+#: days a kept figure is read back before it is measured again
+MAX_AGE_DAYS = 30
+
+#: the clock the timing reads (a test gives its own)
+_clock: Callable[[], float] = time.perf_counter
 
 _WORDS = ("the film was not as good as the book and the actors seemed tired of their roles while the music "
           "kept the story moving through a long and quiet middle part that most people in the room found "
@@ -60,7 +87,9 @@ PROBE_TEXTS = _probe_texts()
 class Speed:
     """A model's measured speed: ``texts_per_s`` of :data:`PROBE_TEXTS`, ``tokens_per_s`` where the
     model counts tokens (language models), ``where`` it ran (device, dtype, the card or the CPU
-    threads) and whether it was read back from the cache (``cached``)."""
+    threads), whether it was read back from the cache (``cached``), the day it was measured, and
+    for a figure measured now that was not kept, why (``unkept``: it looked measured while other
+    work shared the machine; the next plan measures it again)."""
 
     texts_per_s: float
     tokens_per_s: float | None
@@ -68,6 +97,8 @@ class Speed:
     cached: bool = False
     #: the day it was measured (``2026-11-28``)
     measured: str = ""
+    #: why a figure measured now was not kept ("" : kept, or read back)
+    unkept: str = ""
 
     def text(self) -> str:
         """``cuda:0, bfloat16, NVIDIA H200: 41k tokens/s`` (texts/s where tokens are not counted)."""
@@ -75,9 +106,31 @@ class Speed:
             return f"{self.where}: {_short(self.tokens_per_s)} tokens/s"
         return f"{self.where}: {_short(self.texts_per_s)} texts/s"
 
+    def when(self, today: datetime.date | None = None) -> str:
+        """When it was measured, for a plan: ``measured 2026-11-20, 11 days ago`` for a figure read
+        back; ``measured now, not kept: ...`` for one that was not kept; "" for one measured now
+        and kept."""
+        if self.cached:
+            age = self.age_days(today)
+            ago = "" if age is None else ", today" if age == 0 else ", 1 day ago" if age == 1 else f", {age} days ago"
+            return f"measured {self.measured or 'before'}{ago}"
+        return f"measured now, not kept: {self.unkept}" if self.unkept else ""
+
+    def age_days(self, today: datetime.date | None = None) -> int | None:
+        """Whole days since it was measured (None when the day is not known)."""
+        day = _day(self.measured)
+        return None if day is None else ((today or datetime.date.today()) - day).days
+
 
 def _short(x: float) -> str:
     return f"{x / 1000:.0f}k" if x >= 10_000 else f"{x / 1000:.1f}k" if x >= 1000 else f"{x:.0f}"
+
+
+def _day(text: Any) -> datetime.date | None:
+    try:
+        return datetime.date.fromisoformat(str(text))
+    except ValueError:
+        return None
 
 
 def _where(device: Any, dtype: Any, backend: str | None = None) -> str:
@@ -149,32 +202,116 @@ def _read_cache() -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def _timed(run: Any, texts: tuple[str, ...]) -> float:
-    """Seconds of the fastest pass of ``run`` over ``texts``, after one whole pass to warm up (the
-    kernels of every batch shape, caches): passes are repeated until :data:`LEAST_SECONDS` of timed
-    work and at least :data:`LEAST_PASSES` passes (at most :data:`MOST_SECONDS`). The fastest pass,
-    not the mean, so that other work that shares the machine for a moment does not stay in the
-    cached figure (the minimum of repeats, as timeit takes it)."""
-    run(texts)
-    passes, fastest, t0 = 0, math.inf, time.perf_counter()
-    while True:
-        start = time.perf_counter()
+@dataclass(frozen=True)
+class _Timing:
+    """What :func:`_timed` measured: ``seconds`` the figure's ``texts`` took (the fastest whole pass,
+    or the pieces timed when no whole pass fitted), the seconds of each whole pass (``passes``),
+    and how long the timing took, warm-up included (``spent``)."""
+
+    seconds: float
+    texts: int
+    passes: tuple[float, ...] = ()
+    spent: float = 0.0
+    #: the texts timed, in the probe's order (all of them when a whole pass was timed)
+    timed: tuple[str, ...] = field(default=(), repr=False)
+
+    def spread(self) -> float | None:
+        """The passes' median over the fastest (None with fewer than two passes)."""
+        if len(self.passes) < 2:
+            return None
+        return statistics.median(self.passes) / max(min(self.passes), 1e-12)
+
+
+def _timed(run: Callable[[Sequence[str]], Any], texts: tuple[str, ...], budget: float | None = None) -> _Timing:
+    """Time ``run`` over ``texts`` in at most ``budget`` seconds (default :data:`MOST_SECONDS`), its
+    warm-up included.
+
+    The warm-up is one call on the first :data:`PIECE` texts (the first use of the kernels and
+    caches, a quantised model's first dequantisation). Then whole passes over ``texts`` are timed,
+    each in one call (the model batches them as a study does), while the next one is expected to
+    end within the budget (expected: as long as the slowest so far; the first, at the warm-up's
+    time per text), until at least :data:`LEAST_PASSES` passes and :data:`LEAST_SECONDS` of
+    timed work (at most :data:`MOST_PASSES`). The fastest pass, not the mean, counts, so a moment
+    of other work on the machine does not stay in the figure (the minimum of repeats, as timeit
+    takes it). When not even one whole pass fits (a slow model, a loaded machine), the texts are
+    timed :data:`PIECE` at a time, from the second piece on, while the next piece is expected to
+    fit; when none fits, the warm-up's own time is the figure. So the timing ends within the
+    budget unless one call runs far longer than the calls before it (the warm-up runs whatever
+    it takes)."""
+    clock = _clock
+    start = clock()
+    deadline = start + (MOST_SECONDS if budget is None else budget)
+    first = texts[:PIECE]
+    t = clock()
+    run(first)
+    warm = clock() - t
+    passes: list[float] = []
+    expected = warm * len(texts) / max(len(first), 1)
+    while len(passes) < MOST_PASSES:
+        if len(passes) >= LEAST_PASSES and sum(passes) >= LEAST_SECONDS:
+            break
+        if clock() + (max(passes) if passes else expected) > deadline:
+            break
+        t = clock()
         run(texts)
-        passes += 1
-        fastest = min(fastest, time.perf_counter() - start)
-        spent = time.perf_counter() - t0
-        if (spent >= LEAST_SECONDS and passes >= LEAST_PASSES) or spent >= MOST_SECONDS or passes >= 50:
-            return fastest
+        passes.append(clock() - t)
+    if passes:
+        return _Timing(min(passes), len(texts), tuple(passes), clock() - start, texts)
+    pieces = [texts[k:k + PIECE] for k in range(0, len(texts), PIECE)]
+    done: list[str] = []
+    seconds, per_text = 0.0, warm / max(len(first), 1)  # expected seconds a text of the next piece takes
+    for piece in pieces[1:] + pieces[:1]:  # the first piece last: its warm-up was no timing
+        if clock() + per_text * len(piece) > deadline:
+            break
+        t = clock()
+        run(piece)
+        took = clock() - t
+        per_text = max(took / len(piece), per_text if done else 0.0)  # the slowest timed piece's
+        seconds += took
+        done.extend(piece)
+    if not done:  # not even one piece fits after the warm-up: its time is the figure
+        return _Timing(warm, len(first), (), clock() - start, first)
+    return _Timing(seconds, len(done), (), clock() - start, tuple(done))
 
 
-def measure_speed(spec: str, role: str, *, cached: bool = True,
+def _unsteady(timing: _Timing, rate: float, before: dict[str, Any] | None) -> str:
+    """Why a figure of ``rate`` texts/s from ``timing`` is not kept ("" : it is), ``before`` being
+    the figure kept for the same layout and machine, if any: only pieces or one whole pass fitted
+    in the time the timing may take; the passes' median is more than :data:`UNSTEADY` times the
+    fastest; or it is below :data:`FAR_BELOW` times a figure kept within :data:`MAX_AGE_DAYS`."""
+    if not timing.passes:
+        return (f"a whole pass over the {len(PROBE_TEXTS)} probe texts does not fit in the {MOST_SECONDS:g} s the "
+                f"timing may take, so it was timed on {timing.texts} of them")
+    spread = timing.spread()
+    if spread is None:
+        return f"one pass fitted in the {MOST_SECONDS:g} s the timing may take, too few to tell a steady figure"
+    if spread > UNSTEADY:
+        return (f"its {len(timing.passes)} passes varied {spread:.1f}x (median over the fastest), as when other "
+                "work shares the machine")
+    if before is not None:
+        try:
+            old, day = float(before["texts_per_s"]), str(before.get("measured", ""))
+        except (KeyError, TypeError, ValueError):
+            return ""
+        age = Speed(old, None, "", cached=True, measured=day).age_days()
+        if age is not None and age <= MAX_AGE_DAYS and rate < FAR_BELOW * old:
+            return (f"{rate / old:.2f}x the figure of {day}, as when other work shares the machine (that one is "
+                    "kept)")
+    return ""
+
+
+def measure_speed(spec: str, role: str, *, cached: bool = True, retime: bool = False,
                   say: Callable[[str], None] | None = None) -> Speed | None:
     """The speed of the model ``spec`` in ``role`` (``language_model`` or ``encoder``) under the
-    current placement, timed on :data:`PROBE_TEXTS` (read from the cache when it was measured
-    for the same layout and machine, unless ``cached=False``); None for a model that cannot be
-    timed without loading it from its data or a server (an ``api:`` model, a classifier without
-    an encoder such as ``tfidf-lr``). A spec that cannot be loaded is an :class:`InputError`, so a
-    plan refuses it before any study starts. ``say`` hears what is being timed (when it is)."""
+    current placement, timed on :data:`PROBE_TEXTS` in at most :data:`MOST_SECONDS` after it is
+    loaded (:func:`_timed`); None for a model that cannot be timed without loading it from its
+    data or a server (an ``api:`` model, a classifier without an encoder such as ``tfidf-lr``).
+
+    A figure kept for the same layout and machine within :data:`MAX_AGE_DAYS` is read back
+    (``cached``), unless ``retime``; a figure measured now is kept only when it looks steady
+    (:func:`_unsteady`, else its ``unkept`` says why). ``cached=False`` neither reads nor keeps
+    one. A spec that cannot be loaded is an :class:`InputError`, so a plan refuses it before any
+    study starts. ``say`` hears what is being timed (when it is)."""
     from ..core.files import atomic_write_text
     from .api_client import is_api_spec
     from .resolve import ModelSpec, load_model
@@ -185,33 +322,37 @@ def measure_speed(spec: str, role: str, *, cached: bool = True,
     if is_api_spec(ms.source):
         return None
     key, where = speed_key(spec, role)
-    if cached:
-        hit = _read_cache().get(key)
-        if isinstance(hit, dict):
-            try:
-                return Speed(float(hit["texts_per_s"]), None if hit.get("tokens_per_s") is None
-                             else float(hit["tokens_per_s"]), str(hit["where"]), cached=True,
-                             measured=str(hit.get("measured", "")))
-            except (KeyError, TypeError, ValueError):
-                pass
+    before = _read_cache().get(key) if cached else None
+    before = before if isinstance(before, dict) else None
+    if before is not None and not retime:
+        try:
+            hit = Speed(float(before["texts_per_s"]), None if before.get("tokens_per_s") is None
+                        else float(before["tokens_per_s"]), str(before["where"]), cached=True,
+                        measured=str(before.get("measured", "")))
+        except (KeyError, TypeError, ValueError):
+            hit = None
+        age = None if hit is None else hit.age_days()
+        if hit is not None and age is not None and 0 <= age <= MAX_AGE_DAYS:
+            return hit
     if say is not None:
-        say(f"timing {spec} on {where} ({len(PROBE_TEXTS)} texts) ...")
+        say(f"timing {spec} on {where} ({len(PROBE_TEXTS)} texts, at most {MOST_SECONDS:g} s once loaded) ...")
     try:
         model = load_model(spec, role)
     except InputError:
         if role == "encoder":  # a classifier with no hidden states (tfidf-lr): timed by its study alone
             return None
         raise
-    if role == "language_model":
-        seconds = _timed(model.token_logprobs, PROBE_TEXTS)
-        tokens = sum(len(model.encode(t)) for t in PROBE_TEXTS)
-        speed = Speed(len(PROBE_TEXTS) / seconds, tokens / seconds, where, measured=_today())
-    else:
-        seconds = _timed(model.hidden_states, PROBE_TEXTS)
-        speed = Speed(len(PROBE_TEXTS) / seconds, None, where, measured=_today())
+    lm = role == "language_model"
+    timing = _timed(model.token_logprobs if lm else model.hidden_states, PROBE_TEXTS)
+    rate = timing.texts / timing.seconds
+    tokens = sum(len(model.encode(t)) for t in timing.timed) / timing.seconds if lm else None
+    speed = Speed(rate, tokens, where, measured=_today(), unkept=_unsteady(timing, rate, before))
+    if speed.unkept:
+        return speed
     if cached:
         data = _read_cache()
-        data[key] = {k: v for k, v in asdict(speed).items() if k != "cached"}
+        data[key] = {**{k: v for k, v in asdict(speed).items() if k not in ("cached", "unkept")},
+                     "passes": [round(p, 4) for p in timing.passes]}
         try:
             atomic_write_text(_cache_file(), json.dumps(data, indent=1, sort_keys=True))
         except OSError:  # a read-only cache: the figure is measured again next time
@@ -220,8 +361,6 @@ def measure_speed(spec: str, role: str, *, cached: bool = True,
 
 
 def _today() -> str:
-    import datetime
-
     return datetime.date.today().isoformat()
 
 

@@ -37,7 +37,17 @@ The cost of a search still grows with its number of eligible word positions (eac
 each candidate, on a text as long as the input), so a search considers at most
 :attr:`SearchProblem.max_positions` of them (default :data:`MAX_POSITIONS`): a text with more is
 searched at that many positions drawn by the problem's generator (in text order), and its
-:class:`SearchResult` says how many were left out (``positions_cut``).
+:class:`SearchResult` says how many were left out (``positions_cut``). The cap bounds the positions,
+not what each candidate costs: every candidate is the whole text with one word changed, so a
+model that reads the whole text (a bag of words; a tokenizer reads it all before it truncates)
+pays for the whole text on each, and the tagging and meaning checks of synonyms grow with it too.
+A study therefore refuses, before any work, a text of more than :data:`MAX_TEXT_CHARS` characters
+(its ``max_text_chars``), naming the row and its estimated cost (:func:`check_text_lengths`).
+
+Progress: a search says how far it is after each request it sends (:func:`~perturblab.core.console.advance`:
+the first pass or the deletions are the first half of a search that has them, the walk over the
+words the rest), so the bar of a work cell of many searches moves while they run; it changes
+nothing of what a search does.
 """
 
 from __future__ import annotations
@@ -48,6 +58,7 @@ from typing import TYPE_CHECKING, Any, Callable, Generator, Iterable, Iterator, 
 
 import numpy as np
 
+from ..core.console import advance
 from ..errors import InputError
 from ..models.base import TextInput
 from .constraints import Constraint
@@ -76,6 +87,51 @@ MAX_POSITIONS = 512
 #: the most characters of candidate text a search puts in one request to the model (a request holds
 #: at least one candidate); texts of usual length never reach it, so their candidates go in one request
 REQUEST_CHARS = 1 << 24
+
+#: the most characters of text (both texts of a pair together) of an example a study searches, unless
+#: its ``max_text_chars`` says otherwise (:func:`check_text_lengths`). 50,000 characters is about 8,000
+#: words, far above the texts of the packaged data sets (320 characters at most, a tweet) and the
+#: :data:`MAX_POSITIONS` words a search considers; a typo search of a 100,000-character text scores
+#: about 4,200 candidates of that length (80 s with tfidf-lr on 2 cores shared with other work)
+MAX_TEXT_CHARS = 50_000
+#: about how many candidates a search scores per word position it searches (a typo search of a long
+#: text: about four candidates a word, in the first pass and again in the walk), for the estimate a
+#: refused text's message gives
+SCORES_PER_POSITION = 8
+
+
+def check_text_lengths(rows: Iterable[tuple[Any, TextInput]], limit: int | None, where: str,
+                       max_positions: int | None = MAX_POSITIONS) -> None:
+    """Refuse, with an :class:`InputError`, the ``rows`` (``(row id, model input)`` pairs, the
+    examples a study will search) whose text has more than ``limit`` characters (both texts of a
+    pair; None: no limit). The message names the first such row of ``where`` (the data), how many
+    there are, the estimated cost of a search of it (candidates, each a copy of the text, at the
+    word positions it searches, at most ``max_positions``) and the fix."""
+    if limit is None:
+        return
+    over = [(row, x) for row, x in rows if input_chars(x) > limit]
+    if not over:
+        return
+    row, x = over[0]
+    n = input_chars(x)
+    words = sum(len(t.split()) for t in ((x,) if isinstance(x, str) else x))
+    positions = words if max_positions is None else min(words, max_positions)
+    scored = SCORES_PER_POSITION * positions * n
+    more = f" (and {len(over) - 1} more row{'s' if len(over) > 2 else ''})" if len(over) > 1 else ""
+    raise InputError(
+        f"{where}: row {row} has {n:,} characters of text{more}, more than the limit of {limit:,}: each "
+        f"candidate of its searches is a copy of the whole text, so a search of it would score about "
+        f"{SCORES_PER_POSITION * positions:,} copies at its {positions:,} word positions searched, about "
+        f"{_size(scored)} characters of text per capability; drop or shorten that row, or search it anyway with "
+        f"--max-text-chars {n} (or none)")
+
+
+def _size(chars: float) -> str:
+    """``4.5 G`` for 4.5e9 (characters)."""
+    for unit, scale in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if chars >= scale:
+            return f"{chars / scale:.1f} {unit}"
+    return f"{chars:.0f}"
 
 
 def model_max_length(model: Any) -> tuple[int, str] | None:
@@ -390,12 +446,21 @@ class BeamSearch(SearchMethod):
 
     # -- the search --------------------------------------------------------------------
     def steps(self, problem: SearchProblem) -> SearchGen:
+        """The search of ``problem`` (see the module docstring); says its progress as it goes."""
+        progress = _Progress()
+        result = yield from self._search(problem, progress)
+        progress.to(1.0)
+        return result
+
+    def _search(self, problem: SearchProblem, progress: "_Progress") -> SearchGen:
         p0 = problem.p0
         x0 = problem.words
         result = SearchResult(original=problem.original_input, perturbed=None, orig_probs=p0)
         elig, result.positions_cut = problem.capped(i for i in problem.visible() if self._eligible(problem, x0, i))
         if not elig:
             return result
+        # the share of the search before the walk over the words: the first pass or the deletions
+        before = 0.5 if self.order in ("best-swap", "saliency") else 0.0
 
         # beam entries: (loss, text, probs); the original itself is not a valid answer
         beam: list[Entry] = [(float("inf"), x0, None)]
@@ -413,9 +478,11 @@ class BeamSearch(SearchMethod):
                     low = float(np.min([e[0] for e in es]))
                     best[i] = low if i not in best else float(np.minimum(best[i], low))
                     first_pass.setdefault(i, _Lowest(self.width)).add(es)
+                progress.to(before * len(best) / len(elig))
 
             swaps = (s for i in elig for s in self._swaps(problem, x0, i))
             yield from self._score(problem, self._admitted(problem, swaps), result, keep_first)
+            progress.to(before)
             if not best:
                 return result
             order = sorted(best, key=lambda i: (best[i], i))
@@ -429,6 +496,7 @@ class BeamSearch(SearchMethod):
                     del texts
                     result.queries += len(run)
                     sal.append(problem.goal.loss(p0, probs))
+                    progress.to(before * sum(len(x) for x in sal) / len(elig))
                 order = [elig[k] for k in np.argsort(np.concatenate(sal), kind="stable")]
         elif self.order == "random":
             order = [elig[k] for k in problem.rng.permutation(len(elig))]
@@ -436,7 +504,8 @@ class BeamSearch(SearchMethod):
             order = list(elig)
 
         stale = 0
-        for i in order:
+        for k, i in enumerate(order):
+            progress.to(before + (1 - before) * k / len(order))  # the words walked so far
             pre: list[Entry] = []  # scored in the first pass
             bases: list[WordText] = []  # beam texts whose candidates at i are scored now
             for _, text, _ in beam:
@@ -491,6 +560,20 @@ def _as_text(entry: Entry) -> Entry:
         return entry
     base, index, word = text
     return loss, base.replace(index, word), probs
+
+
+class _Progress:
+    """The share of one search done (0 to 1), said to the bar of the work it runs in as it grows
+    (:func:`~perturblab.core.console.advance`; a search is one task)."""
+
+    def __init__(self) -> None:
+        self.said = 0.0
+
+    def to(self, share: float) -> None:
+        share = min(share, 1.0)
+        if share > self.said:
+            advance(share - self.said)
+            self.said = share
 
 
 class _Lowest:
@@ -553,7 +636,7 @@ SYNONYM_SETS = ("wordnet", "meaning")
 #: ``synonyms="meaning"``: lemmas of the word's most frequent WordNet sense only, re-inflected, with the
 #: part of speech of the word they replace and a contextual embedding at least this close to its
 #: (docs/synonym_swaps.md measures what each part refuses)
-MEANING_SENSES, MEANING_CONTEXT_SIMILARITY = 1, 0.35
+MEANING_SENSES, MEANING_CONTEXT_SIMILARITY = 1, 0.5
 
 
 @dataclass(kw_only=True)
@@ -606,6 +689,8 @@ class SynonymOptions:
             out["synonym_min_similarity"] = float(self.synonym_min_similarity)
         if self.reinflect_synonyms and not meaning:
             out["reinflect_synonyms"] = True
+        if self.reinflect_synonyms or meaning:  # candidates of an earlier revision are not read back
+            out["synonym_revision"] = SynonymSwap.REVISION
         return out
 
     def synonym_setup(self, capability: Capability) -> tuple[WordSwap, list[CandidateConstraint]]:
@@ -621,7 +706,7 @@ class SynonymOptions:
         if meaning:
             from .semantics import PartOfSpeechAgreement, WordContextSimilarity
 
-            swap.senses = MEANING_SENSES
+            swap.senses, swap.keep_expressions = MEANING_SENSES, True
             checks += [PartOfSpeechAgreement(), WordContextSimilarity(MEANING_CONTEXT_SIMILARITY)]
         if self.synonym_min_similarity is not None:
             from .semantics import SentenceSimilarity

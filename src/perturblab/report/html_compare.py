@@ -1,6 +1,7 @@
 """The top of a comparison's report: a verdict per target, from ``compare.json``.
 
-Per target: the studies' sentences, one table of every headline estimate beside the reference's
+First one line per target, worst first (its major and medium findings, the checks it failed),
+each a link to its part; then per target, in that order: the studies' sentences, one table of every headline estimate beside the reference's
 (with n and the severity of each finding), examples of the invariances the target does not
 share, then the ``--fail-under`` checks of all targets.
 """
@@ -13,7 +14,7 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
-from ..core.headline import Estimate, Headline
+from ..core.headline import Estimate, Headline, percent
 from .html_tables import Table, load_json
 
 
@@ -28,6 +29,8 @@ class TargetVerdict:
 
     title: str
     findings: str = ""
+    #: its anchor in the page (the summary's links)
+    anchor: str = ""
     sentences: list[str] = field(default_factory=list)
     table: Table | None = None
     examples: Table | None = None
@@ -41,6 +44,8 @@ class Verdicts:
     targets: list[TargetVerdict] = field(default_factory=list)
     checks: Table | None = None
     order: list[str] = field(default_factory=list)
+    #: one (line, anchor) per target, worst first: the first screen (``compare.json``'s summary)
+    summary: list[tuple[str, str]] = field(default_factory=list)
 
     def __bool__(self) -> bool:
         return bool(self.targets or self.checks)
@@ -59,11 +64,16 @@ def read_verdicts(root: Path, obj: Any = None) -> Verdicts:
     verdicts = [v for v in obj.get("verdicts") or [] if isinstance(v, dict)]
     out = Verdicts(order=[str(p.get("name")) for p in obj.get("plan") or [] if isinstance(p, dict)])
     found = obj.get("findings") if isinstance(obj.get("findings"), dict) else {}
-    for target in obj.get("targets") or []:
+    targets = [str(t) for t in obj.get("targets") or []]
+    anchors = {t: f"target-{i + 1}" for i, t in enumerate(targets)}
+    lines = [s for s in obj.get("summary") or [] if isinstance(s, dict) and str(s.get("target")) in anchors]
+    worst = [str(s["target"]) for s in lines]
+    for target in worst + [t for t in targets if t not in worst]:  # the details in the summary's order
         mine = [v for v in verdicts if v.get("target") == target]
-        out.targets.append(TargetVerdict(f"{target} against {ref}", str(found.get(target) or ""),
+        out.targets.append(TargetVerdict(f"{target} against {ref}", str(found.get(target) or ""), anchors[target],
                                          [str(v.get("sentence", "")) for v in mine],
                                          _estimates_table(mine, str(target), ref), _examples_table(mine, ref, target)))
+    out.summary = [(str(s.get("line", "")), anchors[str(s["target"])]) for s in lines]
     out.checks = _checks_table(obj)
     return out
 
@@ -83,7 +93,7 @@ def _severity_cell(s: dict[str, Any] | None) -> Any:
     elif s.get("score"):
         text = f"{level} · {rate:+.3g}" + (f" [{low:+.3g}, {high:+.3g}]" if ok else "")
     else:
-        text = f"{level} · {100 * rate:.1f} %" + (f" [{100 * low:.1f}, {100 * high:.1f}]" if ok else "")
+        text = f"{level} · {percent(rate)} %" + (f" [{percent(low)}, {percent(high)}]" if ok else "")
     span = f" (interval: {s['span']})" if s.get("span") else ""
     same = f" (counted with {s['same_as']})" if s.get("same_as") else ""
     flags = f" ⚑ {', '.join(map(str, s.get('flags') or []))}" if s.get("flags") else ""

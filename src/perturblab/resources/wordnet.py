@@ -7,6 +7,9 @@ part of speech) that is a single alphabetic word and not the word itself. Unlike
 the order is deterministic (synset order, then lemma order) and the input's capitalisation
 (``Title``/``UPPER``) is carried over to the candidates.
 
+:func:`collocation`, :func:`is_number` and :func:`is_measure` find the fixed expressions a word-for-word
+swap would break (``coffee maker``, ``in person``, ``nine years old``), from the same database.
+
 WordNet 3.0 is read with nltk from the offline assets (``perturblab assets install``); the
 database is loaded on the first call (a few seconds), never at import time.
 """
@@ -15,7 +18,8 @@ from __future__ import annotations
 
 import warnings
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from itertools import product
+from typing import TYPE_CHECKING, Sequence
 
 from ..asset_table import fix_for
 from ..errors import AssetLoadError, InputError
@@ -23,7 +27,8 @@ from ..errors import AssetLoadError, InputError
 if TYPE_CHECKING:  # pragma: no cover
     from nltk.corpus.reader.wordnet import WordNetCorpusReader
 
-__all__ = ["synonyms", "wordnet_pos", "load_wordnet", "UPOS_TAGS", "PENN_TAGS"]
+__all__ = ["synonyms", "wordnet_pos", "load_wordnet", "collocation", "word_forms", "is_number", "is_measure",
+           "UPOS_TAGS", "PENN_TAGS"]
 
 #: Universal POS tags (spaCy's ``token.pos_``).
 UPOS_TAGS = frozenset({"ADJ", "ADP", "ADV", "AUX", "CCONJ", "DET", "INTJ", "NOUN", "NUM", "PART",
@@ -97,12 +102,41 @@ def load_wordnet() -> WordNetCorpusReader:
     return reader
 
 
+def _by_form_frequency(wn: WordNetCorpusReader, word: str, pos: str | None) -> list:
+    """The synsets of ``word`` (nltk's ``synsets``), those of its most frequent form first.
+
+    nltk looks a word up in every form WordNet's morphology gives it, the word itself first:
+    ``days`` is a lemma of its own (``days.n.01``, "the time during which someone's life
+    continues", with ``years``) and the plural of ``day``. Each form lists its senses by frequency,
+    but the forms come in that fixed order, so the first sense of ``days`` would be the rare
+    ``days.n.01``. Here the forms are ordered by how often SemCor tags them (the summed counts of
+    the form's lemma over its senses: ``days`` 1, ``day`` over 300), each form's senses in WordNet's
+    order; a word of one form keeps WordNet's order."""
+    synsets = wn.synsets(word, pos=pos)
+    groups: dict[str, list] = {}
+    for p in (pos,) if pos else ("n", "v", "a", "r"):
+        for form in wn._morphy(word, p):  # the forms nltk's synsets() looks up, in its order
+            groups.setdefault(form, [])
+    weight: dict[str, int] = dict.fromkeys(groups, 0)
+    for synset in synsets:
+        for lemma in synset.lemmas():
+            form = lemma.name().lower()
+            if form in groups:
+                groups[form].append(synset)
+                weight[form] += lemma.count()
+    ranked = sorted(groups, key=lambda f: -weight[f])  # stable: nltk's order among equals
+    out = list(dict.fromkeys(s for f in ranked for s in groups[f]))
+    found = set(out)
+    return out + [s for s in synsets if s not in found]
+
+
 @lru_cache(maxsize=65536)
 def _candidates(word: str, pos: str | None, senses: int | None = None) -> tuple[str, ...]:
     wn = load_wordnet()
     seen: set[str] = set()
     out: list[str] = []
-    for synset in wn.synsets(word, pos=pos)[:senses]:
+    synsets = wn.synsets(word, pos=pos) if senses is None else _by_form_frequency(wn, word, pos)[:senses]
+    for synset in synsets:
         for lemma in synset.lemma_names():
             key = lemma.lower()
             if not lemma.isalpha() or key == word or key in seen:
@@ -129,6 +163,10 @@ def synonyms(word: str, pos: str | None = None, senses: int | None = None) -> li
             candidate (as in PWWS/TextAttack); inflection is not carried over.
         pos: optional POS tag restricting the synsets (see :func:`wordnet_pos`); a tag
             WordNet has no entries for (e.g. ``DET``) gives ``[]``.
+        senses: None (every sense, in nltk's order) or the number of the word's most frequent
+            senses to take; a word that is a lemma of its own and an inflected form of another
+            (``days``, ``years``, ``glasses``) takes the senses of its more frequent form first
+            (``days`` -> those of ``day``, not ``days.n.01``'s ``years``).
 
     Returns:
         Single alphabetic lemmas other than ``word`` (compared case-insensitively),
@@ -152,3 +190,81 @@ def synonyms(word: str, pos: str | None = None, senses: int | None = None) -> li
             return []
     w = word.strip()
     return [_match_case(c, w) for c in _candidates(w.lower(), wn_pos, senses)]
+
+
+# -- fixed expressions: what a word-for-word swap would break ------------------------------------------
+#: the longest run of words looked up as one WordNet collocation (``to_the_highest_degree``)
+COLLOCATION_WORDS = 4
+
+
+@lru_cache(maxsize=65536)
+def word_forms(word: str) -> tuple[str, ...]:
+    """``word`` (lower case) and its base forms in every part of speech, by WordNet's morphology
+    (``brings`` -> ``("brings", "bring")``, ``oddest`` -> ``("oddest", "odd")``)."""
+    wn = load_wordnet()
+    w = word.lower()
+    return tuple(dict.fromkeys([w] + [f for p in ("n", "v", "a", "r") for f in wn._morphy(w, p)]))
+
+
+def collocation(words: Sequence[str], index: int, longest: int = COLLOCATION_WORDS) -> str | None:
+    """The WordNet collocation that ``words[index]`` forms with its neighbours in ``words``, or None.
+
+    A collocation is a WordNet lemma of several words (``coffee_maker``, ``in_person``,
+    ``bring_out``, ``mixed_bag``): a run of 2 to ``longest`` consecutive words of ``words`` that
+    holds ``index`` and whose words, each as written or in a base form (``brings out`` ->
+    ``bring_out``), joined by ``_`` name a lemma of any part of speech. The runs are tried shortest
+    first, leftmost first; words that are not alphabetic break a run. ``words`` should hold only
+    words that follow one another in the text (no punctuation between them).
+
+    >>> collocation(["a", "new", "coffee", "maker"], 3)  # doctest: +SKIP
+    'coffee_maker'
+    """
+    if not 0 <= index < len(words):
+        raise InputError(f"collocation() index {index} is outside the {len(words)} words")
+    return _collocation(tuple(w.lower() for w in words), index, longest)
+
+
+@lru_cache(maxsize=65536)
+def _collocation(words: tuple[str, ...], index: int, longest: int) -> str | None:
+    index_map = load_wordnet()._lemma_pos_offset_map
+    for size in range(2, longest + 1):
+        for start in range(max(0, index - size + 1), min(index, len(words) - size) + 1):
+            run = words[start:start + size]
+            if not all(w.isalpha() for w in run):
+                continue
+            for parts in product(*(word_forms(w) for w in run)):
+                name = "_".join(parts)
+                if name in index_map:
+                    return name
+    return None
+
+
+#: the adjective every cardinal number word of WordNet is a satellite of (``nine``, ``hundred``, ``dozen``)
+_CARDINAL = "cardinal.a.02"
+#: the noun every unit and period of measurement is a kind of (``year``, ``hour``, ``mile``, ``dollar``)
+_MEASURE = "measure.n.02"
+
+
+@lru_cache(maxsize=65536)
+def is_number(word: str) -> bool:
+    """Whether ``word`` is a cardinal number: digits (``9``, ``1,000``, ``2.5``) or a word WordNet lists
+    as a cardinal adjective (``nine``, ``twenty-five``, ``hundred``, ``dozen``; not ``first``)."""
+    w = word.strip().lower()
+    if w.replace(",", "").replace(".", "").isdigit() and w[:1].isdigit():
+        return True
+    if not w:
+        return False
+    wn = load_wordnet()
+    return any(s.name() == _CARDINAL for syn in wn.synsets(w, "a") for s in syn.similar_tos())
+
+
+@lru_cache(maxsize=65536)
+def is_measure(word: str) -> bool:
+    """Whether a sense of the noun ``word`` (or of its singular) is a unit or period of measurement:
+    a kind of WordNet's ``measure.n.02`` (``years``, ``hours``, ``miles``, ``dollars``; not ``people``)."""
+    w = word.strip().lower()
+    if not w.isalpha():
+        return False
+    wn = load_wordnet()
+    measure = wn.synset(_MEASURE)
+    return any(measure in s.closure(lambda x: x.hypernyms()) for s in wn.synsets(w, "n"))

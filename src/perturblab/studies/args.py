@@ -319,10 +319,11 @@ def check_data(name: str, value: str, values: dict[str, Any]) -> None:
         return
     if "label_column" not in values:  # a study whose data files have columns of their own (generation)
         return
-    from .inputs import load_study_data, text_columns
+    from .inputs import load_study_data, text_columns, text_option
 
     load_study_data(str(path), text_fields=text_columns(values.get("text_fields"), values.get("text_column")),
-                    label_column=values.get("label_column"), task=values.get("task"))
+                    label_column=values.get("label_column"), task=values.get("task"),
+                    text_option=text_option(values.get("text_fields"), values.get("text_column")))
 
 
 def fraction_list(value: Any) -> None:

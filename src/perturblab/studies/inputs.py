@@ -38,14 +38,8 @@ def study_inputs(data: str, n: int, seed: int = 0, *, text_fields: Sequence[str]
     if data in CORPORA or str(data).endswith(".txt"):
         corpus = load_corpus(data)
         return list(corpus.sample(min(n, len(corpus)), seed=seed))
-    ds = load_study_data(data, text_fields=text_fields) if text_fields else _load(data)
+    ds = load_study_data(data, text_fields=text_fields, labelled=False)
     return ds.sample(n, seed=seed).inputs()
-
-
-def _load(data: str) -> Dataset:
-    from ..data.loaders import load_dataset
-
-    return load_dataset(data)
 
 
 def text_columns(text_fields: Sequence[str] | str | None, text_column: str | None) -> list[str]:
@@ -58,16 +52,25 @@ def text_columns(text_fields: Sequence[str] | str | None, text_column: str | Non
     return fields or ([text_column] if text_column else [])
 
 
+def text_option(text_fields: Sequence[str] | str | None, text_column: str | None) -> str:
+    """The option that named the text column (:func:`text_columns`), for an error to name what
+    the user typed: ``--text-column`` when only it was given, else ``--text-fields``."""
+    return "--text-column" if text_column and not text_fields else "--text-fields"
+
+
 def load_study_data(data: str, *, text_fields: Sequence[str] = (), label_column: str | None = None,
-                    task: str | None = None) -> Dataset:
+                    task: str | None = None, labelled: bool = True, text_option: str = "--text-fields") -> Dataset:
     """The data set ``data`` (:func:`perturblab.data.load_dataset`) read with the given columns.
 
     ``text_fields`` names one text column, or two for a text-pair task (``premise, hypothesis``;
     the CLI's ``--text-fields``); ``label_column`` the label column and ``task`` ``classification``
     or ``regression`` (numeric targets). Unset options keep the loader's own defaults (``text``,
-    ``label``; a GLUE task knows its own columns).
+    ``label``; a GLUE task knows its own columns). ``labelled=False``: a study that reads only the
+    texts, so a data file is read without its labels (a file whose label column has another name,
+    or none, is read all the same). ``text_option``: the option that named the text column
+    (:func:`text_option`), which the error of a column the file lacks names.
     """
-    from ..data.loaders import load_dataset
+    from ..data.loaders import DATASETS, load_dataset
 
     fields = [str(f).strip() for f in text_fields if str(f).strip()]
     if len(fields) > 2 or len(fields) != len(list(text_fields)):
@@ -79,8 +82,14 @@ def load_study_data(data: str, *, text_fields: Sequence[str] = (), label_column:
         kw["text_b_column"] = fields[1]
     if label_column:
         kw["label_column"] = label_column
+    spec = str(data).strip()
+    if not labelled and spec not in DATASETS and not spec.lower().startswith(("hf:", "glue:", "next:")):
+        kw["label_column"] = None  # a file: its texts alone
     if task:
         kw["task"] = task
+    if fields and text_option != "--text-fields" and spec not in DATASETS \
+            and not spec.lower().startswith(("hf:", "glue:", "next:")):
+        kw["text_option"] = text_option  # a file: its error names the option given
     return load_dataset(data, **kw)
 
 

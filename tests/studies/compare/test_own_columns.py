@@ -98,3 +98,107 @@ def test_a_corpus_files_text_column_reaches_the_language_models_studies(tmp_path
     assert len(read.sentences) == 30  # the body column, one sentence per row
     assert {s.name: s.count for s in plan.studies} == {
         "lm-invariances": len(read.filter(*SENTENCE_WORDS).sentences), "selfcheck": 30}
+
+
+def test_a_study_of_the_texts_alone_reads_a_file_whose_label_column_has_another_name(reviews):
+    from perturblab.studies.inputs import study_inputs
+
+    inputs = study_inputs(str(reviews), 12, seed=0, text_fields=["review"])
+    assert len(inputs) == 12 and all("kettle was" in str(x) for x in inputs)
+
+
+@pytest.mark.usefixtures("torch_one_thread", "tiny_costs")
+def test_every_study_reads_the_users_columns_and_a_target_without_layers_leaves_only_its_own(reviews, tmp_path,
+                                                                                             capsys):
+    out = tmp_path / "gate"
+    out.mkdir()
+    (out / "report.html").write_text("<p>an earlier comparison</p>")
+    (out / "compare.json").write_text("{}")
+    code = main(["compare", "--reference", "minilm-l3", "--targets", "twin=minilm-l3,tfidf-lr", "--data", str(reviews),
+                 "--text-column", "review", "--label-column", "sentiment", "--out", str(out), "--quiet"])
+    assert code == 0, capsys.readouterr().err
+    saved = json.loads((out / "compare.json").read_text())
+    ran = [p["name"] for p in saved["plan"]]
+    assert ran == ["invariances", "robustness", "layers-twin"], ran
+    assert [w for w in saved["left_out"] if w.startswith("layers")] == ["layers: tfidf-lr exposes no hidden states"]
+    layers = next(v for v in saved["verdicts"] if v["study"] == "layers-twin")
+    # the twin is the reference itself: every layer's linear CKA with its own copy is 1
+    assert layers["estimates"] and all(abs(e["value"] - 1) < 1e-4 for e in layers["estimates"])
+    assert "an earlier comparison" not in (out / "report.html").read_text()
+
+
+@pytest.mark.usefixtures("torch_one_thread", "tiny_costs")
+def test_a_failed_comparison_leaves_no_earlier_report_looking_current(reviews, tmp_path, monkeypatch, capsys):
+    from perturblab.errors import InputError
+    from perturblab.studies.compare import function
+
+    out = tmp_path / "gate"
+    out.mkdir()
+    (out / "report.html").write_text("<p>an earlier comparison</p>")
+    (out / "compare.json").write_text("{}")
+    ran = []
+
+    def failing(*args, **kwargs):  # the second study fails after the first ran
+        ran.append(kwargs.get("what"))
+        if len(ran) == 2:
+            raise InputError("the data changed under the run")
+        return real(*args, **kwargs)
+
+    real = function.run_saved
+    monkeypatch.setattr(function, "run_saved", failing)
+    code = main(["compare", "--reference", "tfidf-lr", "--targets", "twin=tfidf-lr", "--data", str(reviews),
+                 "--text-column", "review", "--label-column", "sentiment", "--out", str(out), "--quiet"])
+    assert code == 2 and ran == ["study invariances", "study robustness"]
+    assert not (out / "report.html").exists() and not (out / "compare.json").exists()
+    assert (out / "invariances" / "results.sqlite").is_file()  # the work done is kept for a re-run
+
+
+@pytest.mark.usefixtures("torch_one_thread", "tiny_costs")
+def test_a_comparison_stopped_in_a_study_claims_nothing_of_it_on_the_next_run(reviews, tmp_path, monkeypatch):
+    from perturblab.studies.compare import function
+
+    out = tmp_path / "gate"
+    common = dict(reference="tfidf-lr", targets="twin=tfidf-lr", data=str(reviews), text_column="review",
+                  label_column="sentiment", studies="invariances,robustness")
+    real = function.run_saved
+
+    def stopped(*args, **kwargs):  # SIGTERM as Ctrl-C, in the second study's work
+        if kwargs.get("what") == "study robustness":
+            (kwargs["out"] / "results.sqlite").write_bytes(b"")  # its store made, no batch finished
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(function, "run_saved", stopped)
+    with pytest.raises(KeyboardInterrupt):
+        pl.compare(**common, out=str(out), quiet=True)
+    assert json.loads((out / "invariances" / "study.json").read_text())["finished"] is True
+    assert json.loads((out / "robustness" / "study.json").read_text())["finished"] is False
+    plan = make_plan(args_of(**common))
+    plan.note_stored(out)
+    assert plan.stored == ["invariances: all 8 stored (read back)",
+                           "robustness: an unfinished run left results in its store; what this run shares with them "
+                           "is read back, the rest computed"]
+
+
+@pytest.mark.usefixtures("torch_one_thread", "tiny_costs")
+def test_a_dataframe_is_a_data_set_read_with_its_own_columns(reviews, tmp_path, monkeypatch):
+    import pandas as pd
+
+    from perturblab.errors import InputError
+    from perturblab.paths import cache_dir
+    from perturblab.studies.compare.function import data_file
+
+    frame = pd.read_csv(reviews)
+    path = data_file(frame)
+    assert path == data_file(frame.copy()) and path.parent == cache_dir() / "frames"  # named by its content
+    assert path != data_file(frame.iloc[::-1])
+    res = pl.compare("tfidf-lr", ["twin=tfidf-lr"], data=frame, studies="invariances,robustness",
+                     text_column="review", label_column="sentiment", quiet=True)
+    by_file = pl.compare("tfidf-lr", ["twin=tfidf-lr"], data=str(reviews), studies="invariances,robustness",
+                         text_column="review", label_column="sentiment", quiet=True)
+    values = [[(r["key"], r["value"], r["n"]) for r in x.rows] for x in (res, by_file)]
+    assert values[0] == values[1] and values[0]
+    with pytest.raises(InputError, match="label column 'mood' not in"):
+        pl.compare("tfidf-lr", ["twin=tfidf-lr"], data=frame, text_column="review", label_column="mood", quiet=True)
+    with pytest.raises(InputError, match="a pandas DataFrame or a perturblab Dataset, not dict"):
+        pl.compare("tfidf-lr", ["twin=tfidf-lr"], data={"text": ["a"]}, quiet=True)

@@ -34,7 +34,23 @@ def test_classifiers_get_invariances_robustness_and_a_layer_comparison_per_targe
 def test_a_model_without_hidden_states_leaves_the_layers_out_and_says_why():
     plan = make_plan(args_of(reference="minilm-l6", targets="tfidf-lr"))
     assert [p.name for p in plan.studies] == ["invariances", "robustness"]
-    assert plan.left_out and "tfidf-lr" in plan.left_out[0] and "left out: layers" in plan.table()
+    assert plan.left_out == ["layers: tfidf-lr exposes no hidden states"]
+    assert "left out: layers: tfidf-lr exposes no hidden states" in plan.table()
+
+
+def test_a_target_without_hidden_states_leaves_the_layers_out_for_that_target_alone():
+    plan = make_plan(args_of(reference="minilm-l6", targets="minilm-l3,tfidf-lr,minilm-l6-int8"))
+    assert [p.name for p in plan.studies] == ["invariances", "robustness", "layers-minilm-l3",
+                                              "layers-minilm-l6-int8"]
+    assert [p.options["b"] for p in plan.studies[2:]] == ["minilm-l3", "minilm-l6-int8"]
+    assert plan.left_out == ["layers: tfidf-lr exposes no hidden states"]
+    # the layers' time is planned for the two targets that run them, not three
+    two = make_plan(args_of(reference="minilm-l6", targets="minilm-l3,minilm-l6-int8"))
+    assert [p.seconds for p in plan.studies[2:]] == pytest.approx([p.seconds for p in two.studies[2:]], rel=0.05)
+    # a reference without hidden states leaves every target's layers out, said once
+    none = make_plan(args_of(reference="tfidf-lr", targets="minilm-l3,minilm-l6-int8"))
+    assert [p.name for p in none.studies] == ["invariances", "robustness"]
+    assert none.left_out == ["layers: tfidf-lr exposes no hidden states (so no target's layers are compared)"]
 
 
 def test_language_models_get_lm_invariances_selfcheck_and_layers():
@@ -183,17 +199,22 @@ def test_what_an_earlier_run_stored_is_named_in_the_plan(tmp_path):
     folder = tmp_path / "invariances"
     assert p.stored(folder) is None  # nothing there
     folder.mkdir()
-    (folder / "study.json").write_text(json.dumps({"name": "invariances", "kind": "scope",
-                                                   "options": {"reference": "a", "n": 50, "seed": 0}}))
+    def manifest(n, seed=0, finished=True):
+        (folder / "study.json").write_text(json.dumps({"name": "invariances", "kind": "scope", "finished": finished,
+                                                       "options": {"reference": "a", "n": n, "seed": seed}}))
+
+    manifest(50)
     assert p.stored(folder) is None  # a manifest but no results store: nothing computed yet
     (folder / "results.sqlite").write_bytes(b"")
     assert p.stored(folder) == "invariances: 50 of the 200 stored (read back; the rest computed)"
-    (folder / "study.json").write_text(json.dumps({"name": "invariances", "kind": "scope",
-                                                   "options": {"reference": "a", "n": 500, "seed": 0}}))
+    manifest(500)
     assert p.stored(folder) == "invariances: all 200 stored (read back)"
-    (folder / "study.json").write_text(json.dumps({"name": "invariances", "kind": "scope",
-                                                   "options": {"reference": "a", "n": 500, "seed": 1}}))
+    manifest(500, seed=1)
     assert "results of other options are stored" in p.stored(folder)
+    # a run stopped before it finished claims nothing it may not have stored
+    manifest(500, finished=False)
+    assert p.stored(folder) == ("invariances: an unfinished run left results in its store; what this run shares "
+                                "with them is read back, the rest computed")
 
 
 def test_every_wordnet_synonym_is_planned_as_the_slower_search_it_is():
@@ -209,3 +230,26 @@ def test_every_wordnet_synonym_is_planned_as_the_slower_search_it_is():
     assert slow.options["synonyms"] == "wordnet" and fast.options["synonyms"] == "meaning"
     # the same seconds buy about 1/1.5 the samples (the fixed 20 s aside)
     assert slow.count == pytest.approx(fast.count / WORDNET_SLOWER, abs=2)
+
+
+def test_a_directory_that_is_no_saved_classifier_is_refused_before_any_model_is_timed(tmp_path, capsys):
+    from perturblab.cli import main
+
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    (bare / "config.json").write_text(json.dumps({"architectures": ["BertModel"], "model_type": "bert"}))
+    for target, said in ((empty, "has no config.json, so it is not a saved Hugging Face model"),
+                         (bare, "is not a fine-tuned sequence classification model (its config.json names BertModel")):
+        code = main(["compare", "--reference", "tfidf-lr", "--targets", f"candidate={target}", "--out",
+                     str(tmp_path / "out")])
+        err = capsys.readouterr().err
+        assert code == 2 and said in err and "timing" not in err and len(err.strip().splitlines()) == 1, err
+        assert not (tmp_path / "out").exists()
+    head = tmp_path / "head"
+    head.mkdir()
+    (head / "config.json").write_text(json.dumps({"architectures": ["BertForSequenceClassification"]}))
+    assert model_kind(f"candidate={head}") == CLASSIFIER
+    (head / "config.json").write_text(json.dumps({"architectures": ["LlamaForCausalLM"]}))
+    assert model_kind(str(head)) == LANGUAGE_MODEL

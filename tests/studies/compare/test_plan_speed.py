@@ -23,8 +23,8 @@ def _speeds(monkeypatch, rates):
     """measure_speed answering ``rates[spec]`` texts/s (None: not measurable)."""
     calls = []
 
-    def fake(spec, role, cached=True, say=None):
-        calls.append((spec, role))
+    def fake(spec, role, cached=True, retime=False, say=None):
+        calls.append((spec, role) + (("retime",) if retime else ()))
         rate = rates[spec]
         return None if rate is None else Speed(rate, 20 * rate, "cuda:0, bfloat16, NVIDIA H200")
 
@@ -45,6 +45,34 @@ def test_measured_speeds_size_the_plan_and_the_plan_names_where(monkeypatch):
     text = plan.table()
     assert "at the speeds measured on cuda:0, bfloat16, NVIDIA H200" in text and "on 2 CPU cores" not in text
     assert f"speed: smollm2-135m-int8: cuda:0, bfloat16, NVIDIA H200: {20 * base / 2:.0f} tokens/s" in text
+
+
+def test_retime_measures_every_model_again_from_the_command_a_config_and_python(monkeypatch, tmp_path):
+    from perturblab.studies.compare.config import CompareArgs
+
+    base = BASELINE[LANGUAGE_MODEL][1]
+    calls = _speeds(monkeypatch, {"smollm2-135m": base, "smollm2-135m-int8": base})
+    make_plan(args_of(reference="smollm2-135m", targets="smollm2-135m-int8", studies="selfcheck", retime=True),
+              measure=True)
+    assert sorted(calls) == [("smollm2-135m", "language_model", "retime"),
+                             ("smollm2-135m-int8", "language_model", "retime")]
+    calls.clear()
+    make_plan(args_of(reference="smollm2-135m", targets="smollm2-135m-int8", studies="selfcheck"), measure=True)
+    assert all(len(c) == 2 for c in calls) and len(calls) == 2  # without it: what is kept is read back
+    # the one option, as the command line, a config entry and the Python function give it
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    CompareArgs.add_arguments(parser)
+    given = parser.parse_args(["--reference", "minilm-l6", "--targets", "minilm-l3", "--out", "o", "--retime"])
+    assert CompareArgs.from_cli(given).retime is True
+    assert CompareArgs.from_config({"reference": "minilm-l6", "targets": "minilm-l3", "retime": True}).retime is True
+    import inspect
+
+    import perturblab as pl
+
+    assert inspect.signature(pl.compare).parameters["retime"].default is False
+    assert "--retime" in parser.format_help()
 
 
 def test_a_model_that_cannot_be_timed_is_planned_from_its_parameters(monkeypatch):
@@ -113,6 +141,7 @@ def test_the_speed_of_a_language_model_is_measured_where_it_runs_and_kept(tmp_pa
     from tiny_lm import save_lm, tiny_lm
 
     monkeypatch.setenv("PERTURBLAB_SPEEDS", str(tmp_path / "speeds.json"))
+    monkeypatch.setattr(speed_module, "UNSTEADY", float("inf"))  # kept however busy the machine is (tests share it)
     lm, path = tiny_lm(0), save_lm(tmp_path / "lm", 0)
     first = measure_speed(str(path), "language_model")
     assert first is not None and not first.cached and first.texts_per_s > 0

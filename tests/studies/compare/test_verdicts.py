@@ -237,7 +237,7 @@ def test_the_statistics_examples_run():
     import perturblab.studies.given
 
     for module in (perturblab.core.headline, perturblab.measures.stats, perturblab.studies.compare.severity,
-                   perturblab.studies.given, plan_module):
+                   perturblab.studies.compare.verdict, perturblab.studies.given, plan_module):
         result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
         assert result.attempted > 0 and result.failed == 0, module.__name__
 
@@ -314,3 +314,29 @@ def test_a_notebook_reads_the_result_as_rows_a_table_and_escaped_html():
     html = r._repr_html_()
     assert "<b>t</b>" not in html and "&lt;b&gt;t&lt;/b&gt;" in html and "0 of 1 checks passed" in html
     assert "\n" not in repr(r) and "0 of 1 checks passed" in repr(r)
+    # which check failed, and for whom; the reference's value and the finding beside each estimate
+    assert "0 of 1 checks passed; failed: agreement for &lt;b&gt;t&lt;/b&gt;" in html
+    assert list(frame["reference_value"]) == [None, None]  # shares of the target alone: the study has none
+    assert frame["finding"].str.len().gt(0).all() and frame["finding"][0] == verdicts[0].severity[0].text()
+
+
+def test_the_notebook_and_the_console_open_with_one_line_per_target_worst_first():
+    from perturblab.studies.compare.checks import Check
+    from perturblab.studies.compare.function import CompareResult
+    from perturblab.studies.compare.plan import Plan
+
+    same = Headline("s", [share("int8", "agreement", 200, 200), share("l3", "agreement", 140, 200)])
+    verdicts = study_verdicts("invariances", same, "ref", ["int8", "l3"])
+    checks = [Check("l3", "agreement", "agreement", 0.95, 0.7, "estimate", False, outcome="FAIL", study="invariances"),
+              Check("int8", "agreement", "agreement", 0.95, 1.0, "estimate", True, outcome="pass", study="invariances")]
+    r = CompareResult(args_of(reference="ref=minilm-l6", targets="int8=minilm-l6-int8,l3=minilm-l3"), Plan(CLASSIFIER),
+                      verdicts, checks)
+    lines = r.worst_first()
+    assert lines[0].startswith("l3: 1 major (agreement)")  # 30 % disagree
+    assert lines[0].endswith("failed 1 of 1 checks: agreement below the threshold")
+    assert lines[1] == "int8: none medium or major; passed all 1 checks"
+    html = r._repr_html_()
+    assert html.index("l3: 1 major") < html.index("int8: none medium") < html.index("<table>")
+    assert r.console().splitlines()[-2:] == ["  " + lines[0], "  " + lines[1]]
+    assert r.to_json()["summary"][0]["target"] == "l3" and r.to_json()["summary"][0]["failed"] == ["agreement"]
+

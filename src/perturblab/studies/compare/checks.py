@@ -51,13 +51,20 @@ class Check:
     interval: str = ""
     compared: float | None = None
     outcome: str = ""
+    #: the study whose estimate was checked (with the others that give the same key, after it)
+    study: str = ""
+    #: why an undecided or failed check came out so, when the run can tell (too few examples,
+    #: no change seen at this n)
+    reason: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
     def text(self) -> str:
         """One console line."""
-        head = f"{'pass' if self.passed else 'FAIL'}  {self.target}  {self.key or self.metric}"
+        head = (f"{'pass' if self.passed else 'FAIL'}  {self.target}  {self.key or self.metric}"
+                + (f" ({self.study})" if self.study else ""))
+        why = f" — {self.reason}" if self.reason else ""
         if self.outcome == "no estimate":
             return f"{head}: no estimate of {self.metric} for {self.target} in this run"
         n = f", n = {self.n}" if self.n else ""
@@ -67,73 +74,114 @@ class Check:
                     "differs": f"differs by more than ±{self.threshold:g}"}.get(
                 self.outcome, f"{self.outcome} (margin ±{self.threshold:g})")
             value = "n/a" if self.value is None else f"{self.value:+.3f}"
-            return f"{head} {value}{ci} (90 %{n}): {said}"
+            return f"{head} {value}{ci} (90 %{n}): {said}{why}"
         compared = "n/a" if self.compared is None else f"{self.compared:.3f}"
         sign = ">=" if self.passed else "<"
         return f"{head} {compared} {sign} {self.threshold:g} ({self.used}; estimate " \
-               f"{'n/a' if self.value is None else f'{self.value:.3f}'}{ci}{n})"
+               f"{'n/a' if self.value is None else f'{self.value:.3f}'}{ci}{n}){why}"
 
 
-def run_checks(estimates: dict[str, list[Estimate]], thresholds: Sequence[tuple[str, float]],
-               strict: bool) -> list[Check]:
+#: a target's estimates with the study that gave each, in the plan's order (a bare estimate: no study named)
+Found = Sequence["tuple[str, Estimate] | Estimate"]
+
+
+def _pairs(mine: Found) -> list[tuple[str, Estimate]]:
+    return [x if isinstance(x, tuple) else ("", x) for x in mine]
+
+
+def _once(found: Found) -> list[tuple[str, Estimate]]:
+    """Each key once: a key two studies give (the accuracy gap of invariances and of robustness)
+    is checked on the estimate over the most examples (the first study's on a tie), and names the
+    other studies after its own."""
+    best: dict[str, tuple[str, Estimate]] = {}
+    others: dict[str, list[str]] = {}
+    for study, e in found:
+        if e.key not in best:
+            best[e.key], others[e.key] = (study, e), []
+        elif (e.n or 0) > (best[e.key][1].n or 0):
+            others[e.key].append(best[e.key][0])
+            best[e.key] = (study, e)
+        else:
+            others[e.key].append(study)
+    return [(study + (f"; also in {', '.join(others[k])}" if others[k] else ""), e)
+            for k, (study, e) in best.items()]
+
+
+def run_checks(estimates: "dict[str, Found]", thresholds: Sequence[tuple[str, float]], strict: bool) -> list[Check]:
     """Each ``--fail-under`` threshold against each target's matching estimates (``estimates``:
-    by target, in the targets' order): ``metric`` names a key (``hard_scope:typo``) or its first
-    part (``soft_scope``: every capability); an undefined estimate (or interval, with ``strict``)
-    fails, and so does a target with no matching estimate."""
+    by target, in the targets' order, each with its study): ``metric`` names a key
+    (``hard_scope:typo``) or its first part (``soft_scope``: every capability); a key several
+    studies give is checked once (:func:`_once`); an undefined estimate (or interval, with
+    ``strict``) fails, and so does a target with no matching estimate. A strict check that fails
+    says so when even no change at all could not pass at its n (:func:`best_case`)."""
     checks = []
     for metric, limit in thresholds:
         for target, mine in estimates.items():
-            found = [e for e in mine if key_matches(e.key, metric)]
+            found = _once([(s, e) for s, e in _pairs(mine) if key_matches(e.key, metric)])
             if not found:
                 checks.append(Check(target, metric, "", limit, None, "no estimate", False, outcome="no estimate"))
-            for e in found:
+            for study, e in found:
                 value = e.low if strict else e.value
                 ok = defined(value) and value >= limit
+                reason = "" if ok or not strict else _too_few("fail-under", e, limit, strict)
                 checks.append(Check(target, metric, e.key, limit, e.value,
                                     "lower end of the 95 % interval" if strict else "estimate", bool(ok),
                                     low=e.low, high=e.high, n=e.n, interval=e.interval, compared=value,
-                                    outcome="pass" if ok else "FAIL"))
+                                    outcome="pass" if ok else "FAIL", study=study, reason=reason))
     return checks
 
 
-def run_equivalence(estimates: dict[str, list[Estimate]], references: dict[str, Estimate],
+def run_equivalence(estimates: "dict[str, Found]", references: dict[str, Estimate],
                     margins: Sequence[tuple[str, float]]) -> list[Check]:
     """Each ``--equivalent`` margin against each target's matching paired estimates (see the
-    module docstring); ``references``: the reference's own estimates by key, for the scores
-    whose difference is taken here."""
-    from .severity import score_difference
-
-    checks, paired = [], equivalence_keys()
+    module docstring), each key once (:func:`_once`); ``references``: the reference's own
+    estimates by key, for the scores whose difference is taken here. An undecided check says why
+    (:func:`undecided_reason`)."""
+    checks = []
     for metric, margin in margins:
         for target, mine in estimates.items():
-            keys = {e.key for e in mine}
-            # a score's paired gap stands for the score where the study gives one
-            found = [e for e in mine if e.key.split(":", 1)[0] in paired and
-                     (key_matches(e.key, metric) and f"{e.key}_gap" not in keys or e.key == f"{metric}_gap")]
+            keys = {e.key for _, e in _pairs(mine)}
+            found = _once([(s, e) for s, e in _pairs(mine) if _equivalence_of(e, metric, keys)])
             if not found:
                 checks.append(Check(target, metric, "", margin, None, "no estimate", False, kind="equivalent",
                                     outcome="no estimate"))
-            for e in found:
-                first = e.key.split(":", 1)[0]
-                if first in SHARES:
-                    lo, hi = equivalence_interval(e)
-                    value, low, high = (None if e.value is None else 1 - e.value,
-                                        None if hi is None else 1 - hi, None if lo is None else 1 - lo)
-                    what = f"rate 1 − {first}"
-                elif first in GAPS or first.endswith("_gap"):
-                    (low, high), value, what = equivalence_interval(e), e.value, "target − reference"
-                else:
-                    ref = references.get(e.key)
-                    d = score_difference(e, ref) if ref is not None else None
-                    value, (low, high) = ((None, (None, None)) if d is None else
-                                          (d.rate, equivalence_interval(Estimate(e.subject, e.measure, d.rate, d.low,
-                                                                                 d.high, n=e.n, interval=d.interval))))
-                    what = "target − reference, the two intervals taken as independent"
+            for study, e in found:
+                value, low, high, what = _difference(e, references.get(e.key))
                 outcome = _equivalence(low, high, margin, exact=e.interval.startswith("exact"))
+                reason = "" if outcome != "undecided at this n" else undecided_reason(e, low, high, margin)
                 checks.append(Check(target, metric, e.key, margin, value, f"90 % interval of the {what}",
                                     outcome == "equivalent", kind="equivalent", low=low, high=high, n=e.n,
-                                    interval=e.interval, compared=None, outcome=outcome))
+                                    interval=e.interval, compared=None, outcome=outcome, study=study, reason=reason))
     return checks
+
+
+def _equivalence_of(e: Estimate, metric: str, keys: set[str]) -> bool:
+    """Whether ``--equivalent metric`` checks ``e``: a paired measure (a score's paired gap stands
+    for the score where the study gives one)."""
+    if e.key.split(":", 1)[0] not in equivalence_keys():
+        return False
+    return (key_matches(e.key, metric) and f"{e.key}_gap" not in keys) or e.key == f"{metric}_gap"
+
+
+def _difference(e: Estimate, ref: Estimate | None) -> tuple[float | None, float | None, float | None, str]:
+    """(value, low, high, what it is) of the difference --equivalent tests for ``e``: the rate
+    1 − share, a paired gap, or a score's difference from the reference's ``ref``, with its 90 %
+    interval."""
+    from .severity import score_difference
+
+    first = e.key.split(":", 1)[0]
+    if first in SHARES:
+        lo, hi = equivalence_interval(e)
+        return (None if e.value is None else 1 - e.value, None if hi is None else 1 - hi,
+                None if lo is None else 1 - lo, f"rate 1 − {first}")
+    if first in GAPS or first.endswith("_gap"):
+        low, high = equivalence_interval(e)
+        return e.value, low, high, "target − reference"
+    d = score_difference(e, ref) if ref is not None else None
+    if d is None:
+        return None, None, None, "target − reference, the two intervals taken as independent"
+    low, high = equivalence_interval(Estimate(e.subject, e.measure, d.rate, d.low, d.high, n=e.n, interval=d.interval))
+    return d.rate, low, high, "target − reference, the two intervals taken as independent"
 
 
 def _equivalence(low: float | None, high: float | None, margin: float, *, exact: bool) -> str:
@@ -148,3 +196,84 @@ def _equivalence(low: float | None, high: float | None, margin: float, *, exact:
     if low >= margin or high <= -margin:
         return "differs"
     return "undecided at this n"
+
+
+# -- what the best outcome at an n gives: gates that cannot pass, and why -------------------------
+#: the largest n searched for the one a gate needs
+MOST_N = 1_000_000
+
+
+def best_case(key: str, n: int) -> Estimate | None:
+    """The estimate of ``key`` when the target does exactly what the reference does on all ``n``
+    examples, with the interval the studies give it: a share kept of n of n (Wilson), a paired
+    accuracy gap of 0 with no discordant example (Jeffreys); None for a measure whose best
+    outcome has no interval known before the run (a score, a ratio of accuracies)."""
+    from ...core.headline import wilson_interval
+    from ...measures.stats import discordant_difference_ci
+
+    first = key.split(":", 1)[0]
+    if first in SHARES:
+        low, high = wilson_interval(n, n)
+        return Estimate("best case", key, 1.0, low, high, n=n, interval=f"95 % Wilson interval over the {n} examples",
+                        key=key)
+    if first == "accuracy_gap":
+        low, high = discordant_difference_ci(0, 0, n, seed=0)
+        return Estimate("best case", key, 0.0, low, high, n=n,
+                        interval=f"95 % Jeffreys interval of the paired difference over the {n} examples (0 + 0 "
+                        "discordant)", key=key)
+    return None
+
+
+def passes_at_best(kind: str, key: str, n: int, limit: float, strict: bool) -> bool | None:
+    """Whether a gate (``kind`` ``fail-under`` with ``limit``, or ``equivalent`` with the margin
+    ``limit``) on ``key`` passes when the target does what the reference does on all ``n``
+    examples; None when that is not known before the run (:func:`best_case`)."""
+    e = best_case(key, n)
+    if e is None:
+        return None
+    if kind == "fail-under":
+        value = e.low if strict else e.value
+        return defined(value) and value >= limit
+    _, low, high, _ = _difference(e, None)
+    return _equivalence(low, high, limit, exact=False) == "equivalent"
+
+
+def least_n(kind: str, key: str, limit: float, strict: bool, start: int = 1) -> int | None:
+    """The least n (from ``start``) at which the gate passes in the best case
+    (:func:`passes_at_best`), or None when it never does up to :data:`MOST_N` or is not known."""
+    n = max(int(start), 1)
+    if passes_at_best(kind, key, n, limit, strict):
+        return n
+    high = n
+    while not passes_at_best(kind, key, high, limit, strict):
+        if high >= MOST_N or passes_at_best(kind, key, high, limit, strict) is None:
+            return None
+        n, high = high, min(2 * high, MOST_N)
+    while high - n > 1:  # passes at high, not at n
+        mid = (n + high) // 2
+        n, high = (n, mid) if passes_at_best(kind, key, mid, limit, strict) else (mid, high)
+    return high
+
+
+def _too_few(kind: str, e: Estimate, limit: float, strict: bool) -> str:
+    """Why a gate on ``e`` cannot pass when even no change at its n could not (else "")."""
+    if not e.n or passes_at_best(kind, e.key, int(e.n), limit, strict) is not False:
+        return ""
+    need = least_n(kind, e.key, limit, strict, start=int(e.n))
+    return (f"too few examples: even with no disagreement, n = {e.n} cannot pass"
+            + (f" (it needs n ≥ {need})" if need else ""))
+
+
+def undecided_reason(e: Estimate, low: float | None, high: float | None, margin: float) -> str:
+    """Why an equivalence check is undecided: no interval, no change seen at this n (an interval
+    of no width from a finite sample shows no precision), too few examples for any outcome to
+    pass, or an interval that still reaches past the margin."""
+    if not (defined(low) and defined(high)):
+        return "no interval at this n"
+    if low == high:
+        return (f"no change seen on these {e.n} examples: an interval of no width shows no precision, so it cannot "
+                "show equivalence; more examples, or perturbations that change some of them, can")
+    too_few = _too_few("equivalent", e, margin, False)
+    if too_few:
+        return too_few
+    return f"its 90 % interval reaches past ±{margin:g}: more examples narrow it"

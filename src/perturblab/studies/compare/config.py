@@ -8,7 +8,7 @@ from typing import ClassVar
 
 from ...core.options import TEXT_FIELDS_HELP, csv_list, option
 from ...errors import InputError
-from ...perturb.search import SYNONYM_SETS
+from ...perturb.search import MAX_TEXT_CHARS, SYNONYM_SETS
 from ..args import Args, HistoryArgs, items, nonempty, one_text_option
 
 def threshold(value: str) -> tuple[str, float]:
@@ -78,7 +78,9 @@ class CompareArgs(HistoryArgs, Args):
     targets: str | None = option(required=True, role="model", check=nonempty, positional=True,
                                  python="str | Sequence[str]",
                                  help="comma list of the models to compare with it, of the same kind")
-    data: str = option("rotten_tomatoes", data=True, help="labelled data for classifiers")
+    data: str = option("rotten_tomatoes", data=True, python="str | DataFrame | Dataset",
+                       help="labelled data for classifiers: a data set name or a file (in Python also a pandas "
+                            "DataFrame or a Dataset)")
     corpus: str = option("oanc", help="unlabelled text for language models: a packaged corpus or a text file")
     text_column: str | None = option(None, help="text column of a --data or --corpus file (default: 'text')")
     text_fields: list[str] = option([], parse=csv_list, metavar="A[,B]", python="str | Sequence[str]",
@@ -93,9 +95,14 @@ class CompareArgs(HistoryArgs, Args):
                                       "models' kind supports")
     budget: str = option("10m", check=duration, help="about how long the studies may take (90s, 10m, 1.5h); "
                                                      "sample sizes are chosen to fit it")
+    retime: bool = option(False, flag=True, runner=True, in_config=True,
+                          help="time every model again before planning instead of reading back its speed kept from an "
+                               "earlier plan (kept up to 30 days; a figure measured while other work shared the "
+                               "machine is not kept)")
     fail_under: list[str] | None = option(None, repeat=True, check=thresholds, metavar="METRIC=VALUE",
                                    help="exit with 1 when a target's estimate is below VALUE (repeatable), e.g. "
-                                        "hard_scope:typo=0.9, soft_scope=0.85, relative_robustness:change_char=0.9")
+                                        "hard_scope:typo=0.9, agreement=0.95, accuracy_gap=-0.02, "
+                                        "relative_robustness_gap:change_char=-0.05")
     strict: bool = option(False, flag=True, help="check the lower end of each estimate's 95% interval "
                                                  "instead of the estimate")
     equivalent: list[str] | None = option(None, repeat=True, check=margins, metavar="METRIC=MARGIN",
@@ -108,10 +115,14 @@ class CompareArgs(HistoryArgs, Args):
                                        "power at 5%, or say that the budget cannot; default: sizes from the budget")
     synonyms: str = option("meaning", choices=SYNONYM_SETS,
                            help="synonym swaps of the invariances: 'meaning' keeps the meaning (synonyms of the word's "
-                                "most frequent sense, re-inflected, of the same part of speech and close to the word "
-                                "in context); 'wordnet' takes every WordNet synonym of the word's part of speech, as "
+                                "most frequent sense, re-inflected to a known form, of the same part of speech, close "
+                                "to the word in context and outside fixed expressions); 'wordnet' takes every WordNet synonym of the word's part of speech, as "
                                 "the SCoPE paper and `perturblab scope` do (docs/synonym_swaps.md)")
     seed: int = option(0, min=0, help="seed of the samples and perturbations")
+    max_text_chars: int | None = option(MAX_TEXT_CHARS, min=1, runner=True, in_config=True,
+                                        help="refuse, before any work, a sample of the invariances whose text has more "
+                                             "characters (each candidate of its search is a copy of it, so its cost "
+                                             "grows with its length); 'none': no limit")
     mlflow: str | None = option(None, runner=True, in_config=True, metavar="URI",
                                 help="also log this comparison as an MLflow run at this tracking URI "
                                      "(sqlite:///mlflow.db, http://host:5000): parameters, each estimate and its "

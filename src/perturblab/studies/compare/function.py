@@ -24,7 +24,7 @@ from ...report.html import MANIFEST, render_report
 from ...report.html_compare import COMPARE_FILE
 from .checks import Check, run_checks, run_equivalence
 from .keys import check_range
-from .verdict import Verdict, findings, grade, pool_flags, study_verdicts, to_json
+from .verdict import Verdict, findings, grade, pool_flags, study_verdicts, summary, to_json
 
 #: what compare.json and the report say of the error rates of the verdicts and checks
 ERROR_RATES = ("Levels (medium, major) and score differences: a 5 % family-wise error rate over each target's "
@@ -64,8 +64,19 @@ class CompareResult(StudyResult):
                 yield v, e, level.get(e.key)
 
     def _rows(self) -> list[dict[str, Any]]:
-        return [{"target": v.target, "study": v.study, **e.to_json(), "level": level}
-                for v, e, level in self._estimates()]
+        """One row per estimate of a target: its study, the estimate, the reference's own estimate
+        of the same key where the study measures it (``reference_value``, ``reference_low``,
+        ``reference_high``), the level of its finding and the finding in words (``finding``)."""
+        rows = []
+        for v, e, level in self._estimates():
+            ref = next((r for r in v.reference if r.key == e.key), None)
+            sev = next((s for s in v.severity if s.key == e.key), None)
+            rows.append({"target": v.target, "study": v.study, **e.to_json(),
+                         "reference_value": None if ref is None else ref.value,
+                         "reference_low": None if ref is None else ref.low,
+                         "reference_high": None if ref is None else ref.high,
+                         "level": level, "finding": "" if sev is None else sev.text()})
+        return rows
 
     #: the columns of :meth:`table` and of the notebook's view
     COLUMNS = ("target", "study", "measure", "estimate [95 % interval]", "n", "level")
@@ -73,9 +84,18 @@ class CompareResult(StudyResult):
     def _cells(self) -> list[tuple[str, ...]]:
         return [(v.target, v.study, e.key, e.text(), str(e.n or ""), level or "") for v, e, level in self._estimates()]
 
-    def _checks_passed(self) -> str:
-        failed = sum(not c.passed for c in self.checks)
-        return f"{len(self.checks) - failed} of {len(self.checks)} checks passed"
+    def _checks_passed(self, which: bool = False) -> str:
+        """``2 of 3 checks passed`` and, with ``which`` when one failed, which: ``; failed:
+        agreement (invariances) for l3``."""
+        failed = [c for c in self.checks if not c.passed]
+        return f"{len(self.checks) - len(failed)} of {len(self.checks)} checks passed" + (
+            "; failed: " + ", ".join(f"{c.key or c.metric}{f' ({c.study})' if c.study else ''} for {c.target}"
+                                     for c in failed) if failed and which else "")
+
+    def worst_first(self) -> list[str]:
+        """One line per target, worst first (:func:`~.verdict.summary`): what the report and the
+        notebook open with."""
+        return [s["line"] for s in summary(self.verdicts, self.checks, self.args.target_labels())]
 
     @property
     def passed(self) -> bool:
@@ -113,6 +133,9 @@ class CompareResult(StudyResult):
                          + ":")
             lines += [f"  {c.text()}" for c in self.checks]
             lines.append(self._checks_passed())
+        if len(self.args.target_labels()) > 1:
+            lines.append("worst first:")
+            lines += [f"  {line}" for line in self.worst_first()]
         return "\n".join(lines)
 
     def table(self) -> str:
@@ -128,7 +151,8 @@ class CompareResult(StudyResult):
 
         parts = [f"<p><b>{escape(', '.join(self.args.target_labels()))}</b> against "
                  f"<b>{escape(self.args.reference_name())}</b>: "
-                 + (self._checks_passed() if self.checks else "no checks") + "</p>"]
+                 + escape(self._checks_passed(which=True) if self.checks else "no checks") + "</p>"]
+        parts.append("<ul>" + "".join(f"<li>{escape(line)}</li>" for line in self.worst_first()) + "</ul>")
         parts += [f"<p>{escape(t)}: {escape(findings(self.verdicts, t))}</p>" for t in self.args.target_labels()]
         head = "".join(f"<th>{escape(h)}</th>" for h in self.COLUMNS)
         rows = "".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in row) + "</tr>" for row in self._cells())
@@ -153,7 +177,7 @@ class CompareResult(StudyResult):
             if not here:
                 for p in self.plan.studies:
                     if p.name in self.results:
-                        atomic_write_text(staged / p.name / MANIFEST, p.manifest())
+                        atomic_write_text(staged / p.name / MANIFEST, p.manifest(finished=True))
                         self.results[p.name].save(staged / p.name)
             html = render_report(out if here else staged, title=title, compare=obj, source=str(out))
             with all_or_nothing():
@@ -186,7 +210,7 @@ def compare(args: CompareArgs, given: Mapping[str, Any]) -> CompareResult:
         >>> plan.kind, [(p.name, p.kind) for p in plan.studies]
         ('classifier', [('invariances', 'scope'), ('robustness', 'robustness')])
         >>> plan.left_out  # a bag of words has no layers to compare
-        ['layers: not every model exposes hidden states (tfidf-lr)']
+        ["layers: tfidf-lr exposes no hidden states (so no target's layers are compared)"]
 
     and the comparison itself (not run here: it runs for about the budget)::
 
@@ -198,6 +222,9 @@ def compare(args: CompareArgs, given: Mapping[str, Any]) -> CompareResult:
     """
     from ...models.resolve import shared_loads
 
+    if given.get("data") is not None and not isinstance(given["data"], str):  # a DataFrame or a Dataset
+        args = replace(args, data=str(data_file(given["data"])))
+        args.check()  # its columns, as a file's are checked
     if args.history:  # a label stored with other models is refused before any work (a new file is not made yet)
         from ...history.store import check_labels
 
@@ -219,10 +246,47 @@ def compare(args: CompareArgs, given: Mapping[str, Any]) -> CompareResult:
             return result
 
 
+def data_file(data: Any) -> Path:
+    """A pandas DataFrame (its columns as they are) or a :class:`~perturblab.data.Dataset`
+    (columns ``text``, ``text_b`` for pairs, ``label`` by name) as a JSON Lines file in the cache
+    directory, named by the digest of its content: every study of the comparison reads it as
+    ``--data`` does a file, and the same frame gives the same file, so a re-run reads its results
+    back and a changed frame is a new data set. Anything else is an :class:`InputError`."""
+    import hashlib
+
+    from ...data.examples import Dataset
+    from ...errors import InputError
+    from ...paths import cache_dir
+
+    if isinstance(data, Dataset):
+        names = data.label_names
+        rows = [{"text": e.text, **({"text_b": e.text_b} if e.text_b is not None else {}),
+                 **({"label": names[int(e.label)] if names else e.label} if e.label is not None else {})}
+                for e in data.examples]
+        text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+    elif hasattr(data, "to_json") and hasattr(data, "columns"):  # a pandas DataFrame
+        frame = data.rename(columns=str)
+        if frame.columns.duplicated().any():
+            raise InputError(f"data: the DataFrame repeats the column(s) "
+                             f"{sorted(set(frame.columns[frame.columns.duplicated()]))}; give each column one name")
+        text = frame.to_json(orient="records", lines=True, force_ascii=False)
+        text = text if text.endswith("\n") else text + "\n"
+    else:
+        raise InputError(f"data: give a data set name, a file path, a pandas DataFrame or a perturblab Dataset, not "
+                         f"{type(data).__name__}")
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+    path = cache_dir() / "frames" / f"data-{digest}.jsonl"
+    if not path.is_file():
+        atomic_write_text(path, text)
+    return path
+
+
 def record(result: CompareResult, *, saved: bool) -> None:
     """Append ``result`` to its ``--history`` and log it to ``--mlflow``, after saving its files
     into its directory when that is kept (``saved``: the history links its report, MLflow logs
-    ``compare.json`` and the report); in a temporary directory the history holds no report."""
+    ``compare.json`` and the report); in a temporary directory the history holds no report. The
+    line naming the release appended and the MLflow run is printed under ``quiet`` too: it is a
+    result, not progress."""
     from .release import compare_release
     from ...models.resolve import loaded_fingerprints
 
@@ -240,15 +304,26 @@ def record(result: CompareResult, *, saved: bool) -> None:
         (added,), conflicts = append_releases(args.history, [release])
         for conflict in conflicts:
             print(f"warning: {conflict}", file=sys.stderr, flush=True)
-        if not conflicts and not args.quiet:
+        if not conflicts:  # a result, not progress: printed under --quiet too (a CI log keeps it)
             print(f"history: release {release.label} {'appended to' if added else 'stored already in'} {args.history}"
                   + ("" if added else "; nothing added"), file=sys.stderr, flush=True)
     if args.mlflow:
         from .tracker import log_compare
 
         run_id = log_compare(args.mlflow, result, out, fingerprints=fingerprints)
-        if not args.quiet:
-            print(f"mlflow: run {run_id} at {args.mlflow}", file=sys.stderr, flush=True)
+        print(f"mlflow: run {run_id} at {args.mlflow}", file=sys.stderr, flush=True)  # a result: under --quiet too
+
+
+def stale_report_removed(out: Path) -> None:
+    """Remove the report and ``compare.json`` an earlier comparison left in ``out`` before this one
+    runs its first study: a run that then fails (or is stopped) leaves no report of other options
+    looking current; the studies' stores stay, so a re-run reads back what they hold and writes
+    both anew."""
+    for name in (COMPARE_FILE, "report.html"):
+        try:
+            (out / name).unlink()
+        except FileNotFoundError:
+            pass
 
 
 def run_compare(args: CompareArgs, plan: Plan) -> CompareResult:
@@ -263,12 +338,17 @@ def run_compare(args: CompareArgs, plan: Plan) -> CompareResult:
         print(plan.table(), file=sys.stderr, flush=True)
         for n in notes:
             print(n, file=sys.stderr, flush=True)
+    else:  # what a CI log needs even when quiet: the plan's warnings (a gate that cannot pass)
+        for n in plan.notes:
+            if n.startswith("warning:"):
+                print(n, file=sys.stderr, flush=True)
     result = CompareResult(args, plan, out=out)
     planned = {p.name: entry(p.kind).options()(**p.options, out=str(out / p.name), quiet=args.quiet)
                for p in plan.studies}
     for options in planned.values():  # every study's options refused, if at all, before the first one runs
         options.check()
     with output_lock(out, name=".compare.lock", what="the comparison"), placement(*args.placement()):
+        stale_report_removed(out)
         for p in plan.studies:
             study, options = entry(p.kind), planned[p.name]
             sdir = out / p.name
@@ -280,6 +360,7 @@ def run_compare(args: CompareArgs, plan: Plan) -> CompareResult:
                                    prefix=f"{p.name}: ")
             result.seconds[p.name] = time.time() - t0
             result.results[p.name] = res
+            atomic_write_text(sdir / MANIFEST, p.manifest(finished=True))
             if not args.quiet:
                 print(f"{p.name}: done in {result.seconds[p.name]:.0f} s (planned ~{p.seconds:.0f} s)",
                       file=sys.stderr, flush=True)
@@ -294,7 +375,7 @@ def run_compare(args: CompareArgs, plan: Plan) -> CompareResult:
         for v in result.verdicts:
             if (v.study, v.target) in notes:
                 v.sentence += " " + notes[(v.study, v.target)]
-            mine[v.target] += v.estimates
+            mine[v.target] += [(v.study, e) for e in v.estimates]
             theirs.update({e.key: e for e in v.reference})
         result.checks = (run_checks(mine, args.threshold_list(), args.strict)
                          + run_equivalence(mine, theirs, args.margin_list()))

@@ -33,7 +33,7 @@ from ...report.html import MANIFEST
 from ...report.plots import safe_name
 from ..given import display_name
 from .config import CompareArgs
-from .keys import check_metrics
+from .keys import check_metrics, keys_of
 
 from .part import CLASSIFIER, LANGUAGE_MODEL, Cost, parts, studies_of
 
@@ -66,15 +66,19 @@ class Planned:
 
     def stored(self, folder: Path) -> str | None:
         """What ``folder`` (this study's folder of an earlier run) already holds, in words: the
-        samples a run of the same options at another size computed (draws nest, so the smaller
-        size's samples are among the larger's and are read back), other options' results (what
-        they share is read back), or None: nothing stored."""
+        samples a finished run of the same options at another size computed (draws nest, so the
+        smaller size's samples are among the larger's and are read back), other options' results
+        (what they share is read back), an unfinished run's results (what it stored before it was
+        stopped is read back: how much is not known until the run looks), or None: nothing stored."""
         try:
             before = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return None
         if not (folder / "results.sqlite").is_file():
             return None
+        if before.get("finished") is not True:  # stopped before it finished (or written before runs said so)
+            return (f"{self.name}: an unfinished run left results in its store; what this run shares with them is "
+                    "read back, the rest computed")
         old, new = dict(before.get("options") or {}), json.loads(json.dumps(self.options, default=str))
         if before.get("kind") != self.kind or {k: v for k, v in old.items() if k != self.size_key} != \
                 {k: v for k, v in new.items() if k != self.size_key} or not isinstance(old.get(self.size_key), int):
@@ -84,9 +88,12 @@ class Planned:
             return f"{self.name}: all {self.count} stored (read back)"
         return f"{self.name}: {have} of the {self.count} stored (read back; the rest computed)"
 
-    def manifest(self) -> str:
-        """Its folder's ``study.json``: its name, the registered study and its options."""
-        return json.dumps({"name": self.name, "kind": self.kind, "options": self.options}, indent=2, default=str)
+    def manifest(self, finished: bool = False) -> str:
+        """Its folder's ``study.json``: its name, the registered study, its options and whether a
+        run of them ``finished`` (written before the study runs, and again once it finished: a run
+        stopped on the way claims nothing of what it stored)."""
+        return json.dumps({"name": self.name, "kind": self.kind, "options": self.options, "finished": finished},
+                          indent=2, default=str)
 
 
 @dataclass
@@ -118,6 +125,12 @@ class Plan:
     def seconds(self) -> float:
         return sum(p.seconds for p in self.studies)
 
+    def read_back(self) -> str:
+        """``; the speeds of m were measured before (2026-11-20, 11 days ago): --retime measures
+        again`` when a figure of the plan was read back from an earlier plan, else ""."""
+        old = [f"{m} ({s.when()})" for m, s in self.speeds.items() if s is not None and s.cached]
+        return f"; it reads back speeds measured before: {', '.join(old)}; --retime measures again" if old else ""
+
     def table(self) -> str:
         """The plan as the command prints it before it starts."""
         lines = [f"plan ({self.kind}s): {len(self.studies)} stud{'y' if len(self.studies) == 1 else 'ies'}, "
@@ -130,9 +143,10 @@ class Plan:
             lines.append(f"  detects: the smallest rate of changed behaviour (target against reference) that its n "
                          f"finds with {100 * POWER:.0f} % power at 5 % (two-sided, before the multiplicity adjustment)")
         lines += [f"  left out: {why}" for why in self.left_out]
-        lines += [f"  speed: {m}: {s.text()}" + (f" (measured {s.measured or 'before'})" if s.cached else "")
+        lines += [f"  speed: {m}: {s.text()}" + (f" ({s.when()}; --retime measures again)" if s.cached
+                                                 else f" ({s.when()})" if s.when() else "")
                   for m, s in self.speeds.items() if s is not None]
-        lines += [f"  note: {note}" for note in self.notes]
+        lines += [f"  {note}" if note.startswith("warning:") else f"  note: {note}" for note in self.notes]
         lines += [f"  stored: {what}" for what in self.stored]
         return "\n".join(lines)
 
@@ -185,8 +199,14 @@ def model_kind(spec: str) -> str:
     causal or sequence-to-sequence LM architecture; a ``.gguf`` file is a language model. A spec
     that could be either (a hub id, an ``api:`` model without ``label_words``) is refused: give
     ``--studies``, or compare it with a model of known kind."""
-    from ...models.resolve import fits
+    from ...models.resolve import check_spec, fits
 
+    archs = _architectures(spec)
+    if archs is not None:  # a saved model directory says what it is
+        if any(a.endswith(("ForCausalLM", "ForConditionalGeneration", "LMHeadModel")) for a in archs):
+            return LANGUAGE_MODEL
+        check_spec(spec, "classifier")  # a bare encoder's head would be random: refused before any timing
+        return CLASSIFIER
     as_clf, as_lm = fits(spec, "classifier"), fits(spec, "language_model")
     if as_clf and as_lm and "label_words=" in spec.partition("[")[2]:  # an api: model given labels
         return CLASSIFIER
@@ -208,6 +228,25 @@ def model_kind(spec: str) -> str:
                          "lm-invariances,selfcheck,layers for language models)")
     raise InputError(f"{spec!r} is neither a classifier nor a language model perturblab can load; give a preset "
                      "(perturblab models lists them), a local model directory, a .gguf file or an api: spec")
+
+
+def _architectures(spec: str) -> list[str] | None:
+    """The ``architectures`` a local model directory's ``config.json`` names, or None (no such
+    directory or file, or none named)."""
+    from ...models.resolve import ModelSpec
+
+    try:
+        source = ModelSpec.parse(spec).source
+    except InputError:
+        return None
+    config = Path(source).expanduser() / "config.json"
+    if not config.is_file():
+        return None
+    try:
+        archs = json.loads(config.read_text(encoding="utf-8")).get("architectures") or []
+    except (OSError, json.JSONDecodeError, AttributeError):
+        return None
+    return [str(a) for a in archs] or None
 
 
 def models_kind(reference: str, targets: list[str]) -> str:
@@ -251,16 +290,27 @@ def make_plan(args: CompareArgs, *, measure: bool = False) -> Plan:
         raise InputError(f"--studies {', '.join(wrong)}: not for {kind}s; choose from {', '.join(theirs)}")
     models = [args.reference, *targets]
     allowed: dict[str, dict[str, Any]] = {}
+    #: the targets each study runs for: a part run per target is left out for a target it cannot
+    #: take (the layers of a bag of words), not for the others
+    fitting: dict[str, list[str]] = {}
     for name in chosen:  # what the models allow of each study; a study none can take is left out
         fit = known[name].fit
+        if known[name].per_target:
+            each = {t: {} if fit is None else fit([args.reference, t], plan) for t in targets}
+            fitting[name] = [t for t, extra in each.items() if extra is not None]
+            if fitting[name]:
+                allowed[name] = {t: each[t] for t in fitting[name]}
+            continue
         extra = {} if fit is None else fit(models, plan)
         if extra is not None:
-            allowed[name] = extra
+            allowed[name], fitting[name] = extra, list(targets)
+    plan.left_out = list(dict.fromkeys(plan.left_out))  # a reason given for each target, said once
     chosen = [n for n in chosen if n in allowed]
     check_metrics([m for m, _ in args.threshold_list()], chosen)  # what needs no model is refused first
     check_metrics([m for m, _ in args.margin_list()], chosen, "--equivalent")
     budget = args.budget_seconds()
-    scale = {m: measured_cost(m, kind, plan, quiet=args.quiet) if measure else relative_cost(m, kind, plan)
+    scale = {m: measured_cost(m, kind, plan, quiet=args.quiet, retime=args.retime) if measure
+             else relative_cost(m, kind, plan)
              for m in dict.fromkeys(models)}
     available = {name: known[name].available(args) if known[name].available is not None else None
                  for name in chosen}
@@ -277,11 +327,11 @@ def make_plan(args: CompareArgs, *, measure: bool = False) -> Plan:
 
     def units(name: str) -> float:
         """Seconds per unit of the study's size, over all its runs."""
-        per = sum(weight(name, t) for t in targets) if known[name].per_target else weight(name)
+        per = sum(weight(name, t) for t in fitting[name]) if known[name].per_target else weight(name)
         return costs[name].per_unit * max(per, LEAST_RELATIVE)
 
     def fixed(name: str) -> float:
-        return costs[name].fixed * (len(targets) if known[name].per_target else 1)
+        return costs[name].fixed * (len(fitting[name]) if known[name].per_target else 1)
 
     def bounded(name: str, seconds: float) -> tuple[int, str | None]:
         """The size ``seconds`` buys within the study's useful range, ``--detect``'s least and what
@@ -317,6 +367,8 @@ def make_plan(args: CompareArgs, *, measure: bool = False) -> Plan:
             left = [n for n in left if n not in held]
         return sizes
 
+    if kind == CLASSIFIER and {"invariances", "robustness"} & set(chosen):
+        plan.notes += label_notes(args)
     allocated = allocate(budget)
     sizes = {n: size for n, (size, _) in allocated.items()}
     for name in chosen:
@@ -333,10 +385,10 @@ def make_plan(args: CompareArgs, *, measure: bool = False) -> Plan:
         part, cost, size = known[name], costs[name], sizes[name]
         label = cost.size.replace("_", "-")
         if part.per_target:  # one run per target, sized for all of them
-            for t in targets:
+            for t in fitting[name]:
                 folder = name if len(targets) == 1 else f"{name}-{safe_name(display_name(t))}"
                 plan.studies.append(Planned(folder, registered[name],
-                                            {**part.options(args, size, plan, t), **allowed[name]},
+                                            {**part.options(args, size, plan, t), **allowed[name][t]},
                                             cost.fixed + cost.per_unit * size * weight(name, t), f"{label} = {size}",
                                             size_key=cost.size, count=size))
             continue
@@ -346,24 +398,92 @@ def make_plan(args: CompareArgs, *, measure: bool = False) -> Plan:
     if args.detect is not None:
         short = [p for p in plan.studies if p.detects is not None and p.detects > args.detect + 1e-12]
         if short:
+            def limit(name: str) -> str:  # what holds the study below the n --detect needs
+                if allocated[name][1] == "data" and available[name] is not None:
+                    return f"{available[name][1]} has {available[name][0]}: give more data"
+                return f"above the study's largest useful size, {costs[name].most}"
+
             raise InputError(f"--detect {args.detect:g}: {', '.join(p.name for p in short)} cannot reach it "
-                             f"(needs n = {needed(args.detect)}, above the study's largest useful size); give a larger "
-                             "--detect")
+                             f"(needs n = {needed(args.detect)}; " + "; ".join(
+                                 f"{p.name}: {limit(p.name)}" for p in short) + "); or give a larger --detect")
         if plan.seconds() > 1.25 * budget:
             raise InputError(f"--detect {args.detect:g} needs about {_minutes(plan.seconds())} ("
                              + ", ".join(f"{p.name} {p.size}" for p in plan.studies if p.detects is not None)
                              + f"), beyond the --budget of {_minutes(budget)}: give --budget "
-                             f"{math.ceil(plan.seconds() / 60)}m or a larger --detect")
+                             f"{math.ceil(plan.seconds() / 60)}m or a larger --detect" + plan.read_back())
         if not any(p.detects is not None for p in plan.studies):
             plan.notes.append(f"--detect {args.detect:g}: no study of this plan has a rate of changed behaviour "
                               "(selfcheck's scores and layer similarity have none); sizes come from the budget")
     if plan.seconds() > 1.25 * budget:  # the sizes are at their least: a budget below them is no plan
         raise InputError(f"--budget {args.budget}: even the least useful sizes take about {_minutes(plan.seconds())} "
                          f"{plan.where()} (" + ", ".join(f"{p.name} {p.size}" for p in plan.studies)
-                         + f"); give --budget {_budget_text(plan.seconds())} or more, or fewer --studies")
+                         + f"); give --budget {_budget_text(plan.seconds())} or more, or fewer --studies"
+                         + plan.read_back())
+    plan.notes += unreachable_gates(args, plan, {n: why for n, (_, why) in allocated.items()}, available)
     if args.detect is None:
         plan.notes.append(_what_more_buys(allocated, allocate(2 * budget), budget, plan.seconds(), available, kind))
     return plan
+
+
+def unreachable_gates(args: CompareArgs, plan: Plan, held: dict[str, str | None],
+                      available: dict[str, Any]) -> list[str]:
+    """A warning for each gate that cannot pass at the plan's sizes even when a target does
+    exactly what the reference does on every example (:func:`~.checks.passes_at_best`: a
+    ``--strict`` ``--fail-under`` of a share or of the accuracy gap, an ``--equivalent`` of
+    either), with the n it needs and what holds the study's n (``held``: the bound of each
+    study's size; ``available``: what the data holds)."""
+    from .checks import least_n, passes_at_best
+    from .part import part_of
+
+    gates = ([("fail-under", m, v) for m, v in args.threshold_list()] if args.strict else []) \
+        + [("equivalent", m, v) for m, v in args.margin_list()]
+    out = []
+    for kind, metric, limit in gates:
+        first = metric.split(":", 1)[0]
+        giving = [p for p in plan.studies if first in keys_of(p.name) and p.count]
+        if not giving:
+            continue
+        study = max(giving, key=lambda p: p.count)  # the key is checked on the estimate over most examples
+        if passes_at_best(kind, metric, study.count, limit, args.strict) is not False:
+            continue
+        need = least_n(kind, metric, limit, args.strict, start=study.count)
+        part = part_of(study.name)
+        name = part.name if part is not None else study.name
+        why = (f"{available[name][1]} has {available[name][0]}" if held.get(name) == "data" and
+               available.get(name) is not None else f"the plan gives it {study.size}")
+        option = f"--strict --fail-under {metric}={limit:g}" if kind == "fail-under" else \
+            f"--equivalent {metric}={limit:g}"
+        out.append(f"warning: {option} cannot pass: even with no disagreement it needs n ≥ {need or 'more than 10⁶'}; "
+                   f"{study.name} has n = {study.count} ({why})" + ("; give more --data" if held.get(name) == "data"
+                                                                   else "; give a larger --budget"))
+    return out
+
+
+#: a class with fewer than this share of the rows is named as possibly stray
+RARE_CLASS = 0.05
+
+
+def label_notes(args: CompareArgs) -> list[str]:
+    """The classes the comparison's ``--data`` holds, with their rows (the plan lists them, so a
+    stray class is seen before the work), and a warning for each class of fewer than
+    :data:`RARE_CLASS` of the rows; none for numeric targets."""
+    import numpy as np
+
+    from .part import compare_data
+
+    data = compare_data(args)
+    if not data.label_names:
+        return []
+    counts = np.bincount(data.labels, minlength=len(data.label_names))
+    column = f" (--label-column {args.label_column})" if args.label_column else ""
+    notes = [f"labels{column}: " + ", ".join(f"{name} {c}" for name, c in zip(data.label_names, counts))
+             + f" of {len(data)} rows"]
+    rare = [(name, c) for name, c in zip(data.label_names, counts) if c < RARE_CLASS * len(data)]
+    if rare and len(data.label_names) > 2:
+        notes.append("warning: " + ", ".join(f"{name} has {c} of {len(data)} rows" for name, c in rare)
+                     + f": a stray class? every class is one the heads learn and the accuracy counts; fix or drop "
+                     "those rows if they are not a class")
+    return notes
 
 
 #: why a bound holds a study's size, in words
@@ -439,19 +559,20 @@ BASELINE = {CLASSIFIER: ("minilm-l6", 115.0), LANGUAGE_MODEL: ("smollm2-135m", 1
 SPEED_ROLE = {CLASSIFIER: "encoder", LANGUAGE_MODEL: "language_model"}
 
 
-def measured_cost(spec: str, kind: str, plan: Plan, quiet: bool = True) -> float:
+def measured_cost(spec: str, kind: str, plan: Plan, quiet: bool = True, retime: bool = False) -> float:
     """How many times the cost measured with the packaged models a sample of ``spec`` takes where
     it runs: the probe's speed on :data:`BASELINE`'s model over its speed on ``spec``
-    (:func:`~perturblab.models.speed.measure_speed`, recorded in ``plan.speeds``), at least
-    :data:`LEAST_RELATIVE`; :func:`relative_cost` for a model that cannot be timed (an ``api:``
-    model, a classifier without hidden states)."""
+    (:func:`~perturblab.models.speed.measure_speed`, recorded in ``plan.speeds``; a figure kept
+    from an earlier plan is read back unless ``retime``), at least :data:`LEAST_RELATIVE`;
+    :func:`relative_cost` for a model that cannot be timed (an ``api:`` model, a classifier
+    without hidden states)."""
     from ...models.speed import measure_speed
 
     if spec not in plan.speeds:
         import sys
 
         say = None if quiet else (lambda text: print(text, file=sys.stderr, flush=True))
-        plan.speeds[spec] = measure_speed(spec, SPEED_ROLE[kind], say=say)
+        plan.speeds[spec] = measure_speed(spec, SPEED_ROLE[kind], retime=retime, say=say)
     speed = plan.speeds[spec]
     if speed is None:
         return relative_cost(spec, kind, plan)

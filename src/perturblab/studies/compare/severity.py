@@ -47,7 +47,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Sequence
 
-from ...core.headline import LEVEL, Estimate, defined, wilson_interval
+from ...core.headline import LEVEL, Estimate, defined, percent, wilson_interval
 from ...measures.stats import holm
 from .keys import CLASSIFIER, GAPS, LANGUAGE_MODEL, SHARES
 
@@ -108,9 +108,9 @@ class Severity:
             if self.low is not None and self.high is not None:
                 value += f" [{self.low:+.3g}, {self.high:+.3g}]"
         else:
-            value = f"{100 * self.rate:.1f} %"
+            value = f"{percent(self.rate)} %"
             if self.low is not None and self.high is not None:
-                value += f" [{100 * self.low:.1f} %, {100 * self.high:.1f} %]"
+                value += f" [{percent(self.low)} %, {percent(self.high)} %]"
         span = f" (its interval reaches {self.span})" if self.span else ""
         n = f", n = {self.n}" if self.n else ""
         same = f"; counted with {self.same_as}" if self.same_as else ""

@@ -177,6 +177,55 @@ def findings(verdicts: Sequence[Verdict], target: str) -> str:
     return f"Findings: {text}{note}."
 
 
+#: the levels a target's summary counts, worst first
+SUMMARY_LEVELS = ("major", "medium", "differs", "undecided")
+
+
+def summary(verdicts: Sequence[Verdict], checks: Sequence[Any], targets: Sequence[str]) -> list[dict[str, Any]]:
+    """One line per target, worst first: its counted findings at each level (major, medium,
+    scores that differ, undecided at this n) and the checks it failed, by name, so the first
+    screen says which target needs a look and why. Worst: most major findings, then medium,
+    differing scores, failed checks, undecided (the targets' order on a tie).
+
+    >>> from .checks import Check
+    >>> sev = [Severity("agreement", "disagreement", 0.28, 0.18, 0.42, "major")]
+    >>> v = [Verdict("l3", "invariances", "", severity=sev), Verdict("int8", "invariances", "")]
+    >>> fail = Check("l3", "agreement", "agreement", 0.95, 0.72, "estimate", False, outcome="FAIL", study="invariances")
+    >>> apart = Check("l3", "agreement", "agreement", 0.05, 0.28, "", False, kind="equivalent", outcome="differs")
+    >>> [s["line"] for s in summary(v, [fail, apart], ["int8", "l3"])]  # doctest: +NORMALIZE_WHITESPACE
+    ['l3: 1 major (agreement); failed 2 of 2 checks: agreement below the threshold; agreement (differs) not shown
+      equivalent', 'int8: none medium or major']
+    """
+    rows = []
+    for i, target in enumerate(targets):
+        found: dict[str, list[str]] = {lv: [] for lv in SUMMARY_LEVELS}
+        for v in (v for v in verdicts if v.target == target):
+            names = {e.key: e.measure for e in v.estimates}
+            for sev in v.severity:
+                if sev.level in found and sev.counted():
+                    found[sev.level].append(names.get(sev.key, sev.key))
+        mine = [c for c in checks if c.target == target]
+        failed = [c for c in mine if not c.passed]
+        said = [f"{len(found[lv])} {lv if lv != 'differs' else 'scores differ'} ({'; '.join(found[lv])})"
+                for lv in ("major", "medium", "differs") if found[lv]]
+        line = f"{target}: " + (", ".join(said) if said else "none medium or major")
+        if found["undecided"]:
+            line += f"; {len(found['undecided'])} undecided at this n"
+        if failed:
+            under = [c for c in failed if c.kind != "equivalent"]
+            apart = [c for c in failed if c.kind == "equivalent"]
+            said = ([", ".join(dict.fromkeys(c.key or c.metric for c in under)) + " below the threshold"]
+                    if under else []) + ([", ".join(f"{c.key or c.metric} ({c.outcome.replace(' at this n', '')})"
+                                                   for c in apart) + " not shown equivalent"] if apart else [])
+            line += f"; failed {len(failed)} of {len(mine)} checks: " + "; ".join(said)
+        elif mine:
+            line += f"; passed all {len(mine)} checks"
+        rank = (len(found["major"]), len(found["medium"]), len(found["differs"]), len(failed), len(found["undecided"]))
+        rows.append((rank, -i, {"target": target, **{lv: len(x) for lv, x in found.items()},
+                                "failed": [c.key or c.metric for c in failed], "checks": len(mine), "line": line}))
+    return [row for _, _, row in sorted(rows, key=lambda r: (r[0], r[1]), reverse=True)]
+
+
 def to_json(verdicts: Sequence[Verdict], checks: Sequence[Any]) -> dict[str, Any]:
     """``compare.json``'s verdicts, each target's findings (:func:`findings`) and the checks as
     plain JSON values."""
@@ -187,4 +236,6 @@ def to_json(verdicts: Sequence[Verdict], checks: Sequence[Any]) -> dict[str, Any
                           "examples": v.examples}
                          for v in verdicts],
             "findings": {t: findings(verdicts, t) for t in dict.fromkeys(v.target for v in verdicts)},
+            "summary": summary(verdicts, checks, list(dict.fromkeys(
+                [*(v.target for v in verdicts), *(c.target for c in checks)]))),
             "checks": [c.to_json() for c in checks], "passed": all(c.passed for c in checks)}

@@ -19,13 +19,15 @@ def _options(args: "CompareArgs", size: int, plan: "Plan", target: str | None = 
 
 
 def _fit(models: list[str], plan: "Plan") -> dict[str, Any] | None:
-    """Every model must expose hidden states (an encoder's role)."""
+    """Both models of a pair (the reference and one target) must expose hidden states (an
+    encoder's role); a target that does not is left out of the layers alone."""
     from ...models.resolve import fits
 
-    lacking = [m for m in models if not fits(m, "encoder")]
+    lacking = list(dict.fromkeys(m for m in models if not fits(m, "encoder")))
     if not lacking:
         return {}
-    plan.left_out.append(f"layers: not every model exposes hidden states ({', '.join(lacking)})")
+    plan.left_out.append(f"layers: {', '.join(lacking)} expose{'s' if len(lacking) == 1 else ''} no hidden states"
+                         + (" (so no target's layers are compared)" if models[0] in lacking else ""))
     return None
 
 

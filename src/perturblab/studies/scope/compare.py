@@ -43,8 +43,9 @@ def _capabilities(args: "CompareArgs", n: int, plan: "Plan") -> str:
     hits, total = protected_texts(compare_data(args))
     expected = n * hits / max(total, 1)
     if expected < FAIRNESS_LEAST:
+        about = f"{expected:.0f}" if round(expected) < FAIRNESS_LEAST else f"{int(expected * 10) / 10:.1f}"  # not "10 (fewer than 10)"
         plan.left_out.append(f"fairness: {hits} of {total} texts of {data} have a protected-category word, so about "
-                             f"{expected:.0f} of the n = {n} samples would (fewer than {FAIRNESS_LEAST}); "
+                             f"{about} of the n = {n} samples would (fewer than {FAIRNESS_LEAST}); "
                              + ("data with such words measures it" if hits == 0 else
                                 "a larger --budget, or data with more such words, measures it"))
         return "synonym,typo"
@@ -56,7 +57,7 @@ def _capabilities(args: "CompareArgs", n: int, plan: "Plan") -> str:
 def _invariances(args: "CompareArgs", size: int, plan: "Plan", target: str | None = None) -> dict[str, Any]:
     return {"reference": args.reference, "targets": ",".join(args.target_names()), "data": args.data, "n": size,
             "trials": 1, "seed": args.seed, "capabilities": _capabilities(args, size, plan), "synonyms": args.synonyms,
-            **data_columns(args)}
+            "max_text_chars": args.max_text_chars, **data_columns(args)}
 
 
 def _lm_invariances(args: "CompareArgs", size: int, plan: "Plan", target: str | None = None) -> dict[str, Any]:

@@ -149,9 +149,17 @@ class ScopeStudy(Study):
 
     # -- the study protocol --------------------------------------------------------------
     def check(self) -> None:
-        """The data is a classification set with at least ``n`` test examples (before any model
-        is loaded or the output directory is touched)."""
+        """The data is a classification set with at least ``n`` test examples, none of the samples
+        to search longer than ``max_text_chars`` (before any model is loaded or the output
+        directory is touched)."""
+        from ...perturb.search import check_text_lengths
+
         self.n_base()
+        data = self.args.data
+        where = f"--data {data}" if isinstance(data, str) else f"the test split of {self.splits()[1].name}"
+        check_text_lengths(((ex.uid if ex.uid is not None else i, _as_input(ex))
+                            for trial in range(self.args.trials) for i, ex in self.base_samples(trial)),
+                           self.args.max_text_chars, where, self.settings.max_positions)
 
     def prepare(self, ctx: RunContext) -> None:
         self._ctx = ctx

@@ -1,0 +1,142 @@
+"""Gates a run cannot pass, said before the work: the best outcome at each study's n (a target that
+does exactly what the reference does) checked with the same intervals as the run's, the n a gate
+needs, what holds the n; a key two studies give checked once and named by its study; an undecided
+equivalence says why; the plan lists the classes it found."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from perturblab.core.headline import wilson_interval
+from perturblab.errors import InputError
+from perturblab.measures.stats import discordant_difference_ci
+from perturblab.studies.compare.checks import best_case, least_n, passes_at_best, run_checks, run_equivalence
+from perturblab.studies.compare.plan import make_plan
+from compare_helpers import args_of, estimate, share
+
+Z95 = 1.959963984540054
+Z90 = 1.6448536269514722
+
+
+@pytest.fixture
+def reviews(tmp_path):
+    """200 reviews in columns review_body and mood (happy/sad, two rows 'meh'): a test split of 50."""
+    words = {"happy": ["great", "lovely", "sturdy", "excellent"], "sad": ["broke", "awful", "cracked", "useless"],
+             "meh": ["fine"] * 4}
+    rows = ["review_body,mood"]
+    for i in range(200):
+        label = "meh" if i >= 198 else ("happy", "sad")[i % 2]
+        rows.append(f"the kettle was {words[label][i % 4]} and arrived on day {i},{label}")
+    path = tmp_path / "reviews.csv"
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+def test_the_least_n_of_a_strict_share_gate_is_the_wilson_bound_solved_for_n():
+    # n of n agreeing has the Wilson lower end n / (n + z²): at least t from n = z² t / (1 − t) on
+    for t in (0.9, 0.95, 0.99):
+        expect = math.ceil(Z95 ** 2 * t / (1 - t) - 1e-9)
+        assert least_n("fail-under", "agreement", t, strict=True) == expect
+        assert wilson_interval(expect, expect)[0] >= t > wilson_interval(expect - 1, expect - 1)[0]
+    assert least_n("fail-under", "agreement", 0.95, strict=True) == 73  # 50 of 50 has 0.929
+    # equivalence of a share: the 90 % Wilson interval of the rate 0 of n ends at z90² / (n + z90²) < m
+    expect = math.floor(Z90 ** 2 * (1 - 0.05) / 0.05) + 1
+    assert least_n("equivalent", "agreement", 0.05, strict=False) == expect == 52
+    assert not passes_at_best("equivalent", "agreement", 51, 0.05, False)
+    # the accuracy gap: a paired difference of 0 with no discordant example, as the studies draw it
+    need = least_n("fail-under", "accuracy_gap", -0.02, strict=True)
+    assert discordant_difference_ci(0, 0, need, seed=0)[0] >= -0.02 > discordant_difference_ci(0, 0, need - 1,
+                                                                                                 seed=0)[0]
+    # without --strict the estimate itself is checked: 1 ≥ 0.95 at any n; a score has no best case known
+    assert passes_at_best("fail-under", "agreement", 4, 0.95, strict=False)
+    assert best_case("soft_scope:typo", 50) is None and least_n("fail-under", "soft_scope", 0.9, True) is None
+
+
+def test_the_plan_names_each_gate_that_cannot_pass_at_its_n_and_what_holds_the_n(reviews):
+    plan = make_plan(args_of(reference="minilm-l6", targets="minilm-l3,tfidf-lr", data=str(reviews),
+                             text_column="review_body", label_column="mood", budget="15m", strict=True,
+                             fail_under=["agreement=0.95", "hard_scope:typo=0.9"],
+                             equivalent=["agreement=0.05"]))
+    warnings = [n for n in plan.notes if n.startswith("warning: --")]
+    assert warnings == [
+        "warning: --strict --fail-under agreement=0.95 cannot pass: even with no disagreement it needs n ≥ 73; "
+        "invariances has n = 50 (the test split of --data " + str(reviews) + " has 50); give more --data",
+        "warning: --equivalent agreement=0.05 cannot pass: even with no disagreement it needs n ≥ 52; "
+        "invariances has n = 50 (the test split of --data " + str(reviews) + " has 50); give more --data"]
+    assert "\n  warning: --strict --fail-under agreement=0.95" in plan.table()
+    # at n = 50 a typo gate of 0.9 can pass (50 of 50: 0.929), so it is not named
+    assert not any("hard_scope" in w for w in warnings)
+
+
+def test_the_plan_lists_the_classes_it_found_and_warns_of_a_stray_one(reviews):
+    plan = make_plan(args_of(reference="minilm-l6", targets="minilm-l3", data=str(reviews),
+                             text_column="review_body", label_column="mood", budget="5m"))
+    assert "labels (--label-column mood): happy 99, meh 2, sad 99 of 200 rows" in plan.notes
+    stray = [n for n in plan.notes if n.startswith("warning: meh has 2 of 200 rows: a stray class?")]
+    assert len(stray) == 1 and "warning: meh has 2 of 200 rows" in plan.table()
+    two = make_plan(args_of(reference="minilm-l6", targets="minilm-l3", budget="5m"))
+    assert [n for n in two.notes if n.startswith("labels")] == ["labels: negative 2000, positive 2000 of 4000 rows"]
+    assert not any("stray" in n for n in two.notes)
+
+
+def test_detect_names_the_data_when_the_data_holds_the_n(reviews):
+    with pytest.raises(InputError) as e:
+        make_plan(args_of(reference="minilm-l6", targets="minilm-l3", data=str(reviews), text_column="review_body",
+                          label_column="mood", detect=0.05, budget="30m"))
+    text = str(e.value)
+    assert "needs n = 150" in text  # (z(0.975) + z(0.8))² · 0.95 / 0.05 = 149.1 and f"the test split of --data {reviews} has 50: give more data" in text
+    assert "largest useful size" not in text
+
+
+def test_a_key_two_studies_give_is_checked_once_on_the_larger_n_and_names_its_study():
+    small = estimate("t", "accuracy_gap", 0.0, -0.1, 0.1, n=50)
+    large = estimate("t", "accuracy_gap", -0.01, -0.03, 0.01, n=400)
+    mine = {"t": [("invariances", small), ("invariances", share("t", "agreement", 50, 50)), ("robustness", large)]}
+    (c,) = run_checks(mine, [("accuracy_gap", -0.05)], strict=True)
+    assert (c.study, c.n, c.compared) == ("robustness; also in invariances", 400, -0.03) and c.passed
+    assert "accuracy_gap (robustness; also in invariances)" in c.text()
+    (eq,) = run_equivalence(mine, {}, [("accuracy_gap", 0.05)])
+    assert eq.n == 400 and eq.study.startswith("robustness")
+    # a tie goes to the first study of the plan
+    (t,) = run_checks({"t": [("invariances", small), ("robustness", small)]}, [("accuracy_gap", -0.5)], strict=False)
+    assert t.study == "invariances; also in robustness"
+
+
+def test_an_undecided_or_failed_gate_says_why():
+    # a paired gap whose bootstrap never moved: no change seen, no precision shown
+    point = estimate("t", "relative_robustness_gap:change_char", 0.0, 0.0, 0.0, n=50, interval="95 % bootstrap")
+    (p,) = run_equivalence({"t": [("robustness", point)]}, {}, [("relative_robustness_gap", 0.05)])
+    assert p.outcome == "undecided at this n" and p.reason.startswith("no change seen on these 50 examples")
+    assert p.reason in p.text()
+    # 50 of 50 agreeing: too few examples for any outcome to pass, and the n that would
+    (a,) = run_equivalence({"t": [share("t", "agreement", 50, 50)]}, {}, [("agreement", 0.05)])
+    assert a.outcome == "undecided at this n"
+    assert a.reason == "too few examples: even with no disagreement, n = 50 cannot pass (it needs n ≥ 52)"
+    (s,) = run_checks({"t": [share("t", "agreement", 50, 50)]}, [("agreement", 0.95)], strict=True)
+    assert not s.passed and s.reason.endswith("(it needs n ≥ 73)")
+    # an interval that could pass at this n but reaches past the margin
+    (w,) = run_equivalence({"t": [share("t", "agreement", 390, 400)]}, {}, [("agreement", 0.03)])
+    assert w.outcome == "undecided at this n" and w.reason == "its 90 % interval reaches past ±0.03: more examples " \
+                                                              "narrow it"
+    # a passing check gives no reason
+    (ok,) = run_checks({"t": [share("t", "agreement", 400, 400)]}, [("agreement", 0.95)], strict=True)
+    assert ok.passed and ok.reason == ""
+
+
+def test_fairness_left_out_never_reads_as_reaching_its_least():
+    from perturblab.studies.scope import compare as scope_compare
+    from perturblab.studies.compare.plan import Plan
+
+    class Args:
+        data = "d.csv"
+
+    plan = Plan("classifier")
+    scope_compare.protected_texts, real = (lambda data: (199, 1000)), scope_compare.protected_texts
+    scope_compare.compare_data, real_data = (lambda args: None), scope_compare.compare_data
+    try:
+        assert scope_compare._capabilities(Args(), 50, plan) == "synonym,typo"  # 9.95 expected
+    finally:
+        scope_compare.protected_texts, scope_compare.compare_data = real, real_data
+    assert "so about 9.9 of the n = 50 samples would (fewer than 10)" in plan.left_out[0]
