@@ -9,7 +9,7 @@ Default: the two comparisons of docs/compare.md (MiniLM-L6 against its int8 copy
 SmolLM2-135M against its int8 copy) at the default budget. Usage::
 
     .venv/bin/python benchmarks/compare_plan.py [--budget 10m] [--only classifiers|language-models]
-        [--keep DIR] [-- EXTRA COMPARE OPTIONS]
+        [--keep DIR] [--reference R] [--targets T,U] [-- EXTRA COMPARE OPTIONS]
 
 The timed models' speeds are kept in the cache, so a second run reads them back; the studies'
 results are not (each run has a new ``--out``), except the classifier heads and converted weights
@@ -50,10 +50,16 @@ def main() -> None:
     ap.add_argument("--budget", default="10m", help="the comparisons' --budget (default: 10m)")
     ap.add_argument("--only", choices=sorted(COMPARISONS), help="run only this comparison")
     ap.add_argument("--keep", help="keep the comparisons' output directories under this one")
+    ap.add_argument("--reference", help="the classifiers' reference instead of minilm-l6 (tfidf-lr, minilm-l3)")
+    ap.add_argument("--targets", help="the classifiers' targets instead of minilm-l6-int8,minilm-l3")
     ap.add_argument("extra", nargs="*", help="more compare options, after --")
     a = ap.parse_args()
     root = Path(a.keep) if a.keep else Path(tempfile.mkdtemp(prefix="compare-plan-"))
-    for name, options in COMPARISONS.items():
+    comparisons = dict(COMPARISONS)
+    if a.reference or a.targets:
+        given = comparisons["classifiers"]
+        comparisons["classifiers"] = ["--reference", a.reference or given[1], "--targets", a.targets or given[3]]
+    for name, options in comparisons.items():
         if a.only and name != a.only:
             continue
         r = run(name, [*options, "--budget", a.budget, *a.extra], root / name)

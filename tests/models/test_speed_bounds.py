@@ -216,7 +216,7 @@ def test_a_budget_refused_on_a_speed_read_back_names_it(monkeypatch):
     from perturblab.studies.compare import plan as plan_module
     from perturblab.studies.compare.config import CompareArgs
 
-    def slow(spec, kind, plan, quiet=True, retime=False):
+    def slow(spec, kind, plan, quiet=True, retime=False, least=0.1):
         plan.speeds[spec] = Speed(1.3, 27.6, "cpu (2 threads), float32", cached=True, measured="2026-11-20")
         return 10.0
 

@@ -97,8 +97,15 @@ def key_matches(key: str, metric: str) -> bool:
 
 
 def defined(v: Any) -> bool:
-    """Whether ``v`` is a finite number (not None, NaN or a bool)."""
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+    """Whether ``v`` is a finite real number, numpy's included (not None, NaN or a bool).
+
+    >>> import numpy as np
+    >>> defined(np.int64(58)), defined(np.float32(0.5)), defined(np.nan), defined(True), defined(np.bool_(True))
+    (True, True, False, False, False)
+    """
+    import numbers
+
+    return isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(v)  # numpy's bool is no Real
 
 
 def percent(v: float, digits: int = 1) -> str:

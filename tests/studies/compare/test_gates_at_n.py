@@ -17,7 +17,6 @@ from perturblab.studies.compare.plan import make_plan
 from compare_helpers import args_of, estimate, share
 
 Z95 = 1.959963984540054
-Z90 = 1.6448536269514722
 
 
 @pytest.fixture
@@ -41,10 +40,11 @@ def test_the_least_n_of_a_strict_share_gate_is_the_wilson_bound_solved_for_n():
         assert least_n("fail-under", "agreement", t, strict=True) == expect
         assert wilson_interval(expect, expect)[0] >= t > wilson_interval(expect - 1, expect - 1)[0]
     assert least_n("fail-under", "agreement", 0.95, strict=True) == 73  # 50 of 50 has 0.929
-    # equivalence of a share: the 90 % Wilson interval of the rate 0 of n ends at z90² / (n + z90²) < m
-    expect = math.floor(Z90 ** 2 * (1 - 0.05) / 0.05) + 1
-    assert least_n("equivalent", "agreement", 0.05, strict=False) == expect == 52
-    assert not passes_at_best("equivalent", "agreement", 51, 0.05, False)
+    # equivalence of a share: the exact (Clopper-Pearson) 95 % upper end of a rate of 0 of n is
+    # 1 − 0.05^(1/n), below m = 0.05 from n > ln 0.05 / ln 0.95 = 58.4 on
+    expect = math.floor(math.log(0.05) / math.log(0.95)) + 1
+    assert least_n("equivalent", "agreement", 0.05, strict=False) == expect == 59
+    assert not passes_at_best("equivalent", "agreement", 58, 0.05, False)
     # the accuracy gap: a paired difference of 0 with no discordant example, as the studies draw it
     need = least_n("fail-under", "accuracy_gap", -0.02, strict=True)
     assert discordant_difference_ci(0, 0, need, seed=0)[0] >= -0.02 > discordant_difference_ci(0, 0, need - 1,
@@ -63,7 +63,7 @@ def test_the_plan_names_each_gate_that_cannot_pass_at_its_n_and_what_holds_the_n
     assert warnings == [
         "warning: --strict --fail-under agreement=0.95 cannot pass: even with no disagreement it needs n ≥ 73; "
         "invariances has n = 50 (the test split of --data " + str(reviews) + " has 50); give more --data",
-        "warning: --equivalent agreement=0.05 cannot pass: even with no disagreement it needs n ≥ 52; "
+        "warning: --equivalent agreement=0.05 cannot pass: even with no disagreement it needs n ≥ 59; "
         "invariances has n = 50 (the test split of --data " + str(reviews) + " has 50); give more --data"]
     assert "\n  warning: --strict --fail-under agreement=0.95" in plan.table()
     # at n = 50 a typo gate of 0.9 can pass (50 of 50: 0.929), so it is not named
@@ -113,7 +113,7 @@ def test_an_undecided_or_failed_gate_says_why():
     # 50 of 50 agreeing: too few examples for any outcome to pass, and the n that would
     (a,) = run_equivalence({"t": [share("t", "agreement", 50, 50)]}, {}, [("agreement", 0.05)])
     assert a.outcome == "undecided at this n"
-    assert a.reason == "too few examples: even with no disagreement, n = 50 cannot pass (it needs n ≥ 52)"
+    assert a.reason == "too few examples: even with no disagreement, n = 50 cannot pass (it needs n ≥ 59)"
     (s,) = run_checks({"t": [share("t", "agreement", 50, 50)]}, [("agreement", 0.95)], strict=True)
     assert not s.passed and s.reason.endswith("(it needs n ≥ 73)")
     # an interval that could pass at this n but reaches past the margin

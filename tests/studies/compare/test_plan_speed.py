@@ -188,3 +188,28 @@ def test_parameter_counts_match_the_model(tmp_path):
     save_file({"a": torch.zeros(3, 4), "b": torch.zeros(5)}, str(weights / "model.safetensors"))
     assert count_parameters(str(weights)) == (17 / 1e6, "its safetensors headers")
     assert plan_module.model_params(str(only_config)) == (params, "its config.json")
+
+
+def test_a_cheap_reference_is_planned_at_what_its_searches_still_cost(monkeypatch):
+    """The invariances' own work (tagging, candidates, the meaning check's MiniLM-L6) does not
+    shrink with a bag-of-words reference: it is planned at the meaning check encoder's measured
+    speed, and the reference's part at its own cost (tfidf-lr: none)."""
+    base = BASELINE[CLASSIFIER][1]
+    cost = cost_of("invariances", CLASSIFIER)
+    assert cost.own > 0 and cost.own_model == "minilm-l6"
+    # not measured: MiniLM-L6 costs what it did where the costs were measured, tfidf-lr nothing
+    plan = make_plan(args_of(reference="tfidf-lr", targets="twin=tfidf-lr", studies="invariances", budget="1m"))
+    assert plan.studies[0].count == math.floor((60 - cost.fixed) / cost.own + 1e-9)  # 285, not 387
+    # measured: the encoder runs 309/115 times as fast here, so the own work costs that much less
+    calls = _speeds(monkeypatch, {"tfidf-lr": None, "twin=tfidf-lr": None, "minilm-l6": 309.0})
+    plan = make_plan(args_of(reference="tfidf-lr", targets="twin=tfidf-lr", studies="invariances", budget="1m"),
+                     measure=True)
+    assert ("minilm-l6", "encoder") in calls  # the meaning check's encoder is timed, and shown
+    per = cost.own * base / 309.0
+    assert plan.studies[0].count == min(math.floor((60 - cost.fixed) / per + 1e-9), cost.most)
+    assert plan.studies[0].seconds == pytest.approx(cost.fixed + plan.studies[0].count * per)
+    assert "speed: minilm-l6:" in plan.table()
+    # MiniLM-L6 as the reference: the same 1.03 s a sample as before the own work was stated apart
+    same = make_plan(args_of(reference="minilm-l6", targets="minilm-l3", studies="invariances", budget="10m"))
+    assert same.studies[0].count == math.floor((600 - cost.fixed) / (cost.per_unit + cost.own) + 1e-9)
+    assert cost.per_unit + cost.own == pytest.approx(1.033, abs=1e-9)

@@ -36,8 +36,13 @@ CLASSIFIER, LANGUAGE_MODEL = "classifier", "language model"
 class Cost:
     """How a study's time grows: ``fixed`` seconds (loading, training heads) plus ``per_unit``
     seconds for each unit of ``size`` (its sample option) and model (each target; each model with
-    :attr:`Part.per_model`; the reference alone with :attr:`Part.by_reference`); ``share`` of the budget;
-    ``least``/``most``: the useful range of the size."""
+    :attr:`Part.per_model`; the reference alone with :attr:`Part.by_reference`) plus ``own``
+    seconds for each unit of its own work, which does not grow with the models compared (a
+    search's tagging and candidates, and the meaning check's encoder): scaled by the speed of
+    ``own_model`` where one is named (the meaning check's MiniLM-L6), so a cheap reference
+    (``tfidf-lr``) is planned at what its searches still cost; ``share`` of the budget;
+    ``least``/``most``: the useful range of the size. All seconds are those of 2 CPU cores with
+    the packaged models (the plan scales them by the speeds it measures)."""
 
     size: str        # the option that sets its size
     per_unit: float  # seconds per unit of size and model compared
@@ -45,6 +50,8 @@ class Cost:
     share: float
     least: int
     most: int
+    own: float = 0.0      # seconds per unit of size of the study's own work, whatever the models
+    own_model: str = ""   # the model that work runs on (its measured speed scales ``own``)
 
 
 def listed(v: Any) -> str:

@@ -45,7 +45,8 @@ def cost_of(name: str, kind: str, args: Any = None) -> Cost:
     cost = part.cost(kind)
     if args is None or part.slower is None:
         return cost
-    return replace(cost, per_unit=cost.per_unit * part.slower(args))
+    times = part.slower(args)
+    return replace(cost, per_unit=cost.per_unit * times, own=cost.own * times)
 
 
 @dataclass
@@ -309,26 +310,42 @@ def make_plan(args: CompareArgs, *, measure: bool = False) -> Plan:
     check_metrics([m for m, _ in args.threshold_list()], chosen)  # what needs no model is refused first
     check_metrics([m for m, _ in args.margin_list()], chosen, "--equivalent")
     budget = args.budget_seconds()
-    scale = {m: measured_cost(m, kind, plan, quiet=args.quiet, retime=args.retime) if measure
-             else relative_cost(m, kind, plan)
-             for m in dict.fromkeys(models)}
+    costs = {name: cost_of(name, kind, args) for name in chosen}  # under these options (Part.slower)
+    #: each model's cost against the measured one's, unbounded below (a bag of words costs ~0)
+    raw = {m: measured_cost(m, kind, plan, quiet=args.quiet, retime=args.retime, least=0.0) if measure
+           else relative_cost(m, kind, plan, least=0.0)
+           for m in dict.fromkeys([*models, *(c.own_model for c in costs.values() if c.own_model)])}
+    scale = {m: max(r, LEAST_RELATIVE) for m, r in raw.items()}
     available = {name: known[name].available(args) if known[name].available is not None else None
                  for name in chosen}
-    costs = {name: cost_of(name, kind, args) for name in chosen}  # under these options (Part.slower)
 
     def weight(name: str, target: str | None = None) -> float:
-        """The models a study's time grows with, each counted by its cost against the measured one."""
+        """The models a study's time grows with, each counted by its cost against the measured one
+        (at least :data:`LEAST_RELATIVE` each, for a study whose own work is not stated apart)."""
+        sc = raw if costs[name].own else scale
         if target is not None:  # one target against the reference
-            return (scale[args.reference] + scale[target]) / 2
+            return (sc[args.reference] + sc[target]) / 2
         if known[name].by_reference:  # the searches run on the reference; the targets score what they found
-            return scale[args.reference]
-        mean = sum(scale[m] for m in models) / len(models)
+            return sc[args.reference]
+        mean = sum(sc[m] for m in models) / len(models)
         return mean * (len(models) if known[name].per_model else len(targets))
+
+    def per_run(name: str, target: str | None = None) -> float:
+        """Seconds per unit of size of one run of the study (of ``target``'s, for a part run per
+        target): the models' part and the study's own work (:attr:`~.part.Cost.own`)."""
+        cost = costs[name]
+        own = cost.own * (raw[cost.own_model] if cost.own_model else 1.0)
+        if cost.own:
+            return cost.per_unit * weight(name, target) + own
+        return cost.per_unit * weight(name, target)
 
     def units(name: str) -> float:
         """Seconds per unit of the study's size, over all its runs."""
-        per = sum(weight(name, t) for t in fitting[name]) if known[name].per_target else weight(name)
-        return costs[name].per_unit * max(per, LEAST_RELATIVE)
+        if known[name].per_target:
+            per = sum(per_run(name, t) for t in fitting[name])
+        else:
+            per = per_run(name)
+        return per if costs[name].own else max(per, costs[name].per_unit * LEAST_RELATIVE)
 
     def fixed(name: str) -> float:
         return costs[name].fixed * (len(fitting[name]) if known[name].per_target else 1)
@@ -389,11 +406,11 @@ def make_plan(args: CompareArgs, *, measure: bool = False) -> Plan:
                 folder = name if len(targets) == 1 else f"{name}-{safe_name(display_name(t))}"
                 plan.studies.append(Planned(folder, registered[name],
                                             {**part.options(args, size, plan, t), **allowed[name][t]},
-                                            cost.fixed + cost.per_unit * size * weight(name, t), f"{label} = {size}",
+                                            cost.fixed + size * per_run(name, t), f"{label} = {size}",
                                             size_key=cost.size, count=size))
             continue
         plan.studies.append(Planned(name, registered[name], {**part.options(args, size, plan), **allowed[name]},
-                                    cost.fixed + cost.per_unit * size * weight(name), size=f"{label} = {size}",
+                                    cost.fixed + size * per_run(name), size=f"{label} = {size}",
                                     detects=detectable(size) if part.rates else None, size_key=cost.size, count=size))
     if args.detect is not None:
         short = [p for p in plan.studies if p.detects is not None and p.detects > args.detect + 1e-12]
@@ -559,11 +576,12 @@ BASELINE = {CLASSIFIER: ("minilm-l6", 115.0), LANGUAGE_MODEL: ("smollm2-135m", 1
 SPEED_ROLE = {CLASSIFIER: "encoder", LANGUAGE_MODEL: "language_model"}
 
 
-def measured_cost(spec: str, kind: str, plan: Plan, quiet: bool = True, retime: bool = False) -> float:
+def measured_cost(spec: str, kind: str, plan: Plan, quiet: bool = True, retime: bool = False,
+                  least: float = LEAST_RELATIVE) -> float:
     """How many times the cost measured with the packaged models a sample of ``spec`` takes where
     it runs: the probe's speed on :data:`BASELINE`'s model over its speed on ``spec``
     (:func:`~perturblab.models.speed.measure_speed`, recorded in ``plan.speeds``; a figure kept
-    from an earlier plan is read back unless ``retime``), at least :data:`LEAST_RELATIVE`;
+    from an earlier plan is read back unless ``retime``), at least ``least``;
     :func:`relative_cost` for a model that cannot be timed (an ``api:`` model, a classifier
     without hidden states)."""
     from ...models.speed import measure_speed
@@ -575,20 +593,19 @@ def measured_cost(spec: str, kind: str, plan: Plan, quiet: bool = True, retime: 
         plan.speeds[spec] = measure_speed(spec, SPEED_ROLE[kind], retime=retime, say=say)
     speed = plan.speeds[spec]
     if speed is None:
-        return relative_cost(spec, kind, plan)
-    return max(BASELINE[kind][1] / speed.texts_per_s, LEAST_RELATIVE)
+        return relative_cost(spec, kind, plan, least=least)
+    return max(BASELINE[kind][1] / speed.texts_per_s, least)
 
 
-def relative_cost(spec: str, kind: str, plan: Plan) -> float:
+def relative_cost(spec: str, kind: str, plan: Plan, least: float = LEAST_RELATIVE) -> float:
     """How many times the cost measured with the packaged models (each part's :class:`~.part.Cost`) a sample of
-    ``spec`` is planned to take: its parameters over the measured model's, at least
-    :data:`LEAST_RELATIVE`; 1 (with a note in ``plan``) when its size is not known."""
+    ``spec`` is planned to take: its parameters over the measured model's, at least ``least``; 1 (with a note in ``plan``) when its size is not known."""
     params, source = model_params(spec)
     if params is None:
         plan.notes.append(f"{spec}: size unknown ({source}); planned as costing what the packaged models do, "
                           "so read the intervals the run reaches")
         return 1.0
-    ratio = max(params / MEASURED_WITH[kind], LEAST_RELATIVE)
+    ratio = max(params / MEASURED_WITH[kind], least)
     if abs(ratio - 1) <= 0.25:  # as the models the costs were measured with (MiniLM-L3 among them)
         return 1.0
     if source != "packaged":
