@@ -108,6 +108,22 @@ def defined(v: Any) -> bool:
     return isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(v)  # numpy's bool is no Real
 
 
+def decide_text(decide: dict[str, Any] | None) -> str:
+    """What would decide an undecided finding, as its text ends: ``; about 114 more samples
+    (~2.0 min) would decide it, if its rate stays``, or why no size can (``decide["held"]``).
+
+    >>> decide_text({"more": 114, "seconds": 120.0}), decide_text(None)
+    ('; about 114 more samples (~2.0 min) would decide it, if its rate stays', '')
+    """
+    if not decide:
+        return ""
+    if decide.get("held"):
+        return f"; {decide['held']}"
+    seconds = decide.get("seconds")
+    took = "" if seconds is None else f" (~{seconds:.0f} s)" if seconds < 90 else f" (~{seconds / 60:.1f} min)"
+    return f"; about {decide['more']} more samples{took} would decide it, if its rate stays"
+
+
 def percent(v: float, digits: int = 1) -> str:
     """The number of ``v`` as a percentage, to ``digits`` decimals; one that rounds to zero
     prints unsigned.

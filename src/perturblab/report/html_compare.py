@@ -14,7 +14,7 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
-from ..core.headline import Estimate, Headline, percent
+from ..core.headline import Estimate, Headline, decide_text, percent
 from .html_tables import Table, load_json
 
 
@@ -97,6 +97,7 @@ def _severity_cell(s: dict[str, Any] | None) -> Any:
     span = f" (interval: {s['span']})" if s.get("span") else ""
     same = f" (counted with {s['same_as']})" if s.get("same_as") else ""
     flags = f" ⚑ {', '.join(map(str, s.get('flags') or []))}" if s.get("flags") else ""
+    flags += decide_text(s.get("decide") if isinstance(s.get("decide"), dict) else None)
     css = level.replace(" ", "-").replace("(", "").replace(")", "")
     adjusted = s.get("adjusted") or {}
     tests = "; ".join(f"Holm-adjusted p ({h}) {p:.3g}" for h, p in adjusted.items() if isinstance(p, (int, float)))

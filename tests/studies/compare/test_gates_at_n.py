@@ -140,3 +140,37 @@ def test_fairness_left_out_never_reads_as_reaching_its_least():
     finally:
         scope_compare.protected_texts, scope_compare.compare_data = real, real_data
     assert "so about 9.9 of the n = 50 samples would (fewer than 10)" in plan.left_out[0]
+
+
+def test_an_undecided_finding_says_how_many_more_samples_and_seconds_would_decide_it():
+    from perturblab.core.headline import Headline
+    from perturblab.studies.compare.function import CompareResult, what_would_decide
+    from perturblab.studies.compare.plan import CLASSIFIER, Plan, Planned
+    from perturblab.studies.compare.severity import n_to_decide
+    from perturblab.studies.compare.verdict import grade, study_verdicts
+
+    # 1 flip in 58 (1.7 %): its interval reaches from minor to medium; 26 % of 58: major, decided
+    h = Headline("s", [share("int8", "hard_scope:typo", 57, 58), share("l3", "hard_scope:typo", 43, 58)])
+    verdicts = study_verdicts("invariances", h, "ref", ["int8", "l3"])
+    grade(verdicts)
+    plan = Plan(CLASSIFIER, [Planned("invariances", "scope", {}, 80.0, "n = 60", size_key="n", count=60,
+                                     per_sample=0.5, most=1000, most_why="its largest useful size is 1000")])
+    r = CompareResult(args_of(reference="ref=minilm-l6", targets="int8=minilm-l6-int8,l3=minilm-l3"), plan,
+                      verdicts, seconds={"invariances": 40.0})
+    what_would_decide(r)
+    undecided = verdicts[0].severity[0]
+    assert undecided.level == "undecided" and verdicts[1].severity[0].decide is None  # l3's is decided
+    need = n_to_decide(undecided, CLASSIFIER)
+    assert wilson_interval(need / 58, need)[1] < 0.05 <= wilson_interval((need - 1) / 58, need - 1)[1]
+    samples = math.ceil(60 * need / 58)  # the finding's 58 examples came from the study's 60 samples
+    # the run took half its plan, so the extra samples are planned at half the plan's 0.5 s each
+    assert undecided.decide == {"n": need, "samples": samples, "more": samples - 60,
+                                "seconds": pytest.approx((samples - 60) * 0.5 * 0.5, abs=0.051)}  # to 0.1 s
+    assert undecided.text().endswith(f"about {samples - 60} more samples (~{undecided.decide['seconds']:.0f} s) "
+                                     "would decide it, if its rate stays")
+    assert f"hard_scope:typo: undecided" in r.console() and "would decide it" in r.console()
+    # a study held by its data: the finding says what holds it
+    plan.studies[0].most, plan.studies[0].most_why = 100, "the test split of --data d.csv has 100"
+    what_would_decide(r)
+    assert undecided.decide["held"] == f"it would take n = {samples}, but the test split of --data d.csv has 100"
+    assert "more" not in undecided.decide and undecided.text().endswith("has 100")

@@ -4,6 +4,7 @@ through the one entry, the verdicts; its result saves ``compare.json`` and the r
 from __future__ import annotations
 
 import json
+import math
 import sys
 import tempfile
 import time
@@ -126,7 +127,7 @@ class CompareResult(StudyResult):
             for v in (v for v in self.verdicts if v.target == target):
                 lines.append(f"  [{v.study}] {v.sentence}")
                 lines += [f"      {s.key}: {s.text()}" for s in v.severity
-                          if s.level in ("medium", "major", "differs") and s.counted()]
+                          if s.level in ("medium", "major", "differs", "undecided") and s.counted()]
             lines.append(f"  {findings(self.verdicts, target)}")
         if self.checks:
             lines.append("checks" + (" (--fail-under: lower ends of the 95 % intervals)" if self.args.strict else "")
@@ -314,6 +315,38 @@ def record(result: CompareResult, *, saved: bool) -> None:
         print(f"mlflow: run {run_id} at {args.mlflow}", file=sys.stderr, flush=True)  # a result: under --quiet too
 
 
+def what_would_decide(result: CompareResult) -> None:
+    """Set :attr:`~.severity.Severity.decide` of each counted undecided rate finding: the samples
+    its study would need for its interval to lie within one level if its rate stayed what it is
+    (:func:`~.severity.n_to_decide`, the finding's examples scaled to the study's samples), how
+    many more than this run's, and about how long they take at this run's pace (the plan's
+    seconds a sample times what the study took over its plan); or why no size of the study can
+    (beyond what the data holds or the study's largest useful size, or a rate on a threshold)."""
+    from .severity import n_to_decide
+
+    planned = {p.name: p for p in result.plan.studies}
+    for v in result.verdicts:
+        p = planned.get(v.study)
+        if p is None or not p.count:
+            continue
+        pace = result.seconds.get(p.name, p.seconds) / p.seconds if p.seconds else 1.0
+        for s in v.severity:
+            if s.level != "undecided" or not s.counted() or s.score or not s.n:
+                continue
+            need = n_to_decide(s, v.kind)
+            if need is None:
+                s.decide = {"held": "no size decides it while its rate stays on a level's threshold"}
+                continue
+            samples = math.ceil(p.count * need / s.n - 1e-9)
+            if p.most and samples > p.most:
+                s.decide = {"n": need, "samples": samples,
+                            "held": f"it would take {p.size_key.replace('_', '-')} = {samples}, but {p.most_why}"}
+                continue
+            more = samples - p.count
+            s.decide = {"n": need, "samples": samples, "more": more,
+                        "seconds": round(more * p.per_sample * pace, 1) if p.per_sample else None}
+
+
 def stale_report_removed(out: Path) -> None:
     """Remove the report and ``compare.json`` an earlier comparison left in ``out`` before this one
     runs its first study: a run that then fails (or is stopped) leaves no report of other options
@@ -372,6 +405,7 @@ def run_compare(args: CompareArgs, plan: Plan) -> CompareResult:
         for name, headline in headlines.items():
             result.verdicts += study_verdicts(name, headline, reference, targets, result.results[name])
         grade(result.verdicts)  # one family of findings per target, over every study
+        what_would_decide(result)
         for v in result.verdicts:
             if (v.study, v.target) in notes:
                 v.sentence += " " + notes[(v.study, v.target)]

@@ -64,6 +64,11 @@ class Planned:
     #: the option that sets its size, and that size (``("n", 266)``)
     size_key: str = ""
     count: int = 0
+    #: planned seconds per unit of its size (what one more sample costs)
+    per_sample: float = 0.0
+    #: the largest size it can take (its largest useful size, or what the data holds) and why
+    most: int = 0
+    most_why: str = ""
 
     def stored(self, folder: Path) -> str | None:
         """What ``folder`` (this study's folder of an earlier run) already holds, in words: the
@@ -398,20 +403,30 @@ def make_plan(args: CompareArgs, *, measure: bool = False) -> Plan:
                               + (f", fewer than the {least} it is useful from: its intervals are wide"
                                  if there[0] < least else ""))
 
+    def largest(name: str) -> tuple[int, str]:
+        """The largest size of ``name`` and what holds it there."""
+        there = available[name]
+        if there is not None and there[0] < costs[name].most:
+            return there[0], f"{there[1]} has {there[0]}"
+        return costs[name].most, f"its largest useful size is {costs[name].most}"
+
     for name in chosen:
         part, cost, size = known[name], costs[name], sizes[name]
         label = cost.size.replace("_", "-")
+        most, why = largest(name)
         if part.per_target:  # one run per target, sized for all of them
             for t in fitting[name]:
                 folder = name if len(targets) == 1 else f"{name}-{safe_name(display_name(t))}"
                 plan.studies.append(Planned(folder, registered[name],
                                             {**part.options(args, size, plan, t), **allowed[name][t]},
                                             cost.fixed + size * per_run(name, t), f"{label} = {size}",
-                                            size_key=cost.size, count=size))
+                                            size_key=cost.size, count=size, per_sample=per_run(name, t),
+                                            most=most, most_why=why))
             continue
         plan.studies.append(Planned(name, registered[name], {**part.options(args, size, plan), **allowed[name]},
                                     cost.fixed + size * per_run(name), size=f"{label} = {size}",
-                                    detects=detectable(size) if part.rates else None, size_key=cost.size, count=size))
+                                    detects=detectable(size) if part.rates else None, size_key=cost.size, count=size,
+                                    per_sample=per_run(name), most=most, most_why=why))
     if args.detect is not None:
         short = [p for p in plan.studies if p.detects is not None and p.detects > args.detect + 1e-12]
         if short:

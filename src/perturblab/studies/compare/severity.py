@@ -47,7 +47,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Sequence
 
-from ...core.headline import LEVEL, Estimate, defined, percent, wilson_interval
+from ...core.headline import LEVEL, Estimate, decide_text, defined, percent, wilson_interval
 from ...measures.stats import holm
 from .keys import CLASSIFIER, GAPS, LANGUAGE_MODEL, SHARES
 
@@ -90,6 +90,10 @@ class Severity:
     flags: tuple[str, ...] = ()
     same_as: str = ""
     score: bool = False  # a score difference (no rate level)
+    #: for an undecided finding, what would decide it if its rate stays (:func:`to_decide`, set by
+    #: the comparison): ``n`` its examples, ``samples`` its study's size, ``more`` the samples to
+    #: add, ``seconds`` about how long they take, ``held`` why no size of the study can (or "")
+    decide: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "flags": list(self.flags)}
@@ -114,7 +118,7 @@ class Severity:
         span = f" (its interval reaches {self.span})" if self.span else ""
         n = f", n = {self.n}" if self.n else ""
         same = f"; counted with {self.same_as}" if self.same_as else ""
-        return f"{self.level}{span}: {value} {self.what}{n}{same}{flag}"
+        return f"{self.level}{span}: {value} {self.what}{n}{same}{flag}{decide_text(self.decide)}"
 
 
 def level(rate: float, kind: str) -> str:
@@ -262,6 +266,52 @@ def assign_levels(findings: Sequence[Severity], kind: str, alpha: float = ALPHA)
             s.level = "minor"
         else:
             s.level = "undecided"
+
+
+#: the largest n :func:`n_to_decide` looks for
+MOST_N = 10_000_000
+
+
+def projected(s: Severity, n: int) -> tuple[float | None, float | None]:
+    """The 95 % interval ``s`` would have over ``n`` examples if its rate stayed what it is: a
+    Wilson interval recomputed at that n, otherwise the interval's half-widths scaled by
+    √(its n / n) (the way an interval of a mean narrows)."""
+    if s.rate is None or s.low is None or s.high is None or not s.n:
+        return None, None
+    if s.method == "wilson":
+        return wilson_interval(min(max(s.rate, 0.0), 1.0) * n, n)
+    shrink = math.sqrt(s.n / n)
+    return s.rate - (s.rate - s.low) * shrink, s.rate + (s.high - s.rate) * shrink
+
+
+def _decided(low: float | None, high: float | None, kind: str) -> bool:
+    """Whether an interval of a rate lies within one level (:func:`level`): below the medium
+    threshold, between it and the major one, or above that."""
+    return low is not None and high is not None and level(max(low, 0.0), kind) == level(max(high, 0.0), kind)
+
+
+def n_to_decide(s: Severity, kind: str) -> int | None:
+    """The least n at which the interval of ``s`` would lie within one level if its rate stayed
+    what it is (:func:`projected`); None when none up to :data:`MOST_N` would (a rate on a
+    threshold), or ``s`` is no undecided rate.
+
+    >>> s = Severity("hard_scope:typo", "", 1 / 58, *wilson_interval(1, 58), n=58, method="wilson")
+    >>> n = n_to_decide(s, CLASSIFIER); n  # 1.7 %: its Wilson interval ends below 5 % from here
+    171
+    >>> wilson_interval(s.rate * n, n)[1] < 0.05 <= wilson_interval(s.rate * (n - 1), n - 1)[1]
+    True
+    """
+    if s.score or s.rate is None or not s.n or _decided(s.low, s.high, kind):
+        return None
+    if not _decided(*projected(s, MOST_N), kind):
+        return None
+    low, high = int(s.n), int(s.n)
+    while not _decided(*projected(s, high), kind):
+        low, high = high, min(2 * high, MOST_N)
+    while high - low > 1:
+        mid = (low + high) // 2
+        low, high = (low, mid) if _decided(*projected(s, mid), kind) else (mid, high)
+    return high
 
 
 def one_cause(findings: Sequence[Severity]) -> None:
