@@ -7,10 +7,10 @@ import math
 
 import pytest
 
-from perturblab.core.headline import Estimate, Headline, normal_interval, over_trials, t_interval
+from perturblab.core.headline import Estimate, Headline, normal_interval, over_trials, t_interval, wilson_interval
 from perturblab.report.html_headline import FLAG_MARK, headline_table, headline_tables
 from perturblab.studies.robustness.headline import robustness_headline
-from perturblab.studies.scope.analysis import scope_headline
+from perturblab.studies.scope.analysis import pooled, scope_headline
 
 # t(0.975, 2) = 4.302652729749464 and z(0.975) = 1.959963984540054 (tables of the t and normal laws)
 T2, Z = 4.302652729749464, 1.959963984540054
@@ -64,7 +64,8 @@ def test_scope_headline_from_rows():
     assert set(got) == {("a", "hard_scope:typo"), ("a", "soft_scope:typo"), ("b", "hard_scope:typo"),
                         ("b", "soft_scope:typo")}
     a = got[("a", "soft_scope:typo")]
-    assert (a.value, a.low, a.high, a.n) == (0.8, 0.7, 1.0, 10)
+    # Soft-SCoPE: the Wilson score interval of its [0, 1] mean, the terms' variance at its largest
+    assert (a.value, a.n) == (0.8, 10) and (a.low, a.high) == pytest.approx(wilson_interval(8, 10), abs=1e-12)
     # Hard-SCoPE pools the trials' examples: 5 + 6 + 7 = 18 kept of 30, the Wilson interval of 18/30
     b = got[("b", "hard_scope:typo")]
     z, p, n = 1.959963984540054, 0.6, 30
@@ -72,15 +73,19 @@ def test_scope_headline_from_rows():
     assert (b.value, b.low, b.high) == pytest.approx((0.6, centre - half, centre + half), abs=1e-12)
     assert b.n == 30 and b.flags == ("chance-level",)
     assert b.interval == "95 % Wilson interval over the 30 examples of 3 trials"
-    assert a.interval == "95 % bootstrap over the 10 examples"
-    # Soft-SCoPE rows without the s.d. of their terms: the t-interval over the 3 trials' means
-    bs = got[("b", "soft_scope:typo")]
+    assert a.interval == "95 % score interval of a [0, 1] mean (variance at most μ(1 − μ)) over the 10 examples"
+    bs = got[("b", "soft_scope:typo")]  # pooled over the trials: 0.5 of 30 examples
+    assert (bs.value, bs.n) == (0.5, 30) and (bs.low, bs.high) == pytest.approx(wilson_interval(15, 30), abs=1e-12)
+    # another mean's rows without the s.d. of their terms: the t-interval over the 3 trials' means
+    b_rows = [r for r in rows if r["target"] == "b"]
+    _, low, high, _, what = pooled(b_rows, "soft_scope", "n_ref_invariant")
     se = 0.1 / math.sqrt(3)
-    assert (bs.low, bs.high) == pytest.approx((0.5 - T2 * se, 0.5 + T2 * se), abs=1e-12)
-    assert bs.interval == "95 % t-interval over 3 trials"
+    assert (low, high) == pytest.approx((0.5 - T2 * se, 0.5 + T2 * se), abs=1e-12)
+    assert what == "95 % t-interval over 3 trials"
     # with the s.d. of each trial's terms: one t-interval over the 30 pooled examples
-    sd_rows = [{**r, "soft_scope_sd": 0.2} for r in rows]
-    pooled_soft = {(e.subject, e.key): e for e in scope_headline(sd_rows, "ref").estimates}[("b", "soft_scope:typo")]
+    sd_rows = [{**r, "soft_scope_sd": 0.2} for r in b_rows]
+    _, low, high, _, what = pooled(sd_rows, "soft_scope", "n_ref_invariant")
+    pooled_soft = Estimate("b", "", 0.5, low, high, interval=what)
     ss = 3 * 9 * 0.2 ** 2 + 10 * (0.1 ** 2 + 0 + 0.1 ** 2)  # within trials + between their means
     from scipy import stats
     half = stats.t.ppf(0.975, 29) * math.sqrt(ss / 29) / math.sqrt(30)
