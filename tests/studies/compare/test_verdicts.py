@@ -130,10 +130,13 @@ def test_levels_need_the_run_to_establish_them():
     one = rate_finding(share("t", "agreement", 19, 20), CLASSIFIER)
     assign_levels([one], CLASSIFIER)
     assert (one.level, one.span) == ("undecided", "minor to major") and one.rate == pytest.approx(0.05)
-    # the score test of "rate ≤ 5 %" at 26 of 200 kept-not (13 %): z = (0.13 − 0.05) / √(0.05·0.95/200)
+    # the exact test of "rate ≤ 5 %" at 26 of 200 kept-not (13 %): P(X ≥ 26 | 200, 0.05)
+    from scipy import stats
+
     s = rate_finding(share("t", "hard_scope:typo", 174, 200), CLASSIFIER)
-    z = (0.13 - 0.05) / math.sqrt(0.05 * 0.95 / 200)
-    assert p_above(s, 0.05) == pytest.approx(0.5 * math.erfc(z / math.sqrt(2)), rel=1e-9)
+    assert p_above(s, 0.05) == pytest.approx(stats.binom.sf(25, 200, 0.05), rel=1e-9)
+    assert p_above(s, 0.05) == pytest.approx(sum(math.comb(200, k) * 0.05 ** k * 0.95 ** (200 - k)
+                                                 for k in range(26, 201)), rel=1e-6)
     assign_levels([s], CLASSIFIER)
     assert s.level == "medium" and s.adjusted["medium"] == pytest.approx(2 * s.p["medium"])  # not shown above 10 %
     big = rate_finding(share("t", "hard_scope:typo", 150, 200), CLASSIFIER)  # 25 %: above 10 % too
@@ -155,11 +158,12 @@ def test_holm_adjusts_over_every_finding_of_a_target():
     from perturblab.studies.compare.severity import assign_levels, rate_finding
 
     assert holm([0.01, 0.04, 0.03, 0.2]) == pytest.approx([0.04, 0.09, 0.09, 0.2])
-    # 10 of 100 not kept: p of "rate ≤ 5 %" ≈ 0.011 alone (medium at 5 %), but not among 4 findings
-    alone = rate_finding(share("t", "hard_scope:typo", 90, 100), CLASSIFIER)
+    # 11 of 100 not kept: p of "rate ≤ 5 %" = P(X ≥ 11 | 100, 0.05) = 0.0115 alone (medium: 2 × 0.0115
+    # with its major test), but not among 4 findings
+    alone = rate_finding(share("t", "hard_scope:typo", 89, 100), CLASSIFIER)
     assign_levels([alone], CLASSIFIER)
-    assert alone.p["medium"] < 0.025 and alone.level == "medium"
-    many = [rate_finding(share("t", f"hard_scope:c{i}", k, 100), CLASSIFIER) for i, k in enumerate((90, 99, 99, 99))]
+    assert alone.p["medium"] == pytest.approx(0.01147, abs=1e-5) and alone.level == "medium"
+    many = [rate_finding(share("t", f"hard_scope:c{i}", k, 100), CLASSIFIER) for i, k in enumerate((89, 99, 99, 99))]
     assign_levels(many, CLASSIFIER)
     assert many[0].level == "undecided" and many[0].adjusted["medium"] > 0.05
 

@@ -26,9 +26,10 @@ model). A level is claimed only where the run shows it:
 * a gap whose interval holds 0 is **within noise**; one beyond noise in the target's favour is
   **none (better)**.
 
-The tests: a Wilson interval's rate gets the score test (Wilson's interval is its inversion); a
-rate with another interval gets the normal approximation that interval implies on the side
-facing the threshold ((rate − low) / 1.96 as its standard error); an exact rate (the reference
+The tests: a Wilson interval's rate (a count of n) gets the exact binomial test, which holds its
+level at a rate on the threshold (the score test, the inversion of Wilson's interval, rejected
+"at most 5 %" 7.6 % of the time at n = 20 and a true 5 %); a rate with another interval gets the
+normal approximation that interval implies on the side facing the threshold ((rate − low) / 1.96 as its standard error); an exact rate (the reference
 against itself) rejects exactly when it lies above. A flagged estimate (a model at chance level
 or predicting one class) keeps its finding and shows its flag. Estimates of one cause (``typo*``,
 typo on the fairness subset, beside ``typo``; one accuracy gap measured by two studies) count
@@ -188,12 +189,24 @@ def paired_score_difference(e: Estimate) -> Severity | None:
 
 
 def p_above(s: Severity, threshold: float) -> float:
-    """The one-sided p-value of "the rate is at most ``threshold``" (see the module docstring)."""
+    """The one-sided p-value of "the rate is at most ``threshold``" (see the module docstring):
+    for a count (a Wilson interval's share) the exact binomial tail P(X ≥ k | n, threshold), which
+    never rejects more often than its level at a rate on the threshold (the score test rejected
+    7.6 % of the time at n = 20 and a true 5 %, stated as 5 %); otherwise the normal approximation
+    the interval implies.
+
+    >>> s = Severity("agreement", "", 3 / 20, None, None, n=20, method="wilson")
+    >>> round(p_above(s, 0.05), 4)  # P(X ≥ 3 | 20, 0.05)
+    0.0755
+    """
     rate = float(s.rate)
     if s.method == "exact":
         return 0.0 if rate > threshold else 1.0
     if s.method == "wilson" and s.n and 0 < threshold < 1:
-        z = (rate - threshold) / math.sqrt(threshold * (1 - threshold) / s.n)
+        from scipy import stats
+
+        k = round(min(max(rate, 0.0), 1.0) * s.n)
+        return float(stats.binom.sf(k - 1, int(s.n), threshold))
     else:
         side = (rate - s.low) if rate > threshold else (s.high - rate) if s.high is not None else None
         if side is None or s.low is None:
