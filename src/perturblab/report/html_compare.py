@@ -95,6 +95,11 @@ def _severity_cell(s: dict[str, Any] | None) -> Any:
     else:
         text = f"{level} · {percent(rate)} %" + (f" [{percent(low)}, {percent(high)}]" if ok else "")
     span = f" (interval: {s['span']})" if s.get("span") else ""
+    above = s.get("shown_above")
+    if isinstance(above, (int, float)) and ok and low < above and s.get("span"):  # the claim's one-sided basis
+        p = (s.get("adjusted") or {}).get(level)
+        span = (f" (shown above {percent(above, 0)} % one-sided" + (f", Holm p {p:.2g}" if isinstance(p, float) else "")
+                + f"; 95 % interval reaches into {str(s['span']).split(' to ')[0]})")
     same = f" (counted with {s['same_as']})" if s.get("same_as") else ""
     flags = f" ⚑ {', '.join(map(str, s.get('flags') or []))}" if s.get("flags") else ""
     flags += decide_text(s.get("decide") if isinstance(s.get("decide"), dict) else None)

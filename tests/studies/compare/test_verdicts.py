@@ -346,3 +346,27 @@ def test_the_notebook_and_the_console_open_with_one_line_per_target_worst_first(
     assert r.console().splitlines()[-2:] == ["  " + lines[0], "  " + lines[1]]
     assert r.to_json()["summary"][0]["target"] == "l3" and r.to_json()["summary"][0]["failed"] == ["agreement"]
 
+
+
+def test_a_level_shown_by_its_one_sided_test_says_so_where_the_95_interval_reaches_below():
+    """28 of 200 disagree (14 %): the exact one-sided test of "at most 10 %" rejects at the
+    Holm-adjusted 5 % (Holm's last step: p = P(X ≥ 28 | 200, 0.1) itself, the medium test's
+    p being far smaller), so major is claimed, while the two-sided 95 %
+    interval starts at 9.9 %: the words say what the claim rests on instead of seeming to
+    contradict the interval."""
+    from scipy import stats
+
+    from perturblab.report.html_compare import _severity_cell
+    from perturblab.studies.compare.severity import assign_levels, rate_finding
+
+    s = rate_finding(share("t", "agreement", 172, 200), CLASSIFIER)
+    assign_levels([s], CLASSIFIER)
+    p = stats.binom.sf(27, 200, 0.10)
+    assert s.level == "major" and s.low < 0.10 and s.adjusted["major"] == pytest.approx(p) and p <= 0.05
+    assert s.text().startswith(f"major (shown above 10 % by its one-sided test, Holm-adjusted p = {p:.2g}, "
+                               "though its two-sided 95 % interval reaches into medium): 14.0 % [9.9 %, 19.5 %]")
+    assert "shown above 10 % one-sided" in str(_severity_cell(s.to_json()))
+    # a claim the interval shows by itself reads as before
+    clear = rate_finding(share("t", "agreement", 150, 200), CLASSIFIER)
+    assign_levels([clear], CLASSIFIER)
+    assert clear.text().startswith("major: 25.0 % [19.5 %, 31.4 %]")

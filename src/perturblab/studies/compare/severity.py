@@ -91,6 +91,8 @@ class Severity:
     flags: tuple[str, ...] = ()
     same_as: str = ""
     score: bool = False  # a score difference (no rate level)
+    #: the threshold a claimed medium or major level was shown above (its one-sided test), or None
+    shown_above: float | None = None
     #: for an undecided finding, what would decide it if its rate stays (:func:`to_decide`, set by
     #: the comparison): ``n`` its examples, ``samples`` its study's size, ``more`` the samples to
     #: add, ``seconds`` about how long they take, ``held`` why no size of the study can (or "")
@@ -117,6 +119,13 @@ class Severity:
             if self.low is not None and self.high is not None:
                 value += f" [{percent(self.low)} %, {percent(self.high)} %]"
         span = f" (its interval reaches {self.span})" if self.span else ""
+        if self.shown_above is not None and self.low is not None and self.low < self.shown_above:
+            # the claim rests on a one-sided test at the Holm-adjusted level, which the two-sided
+            # 95 % interval printed beside it does not show: say what it rests on
+            p = self.adjusted.get(self.level)
+            span = (f" (shown above {percent(self.shown_above, 0)} % by its one-sided test"
+                    + (f", Holm-adjusted p = {p:.2g}" if p is not None else "")
+                    + f", though its two-sided 95 % interval reaches into {self.span.split(' to ')[0]})")
         n = f", n = {self.n}" if self.n else ""
         same = f"; counted with {self.same_as}" if self.same_as else ""
         return f"{self.level}{span}: {value} {self.what}{n}{same}{flag}{decide_text(self.decide)}"
@@ -265,10 +274,11 @@ def assign_levels(findings: Sequence[Severity], kind: str, alpha: float = ALPHA)
         s.direction = "worse" if s.rate > 0 else "better" if s.rate < 0 else ""
         # a finding counted with another keeps its own unadjusted tests for the level it shows
         adj = s.adjusted if not s.same_as else {"medium": p_above(s, at), "major": p_above(s, 2 * at)}
+        s.shown_above = None
         if adj.get("major", 1.0) <= alpha:
-            s.level = "major"
+            s.level, s.shown_above = "major", 2 * at
         elif adj.get("medium", 1.0) <= alpha:
-            s.level = "medium"
+            s.level, s.shown_above = "medium", at
         elif gap and noise:
             s.level = "within noise"
         elif gap and s.high is not None and s.high < 0:
