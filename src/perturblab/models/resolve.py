@@ -33,8 +33,6 @@ unknown name lists the known ones, a path that names nothing says so (as :func:`
 
 from __future__ import annotations
 
-import json
-
 import re
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -283,7 +281,6 @@ def _check_source(ms: ModelSpec, role: str) -> None:
     name = ms.source
     if role == "language_model":
         from .lm_presets import LM_PRESETS
-        from .sources import HUB_ID
 
         if named.api_definition(name, role) is not None or name in LM_PRESETS:
             return
@@ -292,7 +289,7 @@ def _check_source(ms: ModelSpec, role: str) -> None:
             if not path.is_file():
                 raise _no_such_path(ms, role, gguf=True)
             return
-        if _is_local_or_hub(name) or HUB_ID.match(name):
+        if _is_local_or_hub(name):
             return
         if _looks_like_path(name):
             raise _no_such_path(ms, role, gguf=True)
@@ -353,16 +350,12 @@ def _check_head(source: str, role: str) -> None:
     architectures none of which is a sequence classification model (a bare encoder such as
     ``BertModel``: its head would be random), before any model is timed or loaded; a directory
     whose config names none is left to the loader."""
-    path = Path(source).expanduser()
-    if not path.is_dir():
-        return
-    try:
-        archs = json.loads((path / "config.json").read_text(encoding="utf-8")).get("architectures") or []
-    except (OSError, ValueError, AttributeError):
-        return
-    if archs and not any(str(a).endswith("ForSequenceClassification") for a in archs):
+    from .sources import architectures
+
+    archs = architectures(source)
+    if archs and not any(a.endswith("ForSequenceClassification") for a in archs):
         raise InputError(f"{role} {source!r} is not a fine-tuned sequence classification model (its config.json "
-                         f"names {', '.join(map(str, archs))}, without a classification head); give a fine-tuned "
+                         f"names {', '.join(archs)}, without a classification head); give a fine-tuned "
                          "classifier directory, or compare its hidden states with `perturblab similarity`")
 
 

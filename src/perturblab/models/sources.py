@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -16,3 +17,17 @@ def local_or_hub(name: str) -> str | None:
     if HUB_ID.match(name):
         return name
     return None
+
+
+def architectures(source: str) -> list[str] | None:
+    """The ``architectures`` the ``config.json`` of the local model directory ``source`` names
+    (``[]`` when it names none or cannot be read: the loader says what is wrong with it), or None
+    where there is no such file."""
+    config = Path(source).expanduser() / "config.json"
+    if not config.is_file():
+        return None
+    try:
+        archs = json.loads(config.read_text(encoding="utf-8")).get("architectures") or []
+    except (OSError, ValueError, AttributeError):
+        return []
+    return [str(a) for a in archs]

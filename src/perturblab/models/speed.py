@@ -118,19 +118,20 @@ class Speed:
 
     def age_days(self, today: datetime.date | None = None) -> int | None:
         """Whole days since it was measured (None when the day is not known)."""
-        day = _day(self.measured)
-        return None if day is None else ((today or datetime.date.today()) - day).days
+        return _age_days(self.measured, today)
 
 
 def _short(x: float) -> str:
     return f"{x / 1000:.0f}k" if x >= 10_000 else f"{x / 1000:.1f}k" if x >= 1000 else f"{x:.0f}"
 
 
-def _day(text: Any) -> datetime.date | None:
+def _age_days(measured: Any, today: datetime.date | None = None) -> int | None:
+    """Whole days since the day ``measured`` (``2026-11-20``), or None when it is no day."""
     try:
-        return datetime.date.fromisoformat(str(text))
+        day = datetime.date.fromisoformat(str(measured))
     except ValueError:
         return None
+    return ((today or datetime.date.today()) - day).days
 
 
 def _where(device: Any, dtype: Any, backend: str | None = None) -> str:
@@ -293,7 +294,7 @@ def _unsteady(timing: _Timing, rate: float, before: dict[str, Any] | None) -> st
             old, day = float(before["texts_per_s"]), str(before.get("measured", ""))
         except (KeyError, TypeError, ValueError):
             return ""
-        age = Speed(old, None, "", cached=True, measured=day).age_days()
+        age = _age_days(day)
         if age is not None and age <= MAX_AGE_DAYS and rate < FAR_BELOW * old:
             return (f"{rate / old:.2f}x the figure of {day}, as when other work shares the machine (that one is "
                     "kept)")

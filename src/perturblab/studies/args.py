@@ -128,6 +128,16 @@ def n_boot_option(default: int) -> Any:
     return option(default, min=1, help="bootstrap resamples of the intervals")
 
 
+def max_text_chars_option(what: str) -> Any:
+    """``--max-text-chars``: the longest text of ``what`` a study searches (the studies that search
+    declare it with this one help; a runner option, so it changes no result)."""
+    from ..perturb.search import MAX_TEXT_CHARS
+
+    return option(MAX_TEXT_CHARS, min=1, runner=True, in_config=True,
+                  help=f"refuse, before any work, {what} whose text has more characters (each candidate of its "
+                       "search is a copy of it, so its cost grows with its length); 'none': no limit")
+
+
 def finetune_options(*, epochs: int, max_seconds: float | None) -> tuple[Any, Any, Any]:
     """``--epochs``, ``--max-seconds`` and ``--lr``: the training settings of the fine-tunes a study
     makes here (grounding's ``ft:<seed>`` variants, finetuning's fine-tune), with the study's

@@ -83,13 +83,13 @@ def load_study_data(data: str, *, text_fields: Sequence[str] = (), label_column:
     if label_column:
         kw["label_column"] = label_column
     spec = str(data).strip()
-    if not labelled and spec not in DATASETS and not spec.lower().startswith(("hf:", "glue:", "next:")):
-        kw["label_column"] = None  # a file: its texts alone
+    a_file = spec not in DATASETS and not spec.lower().startswith(("hf:", "glue:", "next:"))
+    if not labelled and a_file:
+        kw["label_column"] = None  # its texts alone
     if task:
         kw["task"] = task
-    if fields and text_option != "--text-fields" and spec not in DATASETS \
-            and not spec.lower().startswith(("hf:", "glue:", "next:")):
-        kw["text_option"] = text_option  # a file: its error names the option given
+    if fields and text_option != "--text-fields" and a_file:
+        kw["text_option"] = text_option  # its error names the option given
     return load_dataset(data, **kw)
 
 

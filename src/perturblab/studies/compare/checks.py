@@ -26,7 +26,7 @@ from typing import Any, Sequence
 
 from ...core.headline import Estimate, defined, key_matches
 from .keys import GAPS, SHARES, equivalence_keys
-from .severity import equivalence_interval
+from .severity import equivalence_interval, least_n_where
 
 @dataclass
 class Check:
@@ -137,11 +137,12 @@ def run_equivalence(estimates: "dict[str, Found]", references: dict[str, Estimat
     module docstring), each key once (:func:`_once`); ``references``: the reference's own
     estimates by key, for the scores whose difference is taken here. An undecided check says why
     (:func:`undecided_reason`)."""
-    checks = []
+    checks, paired = [], equivalence_keys()
     for metric, margin in margins:
         for target, mine in estimates.items():
-            keys = {e.key for _, e in _pairs(mine)}
-            found = _once([(s, e) for s, e in _pairs(mine) if _equivalence_of(e, metric, keys)])
+            pairs = _pairs(mine)
+            keys = {e.key for _, e in pairs}
+            found = _once([(s, e) for s, e in pairs if _equivalence_of(e, metric, keys, paired)])
             if not found:
                 checks.append(Check(target, metric, "", margin, None, "no estimate", False, kind="equivalent",
                                     outcome="no estimate"))
@@ -155,10 +156,11 @@ def run_equivalence(estimates: "dict[str, Found]", references: dict[str, Estimat
     return checks
 
 
-def _equivalence_of(e: Estimate, metric: str, keys: set[str]) -> bool:
-    """Whether ``--equivalent metric`` checks ``e``: a paired measure (a score's paired gap stands
-    for the score where the study gives one)."""
-    if e.key.split(":", 1)[0] not in equivalence_keys():
+def _equivalence_of(e: Estimate, metric: str, keys: set[str], paired: Sequence[str]) -> bool:
+    """Whether ``--equivalent metric`` checks ``e``: a paired measure (one of ``paired``, the
+    :func:`~.keys.equivalence_keys`; a score's paired gap stands for the score where the study
+    gives one; ``keys``: the target's keys)."""
+    if e.key.split(":", 1)[0] not in paired:
         return False
     return (key_matches(e.key, metric) and f"{e.key}_gap" not in keys) or e.key == f"{metric}_gap"
 
@@ -241,18 +243,7 @@ def passes_at_best(kind: str, key: str, n: int, limit: float, strict: bool) -> b
 def least_n(kind: str, key: str, limit: float, strict: bool, start: int = 1) -> int | None:
     """The least n (from ``start``) at which the gate passes in the best case
     (:func:`passes_at_best`), or None when it never does up to :data:`MOST_N` or is not known."""
-    n = max(int(start), 1)
-    if passes_at_best(kind, key, n, limit, strict):
-        return n
-    high = n
-    while not passes_at_best(kind, key, high, limit, strict):
-        if high >= MOST_N or passes_at_best(kind, key, high, limit, strict) is None:
-            return None
-        n, high = high, min(2 * high, MOST_N)
-    while high - n > 1:  # passes at high, not at n
-        mid = (n + high) // 2
-        n, high = (n, mid) if passes_at_best(kind, key, mid, limit, strict) else (mid, high)
-    return high
+    return least_n_where(lambda n: passes_at_best(kind, key, n, limit, strict), start, MOST_N)
 
 
 def _too_few(kind: str, e: Estimate, limit: float, strict: bool) -> str:

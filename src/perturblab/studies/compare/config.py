@@ -8,8 +8,8 @@ from typing import ClassVar
 
 from ...core.options import TEXT_FIELDS_HELP, csv_list, option
 from ...errors import InputError
-from ...perturb.search import MAX_TEXT_CHARS, SYNONYM_SETS
-from ..args import Args, HistoryArgs, items, nonempty, one_text_option
+from ...perturb.search import SYNONYM_SETS
+from ..args import Args, HistoryArgs, items, max_text_chars_option, nonempty, one_text_option
 
 def threshold(value: str) -> tuple[str, float]:
     """``METRIC=VALUE`` of ``--fail-under`` -> (metric, value); the metric is a headline key
@@ -119,10 +119,7 @@ class CompareArgs(HistoryArgs, Args):
                                 "to the word in context and outside fixed expressions); 'wordnet' takes every WordNet synonym of the word's part of speech, as "
                                 "the SCoPE paper and `perturblab scope` do (docs/synonym_swaps.md)")
     seed: int = option(0, min=0, help="seed of the samples and perturbations")
-    max_text_chars: int | None = option(MAX_TEXT_CHARS, min=1, runner=True, in_config=True,
-                                        help="refuse, before any work, a sample of the invariances whose text has more "
-                                             "characters (each candidate of its search is a copy of it, so its cost "
-                                             "grows with its length); 'none': no limit")
+    max_text_chars: int | None = max_text_chars_option("a sample of the invariances")
     mlflow: str | None = option(None, runner=True, in_config=True, metavar="URI",
                                 help="also log this comparison as an MLflow run at this tracking URI "
                                      "(sqlite:///mlflow.db, http://host:5000): parameters, each estimate and its "

@@ -205,10 +205,14 @@ def model_kind(spec: str) -> str:
     causal or sequence-to-sequence LM architecture; a ``.gguf`` file is a language model. A spec
     that could be either (a hub id, an ``api:`` model without ``label_words``) is refused: give
     ``--studies``, or compare it with a model of known kind."""
-    from ...models.resolve import check_spec, fits
+    from ...models.resolve import ModelSpec, check_spec, fits
+    from ...models.sources import architectures
 
-    archs = _architectures(spec)
-    if archs is not None:  # a saved model directory says what it is
+    try:
+        archs = architectures(ModelSpec.parse(spec).source)
+    except InputError:  # not a spec: refused below
+        archs = None
+    if archs:  # a saved model directory says what it is
         if any(a.endswith(("ForCausalLM", "ForConditionalGeneration", "LMHeadModel")) for a in archs):
             return LANGUAGE_MODEL
         check_spec(spec, "classifier")  # a bare encoder's head would be random: refused before any timing
@@ -221,38 +225,13 @@ def model_kind(spec: str) -> str:
     if as_lm and not as_clf:
         return LANGUAGE_MODEL
     if as_clf and as_lm:
-        config = Path(spec.split("=", 1)[-1].split("[", 1)[0]).expanduser() / "config.json"
-        if config.is_file():
-            try:
-                archs = json.loads(config.read_text(encoding="utf-8")).get("architectures") or []
-            except (OSError, json.JSONDecodeError, AttributeError):
-                archs = []
-            lm = any(a.endswith(("ForCausalLM", "ForConditionalGeneration", "LMHeadModel")) for a in archs)
-            return LANGUAGE_MODEL if lm else CLASSIFIER
+        if archs is not None:  # a saved model directory that names no architecture
+            return CLASSIFIER
         raise _Either(f"cannot tell whether {spec!r} is a classifier or a language model without loading it; "
                          "give --studies (invariances,robustness,layers for classifiers; "
                          "lm-invariances,selfcheck,layers for language models)")
     raise InputError(f"{spec!r} is neither a classifier nor a language model perturblab can load; give a preset "
                      "(perturblab models lists them), a local model directory, a .gguf file or an api: spec")
-
-
-def _architectures(spec: str) -> list[str] | None:
-    """The ``architectures`` a local model directory's ``config.json`` names, or None (no such
-    directory or file, or none named)."""
-    from ...models.resolve import ModelSpec
-
-    try:
-        source = ModelSpec.parse(spec).source
-    except InputError:
-        return None
-    config = Path(source).expanduser() / "config.json"
-    if not config.is_file():
-        return None
-    try:
-        archs = json.loads(config.read_text(encoding="utf-8")).get("architectures") or []
-    except (OSError, json.JSONDecodeError, AttributeError):
-        return None
-    return [str(a) for a in archs] or None
 
 
 def models_kind(reference: str, targets: list[str]) -> str:
@@ -339,10 +318,7 @@ def make_plan(args: CompareArgs, *, measure: bool = False) -> Plan:
         """Seconds per unit of size of one run of the study (of ``target``'s, for a part run per
         target): the models' part and the study's own work (:attr:`~.part.Cost.own`)."""
         cost = costs[name]
-        own = cost.own * (raw[cost.own_model] if cost.own_model else 1.0)
-        if cost.own:
-            return cost.per_unit * weight(name, target) + own
-        return cost.per_unit * weight(name, target)
+        return cost.per_unit * weight(name, target) + cost.own * (raw[cost.own_model] if cost.own_model else 1.0)
 
     def units(name: str) -> float:
         """Seconds per unit of the study's size, over all its runs."""

@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from ...core.headline import LEVEL, Estimate, decide_text, defined, percent, wilson_interval
 from ...measures.stats import holm
@@ -326,14 +326,33 @@ def n_to_decide(s: Severity, kind: str) -> int | None:
     """
     if s.score or s.rate is None or not s.n or _decided(s.low, s.high, kind):
         return None
-    if not _decided(*projected(s, MOST_N), kind):
+    return least_n_where(lambda n: _decided(*projected(s, n), kind), int(s.n), MOST_N)
+
+
+def least_n_where(holds: Callable[[int], bool | None], start: int, most: int) -> int | None:
+    """The least n from ``start`` to ``most`` at which ``holds`` (true from some n on, for every
+    larger one: an interval narrowing as n grows), by doubling from ``start`` and then halving
+    the last step; None when it does not hold at ``most``, or ``holds`` says None (not known).
+
+    >>> least_n_where(lambda n: n * n >= 1000, 1, 10_000), least_n_where(lambda n: False, 1, 64)
+    (32, None)
+    """
+    low = max(int(start), 1)
+    first = holds(low)
+    if first is None:
         return None
-    low, high = int(s.n), int(s.n)
-    while not _decided(*projected(s, high), kind):
-        low, high = high, min(2 * high, MOST_N)
-    while high - low > 1:
+    if first:
+        return low
+    high = low
+    while True:
+        if high >= most:
+            return None
+        low, high = high, min(2 * high, most)
+        if holds(high):
+            break
+    while high - low > 1:  # holds at high, not at low
         mid = (low + high) // 2
-        low, high = (low, mid) if _decided(*projected(s, mid), kind) else (mid, high)
+        low, high = (low, mid) if holds(mid) else (mid, high)
     return high
 
 

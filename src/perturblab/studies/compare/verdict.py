@@ -154,18 +154,28 @@ def grade(verdicts: Sequence[Verdict]) -> None:
                             v.examples[sev.key] = shown
 
 
-def findings(verdicts: Sequence[Verdict], target: str) -> str:
-    """``Findings: 1 major (…), 1 medium (…), 2 undecided (…), 3 scores differ (…); levels held to
-    …``: the counted findings of ``target`` at each level, or that none is medium or major."""
-    by_level: dict[str, list[str]] = {"major": [], "medium": [], "differs": [], "undecided": []}
-    found = []
+#: the levels a target's findings and summary count, worst first
+SUMMARY_LEVELS = ("major", "medium", "differs", "undecided")
+
+
+def counted_by_level(verdicts: Sequence[Verdict], target: str) -> dict[str, list[tuple[str, Severity]]]:
+    """The counted findings of ``target`` at each of :data:`SUMMARY_LEVELS`, each with the
+    measure it is of (its estimate's words), in the verdicts' order."""
+    out: dict[str, list[tuple[str, Severity]]] = {lv: [] for lv in SUMMARY_LEVELS}
     for v in (v for v in verdicts if v.target == target):
         measures = {e.key: e.measure for e in v.estimates}
         for sev in v.severity:
-            found.append(sev)
-            if sev.level in by_level and sev.counted():
-                flag = f" ⚑ {', '.join(sev.flags)}" if sev.flags else ""
-                by_level[sev.level].append(measures.get(sev.key, sev.key) + flag)
+            if sev.level in out and sev.counted():
+                out[sev.level].append((measures.get(sev.key, sev.key), sev))
+    return out
+
+
+def findings(verdicts: Sequence[Verdict], target: str) -> str:
+    """``Findings: 1 major (…), 1 medium (…), 2 undecided (…), 3 scores differ (…); levels held to
+    …``: the counted findings of ``target`` at each level, or that none is medium or major."""
+    by_level = {lv: [name + (f" ⚑ {', '.join(sev.flags)}" if sev.flags else "") for name, sev in these]
+                for lv, these in counted_by_level(verdicts, target).items()}
+    found = [sev for v in verdicts if v.target == target for sev in v.severity]
     parts = [f"{len(x)} {lv} ({'; '.join(x)})" for lv, x in by_level.items() if x and lv in ("major", "medium")]
     if by_level["differs"]:
         n = len(by_level["differs"])
@@ -175,10 +185,6 @@ def findings(verdicts: Sequence[Verdict], target: str) -> str:
         text += f"; {len(by_level['undecided'])} undecided at this n ({'; '.join(by_level['undecided'])})"
     note = f"; {family_note(found)}" if any(s.counted() for s in found) else ""
     return f"Findings: {text}{note}."
-
-
-#: the levels a target's summary counts, worst first
-SUMMARY_LEVELS = ("major", "medium", "differs", "undecided")
 
 
 def summary(verdicts: Sequence[Verdict], checks: Sequence[Any], targets: Sequence[str]) -> list[dict[str, Any]]:
@@ -198,12 +204,7 @@ def summary(verdicts: Sequence[Verdict], checks: Sequence[Any], targets: Sequenc
     """
     rows = []
     for i, target in enumerate(targets):
-        found: dict[str, list[str]] = {lv: [] for lv in SUMMARY_LEVELS}
-        for v in (v for v in verdicts if v.target == target):
-            names = {e.key: e.measure for e in v.estimates}
-            for sev in v.severity:
-                if sev.level in found and sev.counted():
-                    found[sev.level].append(names.get(sev.key, sev.key))
+        found = {lv: [name for name, _ in x] for lv, x in counted_by_level(verdicts, target).items()}
         mine = [c for c in checks if c.target == target]
         failed = [c for c in mine if not c.passed]
         said = [f"{len(found[lv])} {lv if lv != 'differs' else 'scores differ'} ({'; '.join(found[lv])})"

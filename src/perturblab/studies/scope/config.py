@@ -9,9 +9,9 @@ from typing import Any, ClassVar, Mapping, Sequence
 
 from ...core.options import TEXT_FIELDS_HELP, ExecutorArgs, count_or_all, csv_list, option
 from ...measures.scope import DEFAULT_CUTOFF, DEFAULT_TOLERANCE
-from ...perturb.search import MAX_TEXT_CHARS, ORDERS, SYNONYM_SETS, SearchSettings
-from ..args import (MAX_SECONDS_HELP, Args, HistoryArgs, capability_names, corpus_split_option, fraction_list, n_boot_option,
-                    nonempty, one_text_option, soft_decay, some_of)
+from ...perturb.search import ORDERS, SYNONYM_SETS, SearchSettings
+from ..args import (MAX_SECONDS_HELP, Args, HistoryArgs, capability_names, corpus_split_option, fraction_list,
+                    max_text_chars_option, n_boot_option, nonempty, one_text_option, soft_decay, some_of)
 from ..given import items
 
 #: the capabilities run on the samples fairness qualifies (App. C)
@@ -145,10 +145,7 @@ class ScopeArgs(SearchGoalArgs, SearchLimitArgs, SearchDataArgs, ExecutorArgs, A
     cutoff: float | None = _cutoff_option("distance of two argmax-invariant changes in a binary task")
     n_boot: int = n_boot_option(1000)
     test_size: float = option(0.25, above=0, below=1, help="share of the data held out as the test split (a fraction in (0, 1))")
-    max_text_chars: int | None = option(MAX_TEXT_CHARS, min=1, runner=True, in_config=True,
-                                        help="refuse, before any work, a sample whose text has more characters (each "
-                                             "candidate of its search is a copy of it, so its cost grows with its "
-                                             "length); 'none': no limit")
+    max_text_chars: int | None = max_text_chars_option("a sample")
     models: Mapping[str, Any] | None = option(None, python_only=True,
                                               help="ready classifier objects by the names the specs give them")
     #: the reference and the targets share the tables: one name per model
