@@ -14,9 +14,15 @@ def test_demo_small(tmp_path):
 
     out = tmp_path / "demo"
     assert main(["demo", "--studies", "invariances", "--budget", "1m", "--out", str(out), "--quiet"]) == 0
-    verdicts = json.loads((out / "compare.json").read_text())["verdicts"]
+    obj = json.loads((out / "compare.json").read_text())
+    verdicts = obj["verdicts"]
     assert {v["target"] for v in verdicts} == {"minilm-l6-int8", "minilm-l3"}
+    # it ran until decided: its rounds grew the invariances and say why they stopped
+    rounds = obj["until"] == "decided" and obj["rounds"]
+    assert rounds and rounds[-1]["stopped"] and all(
+        b["sizes"]["invariances"] > a["sizes"]["invariances"] for a, b in zip(rounds, rounds[1:]))
     html = (out / "report.html").read_text()
+    assert "Until decided: " in html
     # the report opens with the verdicts, both targets' among them, before any study's section
     verdicts_part = html[html.index('id="verdicts"'):html.index('id="study-invariances"')]
     assert "minilm-l6-int8" in verdicts_part and "minilm-l3" in verdicts_part

@@ -38,7 +38,10 @@ class Estimate:
     number of examples (or pairs) behind it; ``interval``: what the interval is over;
     ``better``: ``"higher"``, ``"lower"`` or ``""``; ``flags``: why the number may mean nothing
     (a model predicting one class, at chance level); ``key``: a stable machine name
-    (``soft_scope:typo``)."""
+    (``soft_scope:typo``); ``counts``: the counts a paired difference of 0/1 outcomes rests on,
+    (gained, lost) of its n (an accuracy gap: the examples only the target, and only the
+    reference, gets right), for an interval that needs more than the estimate and n (a confidence
+    sequence, :mod:`perturblab.measures.sequences`); empty otherwise."""
 
     subject: str
     measure: str
@@ -50,10 +53,14 @@ class Estimate:
     better: str = ""
     flags: tuple[str, ...] = ()
     key: str = ""
+    counts: tuple[int, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        """The estimate as plain JSON values (flags as a list)."""
-        return {**asdict(self), "flags": list(self.flags)}
+        """The estimate as plain JSON values (flags as a list; ``counts`` only where it has some)."""
+        out = {**asdict(self), "flags": list(self.flags), "counts": list(self.counts)}
+        if not self.counts:
+            del out["counts"]
+        return out
 
     def text(self, digits: int = 3) -> str:
         """The estimate and its interval as text: ``0.830 [0.620, 0.980]``; ``n/a`` when undefined."""
@@ -81,7 +88,8 @@ class Headline:
     def from_json(cls, obj: dict[str, Any]) -> "Headline":
         """The headline written by :meth:`to_json` (unknown keys ignored)."""
         names = set(Estimate.__dataclass_fields__)
-        ests = [Estimate(**{**{k: v for k, v in e.items() if k in names}, "flags": tuple(e.get("flags") or ())})
+        ests = [Estimate(**{**{k: v for k, v in e.items() if k in names}, "flags": tuple(e.get("flags") or ()),
+                            "counts": tuple(int(c) for c in e.get("counts") or ())})
                 for e in obj.get("estimates") or [] if isinstance(e, dict)]
         return cls(str(obj.get("sentence") or ""), ests)
 

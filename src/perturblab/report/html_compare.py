@@ -46,6 +46,8 @@ class Verdicts:
     order: list[str] = field(default_factory=list)
     #: one (line, anchor) per target, worst first: the first screen (``compare.json``'s summary)
     summary: list[tuple[str, str]] = field(default_factory=list)
+    #: with ``--until decided``: the rounds in one line (their sizes, findings decided, why it stopped)
+    rounds: str = ""
 
     def __bool__(self) -> bool:
         return bool(self.targets or self.checks)
@@ -75,7 +77,25 @@ def read_verdicts(root: Path, obj: Any = None) -> Verdicts:
                                          _estimates_table(mine, str(target), ref), _examples_table(mine, ref, target)))
     out.summary = [(str(s.get("line", "")), anchors[str(s["target"])]) for s in lines]
     out.checks = _checks_table(obj)
+    out.rounds = rounds_line(obj.get("rounds"))
     return out
+
+
+def rounds_line(rounds: Any) -> str:
+    """``Until decided: 3 rounds (invariances n = 113, 201, 245); 20 of 26 findings decided in
+    3.1 min; stopped: …`` for ``compare.json``'s ``rounds``; "" when there are none."""
+    rounds = [r for r in rounds or [] if isinstance(r, dict)]
+    if not rounds:
+        return ""
+    names = list(dict.fromkeys(n for r in rounds for n in (r.get("sizes") or {})))
+    sizes = "; ".join(f"{n} n = " + ", ".join(str(r["sizes"][n]) for r in rounds if n in (r.get("sizes") or {}))
+                      for n in names)
+    last = rounds[-1]
+    seconds = float(last.get("seconds") or 0.0)
+    took = f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.1f} min"
+    return (f"Until decided: {len(rounds)} round{'s' if len(rounds) != 1 else ''} ({sizes}); "
+            f"{last.get('decided')} of {last.get('findings')} findings decided in {took}"
+            + (f"; stopped: {last['stopped']}" if last.get("stopped") else "") + ".")
 
 
 def _estimates(v: dict[str, Any], which: str) -> list[Estimate]:

@@ -124,8 +124,9 @@ def run_checks(estimates: "dict[str, Found]", thresholds: Sequence[tuple[str, fl
                 value = e.low if strict else e.value
                 ok = defined(value) and value >= limit
                 reason = "" if ok or not strict else _too_few("fail-under", e, limit, strict)
-                checks.append(Check(target, metric, e.key, limit, e.value,
-                                    "lower end of the 95 % interval" if strict else "estimate", bool(ok),
+                shown = ("lower end of the 95 % confidence sequence" if e.interval.startswith("confidence sequence")
+                         else "lower end of the 95 % interval")
+                checks.append(Check(target, metric, e.key, limit, e.value, shown if strict else "estimate", bool(ok),
                                     low=e.low, high=e.high, n=e.n, interval=e.interval, compared=value,
                                     outcome="pass" if ok else "FAIL", study=study, reason=reason))
     return checks
@@ -150,7 +151,9 @@ def run_equivalence(estimates: "dict[str, Found]", references: dict[str, Estimat
                 value, low, high, what = _difference(e, references.get(e.key))
                 outcome = _equivalence(low, high, margin, exact=e.interval.startswith("exact"))
                 reason = "" if outcome != "undecided at this n" else undecided_reason(e, low, high, margin)
-                checks.append(Check(target, metric, e.key, margin, value, f"90 % interval of the {what}",
+                shown = ("95 % confidence sequence" if e.interval.startswith("confidence sequence")
+                         else "90 % interval")
+                checks.append(Check(target, metric, e.key, margin, value, f"{shown} of the {what}",
                                     outcome == "equivalent", kind="equivalent", low=low, high=high, n=e.n,
                                     interval=e.interval, compared=None, outcome=outcome, study=study, reason=reason))
     return checks

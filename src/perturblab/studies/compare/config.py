@@ -110,6 +110,14 @@ class CompareArgs(HistoryArgs, Args):
                                                "reference (repeatable): two one-sided tests at 5% on the paired "
                                                "difference, e.g. agreement=0.05 (at most 5% of inputs disagree), "
                                                "accuracy_gap=0.02, relative_robustness_gap=0.05")
+    until: str | None = option(None, choices=("decided",),
+                               help="'decided': run in rounds, the invariances growing where findings are still open, "
+                                    "and stop once every finding's interval lies within one level (or --budget is "
+                                    "spent); its intervals are confidence sequences, valid however often the run "
+                                    "looks (docs/compare.md); default: one round at the budget's sizes")
+    undecided: str = option("pass", choices=("pass", "fail"),
+                            help="with --until decided: the exit status when the budget ends with findings still "
+                                 "undecided: 'pass' (0 unless a check fails) or 'fail' (1)")
     detect: float | None = option(None, above=0, below=1,
                                   help="size each study to detect a difference of this size (e.g. 0.02) with 80% "
                                        "power at 5%, or say that the budget cannot; default: sizes from the budget")
@@ -164,6 +172,12 @@ class CompareArgs(HistoryArgs, Args):
         (robustness) would be given it twice. A copy under a name of its own (``copy=SOURCE``) is a
         second model, compared as any other."""
         found = one_text_option(self) + self.history_relations()
+        if self.undecided != "pass" and self.until is None:
+            found.append(("undecided", "applies to a run with --until decided; give --until decided too, or leave "
+                                       "--undecided out"))
+        if self.until is not None and self.detect is not None:
+            found.append(("until", "--detect sizes each study once, --until decided grows it until its findings "
+                                   "are decided; give one of them"))
         if self.reference is None or self.reference not in self.target_names():
             return found
         from ...models.resolve import ModelSpec

@@ -32,6 +32,10 @@ ERROR_RATES = ("Levels (medium, major) and score differences: a 5 % family-wise 
                "findings (Holm). --fail-under: each check on the estimate, or with --strict on the lower end of its "
                "95 % interval. --equivalent: two one-sided tests at 5 % on the paired difference (a 90 % "
                "interval); passing every check is an intersection-union test at 5 %.")
+#: what ``--until decided`` adds to :data:`ERROR_RATES`
+UNTIL_RATES = (" --until decided: the run looked after every round and stopped when its findings were decided; the "
+               "rates of changed behaviour have confidence sequences, valid at every look (each at 5 %/m for m "
+               "findings of a target), and the checks of those measures use a 95 % confidence sequence.")
 
 
 class CompareResult(StudyResult):
@@ -50,6 +54,8 @@ class CompareResult(StudyResult):
         self.verdicts, self.checks = list(verdicts or []), list(checks or [])
         self.results, self.seconds = dict(results or {}), dict(seconds or {})
         self.out = out  # where the studies' files are saved already (the run's directory)
+        #: with ``--until decided``: each round's sizes, seconds and findings decided (:func:`run_rounds`)
+        self.rounds: list[dict[str, Any]] = []
         self._saved: tuple[Path, list[Path]] | None = None  # where save() wrote, and what
         super().__init__(self._rows())
 
@@ -108,7 +114,9 @@ class CompareResult(StudyResult):
         return {"reference": self.args.reference_name(), "targets": self.args.target_labels(),
                 "reference_spec": self.args.reference, "target_specs": self.args.target_names(),
                 "kind": self.plan.kind, "budget_seconds": self.args.budget_seconds(), "strict": self.args.strict,
-                "error_rates": ERROR_RATES,
+                "error_rates": ERROR_RATES + (UNTIL_RATES if self.args.until else ""),
+                "until": self.args.until, "undecided_exit": self.args.undecided if self.args.until else None,
+                "rounds": self.rounds,
                 "plan": [{"name": p.name, "kind": p.kind, "size": p.size, "estimated_seconds": round(p.seconds, 1),
                           "seconds": round(self.seconds.get(p.name, 0.0), 1), "options": p.options}
                          for p in self.plan.studies],
@@ -134,6 +142,9 @@ class CompareResult(StudyResult):
                          + ":")
             lines += [f"  {c.text()}" for c in self.checks]
             lines.append(self._checks_passed())
+        if self.args.until and self.undecided():
+            lines.append(f"undecided when the budget ended: {', '.join(self.undecided())} (--undecided "
+                         f"{self.args.undecided}: {'exit 1' if self.args.undecided == 'fail' else 'the checks decide'})")
         if len(self.args.target_labels()) > 1:
             lines.append("worst first:")
             lines += [f"  {line}" for line in self.worst_first()]
@@ -159,8 +170,16 @@ class CompareResult(StudyResult):
         rows = "".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in row) + "</tr>" for row in self._cells())
         return "".join(parts) + f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
 
+    def undecided(self) -> list[str]:
+        """The counted findings still undecided, as ``target: key``."""
+        return [f"{v.target}: {s.key}" for v in self.verdicts for s in v.severity
+                if s.counted() and s.level == "undecided"]
+
     def exit_code(self) -> int:
-        """The command's exit status: 1 when a check failed, else 0."""
+        """The command's exit status: 1 when a check failed, or with ``--undecided fail`` when a
+        finding is still undecided; else 0."""
+        if self.args.until and self.args.undecided == "fail" and self.undecided():
+            return 1
         return 0 if self.passed else 1
 
     def save(self, out: str | Path) -> list[Path]:
@@ -382,36 +401,176 @@ def run_compare(args: CompareArgs, plan: Plan) -> CompareResult:
         options.check()
     with output_lock(out, name=".compare.lock", what="the comparison"), placement(*args.placement()):
         stale_report_removed(out)
+        started = time.time()
         for p in plan.studies:
-            study, options = entry(p.kind), planned[p.name]
-            sdir = out / p.name
-            sdir.mkdir(parents=True, exist_ok=True)
-            atomic_write_text(sdir / MANIFEST, p.manifest())
-            t0 = time.time()
-            with named_by(p.name):  # its bars and lines say which study they belong to
-                res, _ = run_saved(study.load_function(), options, out=sdir, what=f"study {p.name}",
-                                   prefix=f"{p.name}: ")
-            result.seconds[p.name] = time.time() - t0
-            result.results[p.name] = res
-            atomic_write_text(sdir / MANIFEST, p.manifest(finished=True))
-            if not args.quiet:
-                print(f"{p.name}: done in {result.seconds[p.name]:.0f} s (planned ~{p.seconds:.0f} s)",
-                      file=sys.stderr, flush=True)
-        reference, targets = args.reference_name(), args.target_labels()
-        mine: dict[str, list] = {t: [] for t in targets}
-        theirs: dict[str, Any] = {}
-        headlines = {name: h for name, h in ((n, r.headline()) for n, r in result.results.items()) if h is not None}
-        notes = pool_flags(headlines, reference)  # a flag rests on all the run's evidence
-        for name, headline in headlines.items():
-            result.verdicts += study_verdicts(name, headline, reference, targets, result.results[name])
-        grade(result.verdicts)  # one family of findings per target, over every study
-        what_would_decide(result)
-        for v in result.verdicts:
-            if (v.study, v.target) in notes:
-                v.sentence += " " + notes[(v.study, v.target)]
-            mine[v.target] += [(v.study, e) for e in v.estimates]
-            theirs.update({e.key: e for e in v.reference})
-        result.checks = (run_checks(mine, args.threshold_list(), args.strict)
-                         + run_equivalence(mine, theirs, args.margin_list()))
-        result.rows = result._rows()
+            run_planned(result, p, planned[p.name])
+        judge(result)
+        if args.until:
+            run_rounds(result, planned, started)
     return result
+
+
+def run_planned(result: CompareResult, p: Any, options: Any) -> None:
+    """Run study ``p`` of the plan with its checked ``options`` into its folder (what its store
+    holds is read back, the rest computed), its manifest saying whether it finished."""
+    from ...studies.registry import entry
+
+    args, out = result.args, Path(result.out)
+    sdir = out / p.name
+    sdir.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(sdir / MANIFEST, p.manifest())
+    t0 = time.time()
+    with named_by(p.name):  # its bars and lines say which study they belong to
+        res, _ = run_saved(entry(p.kind).load_function(), options, out=sdir, what=f"study {p.name}",
+                           prefix=f"{p.name}: ")
+    took = time.time() - t0
+    result.seconds[p.name] = result.seconds.get(p.name, 0.0) + took
+    result.results[p.name] = res
+    atomic_write_text(sdir / MANIFEST, p.manifest(finished=True))
+    if not args.quiet:
+        print(f"{p.name}: done in {took:.0f} s (planned ~{p.seconds:.0f} s)", file=sys.stderr, flush=True)
+
+
+def judge(result: CompareResult) -> None:
+    """The verdicts and checks of what the studies of ``result`` hold now (anew at each round)."""
+    args = result.args
+    reference, targets = args.reference_name(), args.target_labels()
+    mine: dict[str, list] = {t: [] for t in targets}
+    theirs: dict[str, Any] = {}
+    result.verdicts = []
+    headlines = {name: h for name, h in ((n, r.headline()) for n, r in result.results.items()) if h is not None}
+    notes = pool_flags(headlines, reference)  # a flag rests on all the run's evidence
+    for name, headline in headlines.items():
+        result.verdicts += study_verdicts(name, headline, reference, targets, result.results[name])
+    if args.until:  # the estimates the sentences and checks show: confidence sequences where they have one
+        for v in result.verdicts:
+            v.estimates = [anytime_estimate(e) for e in v.estimates]
+    grade(result.verdicts, anytime=bool(args.until))  # one family of findings per target, over every study
+    what_would_decide(result)
+    for v in result.verdicts:
+        if (v.study, v.target) in notes:
+            v.sentence += " " + notes[(v.study, v.target)]
+        mine[v.target] += [(v.study, e) for e in v.estimates]
+        theirs.update({e.key: e for e in v.reference})
+    result.checks = (run_checks(mine, args.threshold_list(), args.strict)
+                     + run_equivalence(mine, theirs, args.margin_list()))
+    result.rows = result._rows()
+
+
+def anytime_estimate(e: Any, alpha: float = 0.05) -> Any:
+    """``e`` with its 95 % interval replaced by its confidence sequence where it has one (a share
+    with a Wilson interval, a paired gap with its counts; :mod:`perturblab.measures.sequences`),
+    for the checks of a run that stops when it is decided; else ``e`` as it is."""
+    from ...core.headline import defined
+    from ...measures.sequences import paired_sequence, share_sequence
+    from .keys import GAPS, SHARES
+
+    first = e.key.split(":", 1)[0]
+    if not defined(e.value) or not e.n or e.interval.startswith("exact"):
+        return e
+    if first in SHARES and "wilson" in e.interval.lower():
+        low, high = share_sequence(float(e.value) * e.n, int(e.n), alpha)
+    elif first in GAPS and len(e.counts) == 2:
+        low, high = paired_sequence(*e.counts, int(e.n), alpha)
+    else:
+        return e
+    return replace(e, low=low, high=high, interval=f"confidence sequence over the {e.n} examples, valid at every "
+                                                    f"look: {100 * (1 - alpha):.0f} %")
+
+
+#: the least a round grows a study by (its size times this), so that each round's fixed work pays
+GROWTH = 1.5
+
+
+def open_findings(result: CompareResult, name: str) -> list[Any]:
+    """The counted findings of study ``name`` that its size can still decide: undecided, with a
+    confidence sequence (:attr:`~.severity.Severity.alpha`) and a size that would decide them
+    (:attr:`~.severity.Severity.decide` names one within the study's largest)."""
+    return [s for v in result.verdicts if v.study == name for s in v.severity
+            if s.counted() and s.alpha is not None and not s.decided(v.kind)
+            and s.decide is not None and "samples" in s.decide and "held" not in s.decide]
+
+
+def next_size(result: CompareResult, p: Any, left: float) -> tuple[int, str]:
+    """The size of the next round of the growing study ``p`` and why: the least that would
+    decide one of its open findings if its rate stays (:func:`what_would_decide`), at least
+    :data:`GROWTH` times its size, within its largest and what ``left`` seconds buy at the pace it
+    ran; ``p.count`` (no round) when none is open or the budget buys no more."""
+    found = open_findings(result, p.name)
+    if not found:
+        return p.count, "decided"
+    want = max(min(s.decide["samples"] for s in found), math.ceil(GROWTH * p.count))
+    want = min(want, p.most) if p.most else want
+    # seconds a sample: as planned, times how much slower or faster than planned the study ran so far
+    pace = p.per_sample * (result.seconds.get(p.name, p.seconds) / p.seconds if p.seconds else 1.0)
+    affordable = p.count + math.floor(max(left, 0.0) / pace) if pace > 0 else want
+    size = min(want, affordable)
+    if size <= p.count:
+        return p.count, "budget"
+    return size, ""
+
+
+def run_rounds(result: CompareResult, planned: dict[str, Any], started: float) -> None:
+    """``--until decided``: after the first round (every study at its planned size, the growing
+    ones from their first size), grow each study that :attr:`~.part.Part.grows` while it has open
+    findings (:func:`open_findings`) and the budget has seconds left, one round at a time: its draws
+    nest, so a round computes only its new samples; the verdicts are judged anew after each round
+    (their confidence sequences hold at every look). Each round is recorded in ``result.rounds``
+    and said on the console."""
+    from ...studies.registry import entry
+    from .part import part_of
+
+    args = result.args
+    budget = args.budget_seconds()
+
+    def record(sizes: dict[str, int], seconds: float, why: str = "") -> None:
+        counted = [(v, s) for v in result.verdicts for s in v.severity if s.counted()]
+        decided = sum(s.decided(v.kind) for v, s in counted)
+        result.rounds.append({"round": len(result.rounds) + 1, "sizes": sizes, "seconds": round(seconds, 1),
+                              "decided": decided, "findings": len(counted), "stopped": why})
+        if not args.quiet:
+            print(f"round {len(result.rounds)}: {decided} of {len(counted)} findings decided ("
+                  + ", ".join(f"{n} n = {k}" for n, k in sizes.items()) + f"; {_clock(seconds)} of --budget "
+                  f"{_clock(budget)})" + (f"; {why}" if why else ""), file=sys.stderr, flush=True)
+
+    growing = [p for p in result.plan.studies if (part_of(p.name) is not None and part_of(p.name).grows)]
+    record({p.name: p.count for p in growing}, time.time() - started)
+    while True:
+        left = budget - (time.time() - started)
+        steps = {p.name: next_size(result, p, left) for p in growing}
+        grown = {n: size for n, (size, _) in steps.items() if size > next(p for p in growing if p.name == n).count}
+        if not grown:
+            names = {p.name for p in growing}
+            still = [f"{v.target}: {s.key}" for v in result.verdicts if v.study in names for s in v.severity
+                     if s.counted() and not s.decided(v.kind)]
+            why = ("every finding decided" if not still else
+                   f"the budget is spent; {len(still)} still open" if any(w == "budget" for _, w in steps.values())
+                   else f"{len(still)} still open, each beyond what the study can take (its largest useful size, "
+                        "or what the data holds) at its present rate")
+            if result.rounds:
+                result.rounds[-1]["stopped"] = why
+                if not args.quiet:
+                    print(f"stopped: {result.rounds[-1]['stopped']}", file=sys.stderr, flush=True)
+            return
+        for p in growing:
+            if p.name in grown:
+                grow(p, grown[p.name])
+                planned[p.name] = entry(p.kind).options()(**p.options, out=str(Path(result.out) / p.name),
+                                                          quiet=args.quiet)
+                planned[p.name].check()
+                run_planned(result, p, planned[p.name])
+        judge(result)
+        record({p.name: p.count for p in growing}, time.time() - started)
+
+
+def grow(p: Any, size: int) -> None:
+    """Set the planned study ``p`` to ``size`` (its options, count and the words of its size);
+    its planned seconds grow by what a sample was planned to cost."""
+    p.seconds += (size - p.count) * p.per_sample
+    p.options = {**p.options, p.size_key: size}
+    p.count = size
+    p.size = f"{p.size_key.replace('_', '-')} = {size}"
+
+
+def _clock(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.1f} min"

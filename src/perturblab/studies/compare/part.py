@@ -78,7 +78,11 @@ class Part:
     found), so it grows with the reference's cost alone; ``available(args)``: how many samples
     the comparison's data holds for it and what they are (``(1000, "the test split of
     rotten_tomatoes")``; None: more than it ever takes), the cap of its size; ``slower(args)``: how
-    many times its measured per-unit time the comparison's options make it take (None: 1)."""
+    many times its measured per-unit time the comparison's options make it take (None: 1);
+    ``grows``: every finding it gives has a confidence sequence (rates of 0/1 outcomes with their
+    counts), so ``--until decided`` runs it in rounds of growing size, its draws nested (a larger
+    size keeps the smaller one's samples and computes only the new ones), until its findings are
+    decided; a part without runs once, at its planned size."""
 
     name: str
     kinds: tuple[str, ...]
@@ -92,6 +96,7 @@ class Part:
     per_target: bool = False
     per_model: bool = False
     by_reference: bool = False
+    grows: bool = False
     available: Callable[[Any], "tuple[int, str] | None"] | None = None
     slower: Callable[[Any], float] | None = None
 

@@ -293,6 +293,11 @@ def make_plan(args: CompareArgs, *, measure: bool = False) -> Plan:
     chosen = [n for n in chosen if n in allowed]
     check_metrics([m for m, _ in args.threshold_list()], chosen)  # what needs no model is refused first
     check_metrics([m for m, _ in args.margin_list()], chosen, "--equivalent")
+    if args.until:
+        check_anytime(args, [known[n] for n in chosen])
+        if not any(known[n].grows for n in chosen):
+            plan.notes.append(f"--until decided: no study of this plan grows in rounds (the {kind}s' findings have "
+                              "no confidence sequences yet); it runs once, at the budget's sizes")
     budget = args.budget_seconds()
     costs = {name: cost_of(name, kind, args) for name in chosen}  # under these options (Part.slower)
     #: each model's cost against the measured one's, unbounded below (a bag of words costs ~0)
@@ -399,6 +404,11 @@ def make_plan(args: CompareArgs, *, measure: bool = False) -> Plan:
                                             size_key=cost.size, count=size, per_sample=per_run(name, t),
                                             most=most, most_why=why))
             continue
+        if args.until and part.grows:  # a first round of half its share; later rounds grow it where findings are open
+            first = max(min(size, cost.least), math.ceil(size / 2))
+            plan.notes.append(f"--until decided: {name} starts at {label} = {first} and grows in rounds while its "
+                              f"findings are open, up to {label} = {most} ({why}) within the budget")
+            size = first
         plan.studies.append(Planned(name, registered[name], {**part.options(args, size, plan), **allowed[name]},
                                     cost.fixed + size * per_run(name), size=f"{label} = {size}",
                                     detects=detectable(size) if part.rates else None, size_key=cost.size, count=size,
@@ -428,9 +438,29 @@ def make_plan(args: CompareArgs, *, measure: bool = False) -> Plan:
                          + f"); give --budget {_budget_text(plan.seconds())} or more, or fewer --studies"
                          + plan.read_back())
     plan.notes += unreachable_gates(args, plan, {n: why for n, (_, why) in allocated.items()}, available)
-    if args.detect is None:
+    if args.detect is None and not args.until:  # with --until the rounds take what the budget buys
         plan.notes.append(_what_more_buys(allocated, allocate(2 * budget), budget, plan.seconds(), available, kind))
     return plan
+
+
+def check_anytime(args: CompareArgs, chosen: list[Any]) -> None:
+    """Refuse, with ``--until decided``, a gate on an interval that holds at one n only, of a study
+    that grows in rounds (its n is then chosen by the data): ``--strict --fail-under`` and
+    ``--equivalent`` take the rates with confidence sequences (the shares kept, the accuracy gap)
+    and any measure of a study run once."""
+    from .keys import GAPS, SHARES
+
+    grown = {k for part in chosen if part.grows for k in part.keys} - set(SHARES + GAPS)
+    fixed = {k for part in chosen if not part.grows for k in part.keys}
+    gates = ([("--strict --fail-under", m) for m, _ in args.threshold_list()] if args.strict else []) + \
+        [("--equivalent", m) for m, _ in args.margin_list()]
+    for option, metric in gates:
+        first = metric.split(":", 1)[0]
+        if first in grown and first not in fixed:
+            raise InputError(f"{option} {metric}: with --until decided the run stops when its findings are decided, "
+                             f"and {first}'s interval holds at one n only; gate on "
+                             f"{', '.join(k for k in SHARES + GAPS if k != 'relative_robustness_gap')} (intervals "
+                             f"valid at every look), drop --strict, or run without --until")
 
 
 def unreachable_gates(args: CompareArgs, plan: Plan, held: dict[str, str | None],

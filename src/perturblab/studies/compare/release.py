@@ -10,7 +10,7 @@ from ...history.store import Release
 #: options of a comparison that do not make two releases incomparable: which model is the target,
 #: how long the studies may take (samples are nested: a larger budget holds the smaller one's
 #: examples), and the checks
-NOT_SETUP = ("targets", "budget", "fail_under", "strict", "equivalent", "detect")
+NOT_SETUP = ("targets", "budget", "fail_under", "strict", "equivalent", "detect", "until", "undecided")
 
 
 def setup_of(args: Any, reference_fingerprints: list[str]) -> dict[str, Any]:

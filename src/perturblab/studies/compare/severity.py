@@ -93,13 +93,37 @@ class Severity:
     score: bool = False  # a score difference (no rate level)
     #: the threshold a claimed medium or major level was shown above (its one-sided test), or None
     shown_above: float | None = None
+    #: the counts a paired gap's confidence sequence rests on: (gained, lost) of its n
+    counts: tuple[int, ...] = ()
+    #: with ``--until decided``: the error rate its interval (a confidence sequence, valid at every
+    #: look) is held to, its share of the target's 5 % (:func:`assign_levels`); None: a fixed-n interval
+    alpha: float | None = None
     #: for an undecided finding, what would decide it if its rate stays (:func:`to_decide`, set by
     #: the comparison): ``n`` its examples, ``samples`` its study's size, ``more`` the samples to
     #: add, ``seconds`` about how long they take, ``held`` why no size of the study can (or "")
     decide: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {**asdict(self), "flags": list(self.flags)}
+        return {**asdict(self), "flags": list(self.flags), "counts": list(self.counts)}
+
+    def sequence(self) -> str:
+        """Which confidence sequence its rate has (:mod:`perturblab.measures.sequences`): ``share``
+        for a count of n (a Wilson interval's share), ``paired`` for a gap of 0/1 outcomes with
+        its counts, else "" (none: its interval holds at one n only)."""
+        if self.score or self.rate is None or not self.n:
+            return ""
+        if self.method == "wilson":
+            return "share"
+        if len(self.counts) == 2 and self.key.split(":", 1)[0] in GAPS:
+            return "paired"
+        return ""
+
+    def decided(self, kind: str) -> bool:
+        """Whether the run decides it: a rate's interval lies within one level (below the medium
+        threshold, between it and the major one, or above that), a score differs."""
+        if self.score:
+            return self.level == "differs"
+        return _decided(self.low, self.high, kind)
 
     def counted(self) -> bool:
         """Whether it is one of the target's findings (not a repeat of another one's cause)."""
@@ -151,6 +175,8 @@ def _span(low: float | None, high: float | None, kind: str) -> str:
 
 def _method(e: Estimate) -> str:
     text = e.interval.lower()
+    if text.startswith("confidence sequence"):
+        return "sequence"
     return "exact" if text.startswith("exact") else "wilson" if "wilson" in text and e.n else "normal"
 
 
@@ -168,7 +194,7 @@ def rate_finding(e: Estimate, kind: str) -> Severity | None:
     else:
         rate, low, high = -float(e.value), (-float(e.high) if has else None), (-float(e.low) if has else None)
     return Severity(e.key, RATE_OF[first], rate, low, high, interval=e.interval, n=e.n, method=_method(e),
-                    flags=tuple(e.flags), span=_span(low, high, kind))
+                    flags=tuple(e.flags), span=_span(low, high, kind), counts=tuple(e.counts))
 
 
 def score_difference(target: Estimate, reference: Estimate) -> Severity | None:
@@ -241,14 +267,77 @@ def _upper_tail(z: float) -> float:
     return 0.5 * math.erfc(z / math.sqrt(2))
 
 
-def assign_levels(findings: Sequence[Severity], kind: str, alpha: float = ALPHA) -> None:
+def anytime_interval(s: Severity, alpha: float, n: int | None = None) -> tuple[float, float]:
+    """The 1 − ``alpha`` confidence sequence of the rate of ``s`` (:meth:`Severity.sequence`) at
+    its n, or at ``n`` with its rate (and its counts' shares) as they are."""
+    from ...measures.sequences import paired_sequence, share_sequence
+
+    at = int(n or s.n)
+    scale = at / int(s.n)
+    if s.sequence() == "share":
+        return share_sequence(min(max(float(s.rate), 0.0), 1.0) * at, at, alpha)
+    gained, lost = (min(round(c * scale), at) for c in s.counts)
+    lost = min(lost, at - gained)  # rounded shares of a run where nearly every pair is discordant
+    low, high = paired_sequence(gained, lost, at, alpha)
+    return -high, -low  # the rate is what the target loses: −(target − reference)
+
+
+def _sequence_level(s: Severity, at: float) -> str:
+    """The level a rate's confidence sequence shows: one it lies within, else undecided."""
+    gap = s.key.split(":", 1)[0] in GAPS
+    if s.low >= 2 * at:
+        return "major"
+    if s.low >= at and s.high < 2 * at:
+        return "medium"
+    if gap and s.high < 0:
+        return "none (better)"
+    if s.high < at:
+        return "within noise" if gap and s.low <= 0 else "minor"
+    return "undecided"
+
+
+def assign_levels(findings: Sequence[Severity], kind: str, alpha: float = ALPHA, anytime: bool = False) -> None:
     """Set the ``level`` of each of one target's findings: its tests (medium and major for a
     rate, differs for a score) form one family, Holm-adjusted (:func:`~perturblab.measures.stats.holm`), and each level is
-    claimed as the module docstring says."""
+    claimed as the module docstring says.
+
+    With ``anytime`` (``--until decided``: a run that looks after every round and stops when its
+    findings are decided) each rate with a confidence sequence (:meth:`Severity.sequence`) gets
+    that interval instead, at ``alpha`` / m for m counted findings (Bonferroni: every such
+    interval holds at once, at every look, with probability 1 − ``alpha`` · its share), and its
+    level is the one its interval lies within (:func:`_sequence_level`); the other findings (of
+    studies run once at a planned n) keep their Holm-adjusted tests at the rest of ``alpha``.
+
+    >>> s = Severity("agreement", "", 0.0, 0.0, 0.06, n=200, method="wilson")
+    >>> assign_levels([s], CLASSIFIER, anytime=True)
+    >>> s.level, round(s.high, 4), s.alpha  # 0 of 200: below 5 % at every look
+    ('minor', 0.0306, 0.05)
+    """
     at = THRESHOLDS[kind]
+    counted = [s for s in findings if s.counted()]
+    each = alpha / max(len(counted), 1)
+    sequential = [s for s in findings if anytime and s.rate is not None and s.sequence()]
+    for s in sequential:
+        s.alpha = each if s.counted() else alpha  # a repeat of another's cause shows its own, unadjusted
+        s.low, s.high = anytime_interval(s, s.alpha)
+        s.span = _span(s.low, s.high, kind)
+        s.interval = (f"confidence sequence over the {s.n} examples, valid at every look: "
+                      f"{100 * (1 - s.alpha):.2f} % each"
+                      + (f", {100 * (1 - alpha):.0f} % over this target's {len(counted)} findings together"
+                         if s.counted() and len(counted) > 1 else ""))
+    seq_ids = {id(s) for s in sequential}
+    rest = sum(1 for s in counted if id(s) not in seq_ids)
+    alpha = alpha * rest / len(counted) if sequential and counted else alpha  # what the fixed-n tests keep
     family: list[tuple[Severity, str, float]] = []
     for s in findings:
         s.p, s.adjusted = {}, {}
+        if id(s) in seq_ids:
+            s.direction = "worse" if s.rate > 0 else "better" if s.rate < 0 else ""
+            s.shown_above = None
+            s.level = _sequence_level(s, at)
+            continue
+        if not anytime:
+            s.alpha = None
         if not s.counted():
             continue
         if s.score:
@@ -259,6 +348,8 @@ def assign_levels(findings: Sequence[Severity], kind: str, alpha: float = ALPHA)
     for (s, h, _), adj in zip(family, holm([p for _, _, p in family])):
         s.adjusted[h] = adj
     for s in findings:
+        if id(s) in seq_ids:
+            continue
         if s.rate is None:
             s.level = s.level or "n/a"
             continue
@@ -301,6 +392,8 @@ def projected(s: Severity, n: int) -> tuple[float | None, float | None]:
     √(its n / n) (the way an interval of a mean narrows)."""
     if s.rate is None or s.low is None or s.high is None or not s.n:
         return None, None
+    if s.alpha is not None and s.sequence():
+        return anytime_interval(s, s.alpha, n)
     if s.method == "wilson":
         return wilson_interval(min(max(s.rate, 0.0), 1.0) * n, n)
     shrink = math.sqrt(s.n / n)
@@ -377,6 +470,13 @@ def one_cause(findings: Sequence[Severity]) -> None:
 
 def family_note(findings: Sequence[Severity]) -> str:
     """What the levels' error rate is over, for the report and the console."""
+    counted = [s for s in findings if s.counted()]
+    if any(s.alpha is not None for s in counted):
+        seq = sum(1 for s in counted if s.alpha is not None)
+        return (f"levels held to a 5 % family-wise error rate over this target's {len(counted)} findings and every "
+                f"look: {seq} confidence sequence{'s' if seq != 1 else ''} at 5 %/{len(counted)} each"
+                + (f", the other {len(counted) - seq} findings' tests (of a fixed n) at the rest (Holm)"
+                   if seq < len(counted) else ""))
     tests = sum(len(s.p) for s in findings if s.counted())
     return (f"levels held to a 5 % family-wise error rate over this target's {tests} tests "
             f"({sum(s.counted() for s in findings)} findings; Holm)")
@@ -407,7 +507,7 @@ def equivalence_interval(e: Estimate, level_: float = 1 - 2 * ALPHA) -> tuple[fl
     if not (defined(e.value) and defined(e.low) and defined(e.high)):
         return None, None
     method = _method(e)
-    if method == "exact":
+    if method in ("exact", "sequence"):  # a confidence sequence at 95 %: each side at most 5 % at every look
         return float(e.low), float(e.high)
     if method == "wilson":
         return clopper_pearson(float(e.value) * e.n, int(e.n), level_)

@@ -130,17 +130,18 @@ def _findings(scores: bool, mine: list[Estimate], theirs: list[Estimate], kind: 
     return out
 
 
-def grade(verdicts: Sequence[Verdict]) -> None:
+def grade(verdicts: Sequence[Verdict], anytime: bool = False) -> None:
     """Set the levels of each target's findings over all its ``verdicts`` (one family per target,
-    :func:`~.severity.assign_levels`; repeats of one cause counted once), then each verdict's
-    sentence and examples."""
+    :func:`~.severity.assign_levels`; repeats of one cause counted once; ``anytime``: with
+    confidence sequences, for a run that stops when its findings are decided), then each
+    verdict's sentence and examples."""
     for target in dict.fromkeys(v.target for v in verdicts):
         mine = [v for v in verdicts if v.target == target]
         found = [s for v in mine for s in v.severity]
         for s in found:
             s.same_as = ""
         one_cause(found)
-        assign_levels(found, mine[0].kind)
+        assign_levels(found, mine[0].kind, anytime=anytime)
         for v in mine:
             part = part_of(v.study)
             v.sentence = part.sentence(v) if part is not None else listed(v)
@@ -183,6 +184,9 @@ def findings(verdicts: Sequence[Verdict], target: str) -> str:
     text = ", ".join(parts) if parts else "none medium or major"
     if by_level["undecided"]:
         text += f"; {len(by_level['undecided'])} undecided at this n ({'; '.join(by_level['undecided'])})"
+    decided = [sev for sev in found if sev.counted() and sev.alpha is not None]
+    if decided:
+        text += f"; {sum(sev.level != 'undecided' for sev in decided)} of {len(decided)} decided at every look"
     note = f"; {family_note(found)}" if any(s.counted() for s in found) else ""
     return f"Findings: {text}{note}."
 

@@ -223,8 +223,10 @@ def _agreement_estimates(groups: dict[tuple[str, str, str], list[dict[str, Any]]
                 what = f"95 % paired bootstrap over {over}"
             else:
                 _, low, high, what = over_trials([r.get("acc_diff") for r in rs], bounds=(-1.0, 1.0))
+            counts = (b, c) if target != ref and all(isinstance(r.get("acc_discordant"), list) for r in rs) else ()
             out.append(Estimate(subject, f"{what_acc.capitalize()} gap, target − reference", value, low, high,
-                                n=sum(ns), interval=what, better="higher", flags=flags, key="accuracy_gap"))
+                                n=sum(ns), interval=what, better="higher", flags=flags, key="accuracy_gap",
+                                counts=counts))
     return out
 
 

@@ -144,7 +144,7 @@ SEARCH_OWN = 0.14
 INVARIANCES = Part("invariances", (CLASSIFIER,),
                    {CLASSIFIER: Cost("n", per_unit=round(1.55 / WORDNET_SLOWER - SEARCH_OWN, 3), fixed=20.0,
                                      share=0.45, least=20, most=1000, own=SEARCH_OWN, own_model="minilm-l6")},
-                   KEYS, _invariances, sentence, rates=True, by_reference=True,
+                   KEYS, _invariances, sentence, rates=True, by_reference=True, grows=True,
                    available=lambda args: data_examples(args, 0.25), slower=_slower)
 LM_INVARIANCES = Part("lm-invariances", (LANGUAGE_MODEL,),
                       {LANGUAGE_MODEL: Cost("n", per_unit=round(14.7 / WORDNET_SLOWER, 3), fixed=20.0, share=0.45, least=10,
