@@ -30,9 +30,13 @@ def test_mcnemar_exact_one_sided_by_hand():
     assert paired_change(base, new, "lower")[4] == pytest.approx(stats.binom.sf(0, 6, 0.5))
 
 
-def test_paired_bootstrap_t_near_student_t_for_symmetric_differences_and_only_shared_count():
-    """For symmetric, near-normal differences (n = 400) the bootstrap-t interval and test agree
-    with Student's paired t (scipy's ttest_rel) to within a few percent of the interval's width."""
+def test_paired_betting_interval_against_student_t_for_symmetric_differences_and_only_shared_count():
+    """For symmetric, near-normal differences (n = 400, sd 0.08) the betting interval holds the
+    mean about in its middle and is wider than Student's paired t (it holds for every distribution
+    of differences in [−1, 1], which costs width where the differences bunch near 0: 1.9 times
+    here), and its one-sided test is the more conservative. (This compared the bootstrap-t interval
+    with Student's t, a few percent apart, until the betting interval replaced it: the bootstrap-t
+    under-covers sparse differences, tests/history/test_check_intervals.py.)"""
     rng = np.random.default_rng(3)
     a = rng.uniform(0.3, 0.7, 400)
     b = a + rng.normal(-0.01, 0.08, 400)
@@ -40,11 +44,12 @@ def test_paired_bootstrap_t_near_student_t_for_symmetric_differences_and_only_sh
     new = {f"0:{i}": float(v) for i, v in enumerate(b)}
     new["0:999"] = 0.0  # an example only the new release holds: left out
     d, ci, _, n, p, what = paired_change(base, new, "higher")
-    assert n == 400 and d == pytest.approx(float(np.mean(b - a)), rel=1e-12) and "bootstrap-t" in what
+    assert n == 400 and d == pytest.approx(float(np.mean(b - a)), rel=1e-12) and "betting" in what
     ref = stats.ttest_rel(b, a, alternative="less")
     half = stats.t.ppf(0.975, 399) * np.std(b - a, ddof=1) / math.sqrt(400)
-    assert ci == pytest.approx([d - half, d + half], abs=0.06 * half)
-    assert p == pytest.approx(ref.pvalue, abs=0.02)
+    assert ci[0] < d < ci[1] and abs((ci[0] + ci[1]) / 2 - d) < 0.1 * half
+    assert 1.5 * half < (ci[1] - ci[0]) / 2 < 2.5 * half
+    assert ref.pvalue < p < 1.0
 
 
 def test_no_example_differs_keeps_a_width():
@@ -64,12 +69,15 @@ def test_unpaired_from_intervals_by_hand():
                            "higher") is None
 
 
-def test_paired_t_interval_coverage_on_bounded_terms():
-    """The bootstrap-t interval of the mean paired difference of terms in [0, 1] (Soft-SCoPE's),
-    most differences 0 and the rest skewed, covers the population's difference about 95 % of the
+def test_paired_interval_coverage_on_bounded_terms():
+    """The interval of the mean paired difference of terms in [0, 1] (Soft-SCoPE's), most
+    differences 0 and the rest skewed, covers the population's difference at least 95 % of the
     time at n = 60 (Student's t covers 0.91 here): 1,000 draws from a fixed population, so the
-    binomial standard error of the coverage is 0.007 and the band [0.93, 0.97] is about three of
-    them."""
+    binomial standard error of the coverage is 0.007 and 0.93 is about three of them below 0.95.
+    (The upper end of the band, 0.97, was dropped with the bootstrap-t interval: the betting
+    interval holds for every distribution and so covers more than 95 % of this one; the
+    bootstrap-t's 0.951 here did not carry to sparser differences,
+    tests/history/test_check_intervals.py.)"""
     rng = np.random.default_rng(11)
     pop_a = rng.beta(8, 1.5, 50_000)
     pop_b = np.clip(pop_a - rng.gamma(0.6, 0.05, 50_000) * (rng.random(50_000) < 0.4), 0, 1)
@@ -81,7 +89,7 @@ def test_paired_t_interval_coverage_on_bounded_terms():
         new = {str(k): float(v) for k, v in enumerate(pop_b[idx])}
         _, (lo, hi), _, _, _, _ = paired_change(base, new, "higher")
         hits += lo <= truth <= hi
-    assert 0.93 <= hits / 1000 <= 0.97
+    assert hits / 1000 >= 0.93
 
 
 def test_unpaired_interval_coverage_from_two_wilson_intervals():

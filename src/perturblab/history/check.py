@@ -5,19 +5,37 @@ release (the last accepted one, or one named), and tests for a drift over the la
 
 * **Paired on the shared examples** wherever both releases stored the per-example terms of the
   estimate (:mod:`.store`): the difference new − baseline over the examples both hold.
-  0/1 terms (Hard-SCoPE, agreement) get the Jeffreys interval of the discordant examples
+  0/1 terms (Hard-SCoPE, agreement, accuracy), and the −1/0/1 terms of the accuracy gap while
+  each example's difference is −1, 0 or 1 (the reference the same in both releases), get the
+  Jeffreys interval of the discordant examples
   (:func:`~perturblab.measures.stats.discordant_difference_ci`, which keeps a width when none is
   discordant) and McNemar's exact one-sided test (the examples only one release gets right:
   under no change, those the new one loses are Binomial(discordant, ½)). Terms in [0, 1]
-  (Soft-SCoPE) get the bootstrap-t (studentized) interval of the mean paired difference and its
-  one-sided bootstrap-t test (the Student-t interval under-covers the skewed differences of such
-  terms: 0.91 against 0.95 at n = 60 in tests/history);
-  where every difference is 0, the interval of :func:`discordant_difference_ci` with no
+  (Soft-SCoPE), or [−1, 1] (a gap otherwise), get the betting confidence interval of the mean
+  paired difference and its one-sided betting test (:mod:`~perturblab.measures.betting`, Waudby-Smith
+  and Ramdas 2024, on (d + w)/2w for differences d in [−w, w]): it holds for any distribution of
+  the differences at every n. Normal-theory intervals do not: on differences most of which are 0
+  (3 % of the examples changed), the bootstrap-t interval covered 0.68 of 0.95 at n = 60
+  (tests/history/test_check_intervals.py). The price is width at small n (never narrower than
+  about ±0.08 on 60 examples). Its bets depend on the order of the examples, which is a random
+  order fixed by a seed: the same releases give the same interval on every run.
+  Where every difference is 0, the interval of :func:`discordant_difference_ci` with no
   discordant example (a mean of differences in [−1, 1] is at most the share of examples that
   differ, in size).
 * **Unpaired** otherwise (the study stores no per-example terms): the normal approximation
   from the two 95 % intervals, se = width / (2 × 1.96), which ignores the positive correlation
-  of estimates on shared examples and so is conservative.
+  of estimates on shared examples and so is conservative. An estimate of 0 with the interval
+  [0, 0] (a gap to the reference on examples none of which differ) is a measured 0 over its n
+  examples, not a missing interval: it gets the width :func:`discordant_difference_ci` gives no
+  discordant example of n, and two of them (the same target in both releases) are a change of 0
+  with that interval, as paired terms that never differ are.
+* **One change counted once.** A target's own estimate beside its gap to the reference in the
+  same study (``relative_robustness:typo`` and ``relative_robustness_gap:typo``, ``accuracy``
+  and ``accuracy_gap``) move together, the reference being the same in every release of a
+  setup: the gap is tested, and the estimate is shown as ``counted_with`` it (its own p for
+  information, outside the Holm family). So are the keys ``compare`` counts once
+  (:func:`~perturblab.studies.compare.severity.one_cause`: ``CAP*`` beside ``CAP``, one key of two
+  studies, the one with the larger n tested). The drift test counts them once the same way.
 * A **regression** is a change in the worse direction (the estimate's ``better``) whose one-sided
   test rejects at a 5 % family-wise error rate over all of the release's tests (Holm) and that
   is at least ``min_change`` in size (default :data:`MIN_CHANGE`, one point of a share): beyond
@@ -52,6 +70,7 @@ import numpy as np
 from ..core.headline import key_matches
 from ..errors import InputError
 from ..measures.stats import holm
+from ..studies.compare.severity import one_cause
 from .store import History, Release
 
 #: the family-wise error rate of the regressions and of the drifts
@@ -59,7 +78,7 @@ ALPHA = 0.05
 #: releases the drift test looks back over, the release included
 WINDOW = 5
 #: the smallest change a verdict counts (one point of a share): a change beyond noise but smaller
-#: is reported as ``small`` (a quantised copy's Soft-SCoPE 0.998 against 1.000 on 40 examples)
+#: is reported as ``small`` (Soft-SCoPE 0.995 against 1.000, lower on every one of 2,000 examples)
 MIN_CHANGE = 0.01
 Z95 = 1.959963984540054
 
@@ -79,7 +98,9 @@ class Change:
     interval over ``n`` (the shared examples when ``paired``), the one-sided ``p`` of a change in
     the worse direction (two-sided where no direction is better) and its Holm-``adjusted`` value,
     and ``verdict``: ``regressed``, ``improved``, ``moved`` (no better direction), ``small``
-    (beyond noise but smaller than the smallest change counted) or ``same`` (within noise)."""
+    (beyond noise but smaller than the smallest change counted), ``same`` (within noise) or
+    ``counted_with`` (one change with the estimate ``same_as`` names, which is tested instead:
+    its ``p`` is for information, its ``adjusted`` None)."""
 
     target: str
     study: str
@@ -95,21 +116,27 @@ class Change:
     interval: str
     paired: bool
     p: float = 1.0
-    adjusted: float = 1.0
+    adjusted: float | None = 1.0
     verdict: str = "same"
     #: the 90 % interval of the difference, for the equivalence checks
     low90: float | None = None
     high90: float | None = None
+    #: the estimate this one is counted with (module docstring), or ""
+    same_as: str = ""
 
     def text(self, tests: int | None = None) -> str:
         """``hard_scope:typo 0.980 → 0.900: −0.080 [−0.140, −0.030] (paired, n = 50; p = 0.002
         Holm)``; with ``tests`` (the number of the release's tests) the p before the adjustment
-        too: ``(...; p = 0.016, 0.38 after Holm over 24 tests)``."""
+        too: ``(...; p = 0.016, 0.38 after Holm over 24 tests)``; one counted with another:
+        ``(...; p = 0.004 alone, counted with relative_robustness_gap:typo (robustness))``."""
         span = f" [{_num(self.low)}, {_num(self.high)}]" if self.low is not None and self.high is not None else ""
         how = "paired" if self.paired else "unpaired"
         n = f", n = {self.n}" if self.n else ""
-        p = (f"p = {self.adjusted:.3g} Holm" if tests is None else
-             f"p = {self.p:.3g}, {self.adjusted:.3g} after Holm over {tests} test{'' if tests == 1 else 's'}")
+        if self.same_as:
+            p = f"p = {self.p:.3g} alone, counted with {self.same_as}"
+        else:
+            p = (f"p = {self.adjusted:.3g} Holm" if tests is None else
+                 f"p = {self.p:.3g}, {self.adjusted:.3g} after Holm over {tests} test{'' if tests == 1 else 's'}")
         return (f"{self.key} ({self.study}) {_num(self.base)} → {_num(self.new)}: {_num(self.diff)}{span} "
                 f"({how}{n}; {p})")
 
@@ -118,7 +145,8 @@ class Change:
 class Drift:
     """The trend of one estimate over ``releases``: ``slope`` per release with its 95 % interval,
     the one-sided ``p`` of a slope in the worse direction and its Holm-``adjusted`` value;
-    ``drifting`` when that rejects at 5 %."""
+    ``drifting`` when that rejects at 5 %. ``n``: the last release's; ``same_as``: the estimate
+    this one is counted with (module docstring; then it is not tested, ``adjusted`` None)."""
 
     target: str
     study: str
@@ -130,8 +158,10 @@ class Drift:
     low: float
     high: float
     p: float
-    adjusted: float = 1.0
+    adjusted: float | None = 1.0
     drifting: bool = False
+    n: int | None = None
+    same_as: str = ""
 
     def text(self) -> str:
         vals = ", ".join(f"{v:.3f}" for v in self.values)
@@ -179,12 +209,17 @@ class HistoryCheck:
 
     def tests(self) -> int:
         """How many changes were tested (the family the Holm adjustment is over)."""
-        return sum(c.diff is not None for c in self.changes)
+        return sum(c.diff is not None and not c.same_as for c in self.changes)
 
     def near(self) -> list[Change]:
         """The changes whose own test rejects at 5 % but not after the Holm adjustment over the
         release's tests: moved, not beyond noise after adjustment (never counted)."""
         return [c for c in self.changes if c.verdict == "same" and c.diff is not None and c.p <= ALPHA]
+
+    def repeated(self) -> list[Change]:
+        """The changes counted with another (``counted_with``) whose own test rejects at 5 %:
+        shown beside the one tested, never counted."""
+        return [c for c in self.changes if c.verdict == "counted_with" and c.p <= ALPHA]
 
     def failed(self, fail_on_regression: bool = True) -> bool:
         """Whether the check fails: an equivalence check failed, or (with
@@ -211,7 +246,7 @@ class HistoryCheck:
         else:
             k = len(self.changes)
             lines = [f"release {self.release} against {self.baseline}: {k} estimate{'' if k == 1 else 's'} compared"]
-        moved = [c for c in self.changes if c.verdict != "same"]
+        moved = [c for c in self.changes if c.verdict not in ("same", "counted_with")]
         heads = {"regressed": "regressed", "improved": "improved", "moved": "moved (no better direction)",
                  "small": f"beyond noise but smaller than {self.min_change:g}, not counted"}
         for verdict, head in heads.items():
@@ -224,6 +259,11 @@ class HistoryCheck:
             lines.append(f"moved, not beyond noise after adjustment ({len(near)}, not counted: p ≤ {ALPHA:g} alone, "
                          "not after Holm):")
             lines += [f"  {c.target}: {c.text(self.tests())}" for c in near]
+        repeated = self.repeated()
+        if repeated:
+            lines.append(f"moved with an estimate tested in its place ({len(repeated)}, one change each, not counted "
+                         "again):")
+            lines += [f"  {c.target}: {c.text()}" for c in repeated]
         if not moved and self.baseline is not None:
             lines.append(f"no estimate moved beyond noise (5 % family-wise error rate over {self.tests()} "
                          f"test{'' if self.tests() == 1 else 's'}, Holm)")
@@ -243,8 +283,16 @@ class HistoryCheck:
         return "\n".join(lines)
 
 
-def _binary(values: Sequence[float]) -> bool:
-    return all(v in (0.0, 1.0) for v in values)
+def _counts(a: np.ndarray, b: np.ndarray) -> tuple[int, int] | None:
+    """(gained, lost): the examples whose term rose by 1 and fell by 1, where every term is 0 or
+    1 (a share's), or −1, 0 or 1 (a gap of shares to a reference) and no difference is larger
+    than 1 (the reference's terms the same in both); else None."""
+    if not (np.all(np.isin(a, (-1.0, 0.0, 1.0))) and np.all(np.isin(b, (-1.0, 0.0, 1.0)))):
+        return None
+    d = b - a
+    if np.any(np.abs(d) > 1):
+        return None
+    return int(np.sum(d == 1)), int(np.sum(d == -1))
 
 
 def _worse_sign(better: str) -> int:
@@ -258,6 +306,17 @@ def paired_change(base: dict[str, float], new: dict[str, float], better: str, *,
     worse change (two-sided without a direction), what the interval is over) over the examples
     both hold; None when they share fewer than 2.
 
+    0/1 terms, and −1/0/1 terms of a gap whose differences are −1, 0 or 1 (an accuracy gap to a
+    reference whose terms are the same in both releases): the Jeffreys interval of the discordant
+    examples (those that rose by 1 and fell by 1) and McNemar's exact test. Other terms: the
+    betting interval and one-sided betting test of the mean of (d + w)/2w
+    (:mod:`~perturblab.measures.betting`), valid for any distribution of the differences at every
+    n, where the terms lie in a range [lo, hi] of width w (the smallest with whole ends that holds
+    [0, 1] and them all: [0, 1] for Soft-SCoPE, w = 1; [−1, 1] for a gap, w = 2) and
+    so the differences d in [−w, w]. The betting interval depends on the order of the examples:
+    they are taken in the random order ``seed`` fixes, so the same two releases always give the
+    same interval.
+
     >>> base = {str(i): 1.0 for i in range(100)}
     >>> new = {**base, **{str(i): 0.0 for i in range(12)}}   # 12 examples lost, none gained
     >>> d, ci, _, n, p, _ = paired_change(base, new, "higher")
@@ -266,7 +325,8 @@ def paired_change(base: dict[str, float], new: dict[str, float], better: str, *,
     """
     from scipy import stats
 
-    from ..measures.stats import bootstrap_t_interval, discordant_difference_ci, studentized_bootstrap
+    from ..measures.betting import betting_interval, betting_pvalue
+    from ..measures.stats import discordant_difference_ci
 
     shared = sorted(set(base) & set(new))
     n = len(shared)
@@ -276,8 +336,9 @@ def paired_change(base: dict[str, float], new: dict[str, float], better: str, *,
     b = np.asarray([new[k] for k in shared], dtype=np.float64)
     d = b - a
     worse = _worse_sign(better)
-    if _binary(a) and _binary(b):
-        gained, lost = int(np.sum((b == 1) & (a == 0))), int(np.sum((b == 0) & (a == 1)))
+    counts = _counts(a, b)
+    if counts is not None:
+        gained, lost = counts
         ci = discordant_difference_ci(gained, lost, n, seed=seed)
         ci90 = discordant_difference_ci(gained, lost, n, level=0.90, seed=seed)
         k = gained + lost
@@ -290,26 +351,33 @@ def paired_change(base: dict[str, float], new: dict[str, float], better: str, *,
             p = float(stats.binom.sf(bad - 1, k, 0.5))
         return float(d.mean()), ci, ci90, n, p, (f"Jeffreys interval of the paired difference over the {n} shared "
                                                  f"examples ({gained} gained, {lost} lost)")
-    mean, sd = float(d.mean()), float(d.std(ddof=1))
-    if sd == 0.0:
-        if mean == 0.0:
-            return 0.0, discordant_difference_ci(0, 0, n, seed=seed), discordant_difference_ci(
-                0, 0, n, level=0.90, seed=seed), n, 1.0, (f"no example of the {n} shared differs; the bound on the "
-                                                         "share that may differ")
-        p = 0.0 if (worse != 0 and np.sign(mean) == worse) else (1.0 if worse != 0 else 0.0)
-        return mean, [mean, mean], [mean, mean], n, p, f"every one of the {n} shared examples moved by {mean:+.4f}"
-    mean, se, t = studentized_bootstrap(d, seed=seed)
-    tstat = mean / se
-    below, above = (float((np.sum(t <= tstat) + 1) / (len(t) + 1)), float((np.sum(t >= tstat) + 1) / (len(t) + 1)))
-    p = min(1.0, 2 * min(below, above)) if worse == 0 else (below if worse < 0 else above)
-    return (mean, bootstrap_t_interval(mean, se, t), bootstrap_t_interval(mean, se, t, 0.90), n, p,
-            f"bootstrap-t interval of the mean paired difference over the {n} shared examples")
+    if not np.any(d):
+        return 0.0, discordant_difference_ci(0, 0, n, seed=seed), discordant_difference_ci(
+            0, 0, n, level=0.90, seed=seed), n, 1.0, (f"no example of the {n} shared differs; the bound on the "
+                                                     "share that may differ")
+    terms = np.concatenate([a, b])  # in [lo, hi]: [0, 1] for a share's terms, [−1, 1] for a gap's
+    w = float(max(1.0, math.ceil(terms.max())) - min(0.0, math.floor(terms.min())))
+    x = np.clip((d + w) / (2 * w), 0.0, 1.0)
+
+    def back(ends: tuple[float, float]) -> list[float]:
+        return [float(2 * w * v - w) for v in ends]
+
+    side = "two-sided" if worse == 0 else ("less" if worse < 0 else "greater")
+    p = betting_pvalue(x, 0.5, side, alpha=ALPHA, seed=seed)
+    return (float(d.mean()), back(betting_interval(x, 0.05, seed=seed)), back(betting_interval(x, 0.10, seed=seed)),
+            n, p, f"betting interval of the mean paired difference over the {n} shared examples (Waudby-Smith and "
+            "Ramdas)")
 
 
 def unpaired_change(base: dict[str, Any], new: dict[str, Any], better: str
                     ) -> tuple[float, list[float], list[float], float, str] | None:
     """(difference, 95 % and 90 % intervals, one-sided p, what it is over) from the two
     estimates' 95 % intervals alone (normal approximation); None without both intervals.
+
+    An estimate of 0 with the interval [0, 0] over n examples (a gap to the reference where no
+    example differs) is a measured 0: its interval is taken as :func:`discordant_difference_ci`
+    of no discordant example of n. When both are, the change is 0 with that interval (over the
+    smaller n) and p = 1, as for paired terms none of which differ.
 
     >>> d, ci, _, p, _ = unpaired_change({"value": 0.9, "low": 0.88, "high": 0.92},
     ...                                  {"value": 0.8, "low": 0.78, "high": 0.82}, "higher")
@@ -318,10 +386,22 @@ def unpaired_change(base: dict[str, Any], new: dict[str, Any], better: str
     """
     from scipy import stats
 
+    from ..measures.stats import discordant_difference_ci
+
     vals = [base.get(k) for k in ("value", "low", "high")] + [new.get(k) for k in ("value", "low", "high")]
     if any(v is None or not math.isfinite(float(v)) for v in vals):
         return None
     bv, bl, bh, nv, nl, nh = (float(v) for v in vals)
+    zero = [_measured_zero(e) for e in (base, new)]
+    if zero[0] and zero[1]:
+        n = min(zero[0], zero[1])
+        return (0.0, discordant_difference_ci(0, 0, n), discordant_difference_ci(0, 0, n, level=0.90), 1.0,
+                f"no example differed in either release (0 with the interval [0, 0]); the bound on the share of "
+                f"the {n} examples that may differ")
+    if zero[0]:
+        bl, bh = discordant_difference_ci(0, 0, zero[0])
+    if zero[1]:
+        nl, nh = discordant_difference_ci(0, 0, zero[1])
     se = math.hypot((bh - bl) / (2 * Z95), (nh - nl) / (2 * Z95))
     diff = nv - bv
     if se == 0.0:
@@ -334,11 +414,39 @@ def unpaired_change(base: dict[str, Any], new: dict[str, Any], better: str
             "normal approximation from the two 95 % intervals (unpaired: the study stores no per-example terms)")
 
 
+def _measured_zero(estimate: dict[str, Any]) -> int:
+    """The n of an estimate of 0 with the interval [0, 0] over n > 0 examples (none of which
+    differed), else 0."""
+    n = estimate.get("n")
+    if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n <= 0:
+        return 0
+    return int(n) if all(estimate.get(k) is not None and float(estimate[k]) == 0.0
+                         for k in ("value", "low", "high")) else 0
+
+
+def one_change(items: Sequence[Any]) -> None:
+    """Mark (``same_as``) each of ``items`` (changes or drifts) that repeats another's change
+    (module docstring): a target's own estimate ``NAME[:REST]`` beside its gap to the reference
+    ``NAME_gap[:REST]`` of the same study is counted with the gap, then among the rest of a
+    target's, what :func:`~perturblab.studies.compare.severity.one_cause` counts once."""
+    by_target: dict[str, list[Any]] = {}
+    for c in items:
+        by_target.setdefault(c.target, []).append(c)
+    for group in by_target.values():
+        keys = {(c.study, c.key) for c in group}
+        for c in group:
+            name, sep, rest = c.key.partition(":")
+            gap = f"{name}_gap{sep}{rest}"
+            if (c.study, gap) in keys:
+                c.same_as = f"{gap} ({c.study})"
+        one_cause([c for c in group if not c.same_as])
+
+
 def compare_releases(history: History, release: Release, baseline: Release, *,
                      min_change: float = MIN_CHANGE) -> list[Change]:
     """Each estimate of ``release`` that ``baseline`` also holds, compared (the module
-    docstring), with Holm-adjusted verdicts; a change beyond noise smaller than ``min_change``
-    is ``small``."""
+    docstring), with Holm-adjusted verdicts over those not counted with another
+    (:func:`one_change`); a change beyond noise smaller than ``min_change`` is ``small``."""
     base = {(e["target"], e["study"], e["key"]): e for e in baseline.estimates}
     changes = []
     for e in release.estimates:
@@ -361,7 +469,11 @@ def compare_releases(history: History, release: Release, baseline: Release, *,
             n, paired = e.get("n"), False
         changes.append(Change(e["target"], e["study"], e["key"], e["measure"], better, b.get("value"), e.get("value"),
                               diff, ci[0], ci[1], n, what, paired, p=p, low90=ci90[0], high90=ci90[1]))
-    tested = [c for c in changes if c.diff is not None]
+    one_change([c for c in changes if c.diff is not None])
+    for c in changes:
+        if c.same_as:
+            c.verdict, c.adjusted = "counted_with", None
+    tested = [c for c in changes if c.diff is not None and not c.same_as]
     for c, adj in zip(tested, holm([c.p for c in tested])):
         c.adjusted = adj
         if adj <= ALPHA:
@@ -379,7 +491,8 @@ def drift(releases: Sequence[Release], window: int = WINDOW, *, min_change: floa
     least 3 of them: drifting when the slope is worse beyond noise and the change it makes over
     the window (slope × (releases − 1)) is at least ``min_change``. An exact interval (width 0: a
     target that is the reference itself) counts with the smallest standard error of its
-    series."""
+    series. An estimate counted with another (:func:`one_change`) is not tested (``adjusted``
+    None, never drifting)."""
     from scipy import stats
 
     recent = list(releases)[-window:]
@@ -387,6 +500,7 @@ def drift(releases: Sequence[Release], window: int = WINDOW, *, min_change: floa
         return []
     series: dict[tuple[str, str, str], list[tuple[int, float, float, str]]] = {}
     better: dict[tuple[str, str, str], str] = {}
+    sizes: dict[tuple[str, str, str], int | None] = {}
     for i, r in enumerate(recent):
         for e in r.estimates:
             v, lo, hi = e.get("value"), e.get("low"), e.get("high")
@@ -395,6 +509,7 @@ def drift(releases: Sequence[Release], window: int = WINDOW, *, min_change: floa
             key = (e["target"], e["study"], e["key"])
             series.setdefault(key, []).append((i, float(v), (float(hi) - float(lo)) / (2 * Z95), r.label))
             better[key] = str(e.get("better") or "")
+            sizes[key] = e.get("n")
     out = []
     for key, pts in series.items():
         worse = _worse_sign(better[key])
@@ -420,8 +535,13 @@ def drift(releases: Sequence[Release], window: int = WINDOW, *, min_change: floa
         p = float(dist.sf(worse * slope / se))
         crit = float(dist.ppf(0.975))
         out.append(Drift(key[0], key[1], key[2], better[key], [p[3] for p in pts], [p[1] for p in pts], slope,
-                         slope - crit * se, slope + crit * se, p))
-    for d, adj in zip(out, holm([d.p for d in out])):
+                         slope - crit * se, slope + crit * se, p, n=sizes[key]))
+    one_change(out)
+    for d in out:
+        if d.same_as:
+            d.adjusted = None
+    tested = [d for d in out if not d.same_as]
+    for d, adj in zip(tested, holm([d.p for d in tested])):
         d.adjusted = adj
         d.drifting = adj <= ALPHA and abs(d.slope) * (len(d.releases) - 1) >= min_change
     return out

@@ -35,8 +35,10 @@ def test_a_comparison_of_three_studies_loads_each_model_once(tmp_path, monkeypat
                      quiet=True)
     assert {v.study for v in res.verdicts} >= {"invariances", "robustness", "layers"}
     # timing (the encoder), invariances and robustness (the classifier), layers (the encoder): one load
-    # of each model in each role, though three studies and the plan's timing use them
-    assert sorted(loads) == sorted({("minilm-l3", "encoder"), ("minilm-l3", "classifier"),
-                                    ("twin", "encoder"), ("twin", "classifier")}), loads
+    # of each model in each role, though three studies and the plan's timing use them; the meaning
+    # check's MiniLM-L6 is loaded for its timing too unless a timing of it is kept from an earlier plan
+    assert len(loads) == len(set(loads)), loads
+    assert set(loads) - {("minilm-l6", "encoder")} == {("minilm-l3", "encoder"), ("minilm-l3", "classifier"),
+                                                       ("twin", "encoder"), ("twin", "classifier")}, loads
     # outside a comparison nothing is shared
     assert resolve._SHARED.get() is None
