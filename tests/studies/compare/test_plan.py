@@ -253,3 +253,30 @@ def test_a_directory_that_is_no_saved_classifier_is_refused_before_any_model_is_
     assert model_kind(f"candidate={head}") == CLASSIFIER
     (head / "config.json").write_text(json.dumps({"architectures": ["LlamaForCausalLM"]}))
     assert model_kind(str(head)) == LANGUAGE_MODEL
+
+
+@pytest.mark.parametrize("n", [20, 113, 385, 1000])
+def test_medium_from_is_the_rate_the_exact_level_test_shows_above_five_percent_with_80_percent_power(n):
+    from scipy import stats
+
+    from perturblab.studies.compare.plan import levelled
+
+    k = next(k for k in range(n + 2) if stats.binom.sf(k - 1, n, 0.05) <= 0.05)  # the least count it rejects at
+    r = levelled(n, 0.05)
+    assert stats.binom.sf(k - 1, n, r) == pytest.approx(0.80, abs=1e-6)
+    assert stats.binom.sf(k - 1, n, r - 0.002) < 0.80  # the least such rate
+    from perturblab.studies.compare.plan import detectable
+
+    assert n < 100 or r > detectable(n)  # a level asks more than a detected difference (the normal
+    # approximation behind detectable is loose at n = 20)
+
+
+def test_the_plan_says_from_which_rate_a_finding_is_levelled_medium():
+    from perturblab.studies.compare.plan import levelled
+
+    plan = make_plan(args_of(reference="tfidf-lr", targets="twin=tfidf-lr", studies="invariances", budget="2m"))
+    inv = plan.studies[0]
+    assert inv.medium_from == pytest.approx(levelled(inv.count, 0.05))
+    table = plan.table()
+    assert f"medium from {100 * inv.medium_from:.1f} %" in table
+    assert "when the changes all go one way (changes both ways need more)" in table

@@ -61,6 +61,8 @@ class Planned:
     size: str = ""
     #: the smallest rate of changed behaviour its n detects (80 % power, 5 %; :func:`detectable`)
     detects: float | None = None
+    #: the smallest rate its n shows above the medium threshold with 80 % power (:func:`levelled`)
+    medium_from: float | None = None
     #: the option that sets its size, and that size (``("n", 266)``)
     size_key: str = ""
     count: int = 0
@@ -69,6 +71,8 @@ class Planned:
     #: the largest size it can take (its largest useful size, or what the data holds) and why
     most: int = 0
     most_why: str = ""
+    #: the rate from which a finding is medium for the models' kind
+    threshold: float = 0.05
 
     def stored(self, folder: Path) -> str | None:
         """What ``folder`` (this study's folder of an earlier run) already holds, in words: the
@@ -143,11 +147,18 @@ class Plan:
                  f"about {_minutes(self.seconds())} {self.where()}"]
         width = max((len(p.name) for p in self.studies), default=0)
         lines += [(f"  {p.name:<{width}}  {p.kind:<10} {p.size:<16} ~{_minutes(p.seconds):<8}"
-                   + (f" detects {100 * p.detects:.1f} %" if p.detects is not None else "")).rstrip()
+                   + (f" detects {100 * p.detects:.1f} %" if p.detects is not None else "")
+                   + (f", medium from {100 * p.medium_from:.1f} %" if p.medium_from is not None else "")).rstrip()
                   for p in self.studies]
         if any(p.detects is not None for p in self.studies):
             lines.append(f"  detects: the smallest rate of changed behaviour (target against reference) that its n "
-                         f"finds with {100 * POWER:.0f} % power at 5 % (two-sided, before the multiplicity adjustment)")
+                         f"finds with {100 * POWER:.0f} % power at 5 % (two-sided, before the multiplicity "
+                         "adjustment), when the changes all go one way (changes both ways need more)")
+        if any(p.medium_from is not None for p in self.studies):
+            at = next(p.threshold for p in self.studies if p.medium_from is not None)
+            lines.append(f"  medium from: the smallest rate its n shows above {100 * at:.0f} % (a medium finding) with "
+                         f"{100 * POWER:.0f} % power, by the exact test at 5 %; the adjustment over a target's "
+                         "findings asks more")
         lines += [f"  left out: {why}" for why in self.left_out]
         lines += [f"  speed: {m}: {s.text()}" + (f" ({s.when()}; --retime measures again)" if s.cached
                                                  else f" ({s.when()})" if s.when() else "")
@@ -180,6 +191,25 @@ def detectable(n: int) -> float:
     """
     z2 = _z_sum() ** 2
     return z2 / (n + z2)
+
+
+def levelled(n: int, threshold: float, alpha: float = POWER_ALPHA) -> float:
+    """The smallest rate that ``n`` examples show above ``threshold`` (a medium finding's line)
+    with :data:`POWER` power by the exact one-sided binomial test at ``alpha`` (the test the levels
+    use, before the adjustment over a target's findings): the least rate r whose
+    P(X ≥ k | n, r) ≥ 0.8, k the least count that test rejects at.
+
+    >>> round(levelled(385, 0.05), 3)  # "detects 2 %" at n = 385, but a medium level from 8.3 %
+    0.083
+    """
+    from scipy import optimize, stats
+
+    k = int(stats.binom.isf(alpha, n, threshold)) + 1  # the least count with P(X ≥ k | threshold) ≤ alpha
+    while k > 0 and stats.binom.sf(k - 2, n, threshold) <= alpha:
+        k -= 1
+    if k > n:
+        return 1.0
+    return float(optimize.brentq(lambda r: stats.binom.sf(k - 1, n, r) - POWER, threshold, 1.0, xtol=1e-9))
 
 
 def needed(d: float) -> int:
@@ -409,10 +439,14 @@ def make_plan(args: CompareArgs, *, measure: bool = False) -> Plan:
             plan.notes.append(f"--until decided: {name} starts at {label} = {first} and grows in rounds while its "
                               f"findings are open, up to {label} = {most} ({why}) within the budget")
             size = first
+        from .severity import THRESHOLDS
+
         plan.studies.append(Planned(name, registered[name], {**part.options(args, size, plan), **allowed[name]},
                                     cost.fixed + size * per_run(name), size=f"{label} = {size}",
                                     detects=detectable(size) if part.rates else None, size_key=cost.size, count=size,
-                                    per_sample=per_run(name), most=most, most_why=why))
+                                    per_sample=per_run(name), most=most, most_why=why,
+                                    medium_from=levelled(size, THRESHOLDS[kind]) if part.rates else None,
+                                    threshold=THRESHOLDS[kind]))
     if args.detect is not None:
         short = [p for p in plan.studies if p.detects is not None and p.detects > args.detect + 1e-12]
         if short:
