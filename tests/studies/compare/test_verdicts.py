@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 import pytest
+from scipy import stats
 
 from perturblab.core.headline import Headline, wilson_interval
 from perturblab.errors import InputError
@@ -45,10 +46,11 @@ def test_every_sentence_of_a_verdict_reads_at_a_glance():
 
 
 def test_robustness_verdicts_read_the_paired_gap_not_the_overlap_of_two_intervals():
-    # the two models' own intervals overlap, yet the paired gap excludes 0: the target is more robust
+    # the two models' own intervals overlap, yet the paired gap excludes 0, far enough to hold after
+    # Holm over the target's 9 tests (medium, major and no difference of each gap): it is more robust
     h = Headline("s", [estimate("ref", "relative_robustness:change_char", 0.80, 0.72, 0.88),
                        estimate("t", "relative_robustness:change_char", 0.93, 0.85, 1.0),
-                       estimate("t", "relative_robustness_gap:change_char", 0.129, 0.025, 0.234),
+                       estimate("t", "relative_robustness_gap:change_char", 0.129, 0.064, 0.194),
                        estimate("t", "relative_robustness_gap:swap_words", -0.15, -0.21, -0.09),
                        estimate("t", "relative_robustness_gap:drop_first", 0.01, -0.02, 0.04)])
     v = study_verdicts("robustness", h, "ref", ["t"])[0]
@@ -56,10 +58,31 @@ def test_robustness_verdicts_read_the_paired_gap_not_the_overlap_of_two_interval
     assert levels == {"relative_robustness_gap:change_char": "none (better)",
                       "relative_robustness_gap:swap_words": "medium",  # 15 % [9 %, 21 %]: above 5 %, not 10 %
                       "relative_robustness_gap:drop_first": "within noise"}
-    assert "More robust than ref, beyond the paired interval, to: change_char (0.129 [0.025, 0.234])" in v.sentence
-    assert "Less robust than ref, beyond the paired interval, to: swap_words" in v.sentence
+    # no difference, by the side of the interval facing 0: z = 0.129 / (0.065 / 1.96); second smallest
+    # of 9 (swap_words' z = 0.15 / (0.06 / 1.96) is the smallest): Holm multiplies it by 8
+    p = 2 * stats.norm.sf(0.129 / (0.065 / 1.959963984540054))
     better = next(s for s in v.severity if s.key.endswith("change_char"))
-    assert better.direction == "better" and (better.rate, better.low, better.high) == pytest.approx((-0.129, -0.234, -0.025))
+    assert better.p["differs"] == pytest.approx(p, rel=1e-9) and better.adjusted["differs"] == pytest.approx(8 * p)
+    assert ("More robust than ref, after Holm's adjustment over its findings, to: change_char (0.129 [0.064, 0.194], "
+            f"Holm-adjusted p = {8 * p:.2g})") in v.sentence
+    assert "Less robust than ref, after Holm's adjustment over its findings, to: swap_words" in v.sentence
+    assert better.direction == "better"
+    assert (better.rate, better.low, better.high) == pytest.approx((-0.129, -0.194, -0.064))
+
+
+def test_a_gap_beyond_its_interval_alone_is_within_noise_after_holm():
+    # 0.129 [0.025, 0.234]: p = 0.015 alone, the third smallest of 9, times 7 is 0.105 > 5 %
+    h = Headline("s", [estimate("t", "relative_robustness_gap:change_char", 0.129, 0.025, 0.234),
+                       estimate("t", "relative_robustness_gap:swap_words", -0.15, -0.21, -0.09),
+                       estimate("t", "relative_robustness_gap:drop_first", 0.01, -0.02, 0.04)])
+    v = study_verdicts("robustness", h, "ref", ["t"])[0]
+    s = next(s for s in v.severity if s.key.endswith("change_char"))
+    p = 2 * stats.norm.sf(0.129 / (0.104 / 1.959963984540054))
+    assert p < 0.05 and s.p["differs"] == pytest.approx(p, rel=1e-9) and s.adjusted["differs"] == pytest.approx(7 * p)
+    assert s.level == "within noise" and "More robust" not in v.sentence
+    assert ("Within noise after the adjustment, though beyond the 95 % interval alone: change_char (0.129 [0.025, "
+            f"0.234], Holm-adjusted p = {7 * p:.2g})") in v.sentence
+    assert "Less robust than ref, after Holm's adjustment over its findings, to: swap_words" in v.sentence
 
 
 def test_selfcheck_differences_give_direction_and_size_and_are_adjusted():

@@ -143,14 +143,17 @@ def test_the_gap_is_the_difference_of_relative_robustness(three_models):
     e = ests[("b", "relative_robustness_gap:drop_first")]
     assert e.value == gaps[("b", "drop_first")]["gap"] and e.n == 200
     assert e.measure == "relative robustness gap, drop_first, minus a's"
-    assert e.interval == "95 % paired bootstrap over test examples " + PAIRED
+    assert e.interval == ("95 % Jeffreys interval over test examples, from the Dirichlet(½) posterior of both "
+                          "models' 16 joint outcomes on each example (right or wrong, clean and perturbed); a "
+                          "deterministic perturbation, the same at every draw")
     assert ests[("b", "accuracy_gap")].value == 0.0  # both right on every clean input
 
 
 def test_the_gap_interval_is_paired(three_models):
     """b errs wherever a does under drop_first, and on a few examples more: the two models' own
-    intervals overlap, but on the same resamples b is always the lower, so the gap's interval lies
-    below 0; it is the percentile interval of the replicate-by-replicate differences."""
+    intervals overlap, but paired on the same examples b is the lower, so the gap's interval lies
+    below 0; it is the central 95 % interval of the gap under the Dirichlet(counts + ½) posterior
+    of the 16 joint outcomes (both models right or wrong, clean and perturbed) on each example."""
     study, models, result, _ = three_models
     ests = {(e.subject, e.key): e for e in result.headline().estimates}
     a, b = ests[("a", "relative_robustness:drop_first")], ests[("b", "relative_robustness:drop_first")]
@@ -167,11 +170,19 @@ def test_the_gap_interval_is_paired(three_models):
         pos = np.array([model.positive(x) for x in xs])
         return (np.where(pos, names.index("pos"), names.index("neg")) == y).astype(float)
 
+    bits = [correct(models["b"], study.inputs), correct(models["a"], study.inputs), correct(models["b"], perturbed),
+            correct(models["a"], perturbed)]
+    counts = np.zeros(16)
+    for cell in (8 * bits[0] + 4 * bits[1] + 2 * bits[2] + bits[3]).astype(int):
+        counts[cell] += 1
+    w = np.random.default_rng(0).gamma(counts + 0.5, size=(20_000, 16))  # Dirichlet draws, unnormalised
+    has = lambda k: np.array([(cell >> (3 - k)) & 1 for cell in range(16)], bool)  # noqa: E731
+    post = w[:, has(2)].sum(1) / w[:, has(0)].sum(1) - w[:, has(3)].sum(1) / w[:, has(1)].sum(1)
+    assert (gap.low, gap.high) == pytest.approx(tuple(np.quantile(post, [0.025, 0.975])), abs=1e-12)
+    # the models' own intervals are still the paired bootstrap's, on the same resamples
     idx = bootstrap_indices(len(y), 1000, seed=study.args.train_seed)
     rr = {k: correct(models[k], perturbed)[idx].mean(axis=1) / correct(models[k], study.inputs)[idx].mean(axis=1)
           for k in ("a", "b")}
-    diffs = rr["b"] - rr["a"]
-    assert (gap.low, gap.high) == pytest.approx(tuple(np.quantile(diffs, [0.025, 0.975])), abs=1e-12)
     assert (a.low, a.high) == pytest.approx(tuple(np.quantile(rr["a"], [0.025, 0.975])), abs=1e-12)
 
 
@@ -188,7 +199,9 @@ def test_several_draws_gap_uses_the_per_draw_gaps_and_satterthwaite(three_models
     half = stats.t.ppf(0.975, df) * math.sqrt(v_d + v_b)
     assert (g["low"], g["high"]) == pytest.approx((g["gap"] - half, g["gap"] + half), abs=1e-12)
     assert g["interval"] == (f"95 % t-interval (Satterthwaite df {df:.1f}) over 3 draws and test examples "
-                             "(both models on the same draws and resamples)")
+                             "(both models on the same draws and examples; the part over examples: the mean of "
+                             "each draw's Jeffreys interval, from the Dirichlet(½) posterior of both models' 16 "
+                             "joint outcomes on each example (right or wrong, clean and perturbed))")
 
 
 def test_gaps_survive_a_reread_of_the_saved_summary(three_models):

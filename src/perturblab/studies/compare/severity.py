@@ -16,15 +16,17 @@ perturbation detectors: 5 % of predictions changed for a classifier, 10 % for a 
 model). A level is claimed only where the run shows it:
 
 * **medium** when the one-sided test of "rate ≤ the medium threshold" rejects, **major** when
-  that of "rate ≤ twice it" rejects, and a score **differs** when the two-sided test of "no
-  difference" rejects — each at a family-wise error rate of 5 % over all of one target's
-  findings (Holm 1979: the chance that any medium, major or differs claim about a target is
-  false is at most 5 %);
+  that of "rate ≤ twice it" rejects, and a score **differs** (a relative robustness gap differs
+  from the reference's, in either direction) when the two-sided test of "no difference"
+  (:func:`p_gap_differs` for a gap) rejects
+  — each at a family-wise error rate of 5 % over all of one target's findings (Holm 1979: the
+  chance that any medium, major or differs claim about a target is false is at most 5 %);
 * **minor** when the rate's 95 % interval ends below the medium threshold;
 * **undecided** otherwise: the n of the run cannot tell (the interval reaches from one level to
   another; :attr:`Severity.span` says which);
 * a gap whose interval holds 0 is **within noise**; one beyond noise in the target's favour is
-  **none (better)**.
+  **none (better)** — for a relative robustness gap only where its test of "no difference"
+  rejects after Holm's adjustment (:data:`TESTED_GAPS`), else it too is within noise.
 
 The tests: a Wilson interval's rate (a count of n) gets the exact binomial test, which holds its
 level at a rate on the threshold (the score test, the inversion of Wilson's interval, rejected
@@ -62,6 +64,9 @@ RATE_OF = {"hard_scope": "invariances of the reference not kept", "agreement": "
            "accuracy_gap": "accuracy lost against the reference's",
            "relative_robustness_gap": "robustness lost beyond the reference's"}
 Z = 1.959963984540054
+#: gaps that also get a two-sided test of "no difference" in the family, so that a direction
+#: claimed of them either way (``compare``'s robustness sentence) is held to the family's 5 %
+TESTED_GAPS = ("relative_robustness_gap",)
 
 
 @dataclass
@@ -98,10 +103,15 @@ class Severity:
     #: with ``--until decided``: the error rate its interval (a confidence sequence, valid at every
     #: look) is held to, its share of the target's 5 % (:func:`assign_levels`); None: a fixed-n interval
     alpha: float | None = None
+    #: the rate from which its level is medium (set by :func:`assign_levels`)
+    medium_at: float | None = None
     #: for an undecided finding, what would decide it if its rate stays (:func:`to_decide`, set by
     #: the comparison): ``n`` its examples, ``samples`` its study's size, ``more`` the samples to
     #: add, ``seconds`` about how long they take, ``held`` why no size of the study can (or "")
     decide: dict[str, Any] | None = None
+    #: for a gap of :data:`TESTED_GAPS`: ``worse`` or ``better`` where its test of "no difference"
+    #: rejects after Holm's adjustment (the direction held at the family's error rate), else ""
+    direction_held: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "flags": list(self.flags), "counts": list(self.counts)}
@@ -143,6 +153,15 @@ class Severity:
             if self.low is not None and self.high is not None:
                 value += f" [{percent(self.low)} %, {percent(self.high)} %]"
         span = f" (its interval reaches {self.span})" if self.span else ""
+        if self.level == "undecided" and self.low is not None and self.medium_at is not None \
+                and self.alpha is None and self.low >= self.medium_at and self.adjusted.get("medium") is not None:
+            # its whole interval lies above the medium line, yet its test after the adjustment does not
+            # show it: the adjustment over the target's findings, not n alone, leaves it open
+            p, adj = self.p.get("medium", 1.0), self.adjusted["medium"]
+            span = (f" (its 95 % interval lies above {percent(self.medium_at, 0)} %, but its one-sided test of "
+                    f"\"at most {percent(self.medium_at, 0)} %\" does not show it: p = {p:.2g}"
+                    + (f", {adj:.2g} after the adjustment over this target's findings" if p <= ALPHA else
+                       ", the exact test asking more than the interval here") + ")")
         if self.shown_above is not None and self.low is not None and self.low < self.shown_above:
             # the claim rests on a one-sided test at the Holm-adjusted level, which the two-sided
             # 95 % interval printed beside it does not show: say what it rests on
@@ -263,6 +282,25 @@ def p_differs(s: Severity) -> float:
     return min(1.0, 2 * _upper_tail(abs(float(s.rate)) / se))
 
 
+def p_gap_differs(s: Severity) -> float:
+    """The two-sided p-value of "no difference" of a paired gap (normal approximation), its
+    standard error from the side of its interval facing 0 ((rate − low) / 1.96 for a loss,
+    (high − rate) / 1.96 for a gain), so that alone it rejects at 5 % exactly when the 95 %
+    interval excludes 0.
+
+    >>> s = Severity("relative_robustness_gap:typo", "", -0.03, -0.05, -0.01)
+    >>> round(p_gap_differs(s), 4)  # a gain: the side −0.01 − (−0.03) = 0.02, z = 0.03 / (0.02 / 1.96)
+    0.0033
+    """
+    if s.rate is None or s.low is None or s.high is None:
+        return 1.0
+    rate = float(s.rate)
+    side = rate - s.low if rate > 0 else s.high - rate
+    if side <= 0:
+        return 0.0 if rate != 0 else 1.0
+    return min(1.0, 2 * _upper_tail(abs(rate) / (side / Z)))
+
+
 def _upper_tail(z: float) -> float:
     return 0.5 * math.erfc(z / math.sqrt(2))
 
@@ -330,7 +368,8 @@ def assign_levels(findings: Sequence[Severity], kind: str, alpha: float = ALPHA,
     alpha = alpha * rest / len(counted) if sequential and counted else alpha  # what the fixed-n tests keep
     family: list[tuple[Severity, str, float]] = []
     for s in findings:
-        s.p, s.adjusted = {}, {}
+        s.p, s.adjusted, s.medium_at = {}, {}, None if s.score else at
+        s.direction_held = ""
         if id(s) in seq_ids:
             s.direction = "worse" if s.rate > 0 else "better" if s.rate < 0 else ""
             s.shown_above = None
@@ -344,6 +383,8 @@ def assign_levels(findings: Sequence[Severity], kind: str, alpha: float = ALPHA,
             s.p["differs"] = p_differs(s)
         else:
             s.p["medium"], s.p["major"] = p_above(s, at), p_above(s, 2 * at)
+            if s.key.split(":", 1)[0] in TESTED_GAPS:
+                s.p["differs"] = p_gap_differs(s)
         family += [(s, h, p) for h, p in s.p.items()]
     for (s, h, _), adj in zip(family, holm([p for _, _, p in family])):
         s.adjusted[h] = adj
@@ -364,7 +405,10 @@ def assign_levels(findings: Sequence[Severity], kind: str, alpha: float = ALPHA,
             continue
         s.direction = "worse" if s.rate > 0 else "better" if s.rate < 0 else ""
         # a finding counted with another keeps its own unadjusted tests for the level it shows
-        adj = s.adjusted if not s.same_as else {"medium": p_above(s, at), "major": p_above(s, 2 * at)}
+        tested = s.key.split(":", 1)[0] in TESTED_GAPS
+        adj = s.adjusted if not s.same_as else {"medium": p_above(s, at), "major": p_above(s, 2 * at),
+                                                **({"differs": p_gap_differs(s)} if tested else {})}
+        s.direction_held = s.direction if adj.get("differs", 1.0) <= alpha else ""
         s.shown_above = None
         if adj.get("major", 1.0) <= alpha:
             s.level, s.shown_above = "major", 2 * at
@@ -373,7 +417,7 @@ def assign_levels(findings: Sequence[Severity], kind: str, alpha: float = ALPHA,
         elif gap and noise:
             s.level = "within noise"
         elif gap and s.high is not None and s.high < 0:
-            s.level = "none (better)"
+            s.level = "none (better)" if adj.get("differs", 0.0) <= alpha else "within noise"
         elif s.high is not None and s.high < at:
             s.level = "minor"
         elif s.method == "exact" and s.rate < at:

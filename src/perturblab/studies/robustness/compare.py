@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from ..compare.part import CLASSIFIER, Cost, Part, data_columns, data_examples, fmt, level_text, side, split_sizes
 
 if TYPE_CHECKING:  # pragma: no cover
+    from ...core.headline import Estimate
     from ..compare.config import CompareArgs
     from ..compare.plan import Plan
     from ..compare.verdict import Verdict
@@ -22,9 +23,26 @@ def _options(args: "CompareArgs", size: int, plan: "Plan", target: str | None = 
             **data_columns(args)}
 
 
+def held_direction(s: Any) -> str:
+    """The direction of a relative robustness gap that the target's findings hold at their
+    family-wise 5 % (:func:`~perturblab.studies.compare.severity.assign_levels`, Holm over the
+    target's findings): ``less`` where the target's loss is shown medium or major or its test of
+    "no difference" rejects
+    (:attr:`~perturblab.studies.compare.severity.Severity.direction_held`), ``more`` where that
+    test rejects and it gains (its level none (better)); else "" (within noise after the
+    adjustment)."""
+    if s is None or s.rate is None:
+        return ""
+    if s.level in ("medium", "major") or s.direction_held == "worse":
+        return "less"
+    return "more" if s.direction_held == "better" else ""
+
+
 def sentence(v: "Verdict") -> str:
     """Clean accuracy against the reference's, the paired accuracy gap, and the perturbations under
-    which the target is less or more robust beyond the paired interval."""
+    which the target is less or more robust, each claimed only where the target's findings hold it
+    after Holm's adjustment (:func:`held_direction`); a gap beyond its 95 % interval alone but not
+    after the adjustment is said to be within noise after it, with its adjusted p-value."""
     target, reference, mine = v.target, v.reference_name, v.estimates
     sev = {s.key: s for s in v.severity}
     by_key = {e.key: e for e in v.reference}
@@ -35,17 +53,29 @@ def sentence(v: "Verdict") -> str:
     if gap is not None and gap.value is not None:
         s += f"Accuracy minus {reference}'s on the same examples: {fmt(gap)}{side(gap)}. "
     gaps = [e for e in mine if e.key.startswith("relative_robustness_gap:")]
-    less = [e for e in gaps if e.high is not None and e.high < 0]
-    more = [e for e in gaps if e.low is not None and e.low > 0]
+    held = {e.key: held_direction(sev.get(e.key)) for e in gaps}
+    less = [e for e in gaps if held[e.key] == "less"]
+    more = [e for e in gaps if held[e.key] == "more"]
+    alone = [e for e in gaps if not held[e.key] and e.low is not None and e.high is not None
+             and (e.high < 0 or e.low > 0)]
     name = (lambda e: e.key.split(":", 1)[1])
+
+    def adjusted(e: "Estimate") -> str:
+        p = getattr(sev.get(e.key), "adjusted", {}).get("differs")
+        return f", Holm-adjusted p = {p:.2g}" if p is not None else ""
+
     if less:
-        s += (f"Less robust than {reference}, beyond the paired interval, to: "
+        s += (f"Less robust than {reference}, after Holm's adjustment over its findings, to: "
               + ", ".join(f"{name(e)} ({fmt(e)}{level_text(sev.get(e.key))})" for e in less) + ". ")
     if more:
-        s += (f"More robust than {reference}, beyond the paired interval, to: "
-              + ", ".join(f"{name(e)} ({fmt(e)})" for e in more) + ". ")
+        s += (f"More robust than {reference}, after Holm's adjustment over its findings, to: "
+              + ", ".join(f"{name(e)} ({fmt(e)}{adjusted(e)})" for e in more) + ". ")
     if gaps and not less and not more:
-        s += f"Its relative robustness minus {reference}'s is within noise under every perturbation. "
+        s += (f"Its relative robustness minus {reference}'s is within noise under every perturbation after Holm's "
+              "adjustment over its findings. ")
+    if alone:
+        s += ("Within noise after the adjustment, though beyond the 95 % interval alone: "
+              + ", ".join(f"{name(e)} ({fmt(e)}{adjusted(e)})" for e in alone) + ". ")
     return (s + ("Gaps are target − reference, with paired 95 % intervals." if gaps else "")).strip()
 
 

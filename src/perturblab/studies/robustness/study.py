@@ -39,8 +39,9 @@ relative_robustness, change_rate, n``; ``summary.json`` (with ``models``: each m
 accuracy, majority-class rate, MCC and its flags ``one-class`` / ``chance-level``, and
 ``most_robust``: the most robust model of each row with those tied with it, by the rules of
 :mod:`perturblab.measures.quality`; ``gaps``: each later model's paired gaps to the first model,
-its clean accuracy and mean relative robustness minus the first's, with 95 % intervals from the
-same bootstrap resamples of the test examples for both, :func:`~.summary.paired_gaps`);
+its clean accuracy and mean relative robustness minus the first's, with 95 % paired intervals:
+a classifier's from both models' joint outcomes on each example, others from the same bootstrap
+resamples of the test examples for both, :func:`~.summary.paired_gaps`);
 ``table.md`` (Table 1 and Table 3 style, per metric: the
 highest robustness of each row in bold, every tied model in bold, flagged models left out of the
 ranking and named in the header; the three lowest of each column underlined; then the flags and
@@ -226,7 +227,9 @@ class RobustnessStudy(Study):
         summary["models"] = [{"model": spec, **_quality(clean[spec], self.y, columns is None, self.test.label_names)}
                              for spec, _, _, columns in self.loaded]
         correct = {spec: clean[spec] == self.y for spec, _, _, columns in self.loaded if columns is not None}
-        summary["gaps"] = paired_gaps(rows, replicates, correct, n=len(self.y))
+        right = {(spec, p, s): np.asarray(preds[spec](f"{p}|{s}")["pred"]) == self.y
+                 for spec in correct for p, s in self.draws()}
+        summary["gaps"] = paired_gaps(rows, replicates, correct, n=len(self.y), perturbed=right)
         summary["most_robust"] = most_robust(summary)
         # the options, with the metrics scored (the task's own when none were given)
         summary["config"] = {**self.args.study_options(), "metrics": list(self.metrics)}

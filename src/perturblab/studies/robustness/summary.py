@@ -83,13 +83,15 @@ def cell_df(std: float | None, draws: int, ci: Sequence[float] | None) -> float 
 
 
 def combined_interval(mean: Any, std: float | None, draws: int, ci: Sequence[float] | None, *,
-                      paired: bool = False) -> tuple[float | None, float | None, str]:
+                      paired: bool = False, examples: str | None = None) -> tuple[float | None, float | None, str]:
     """(low, high, what it is over) of the 95 % interval of a mean relative robustness (or of a
     paired gap between two models, ``paired``) over ``draws`` perturbation draws and the test
-    examples. One draw: the paired percentile-bootstrap interval ``ci``. Several: mean ± t(0.975,
-    df) · :func:`cell_se`, df the Welch–Satterthwaite degrees of freedom of :func:`cell_df` (the
-    normal quantile when there is no spread over draws). Nothing is cut: relative robustness and
-    its gaps have no bounded range."""
+    examples. One draw: the interval over test examples ``ci``, the paired percentile bootstrap
+    unless ``examples`` says what else it is (then its text is ``examples``). Several: mean ±
+    t(0.975, df) · :func:`cell_se`, df the Welch–Satterthwaite degrees of freedom of
+    :func:`cell_df` (the normal quantile when there is no spread over draws), ``examples`` then
+    naming the part over test examples. Nothing is cut: relative robustness and its gaps have no
+    bounded range."""
     from scipy import stats
 
     both = " (both models on the same resamples)" if paired else ""
@@ -98,12 +100,15 @@ def combined_interval(mean: Any, std: float | None, draws: int, ci: Sequence[flo
     boot = ci is not None and len(ci) >= 2 and not (_undefined(ci[0]) or _undefined(ci[1]))
     if draws < 2:
         if boot:
-            return float(ci[0]), float(ci[1]), "95 % paired bootstrap over test examples" + both
+            return float(ci[0]), float(ci[1]), examples or "95 % paired bootstrap over test examples" + both
         return None, None, "no interval (one draw and no bootstrap)"
     se, df = cell_se(std, draws, ci), cell_df(std, draws, ci)
     if se is None or df is None:
         return None, None, f"no interval ({draws} draws, no spread over draws known and no bootstrap)"
     both = " (both models on the same draws and resamples)" if paired else ""
+    if examples and boot:
+        both = (" (both models on the same draws and examples; the part over examples: the mean of each draw's "
+                f"{examples})")
     if math.isinf(df):
         q, what = float(stats.norm.ppf(0.975)), f"95 % normal interval over {draws} draws and test examples"
     else:
@@ -113,23 +118,54 @@ def combined_interval(mean: Any, std: float | None, draws: int, ci: Sequence[flo
     return float(mean) - q * se, float(mean) + q * se, what + both
 
 
+#: what a classifier's relative robustness gap's interval over test examples rests on (:func:`paired_gaps`)
+JEFFREYS_POSTERIOR = ("the Dirichlet(½) posterior of both models' 16 joint outcomes on each example (right or wrong, "
+                      "clean and perturbed)")
+
+
+def _one_draw(perturbation: str) -> str:
+    """What a gap's interval of one draw of ``perturbation`` leaves out: the variance between the
+    draws of a random perturbation; nothing for a deterministic one (every draw the same)."""
+    from ...errors import UnknownNameError
+    from ...perturb.catalogue import get_perturbation
+
+    try:
+        fixed = bool(getattr(get_perturbation(perturbation), "deterministic", False))
+    except UnknownNameError:  # a perturbation of the caller's own: not known to be deterministic
+        fixed = False
+    return ("; a deterministic perturbation, the same at every draw" if fixed
+            else "; one draw of the perturbation: the variance between its draws is not in it")
+
+
 def paired_gaps(rows: Sequence[dict[str, Any]],
                 replicates: Mapping[tuple[str, str, str], np.ndarray] | None = None,
                 correct: Mapping[str, np.ndarray] | None = None, *,
-                n: int | None = None) -> list[dict[str, Any]]:
+                n: int | None = None,
+                perturbed: Mapping[tuple[str, str, int], np.ndarray] | None = None) -> list[dict[str, Any]]:
     """Each model's signed paired gap to the first model (the reference of a comparison): per
     perturbation and metric, its mean relative robustness minus the first model's, and for
     classifiers (``correct``: model -> whether each clean test prediction is right) its clean
     accuracy minus the first model's, with the Jeffreys interval of the paired difference
     (:func:`~perturblab.measures.stats.paired_difference_ci`, which keeps a width where a
-    bootstrap has none: two models right and wrong on the same examples). ``replicates``: (model, perturbation, metric) -> the
+    bootstrap has none: two models right and wrong on the same examples).
+
+    A classifier's gap in relative robustness by accuracy, given ``perturbed`` ((model,
+    perturbation, draw) -> whether each prediction on that draw of the perturbed test set is
+    right) with ``correct``, has the Jeffreys interval of its 16 joint outcomes on each example
+    (:func:`~perturblab.measures.paired.robustness_gap_ci`), which keeps a width where the models
+    differ on few or no examples; with one draw it is over the test examples only (a random
+    perturbation's variance between draws is not in it, and its text says so). Any other gap's
+    interval over test examples (``ci``) is the percentile interval of the bootstrap
+    replicate-by-replicate differences (``replicates``: (model, perturbation, metric) -> the
     (draws, n_boot) relative robustness of each draw on each bootstrap resample, the resamples
-    the same for every model; a gap's bootstrap interval ``ci`` is the percentile interval of the
-    replicate-by-replicate differences (mean over draws first), so what the two models share
-    (errors on the same examples) cancels. With several draws the interval adds the s.d. of the
-    per-draw gaps (``std``) as :func:`combined_interval` does. Each gap: ``model, against,
-    perturbation`` (None for clean accuracy), ``metric, gap, ci, std, draws, se, df, low, high,
-    interval, n``. Empty with one model."""
+    the same for every model; mean over draws first), so what the two models share (errors on
+    the same examples) cancels; at a near twin most replicates differ by exactly 0, and the
+    interval can be [0, 0]. With several draws the interval adds the s.d. of the per-draw gaps
+    (``std``) as :func:`combined_interval` does. Each gap: ``model, against, perturbation`` (None
+    for clean accuracy), ``metric, gap, ci, std, draws, se, df, low, high, interval, n``. Empty
+    with one model."""
+    from ...measures.paired import robustness_gap_ci
+
     models = list(dict.fromkeys(r["model"] for r in rows)) or list(correct or {})
     if len(models) < 2:
         return []
@@ -142,14 +178,13 @@ def paired_gaps(rows: Sequence[dict[str, Any]],
         n = r.get("n", n) if n is None else n
 
     def record(model: str, pert: str | None, metric: str, gap: float, std: float | None, draws: int,
-               diffs: np.ndarray | None) -> dict[str, Any]:
-        ci = None if diffs is None else list(percentile_interval(diffs))
-        low, high, what = combined_interval(gap, std, draws, ci, paired=True)
+               ci: list[float] | None, examples: str | None = None) -> dict[str, Any]:
+        low, high, what = combined_interval(gap, std, draws, ci, paired=True, examples=examples)
         return {"model": model, "against": first, "perturbation": pert, "metric": metric, "gap": gap, "ci": ci,
                 "std": std, "draws": draws, "se": cell_se(std, draws, ci) if draws > 1 else interval_se(ci),
                 "df": cell_df(std, draws, ci), "low": low, "high": high, "interval": what, "n": n}
 
-    correct = correct or {}
+    correct, perturbed = correct or {}, perturbed or {}
     for model in models[1:]:
         if model in correct and first in correct:
             right, right_first = np.asarray(correct[model], bool), np.asarray(correct[first], bool)
@@ -167,10 +202,20 @@ def paired_gaps(rows: Sequence[dict[str, Any]],
             gaps = np.array([mine[s] - theirs[s] for s in seeds])
             gap = float(np.mean([mine[s] for s in seeds]) - np.mean([theirs[s] for s in seeds]))
             std = float(gaps.std(ddof=1)) if len(seeds) > 1 else None
+            outcomes = [(perturbed.get((model, pert, s)), perturbed.get((first, pert, s))) for s in seeds]
+            if (metric == "accuracy" and model in correct and first in correct and not math.isnan(gap)
+                    and all(a is not None and b is not None for a, b in outcomes)):
+                ci = robustness_gap_ci(correct[model], correct[first], np.stack([a for a, _ in outcomes]),
+                                       np.stack([b for _, b in outcomes]), seed=0)
+                examples = (f"95 % Jeffreys interval over test examples, from {JEFFREYS_POSTERIOR}{_one_draw(pert)}"
+                            if len(seeds) == 1 else f"Jeffreys interval, from {JEFFREYS_POSTERIOR}")
+                out.append(record(model, pert, metric, gap, std, len(seeds), ci, examples))
+                continue
             reps, reps_first = ((replicates or {}).get((x, pert, metric)) for x in (model, first))
             diffs = None if reps is None or reps_first is None else (
                 np.mean(np.atleast_2d(reps), axis=0) - np.mean(np.atleast_2d(reps_first), axis=0))
-            out.append(record(model, pert, metric, gap, std, len(seeds), diffs))
+            out.append(record(model, pert, metric, gap, std, len(seeds),
+                              None if diffs is None else list(percentile_interval(diffs))))
     return out
 
 
