@@ -30,7 +30,7 @@ from typing import Any, Iterable, Iterator
 
 from .files import write_json
 
-__all__ = ["FAULTS_FILE", "FaultRecorder", "REDACTED", "faults_recorded", "redact", "register_client"]
+__all__ = ["FAULTS_FILE", "FaultRecorder", "REDACTED", "faults_recorded", "hide_password", "redact", "register_client"]
 
 #: the file of a run's API faults, beside its results
 FAULTS_FILE = "faults.json"
@@ -64,6 +64,22 @@ def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
             for form in {secret, json.dumps(secret)[1:-1], json.dumps(secret)[1:-1].replace("/", "\\/")}:
                 out = out.replace(form, REDACTED)
     return out
+
+_ANY_USERINFO = re.compile(r"(?i)\b(?P<head>[a-z][a-z0-9+.-]*://[^/\s@:]*:)(?P<password>[^\s@]*)@")
+
+
+def hide_password(text: Any) -> str:
+    """``text`` (a URL, or a message holding URLs) with the password of every URL replaced by
+    ``***``, the user and host kept, as SQLAlchemy renders a URL with ``hide_password=True``: what
+    a message about a history database or a tracking store may show of where it is.
+
+    >>> hide_password("refused: postgresql://postgres:s3cr%40t@db:5432/hist and sqlite:///h.db")
+    'refused: postgresql://postgres:***@db:5432/hist and sqlite:///h.db'
+    >>> hide_password("http://user:pw@mlflow:5000/ and https://host/x")
+    'http://user:***@mlflow:5000/ and https://host/x'
+    """
+    return _ANY_USERINFO.sub(lambda m: m.group("head") + "***@", str(text))
+
 
 _LIVE: "weakref.WeakSet[Any]" = weakref.WeakSet()
 _RECORDERS: list["FaultRecorder"] = []
