@@ -81,15 +81,31 @@ def _existing(db: str) -> str:
     return db
 
 
+def _labels_checked(args: argparse.Namespace) -> None:
+    """Each label the command names follows the rule of labels (1 to 200 characters, no control
+    characters; :func:`~perturblab.history.store.label_problem`), before the history is opened."""
+    from .history.store import check_label
+
+    if args.history_command == "accept":
+        check_label(args.label, "label")
+    if args.history_command == "check":
+        check_label(args.release, "--release")
+        if args.baseline != "accepted":
+            check_label(args.baseline, "--baseline")
+
+
 def cmd_history(args: argparse.Namespace) -> int:
-    """Run one ``history`` command."""
+    """Run one ``history`` command. Its messages show the history as
+    :attr:`~perturblab.history.store.History.where` does: a URL's password hidden."""
     from .history.store import open_history
 
+    _labels_checked(args)
     with open_history(_existing(args.db)) as h:
+        db = h.where
         if args.history_command == "list":
             rels = h.releases(estimates=True)
             if not rels:
-                print(f"{args.db}: no releases yet")
+                print(f"{db}: no releases yet")
             for r in rels:
                 models = "; ".join(r.models_of().values())  # the specs as given (NAME=SOURCE)
                 print(f"{r.label}\t{len(r.estimates)} estimates\t{models}\tagainst {r.reference}"
@@ -97,7 +113,7 @@ def cmd_history(args: argparse.Namespace) -> int:
             return 0
         if args.history_command == "accept":
             r = h.accept(args.label)
-            print(f"release {r.label} accepted as a baseline in {args.db}")
+            print(f"release {r.label} accepted as a baseline in {db}")
             return 0
         if args.history_command == "report":
             from .history.trend import write_trend
@@ -129,9 +145,9 @@ def cmd_history(args: argparse.Namespace) -> int:
             if args.accept_first and code == 0:
                 h.accept(result.release)
                 result.notes.append(f"release {result.release} accepted as the first baseline of its setup")
-                print(f"{result.notes[-1]} in {args.db}")
+                print(f"{result.notes[-1]} in {db}")
             else:
-                print(f"accept a baseline with `perturblab history accept {args.db} LABEL` (or check with "
+                print(f"accept a baseline with `perturblab history accept {db} LABEL` (or check with "
                       "--accept-first); later releases are then compared with it")
         if args.json:
             from .core.files import atomic_write_text, json_safe

@@ -21,19 +21,30 @@ too). Its tables:
 A release is appended in one transaction: a reader sees all of it or none of it, and a run
 killed in the middle leaves the history as it was. SQLite writers take the database's write lock
 when their transaction begins (``BEGIN IMMEDIATE``) and wait up to :data:`WAIT_SECONDS` for
-each other, so two comparisons that finish at once both land. A label already stored is not
-appended again (:meth:`History.append` says so).
+each other, so two comparisons that finish at once both land; PostgreSQL writers creating the
+schema of a new database take a transaction-scoped advisory lock, so the first creates it and the
+others find it. A label already stored is not appended again (:meth:`History.append` says so).
+
+A release label is 1 to :data:`LABEL_CHARS` characters with no control character (a newline, a
+tab) and no line separator, on every database (:func:`label_problem`). Every message about a
+history shows a database URL with its password hidden (:func:`~perturblab.core.faults.hide_password`),
+and a fault of the database (refused, gone away, read-only) is one :class:`InputError` line, never
+its SQL.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
 import time
+import unicodedata
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
+from ..core.faults import hide_password
 from ..core.keys import content_key
 from ..errors import InputError
 
@@ -41,6 +52,15 @@ from ..errors import InputError
 SCHEMA = 1
 #: how long a SQLite writer waits for another one's transaction, in seconds
 WAIT_SECONDS = 120.0
+#: the longest release label, in characters (the ``releases.label`` column is VARCHAR(200))
+LABEL_CHARS = 200
+#: how long a connection to a PostgreSQL server may take, in seconds (a URL's ``connect_timeout`` wins)
+CONNECT_SECONDS = 15
+#: the advisory lock PostgreSQL writers take while they create the schema of a new database
+SCHEMA_LOCK = 0x7065727475726200  # "perturb\0"
+#: the Unicode categories a label may not hold: control characters (newline, tab), line and
+#: paragraph separators, and lone surrogates (bytes that are not text)
+_NOT_IN_LABELS = ("Cc", "Cs", "Zl", "Zp")
 
 
 @dataclass
@@ -90,7 +110,7 @@ def _tables() -> tuple[Any, dict[str, Any]]:
     releases = Table(
         "releases", md,
         Column("id", Integer, primary_key=True, autoincrement=True),
-        Column("label", String(200), nullable=False, unique=True),
+        Column("label", String(LABEL_CHARS), nullable=False, unique=True),
         Column("created", Float, nullable=False),
         Column("kind", String(32), nullable=False),
         Column("reference", Text, nullable=False),
@@ -128,9 +148,48 @@ def _tables() -> tuple[Any, dict[str, Any]]:
 MIGRATIONS: dict[int, Callable[[Any, dict[str, Any]], None]] = {}
 
 
+def label_problem(label: Any) -> str | None:
+    """What is wrong with ``label`` as a release label, or None: a label is 1 to
+    :data:`LABEL_CHARS` characters, none of them a control character (a newline, a tab), a line
+    or paragraph separator or a lone surrogate. One rule for SQLite and PostgreSQL, so a label one
+    history takes, another takes too, and ``history list`` shows one release a line.
+
+    >>> label_problem("v1.2 (2025-06-01)") is None
+    True
+    >>> label_problem("v" * 201)
+    'has 201 characters; give a label of at most 200'
+    """
+    if not isinstance(label, str) or not label:
+        return "is empty; give a label (a version, a date, a commit)"
+    if len(label) > LABEL_CHARS:
+        return f"has {len(label):,} characters; give a label of at most {LABEL_CHARS}"
+    bad = next((c for c in label if unicodedata.category(c) in _NOT_IN_LABELS), None)
+    if bad is not None:
+        return (f"holds the control character {bad!r}; give a label of one line with no control characters"
+                if unicodedata.category(bad) == "Cc" else
+                f"holds the character {ascii(bad)}; give a label of one line of text with no separators")
+    return None
+
+
+def check_label(label: Any, option: str = "--release") -> None:
+    """:class:`InputError` naming ``option`` when ``label`` breaks the rule of :func:`label_problem`."""
+    problem = label_problem(label)
+    if problem is not None:
+        text = str(label)
+        shown = ascii(text if len(text) <= 60 else text[:40] + "...")
+        raise InputError(f"{option} {shown}: {problem}")
+
+
+def shown(where: Any) -> str:
+    """``where`` (a path, a URL, or a message naming one) as messages show it: a URL's password
+    hidden (:func:`~perturblab.core.faults.hide_password`)."""
+    return hide_password(str(where))
+
+
 def history_url(where: str | Path) -> str:
-    """The SQLAlchemy URL of ``where``: a URL as given, a path as ``sqlite:///<absolute path>``;
-    :class:`InputError` for a directory or a file in a folder that does not exist (nothing is
+    """The SQLAlchemy URL of ``where``: a URL as given (``postgresql://`` read as psycopg's), a
+    path as ``sqlite:///<absolute path>``; :class:`InputError` for a URL that does not parse (a
+    port that is not a number), a directory or a file in a folder that does not exist (nothing is
     opened or created)."""
     text = str(where)
     if "://" in text:
@@ -138,6 +197,7 @@ def history_url(where: str | Path) -> str:
             text = "postgresql://" + text[len("postgres://"):]
         if text.startswith("postgresql://"):
             text = "postgresql+psycopg://" + text[len("postgresql://"):]
+        _parsed(text, where)
         return text
     path = Path(text).expanduser()
     if path.is_dir():
@@ -147,10 +207,35 @@ def history_url(where: str | Path) -> str:
     return f"sqlite:///{path.resolve()}"
 
 
-def _engine(url: str) -> Any:
-    """A SQLAlchemy engine for ``url``; SQLite's transactions begin with ``BEGIN IMMEDIATE``
-    (the write lock at once, so two writers queue instead of deadlocking) and wait
-    :data:`WAIT_SECONDS` for it."""
+def _parsed(url: str, where: Any) -> Any:
+    """The SQLAlchemy URL object of ``url``; :class:`InputError` naming ``where`` (its password
+    hidden) when it does not parse."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        return make_url(url)
+    except ValueError:  # SQLAlchemy reads the port as a number
+        port = url.rsplit("@", 1)[-1].split("/", 1)[0].rpartition(":")[2]
+        raise InputError(f"--history {shown(where)}: the port {port!r} is not a number; give "
+                         "postgresql://user@host:5432/db (or leave the port out for 5432)") from None
+    except ArgumentError as e:
+        raise InputError(f"--history {shown(where)}: not a database URL ({shown(e)}); give a file path (SQLite) "
+                         "or postgresql://user@host/db") from None
+
+
+def _sqlite_file(url: str) -> Path | None:
+    """The file of a ``sqlite:///`` URL, or None (another database, or SQLite in memory)."""
+    if not url.startswith("sqlite:///") or len(url) == len("sqlite:///"):
+        return None
+    return Path(url[len("sqlite:///"):].split("?", 1)[0])
+
+
+def _engine(url: str, where: str) -> Any:
+    """A SQLAlchemy engine for ``url`` (``where`` names it in messages); SQLite's transactions
+    begin with ``BEGIN IMMEDIATE`` (the write lock at once, so two writers queue instead of
+    deadlocking) and wait :data:`WAIT_SECONDS` for it; a PostgreSQL server that does not answer is
+    an error after :data:`CONNECT_SECONDS` (or the URL's ``connect_timeout``), not a hang."""
     from sqlalchemy import create_engine, event
     from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
@@ -167,24 +252,50 @@ def _engine(url: str) -> Any:
                 conn.exec_driver_sql("BEGIN IMMEDIATE")
 
             return engine
-        if url.startswith("postgresql"):  # an unreachable server is an error in seconds, not a hang
-            return create_engine(url, pool_pre_ping=True, connect_args={"connect_timeout": 15})
+        if url.startswith("postgresql"):
+            given = "connect_timeout" in _parsed(url, where).query
+            return create_engine(url, pool_pre_ping=True,
+                                 connect_args={} if given else {"connect_timeout": CONNECT_SECONDS})
         return create_engine(url, pool_pre_ping=True)
     except (ArgumentError, NoSuchModuleError) as e:
-        raise InputError(f"--history {url}: not a database URL SQLAlchemy can open ({e}); give a file path "
-                         "(SQLite) or postgresql://user@host/db") from None
+        raise InputError(f"--history {where}: not a database URL SQLAlchemy can open ({shown(e)}); give a file "
+                         "path (SQLite) or postgresql://user@host/db") from None
     except ModuleNotFoundError as e:
-        raise InputError(f"--history {url}: needs the Python package {e.name!r}; install perturblab[postgres] "
+        raise InputError(f"--history {where}: needs the Python package {e.name!r}; install perturblab[postgres] "
                          "for PostgreSQL") from None
 
 
+def _fault(e: Exception, password: str | None) -> str:
+    """The first line of a database's error ``e`` (a :class:`sqlalchemy.exc.DBAPIError`: the
+    driver's message, without the SQL and its parameters SQLAlchemy adds), any password hidden."""
+    text = str(getattr(e, "orig", None) or e).strip()
+    line = text.splitlines()[0].strip() if text else type(e).__name__
+    line = shown(line)
+    return line.replace(password, "***") if password and len(password) >= 4 else line  # as redact() does
+
+
+def _fix(reason: str) -> str:
+    """What to do about a database fault whose first line is ``reason``."""
+    low = reason.lower()
+    if "password" in low or "authentication" in low:
+        return "check the user and password of the URL"
+    if "database" in low and "does not exist" in low:
+        return "create the database (createdb NAME) or give one that exists"
+    if "readonly" in low or "read-only" in low or "permission denied" in low:
+        return "give a history this user may write, or make it writable"
+    return "check the path or URL and that the database server runs"
+
+
 class History:
-    """A history database (see the module docstring), opened with :func:`open_history`."""
+    """A history database (see the module docstring), opened with :func:`open_history`;
+    ``where`` is how its messages name it (the path or URL as given, a password hidden)."""
 
     def __init__(self, where: str | Path) -> None:
-        self.where = str(where)
+        self.where = shown(where)
         self.url = history_url(where)
-        self.engine = _engine(self.url)
+        # hidden wherever a message could show it (a SQLite path has none)
+        self._password = None if self.url.startswith("sqlite") else _parsed(self.url, self.where).password
+        self.engine = _engine(self.url, self.where)
         self.md, self.t = _tables()
         self._ready()
 
@@ -201,47 +312,84 @@ class History:
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
+    def _failed(self, doing: str, e: Exception, held: str = "") -> InputError:
+        """The one line that says ``doing`` failed on the database's error ``e``: its first
+        line, ``held`` (what the history holds now) and what to do; never the SQL, its parameters
+        or a password."""
+        reason = _fault(e, self._password)
+        return InputError(f"history {self.where}: {doing} failed ({reason}); {held + '; ' if held else ''}"
+                          f"{_fix(reason)}")
+
+    @contextmanager
+    def _talking(self, doing: str) -> Iterator[None]:
+        """Within it, a fault of the database (a server gone away, a connection refused) is one
+        :class:`InputError` line (:meth:`_failed`)."""
+        from sqlalchemy.exc import DBAPIError
+
+        try:
+            yield
+        except DBAPIError as e:
+            raise self._failed(doing, e) from None
+
     # -- schema ---------------------------------------------------------------------------
     def _ready(self) -> None:
         """Create the schema in an empty database, migrate an older one, refuse a newer one."""
-        from sqlalchemy import inspect
         from sqlalchemy.exc import DBAPIError, IntegrityError, ProgrammingError
 
-        for attempt in range(3):  # two processes may create the schema at once: one wins, the other re-reads
+        for attempt in range(3):  # a collision the lock does not prevent (another kind of database): look again
             try:
                 with self.engine.begin() as conn:
-                    if not inspect(conn).has_table("perturblab_history"):
-                        if inspect(conn).get_table_names():
-                            raise InputError(f"history {self.where}: holds tables that are not a perturblab history; "
-                                             "give a new file or an empty database")
-                        self.md.create_all(conn)
-                        conn.execute(self.t["meta"].insert().values(key="schema", value=str(SCHEMA)))
-                        return
-                    version = self._version(conn)
-                    if version > SCHEMA:
-                        raise InputError(f"history {self.where}: written by a newer perturblab (schema {version}; this "
-                                         f"one reads up to {SCHEMA}); upgrade perturblab")
-                    while version < SCHEMA:
-                        step = MIGRATIONS.get(version)
-                        if step is None:
-                            raise InputError(f"history {self.where}: schema {version} cannot be migrated; "
-                                             "start a new history")
-                        step(conn, self.t)
-                        version += 1
-                        conn.execute(self.t["meta"].update().where(self.t["meta"].c.key == "schema")
-                                     .values(value=str(version)))
-                    return
-            except (IntegrityError, ProgrammingError):
-                if attempt == 2:
-                    raise
-                time.sleep(0.2 * (attempt + 1))
+                    self._schema(conn)
+                return
+            except (IntegrityError, ProgrammingError) as e:
+                if attempt < 2:
+                    time.sleep(0.2 * (attempt + 1))
+                    continue
+                failed: Exception = e
             except DBAPIError as e:
-                raise InputError(f"history {self.where}: cannot open it ({str(e.orig).strip().splitlines()[0]}); "
-                                 "check the path or URL and that the database server runs") from None
+                failed = e
+            reason = _fault(failed, self._password)
+            raise InputError(f"history {self.where}: cannot open it ({reason}); {_fix(reason)}") from None
+
+    def _schema(self, conn: Any) -> None:
+        """In the transaction of ``conn``: the schema created, migrated or refused. Writers of a
+        new PostgreSQL database take the advisory lock :data:`SCHEMA_LOCK` (held to the end of the
+        transaction) before they look again: the first creates the schema, the others wait and
+        find it. SQLite's transaction holds the write lock from its start already."""
+        from sqlalchemy import inspect, text
+
+        def lock() -> None:
+            if conn.dialect.name == "postgresql":
+                conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": SCHEMA_LOCK})
+
+        if not inspect(conn).has_table("perturblab_history"):
+            lock()
+            names = inspect(conn).get_table_names()  # anew: after the lock, what another writer made
+            if "perturblab_history" not in names:
+                if names:
+                    raise InputError(f"history {self.where}: holds tables that are not a perturblab history; "
+                                     "give a new file or an empty database")
+                self.md.create_all(conn)
+                conn.execute(self.t["meta"].insert().values(key="schema", value=str(SCHEMA)))
+                return
+        version = self._version(conn)
+        if version < SCHEMA:  # one migrating writer at a time, each reading the version it found
+            lock()
+            version = self._version(conn)
+        if version > SCHEMA:
+            raise InputError(f"history {self.where}: written by a newer perturblab (schema {version}; this "
+                             f"one reads up to {SCHEMA}); upgrade perturblab")
+        while version < SCHEMA:
+            step = MIGRATIONS.get(version)
+            if step is None:
+                raise InputError(f"history {self.where}: schema {version} cannot be migrated; start a new history")
+            step(conn, self.t)
+            version += 1
+            conn.execute(self.t["meta"].update().where(self.t["meta"].c.key == "schema").values(value=str(version)))
 
     def schema(self) -> int:
         """The schema version of the database."""
-        with self.engine.connect() as conn:
+        with self._talking("reading it"), self.engine.connect() as conn:
             return self._version(conn)
 
     def _version(self, conn: Any) -> int:
@@ -251,6 +399,27 @@ class History:
         return int(conn.execute(select(meta.c.value).where(meta.c.key == "schema")).scalar() or 0)
 
     # -- writing --------------------------------------------------------------------------
+    def check_writable(self) -> None:
+        """Before any work: :class:`InputError` unless a release can be written here. A SQLite
+        file and its folder (where SQLite writes its journal) are checked first; then a write is
+        tried in a transaction that is rolled back at once (the schema's row rewritten as it is),
+        which fails as an append would: a read-only file, a user without the right to write, a
+        read-only server."""
+        from sqlalchemy.exc import DBAPIError
+
+        file = _sqlite_file(self.url)
+        if file is not None:
+            writable_file(file, self.where)
+        meta = self.t["meta"]
+        try:
+            with self.engine.connect() as conn:
+                trans = conn.begin()
+                conn.execute(meta.update().where(meta.c.key == "schema").values(value=meta.c.value))
+                trans.rollback()
+        except DBAPIError as e:
+            reason = _fault(e, self._password)
+            raise InputError(f"--history {self.where}: cannot be written ({reason}); {_fix(reason)}") from None
+
     def stored(self, label: str) -> Release | None:
         """The release ``label`` as stored (without its outcomes), or None."""
         found = self.releases(label=label)
@@ -259,7 +428,9 @@ class History:
     def check_append(self, label: str, models: Mapping[str, str]) -> str:
         """Before any work: whether ``label`` with target specs ``models`` can be appended.
         Returns ``""`` (new), or a note that it is stored already with the same models (a re-run
-        adds nothing); raises :class:`InputError` when it is stored with other models."""
+        adds nothing); raises :class:`InputError` when it breaks the rule of labels
+        (:func:`label_problem`) or is stored with other models."""
+        check_label(label)
         old = self.stored(label)
         if old is None:
             return ""
@@ -287,10 +458,15 @@ class History:
 
     def append(self, release: Release) -> bool:
         """Append ``release`` in one transaction; False (and nothing written) when its label is
-        stored already."""
-        from sqlalchemy.exc import IntegrityError
+        stored already. A label that breaks the rule of :func:`label_problem` is refused before
+        anything is written; a fault of the database (a server gone away) is one
+        :class:`InputError` line saying what the history holds: none of the release, or (a
+        connection lost as it committed) all of it or none."""
+        from sqlalchemy.exc import DBAPIError, IntegrityError
 
+        check_label(release.label)
         t = self.t
+        committing = False
         try:
             with self.engine.begin() as conn:
                 if self._has(conn, release.label):
@@ -310,10 +486,14 @@ class History:
                 if rows:
                     conn.execute(t["estimates"].insert(), rows)
                 self._insert_outcomes(conn, rid, release.outcomes)
-        except IntegrityError:
-            if self.stored(release.label) is not None:  # another writer stored the same label first
-                return False
-            raise
+                committing = True  # leaving the block commits
+        except DBAPIError as e:
+            if isinstance(e, IntegrityError) and self.stored(release.label) is not None:
+                return False  # another writer stored the same label first
+            held = ("the connection was lost as it committed: the history holds all of the release or none of it "
+                    "(`perturblab history list` shows which)" if committing else
+                    "an append is one transaction: the history holds none of the release")
+            raise self._failed(f"appending release {release.label}", e, held) from None
         release.id = rid
         return True
 
@@ -333,7 +513,7 @@ class History:
 
     def accept(self, label: str) -> Release:
         """Mark release ``label`` as an accepted baseline (now); returns it."""
-        with self.engine.begin() as conn:
+        with self._talking(f"accepting release {label}"), self.engine.begin() as conn:
             done = conn.execute(self.t["releases"].update().where(self.t["releases"].c.label == label)
                                 .values(accepted=time.time())).rowcount
         if not done:
@@ -343,8 +523,8 @@ class History:
     def unknown(self, label: str) -> str:
         """The message for a release label the history does not hold."""
         labels = [r.label for r in self.releases()]
-        shown = ", ".join(labels[-8:]) if labels else "none yet"
-        return f"release {label!r} is not in the history {self.where} (its releases: {shown})"
+        shown_labels = ", ".join(labels[-8:]) if labels else "none yet"
+        return f"release {label!r} is not in the history {self.where} (its releases: {shown_labels})"
 
     # -- reading --------------------------------------------------------------------------
     def releases(self, *, estimates: bool = False, label: str | None = None) -> list[Release]:
@@ -356,7 +536,7 @@ class History:
         query = select(t["releases"]).order_by(t["releases"].c.id)
         if label is not None:
             query = query.where(t["releases"].c.label == label)
-        with self.engine.connect() as conn:
+        with self._talking("reading it"), self.engine.connect() as conn:
             rows = conn.execute(query).mappings().all()
             found = {r["id"]: Release(
                 label=r["label"], reference=r["reference"], setup=json.loads(r["setup"]),
@@ -386,7 +566,7 @@ class History:
         from sqlalchemy import select
 
         o = self.t["outcomes"]
-        with self.engine.connect() as conn:
+        with self._talking("reading it"), self.engine.connect() as conn:
             rows = conn.execute(select(o.c.example, o.c.value).where(
                 (o.c.release_id == release.id) & (o.c.target == target) & (o.c.study == study)
                 & (o.c.key == key))).all()
@@ -396,7 +576,7 @@ class History:
         """Rows per table (releases, estimates, outcomes)."""
         from sqlalchemy import func, select
 
-        with self.engine.connect() as conn:
+        with self._talking("reading it"), self.engine.connect() as conn:
             return {name: int(conn.execute(select(func.count()).select_from(self.t[name])).scalar())
                     for name in ("releases", "estimates", "outcomes")}
 
@@ -412,14 +592,43 @@ def _num(v: Any) -> float | None:
     return f if math.isfinite(f) else None
 
 
+def writable_file(path: Path, where: str) -> None:
+    """:class:`InputError` naming ``where`` unless SQLite can write the history file ``path``:
+    the file itself when it exists, and its folder, where SQLite makes a new file and writes its
+    journal beside an existing one (a probe file made and removed; nothing else is touched)."""
+    import tempfile
+
+    if path.exists():
+        try:
+            with open(path, "r+b"):
+                pass
+        except OSError as e:
+            raise InputError(f"--history {where}: the file cannot be written ({e.strerror}); make it writable "
+                             f"(chmod u+w {path}) or give another file") from None
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".perturblab-probe-", dir=path.parent)
+    except OSError as e:
+        raise InputError(f"--history {where}: its folder {path.parent} cannot be written ({e.strerror}), and SQLite "
+                         "writes the history and its journal there; give a file in a folder you may write") from None
+    os.close(fd)
+    os.unlink(probe)
+
+
 def check_labels(where: str | Path, labels: Mapping[str, Mapping[str, str]]) -> list[str]:
-    """Before any work: :meth:`History.check_append` of each label (-> its target specs) in the
-    history at ``where``, which is opened only when it exists (a new file is made by the first
-    append, after the work); returns the notes of labels stored already with the same models."""
+    """Before any work: each of ``labels`` follows the rule of :func:`label_problem`, the history
+    at ``where`` can be written (:meth:`History.check_writable`; a new SQLite file: its folder)
+    and :meth:`History.check_append` of each label (-> its target specs) holds. The history is
+    opened only when it exists (a new file is made by the first append, after the work); returns
+    the notes of labels stored already with the same models."""
+    for label in labels:
+        check_label(label)
     url = history_url(where)
-    if url.startswith("sqlite:///") and not Path(url[len("sqlite:///"):]).is_file():
+    file = _sqlite_file(url)
+    if file is not None and not file.is_file():
+        writable_file(file, shown(where))
         return []
     with open_history(where) as h:
+        h.check_writable()
         return [note for note in (h.check_append(label, models) for label, models in labels.items()) if note]
 
 

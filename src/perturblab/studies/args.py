@@ -89,9 +89,13 @@ class HistoryArgs:
                                       "stored already adds nothing")
 
     def history_relations(self) -> list[tuple[str, str]]:
-        """``--history`` and ``--release`` go together."""
+        """``--history`` and ``--release`` go together, and the label follows the rule of labels
+        (:func:`~perturblab.history.store.label_problem`)."""
         if bool(self.history) == bool(self.release):
-            return []
+            from ..history.store import label_problem
+
+            problem = label_problem(self.release) if self.release else None
+            return [("release", problem)] if problem else []
         return [("release", "needs --history DB") if self.release else
                 ("history", "needs --release LABEL, the label of this run in the history")]
 

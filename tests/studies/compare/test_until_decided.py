@@ -244,3 +244,14 @@ def test_undecided_applies_only_with_until():
     # without --strict a gate on the estimate itself is taken
     make_plan(args_of(reference="tfidf-lr", targets="twin=tfidf-lr", studies="invariances", until="decided",
                       fail_under=["soft_scope=0.9"]))
+
+
+def test_a_plan_without_a_study_that_grows_runs_once_and_says_so(tmp_path, simulated):
+    simulated["rates"] = {"clean=tfidf-lr": 0.0}
+    args = args_of(reference="tfidf-lr", targets="clean=tfidf-lr", studies="robustness", until="decided",
+                   budget="10m", out=str(tmp_path / "o"), quiet=True)
+    plan = make_plan(args)
+    assert not any("starts at" in n for n in plan.notes)
+    result = function.run_compare(args, plan)
+    assert simulated["sizes"] == [plan.studies[0].count]  # one run, at its planned size
+    assert [r["stopped"] for r in result.rounds] == ["no study of this plan grows in rounds; it ran once"]

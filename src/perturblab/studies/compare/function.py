@@ -245,7 +245,7 @@ def compare(args: CompareArgs, given: Mapping[str, Any]) -> CompareResult:
     if given.get("data") is not None and not isinstance(given["data"], str):  # a DataFrame or a Dataset
         args = replace(args, data=str(data_file(given["data"])))
         args.check()  # its columns, as a file's are checked
-    if args.history:  # a label stored with other models is refused before any work (a new file is not made yet)
+    if args.history:  # a history that cannot be written, or a label stored with other models: refused before any work
         from ...history.store import check_labels
 
         notes = check_labels(args.history, {args.release or "": dict(zip(args.target_labels(), args.target_names()))})
@@ -318,15 +318,16 @@ def record(result: CompareResult, *, saved: bool) -> None:
     role = "classifier" if result.plan.kind == CLASSIFIER else "language_model"  # the studies' role, always loaded
     fingerprints = {spec: loaded_fingerprints(spec, role) for spec in [args.reference or "", *args.target_names()]}
     if args.history:
+        from ...core.faults import hide_password
         from ...history.store import append_releases
 
         release = compare_release(result, args.release or "", fingerprints=fingerprints, report=report)
         (added,), conflicts = append_releases(args.history, [release])
         for conflict in conflicts:
             print(f"warning: {conflict}", file=sys.stderr, flush=True)
-        if not conflicts:  # a result, not progress: printed under --quiet too (a CI log keeps it)
-            print(f"history: release {release.label} {'appended to' if added else 'stored already in'} {args.history}"
-                  + ("" if added else "; nothing added"), file=sys.stderr, flush=True)
+        if not conflicts:  # a result, not progress: printed under --quiet too (a CI log keeps it); no password
+            print(f"history: release {release.label} {'appended to' if added else 'stored already in'} "
+                  f"{hide_password(args.history)}" + ("" if added else "; nothing added"), file=sys.stderr, flush=True)
     if args.mlflow:
         from .tracker import log_compare
 
@@ -534,6 +535,9 @@ def run_rounds(result: CompareResult, planned: dict[str, Any], started: float) -
                   f"{_clock(budget)})" + (f"; {why}" if why else ""), file=sys.stderr, flush=True)
 
     growing = [p for p in result.plan.studies if (part_of(p.name) is not None and part_of(p.name).grows)]
+    if not growing:  # the plan said so: it ran once
+        record({}, time.time() - started, "no study of this plan grows in rounds; it ran once")
+        return
     record({p.name: p.count for p in growing}, time.time() - started)
     while True:
         left = budget - (time.time() - started)

@@ -184,6 +184,8 @@ def checkpoints(args: "CheckpointsArgs", given: Mapping[str, Any]) -> "Checkpoin
         for c in conflicts:
             print(f"warning: {c}", file=sys.stderr, flush=True)
         if not args.quiet:
-            print(f"history: {sum(added)} of {len(added)} checkpoints appended to {args.history} as "
+            from ...core.faults import hide_password
+
+            print(f"history: {sum(added)} of {len(added)} checkpoints appended to {hide_password(args.history)} as "
                   f"{args.release}/<checkpoint>", file=sys.stderr, flush=True)
     return result
