@@ -42,3 +42,22 @@ def test_an_interval_reaching_below_the_line_keeps_its_span():
     s.span = "minor to major"
     assign_levels(_family(s), CLASSIFIER)
     assert s.level == "undecided" and "(its interval reaches minor to major)" in s.text()
+
+
+def test_an_accuracy_gap_states_a_direction_only_where_the_targets_findings_hold_it():
+    from perturblab.core.headline import Estimate
+    from perturblab.studies.compare.part import side
+    from perturblab.studies.compare.severity import rate_finding
+
+    def gap(value, low, high):
+        return Estimate("t", "gap", value, low, high, n=200, interval="95 % Jeffreys", key="accuracy_gap")
+
+    held, alone = gap(-0.06, -0.09, -0.03), gap(-0.021, -0.041, -0.001)  # z = 3.9 and 2.1 (p 1e-4, 0.036)
+    found = [rate_finding(held, CLASSIFIER), rate_finding(alone, CLASSIFIER)]
+    found[1].key = "accuracy_gap:other"
+    assign_levels(_family(found[0]) + [found[1]], CLASSIFIER)
+    assert found[0].direction_held == "worse" and found[1].direction_held == ""
+    assert side(held, found[0]) == " (lower, beyond noise after the adjustment over the target's findings)"
+    assert side(alone, found[1]) == (" (within noise after the adjustment over the target's findings, though "
+                                     "beyond its 95 % interval alone)")
+    assert side(alone) == " (lower, beyond the interval)"  # without its finding: the interval's words

@@ -128,12 +128,21 @@ def level_text(s: Any) -> str:
     return "" if s is None else f" ({s.level}{': ' + s.span if s.span and s.level == 'undecided' else ''})"
 
 
-def side(gap: "Estimate") -> str:
-    """Where a paired gap's interval lies against 0, in words."""
+def side(gap: "Estimate", finding: Any = None) -> str:
+    """Where a paired gap's interval lies against 0, in words; with its ``finding`` (a
+    :class:`~.severity.Severity`), a direction is said only where the target's findings hold it
+    after the adjustment over them (its ``direction_held``), and a gap beyond its interval alone
+    says so."""
     if gap.low is None or gap.high is None:
         return ""
-    return (" (no difference beyond the interval)" if gap.low <= 0 <= gap.high else
-            " (lower, beyond the interval)" if gap.high < 0 else " (higher, beyond the interval)")
+    if gap.low <= 0 <= gap.high:
+        return " (no difference beyond the interval)"
+    if finding is None:
+        return " (lower, beyond the interval)" if gap.high < 0 else " (higher, beyond the interval)"
+    if finding.direction_held:  # the finding's rate is what the target loses: worse is a lower gap
+        return (" (lower" if finding.direction_held == "worse" else " (higher") + \
+            ", beyond noise after the adjustment over the target's findings)"
+    return " (within noise after the adjustment over the target's findings, though beyond its 95 % interval alone)"
 
 
 # -- the comparison's data, read with its columns ----------------------------------------------------

@@ -66,7 +66,7 @@ RATE_OF = {"hard_scope": "invariances of the reference not kept", "agreement": "
 Z = 1.959963984540054
 #: gaps that also get a two-sided test of "no difference" in the family, so that a direction
 #: claimed of them either way (``compare``'s robustness sentence) is held to the family's 5 %
-TESTED_GAPS = ("relative_robustness_gap",)
+TESTED_GAPS = ("relative_robustness_gap", "accuracy_gap")
 
 
 @dataclass
@@ -374,6 +374,8 @@ def assign_levels(findings: Sequence[Severity], kind: str, alpha: float = ALPHA,
             s.direction = "worse" if s.rate > 0 else "better" if s.rate < 0 else ""
             s.shown_above = None
             s.level = _sequence_level(s, at)
+            # its interval holds at its share of the 5 %, so a side of 0 it lies on is held too
+            s.direction_held = "worse" if s.low > 0 else "better" if s.high < 0 else ""
             continue
         if not anytime:
             s.alpha = None
@@ -424,6 +426,12 @@ def assign_levels(findings: Sequence[Severity], kind: str, alpha: float = ALPHA,
             s.level = "minor"
         else:
             s.level = "undecided"
+    # a repeat of another's cause holds a direction only where the finding it is counted with does
+    held = {f.key: f.direction_held for f in findings if f.counted()}
+    for f in findings:
+        if f.same_as and not f.score:
+            counted_with = held.get(f.same_as.split(" (", 1)[0], "")
+            f.direction_held = counted_with if counted_with == f.direction else ""
 
 
 #: the largest n :func:`n_to_decide` looks for

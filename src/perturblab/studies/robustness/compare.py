@@ -51,7 +51,7 @@ def sentence(v: "Verdict") -> str:
                                                    if "accuracy" in by_key else "") + ". ") if acc else ""
     gap = next((e for e in mine if e.key == "accuracy_gap"), None)
     if gap is not None and gap.value is not None:
-        s += f"Accuracy minus {reference}'s on the same examples: {fmt(gap)}{side(gap)}. "
+        s += f"Accuracy minus {reference}'s on the same examples: {fmt(gap)}{side(gap, sev.get('accuracy_gap'))}. "
     gaps = [e for e in mine if e.key.startswith("relative_robustness_gap:")]
     held = {e.key: held_direction(sev.get(e.key)) for e in gaps}
     less = [e for e in gaps if held[e.key] == "less"]

@@ -112,7 +112,7 @@ def sentence(v: "Verdict", lm: bool = False) -> str:
         said.append((f"top-1 next token {reference}'s on {fmt(agree)}" if lm else
                      f"agreement with {reference} {fmt(agree)}") + level_text(sev.get("agreement")))
     if gap is not None and gap.value is not None:
-        said.append(f"{'token ' if lm else ''}accuracy minus {reference}'s {fmt(gap)}{side(gap)}")
+        said.append(f"{'token ' if lm else ''}accuracy minus {reference}'s {fmt(gap)}{side(gap, sev.get('accuracy_gap'))}")
     if said:
         s += " Unperturbed: " + "; ".join(said) + "."
     return s
