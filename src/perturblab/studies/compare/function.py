@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping
 
 from ...core.console import named_by
+from ...core.faults import hide_password
 from ...core.entry import check_out, run_saved, study_function, workspace
 from ...core.files import all_or_nothing, atomic_write_bytes, atomic_write_text
 from ...core.lock import output_lock
@@ -252,13 +253,13 @@ def compare(args: CompareArgs, given: Mapping[str, Any]) -> CompareResult:
         if not args.quiet:
             for note in notes:
                 print(note, file=sys.stderr, flush=True)
+    if args.mlflow:  # and a tracking store that cannot be opened, before any model is loaded
+        from .tracker import experiment_id
+
+        experiment_id(args.mlflow)
     with shared_loads():  # each model loaded once: for its timing and for every study
         with placement(*args.placement()):  # each model timed where it will run, before any directory is made
             plan = make_plan(args, measure=True)
-        if args.mlflow:  # and a tracking store that cannot be opened
-            from .tracker import experiment_id
-
-            experiment_id(args.mlflow)
         with workspace(given["out"]) as (where, _):
             result = run_compare(replace(args, out=str(where)), plan)
             if args.history or args.mlflow:
@@ -318,7 +319,6 @@ def record(result: CompareResult, *, saved: bool) -> None:
     role = "classifier" if result.plan.kind == CLASSIFIER else "language_model"  # the studies' role, always loaded
     fingerprints = {spec: loaded_fingerprints(spec, role) for spec in [args.reference or "", *args.target_names()]}
     if args.history:
-        from ...core.faults import hide_password
         from ...history.store import append_releases
 
         release = compare_release(result, args.release or "", fingerprints=fingerprints, report=report)
@@ -332,7 +332,8 @@ def record(result: CompareResult, *, saved: bool) -> None:
         from .tracker import log_compare
 
         run_id = log_compare(args.mlflow, result, out, fingerprints=fingerprints)
-        print(f"mlflow: run {run_id} at {args.mlflow}", file=sys.stderr, flush=True)  # a result: under --quiet too
+        print(f"mlflow: run {run_id} at {hide_password(args.mlflow)}", file=sys.stderr,
+              flush=True)  # a result: under --quiet too
 
 
 def what_would_decide(result: CompareResult) -> None:

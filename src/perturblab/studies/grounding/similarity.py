@@ -29,7 +29,7 @@ from ...core.keys import content_key, model_fingerprint
 from ...core.study import Phase, RunContext, Study, StudyResult, Task
 from ...errors import InputError
 from ...measures.layerwise import resolve_measures, similarity_matrix
-from ...measures.similarity import INFO, check_cca_size, measure_key
+from ...measures.similarity import CCA_MEASURES, INFO, cca_forced_count, check_cca_size, measure_key
 from ...models.base import Pooling, TextInput
 from ...models.states import inputs_hash, layer_states
 from ..inputs import study_inputs
@@ -96,7 +96,25 @@ class SimilarityStudy(Study):
         widths = [getattr(e, "hidden_size", None) for e in self.encoders]
         if all(widths):  # before any encoding: a CCA measure the inputs cannot support is refused here
             for m in self.measures:
-                check_cca_size(m, len(self.inputs), int(widths[0]), int(widths[1]))
+                self._check_cca_inputs(m, int(widths[0]), int(widths[1]))
+
+    def _check_cca_inputs(self, measure: str, wa: int, wb: int) -> None:
+        """Refuse the CCA ``measure`` when the inputs cannot hold representations of widths ``wa``
+        and ``wb`` (:func:`~perturblab.measures.similarity.check_cca_size`); when the data holds
+        fewer inputs than that needs, the refusal says so and asks for more data, not a larger
+        ``--n`` the data cannot give."""
+        n, args = len(self.inputs), self.args
+        forced = cca_forced_count(wa, wb, n) if measure in CCA_MEASURES else 0
+        if forced:
+            need = wa + wb + 1
+            held = n if n < args.n else len(study_inputs(args.data, need, args.seed,
+                                                         text_fields=args.text_field_list()))
+            if held < need:
+                raise InputError(f"--data {args.data}: holds {held} inputs, and {measure} needs at least {need} for "
+                                 f"representations of {wa} and {wb} dimensions (with {n}, {forced} of the canonical "
+                                 f"correlations are 1 whatever the models); give data of at least {need} inputs, or "
+                                 "measures without CCA (--measures cka,procrustes)")
+        check_cca_size(measure, n, wa, wb)
 
     def identity(self) -> dict[str, Any]:
         return {"options": self.args.study_options(),
