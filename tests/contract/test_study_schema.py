@@ -181,7 +181,7 @@ def test_the_command_has_one_option_per_field_and_alias(name):
 
 def test_demo_is_compare_with_its_own_defaults():
     ns = parse_args(["demo"])
-    assert (ns.reference, ns.targets, ns.budget, ns.until, ns.out) == ("minilm-l6", "minilm-l6-int8,minilm-l3", "3m",
+    assert (ns.reference, ns.targets, ns.budget, ns.until, ns.out) == ("minilm-l6", "minilm-l6-int8,minilm-l3", "5m",
                                                                  "decided", "out/demo")
     assert parse_args(["compare", "--reference", "a", "--targets", "b", "--out", "o"]).budget == "10m"
     assert parse_args(["scope", "--reference", "a", "--targets", "b", "--out", "o"]).n == 500

@@ -98,7 +98,7 @@ def simulated(monkeypatch, tmp_path):
     clock = {"now": 1000.0, "pace": 0.01, "sizes": []}
     monkeypatch.setattr(function.time, "time", lambda: clock["now"])
 
-    def run(result, p, options):
+    def run(result, p, options, planned=None):
         before = getattr(result.results.get(p.name), "n", 0)
         clock["sizes"].append(p.count)
         took = (p.count - before) * clock["pace"]

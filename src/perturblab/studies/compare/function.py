@@ -412,9 +412,10 @@ def run_compare(args: CompareArgs, plan: Plan) -> CompareResult:
     return result
 
 
-def run_planned(result: CompareResult, p: Any, options: Any) -> None:
+def run_planned(result: CompareResult, p: Any, options: Any, planned: float | None = None) -> None:
     """Run study ``p`` of the plan with its checked ``options`` into its folder (what its store
-    holds is read back, the rest computed), its manifest saying whether it finished."""
+    holds is read back, the rest computed), its manifest saying whether it finished; ``planned``:
+    the seconds planned for this run (a round's new samples), else the study's."""
     from ...studies.registry import entry
 
     args, out = result.args, Path(result.out)
@@ -430,7 +431,8 @@ def run_planned(result: CompareResult, p: Any, options: Any) -> None:
     result.results[p.name] = res
     atomic_write_text(sdir / MANIFEST, p.manifest(finished=True))
     if not args.quiet:
-        print(f"{p.name}: done in {took:.0f} s (planned ~{p.seconds:.0f} s)", file=sys.stderr, flush=True)
+        print(f"{p.name}: done in {took:.0f} s (planned ~{p.seconds if planned is None else planned:.0f} s)",
+              file=sys.stderr, flush=True)
 
 
 def judge(result: CompareResult) -> None:
@@ -559,11 +561,12 @@ def run_rounds(result: CompareResult, planned: dict[str, Any], started: float) -
             return
         for p in growing:
             if p.name in grown:
+                added = (grown[p.name] - p.count) * p.per_sample  # the round's new samples, as planned
                 grow(p, grown[p.name])
                 planned[p.name] = entry(p.kind).options()(**p.options, out=str(Path(result.out) / p.name),
                                                           quiet=args.quiet)
                 planned[p.name].check()
-                run_planned(result, p, planned[p.name])
+                run_planned(result, p, planned[p.name], added)
         judge(result)
         record({p.name: p.count for p in growing}, time.time() - started)
 
