@@ -267,3 +267,18 @@ def test_a_store_that_fails_while_the_run_is_logged_is_one_line_and_the_run_is_m
     client = MlflowClient(uri)
     (run,) = client.search_runs([client.get_experiment_by_name(tracker.EXPERIMENT).experiment_id])
     assert run.info.status == "FAILED"
+
+
+def test_the_line_naming_the_logged_run_hides_the_password(monkeypatch, capsys):
+    from types import SimpleNamespace
+
+    from perturblab.studies.compare import function, tracker
+    from perturblab.studies.compare.config import CompareArgs
+
+    uri = "postgresql://writer:s3cret-pw@127.0.0.1:5432/mlflow"
+    monkeypatch.setattr(tracker, "log_compare", lambda *a, **k: "run42")
+    args = CompareArgs(reference="tfidf-lr", targets="t=tfidf-lr", out="/tmp/unused", mlflow=uri)
+    result = SimpleNamespace(args=args, out=None, plan=SimpleNamespace(kind="classifier"))
+    function.record(result, saved=False)
+    err = capsys.readouterr().err
+    assert "mlflow: run run42 at postgresql://writer:***@127.0.0.1:5432/mlflow" in err and "s3cret-pw" not in err
