@@ -224,7 +224,7 @@ def _parsed(url: str, where: Any) -> Any:
                          "or postgresql://user@host/db") from None
 
 
-def _sqlite_file(url: str) -> Path | None:
+def sqlite_file(url: str) -> Path | None:
     """The file of a ``sqlite:///`` URL, or None (another database, or SQLite in memory)."""
     if not url.startswith("sqlite:///") or len(url) == len("sqlite:///"):
         return None
@@ -265,16 +265,17 @@ def _engine(url: str, where: str) -> Any:
                          "for PostgreSQL") from None
 
 
-def _fault(e: Exception, password: str | None) -> str:
+def fault_line(e: Exception | str, password: str | None) -> str:
     """The first line of a database's error ``e`` (a :class:`sqlalchemy.exc.DBAPIError`: the
-    driver's message, without the SQL and its parameters SQLAlchemy adds), any password hidden."""
+    driver's message, without the SQL and its parameters SQLAlchemy adds; or a message), any
+    password hidden: what a history or tracking-store message says of a fault."""
     text = str(getattr(e, "orig", None) or e).strip()
     line = text.splitlines()[0].strip() if text else type(e).__name__
     line = shown(line)
     return line.replace(password, "***") if password and len(password) >= 4 else line  # as redact() does
 
 
-def _fix(reason: str) -> str:
+def fault_fix(reason: str) -> str:
     """What to do about a database fault whose first line is ``reason``."""
     low = reason.lower()
     if "password" in low or "authentication" in low:
@@ -316,9 +317,9 @@ class History:
         """The one line that says ``doing`` failed on the database's error ``e``: its first
         line, ``held`` (what the history holds now) and what to do; never the SQL, its parameters
         or a password."""
-        reason = _fault(e, self._password)
+        reason = fault_line(e, self._password)
         return InputError(f"history {self.where}: {doing} failed ({reason}); {held + '; ' if held else ''}"
-                          f"{_fix(reason)}")
+                          f"{fault_fix(reason)}")
 
     @contextmanager
     def _talking(self, doing: str) -> Iterator[None]:
@@ -348,8 +349,8 @@ class History:
                 failed: Exception = e
             except DBAPIError as e:
                 failed = e
-            reason = _fault(failed, self._password)
-            raise InputError(f"history {self.where}: cannot open it ({reason}); {_fix(reason)}") from None
+            reason = fault_line(failed, self._password)
+            raise InputError(f"history {self.where}: cannot open it ({reason}); {fault_fix(reason)}") from None
 
     def _schema(self, conn: Any) -> None:
         """In the transaction of ``conn``: the schema created, migrated or refused. Writers of a
@@ -407,7 +408,7 @@ class History:
         read-only server."""
         from sqlalchemy.exc import DBAPIError
 
-        file = _sqlite_file(self.url)
+        file = sqlite_file(self.url)
         if file is not None:
             writable_file(file, self.where)
         meta = self.t["meta"]
@@ -417,8 +418,8 @@ class History:
                 conn.execute(meta.update().where(meta.c.key == "schema").values(value=meta.c.value))
                 trans.rollback()
         except DBAPIError as e:
-            reason = _fault(e, self._password)
-            raise InputError(f"--history {self.where}: cannot be written ({reason}); {_fix(reason)}") from None
+            reason = fault_line(e, self._password)
+            raise InputError(f"--history {self.where}: cannot be written ({reason}); {fault_fix(reason)}") from None
 
     def stored(self, label: str) -> Release | None:
         """The release ``label`` as stored (without its outcomes), or None."""
@@ -623,7 +624,7 @@ def check_labels(where: str | Path, labels: Mapping[str, Mapping[str, str]]) -> 
     for label in labels:
         check_label(label)
     url = history_url(where)
-    file = _sqlite_file(url)
+    file = sqlite_file(url)
     if file is not None and not file.is_file():
         writable_file(file, shown(where))
         return []

@@ -77,6 +77,7 @@ def run_rounds(result: Any, planned: dict[str, Any], started: float, run: Callab
     ``judge(result)`` sets the verdicts and checks (the comparison's own)."""
     from ...studies.registry import entry
     from .part import part_of
+    from .plan import _minutes
 
     args = result.args
     budget = args.budget_seconds()
@@ -88,10 +89,10 @@ def run_rounds(result: Any, planned: dict[str, Any], started: float, run: Callab
                               "decided": decided, "findings": len(counted), "stopped": why})
         if not args.quiet:
             print(f"round {len(result.rounds)}: {decided} of {len(counted)} findings decided ("
-                  + ", ".join(f"{n} n = {k}" for n, k in sizes.items()) + f"; {_clock(seconds)} of --budget "
-                  f"{_clock(budget)})" + (f"; {why}" if why else ""), file=sys.stderr, flush=True)
+                  + ", ".join(f"{n} n = {k}" for n, k in sizes.items()) + f"; {_minutes(seconds)} of --budget "
+                  f"{_minutes(budget)})" + (f"; {why}" if why else ""), file=sys.stderr, flush=True)
 
-    growing = [p for p in result.plan.studies if (part_of(p.name) is not None and part_of(p.name).grows)]
+    growing = [p for p in result.plan.studies if getattr(part_of(p.name), "grows", False)]
     if not growing:  # the plan said so: it ran once
         record({}, time.time() - started, "no study of this plan grows in rounds; it ran once")
         return
@@ -99,7 +100,7 @@ def run_rounds(result: Any, planned: dict[str, Any], started: float, run: Callab
     while True:
         left = budget - (time.time() - started)
         steps = {p.name: next_size(result, p, left) for p in growing}
-        grown = {n: size for n, (size, _) in steps.items() if size > next(p for p in growing if p.name == n).count}
+        grown = {p.name: steps[p.name][0] for p in growing if steps[p.name][0] > p.count}
         if not grown:
             names = {p.name for p in growing}
             still = [f"{v.target}: {s.key}" for v in result.verdicts if v.study in names for s in v.severity
@@ -132,7 +133,3 @@ def grow(p: Any, size: int) -> None:
     p.options = {**p.options, p.size_key: size}
     p.count = size
     p.size = f"{p.size_key.replace('_', '-')} = {size}"
-
-
-def _clock(seconds: float) -> str:
-    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.1f} min"

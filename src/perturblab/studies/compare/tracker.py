@@ -112,23 +112,21 @@ def _password(uri: str) -> str | None:
 def _reason(e: BaseException, uri: str) -> str:
     """The cause of ``e`` in a few words: the system's reason for a request that failed
     (``Connection refused``), else its first line; no password."""
+    from ...history.store import fault_line
+
     text = str(getattr(e, "orig", None) or e).strip()
     said = re.search(r"\[Errno -?\d+\] ([^'\"()]+)", text)
     if said:
-        line = said.group(1).strip()
-    elif re.search(r"(?i)timed? ?out", text) and _scheme(uri) == "http":
-        line = "no answer in time"
-    else:
-        line = text.splitlines()[0].strip() if text else type(e).__name__
-    line = hide_password(line)
-    password = _password(uri)
-    return line.replace(password, "***") if password and len(password) >= 4 else line
+        return fault_line(said.group(1).strip(), _password(uri))
+    if re.search(r"(?i)timed? ?out", text) and _scheme(uri) == "http":
+        return "no answer in time"
+    return fault_line(e, _password(uri))
 
 
 def _refused(uri: str, doing: str, e: BaseException) -> InputError:
     """The one line that says ``doing`` with the store ``uri`` failed on ``e``: the reason
     (:func:`_reason`) and what to do about it."""
-    from ...history.store import _fix as database_fix
+    from ...history.store import fault_fix as database_fix
 
     reason, kind = _reason(e, uri), _scheme(uri)
     if "MLFLOW_ALLOW_FILE_STORE" in str(e):  # MLflow 3 refuses a file store unless told to open one
@@ -155,11 +153,11 @@ def _as_mlflow(e: InputError, given: str, uri: str, store: str) -> InputError:
 def _local_path(uri: str) -> Path | None:
     """The file of a ``sqlite:///`` store or the folder of a file store (``file:`` or a path), or
     None (another store, SQLite in memory)."""
-    from ...history.store import _sqlite_file
+    from ...history.store import sqlite_file
 
     if _scheme(uri) == "file":
         return Path(unquote(urlparse(uri).path) if uri.lower().startswith("file:") else uri).expanduser()
-    file = _sqlite_file(uri) if uri.startswith("sqlite:///") else None
+    file = sqlite_file(uri) if uri.startswith("sqlite:///") else None
     return None if file is None or str(file) in ("", ":memory:") else file.expanduser()
 
 
