@@ -29,7 +29,7 @@ from scipy.special import betaln, xlogy
 
 from perturblab.core.headline import wilson_interval
 from perturblab.measures.sequences import PRIOR, share_sequence
-from perturblab.studies.compare.keys import CLASSIFIER
+from perturblab.studies.part import CLASSIFIER
 from perturblab.studies.compare.severity import ALPHA, THRESHOLDS, least_n_where, level
 
 RATES = (0.0, 0.02, 0.20, 0.26)

@@ -1,7 +1,7 @@
 """Draws synonym swaps from Rotten-Tomatoes sentences for a reader to judge: candidates under four
 settings, or (``--searched``) the swaps SCoPE searches accept under ``--synonyms wordnet`` and ``meaning``.
 
-Settings (the options of :class:`perturblab.perturb.search.SynonymOptions`):
+Settings (the options of :class:`perturblab.perturb.search_settings.SynonymOptions`):
 
 * ``default``     — SCoPE's Synonym-Invariance: WordNet lemmas of the word's part of speech
 * ``reinflect``   — the same lemmas in the replaced word's inflection (``reinflect_synonyms``)
@@ -120,7 +120,7 @@ def searched(n: int, seed: int, out_dir: Path) -> tuple[list[dict], dict[str, tu
     the Rotten-Tomatoes test split (reference MiniLM-L6, as ``compare``'s invariances run it), under
     each set of ``synonyms``; and per set (samples perturbed, samples searched)."""
     import perturblab as pl
-    from perturblab.perturb.search import MEANING_CONTEXT_SIMILARITY
+    from perturblab.perturb.search_settings import MEANING_CONTEXT_SIMILARITY
     from perturblab.perturb.semantics import WordContextSimilarity
     from perturblab.perturb.text import WordText
 

@@ -20,52 +20,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
+from .core.arguments import Parser
 from .errors import PerturblabError
-
-
-class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
-    """Shows an option's default after its help, unless the help names it already or there is
-    none to show (a required option, an unset value, a flag)."""
-
-    def _get_help_string(self, action: argparse.Action) -> str:
-        text = action.help or ""
-        if (action.required or action.default is None or action.default is False
-                or action.default in ([], (), "", argparse.SUPPRESS)
-                or "%(default)" in text or "default" in text.lower()):
-            return text
-        return f"{text} (default: %(default)s)" if text else "default: %(default)s"
-
-
-class Parser(argparse.ArgumentParser):
-    """argparse with every default shown in ``--help`` and a "did you mean" for a mistyped
-    command, choice or option."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        kwargs.setdefault("formatter_class", HelpFormatter)
-        super().__init__(*args, **kwargs)
-
-    def error(self, message: str):  # type: ignore[override]
-        import difflib
-        import re
-
-        m = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
-        if m:
-            choices = re.findall(r"'([^']*)'", m.group(2))
-            close = difflib.get_close_matches(m.group(1), choices, n=1)
-            if close:
-                message += f"; did you mean {close[0]!r}?"
-        super().error(message)
-
-    def _add_action(self, action: argparse.Action) -> argparse.Action:
-        if action.help is None and action.option_strings and not (
-                action.required or action.default is None or action.default is False
-                or action.default in ([], (), "", argparse.SUPPRESS)):
-            action.help = "default: %(default)s"  # an option without help still shows its default
-        return super()._add_action(action)
-
-    def options(self) -> list[str]:
-        """The long options of this parser."""
-        return [o for a in self._actions for o in a.option_strings if o.startswith("--")]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -76,13 +32,34 @@ def build_parser() -> argparse.ArgumentParser:
                     help="log what the study does, and let the libraries it calls print their own progress and warnings")
     ap.add_argument("--version", action="version", version=f"perturblab {__version__}")
     sub = ap.add_subparsers(dest="command", required=True)
-    from .studies.registry import entries
-
-    for study in entries():
+    for study in registered_studies():
         study.options().add_arguments(sub.add_parser(study.name, help=study.help), study.defaults)
     for module in _command_modules():
         module.add_parsers(sub)
     return ap
+
+
+def registered_studies() -> list:
+    """The registered studies (:func:`perturblab.studies.registry.entries`); a study plugin left out
+    when they are first read (:class:`~perturblab.studies.registry.PluginWarning`) is said in one
+    ``warning:`` line on stderr, other warnings as Python shows them."""
+    import warnings
+
+    from .studies.registry import PluginWarning, entries
+
+    with warnings.catch_warnings():
+        shown = warnings.showwarning
+
+        def show(message: Any, category: type, filename: str, lineno: int, file: Any = None,
+                 line: str | None = None) -> None:
+            if issubclass(category, PluginWarning):
+                print(f"warning: {message}", file=sys.stderr)
+            else:
+                shown(message, category, filename, lineno, file, line)
+
+        warnings.showwarning = show
+        warnings.simplefilter("always", PluginWarning)  # said, never raised: the other commands keep working
+        return entries()
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -167,10 +144,12 @@ def _main(argv: Sequence[str] | None) -> int:
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
+    from .core.arguments import old_names_as_notes
     from .core.console import libraries_quiet
 
     try:
-        with libraries_quiet(), terminated_as_interrupt():  # the libraries' bars and warnings only with -v
+        # the libraries' bars and warnings only with -v; an option's old name is one note line
+        with libraries_quiet(), terminated_as_interrupt(), old_names_as_notes():
             return all_commands()[args.command](args)
     except PerturblabError as e:
         for line in str(e).splitlines() or [type(e).__name__]:  # a checked config reports each error

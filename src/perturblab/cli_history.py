@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Callable
 
 from .cli_report import _window
+from .core.arguments import Parser
 from .errors import InputError
 
 DB_HELP = "the history: a database file (SQLite) or a URL (postgresql://user@host/db)"
@@ -26,8 +27,6 @@ def _margin(text: str) -> tuple[str, float]:
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     """Add ``history`` and its commands to ``sub``."""
-    from .cli import Parser
-
     p = sub.add_parser("history", help="the history of releases that compare --history writes: list, check, accept, "
                                        "report")
     hs = p.add_subparsers(dest="history_command", required=True, parser_class=Parser)

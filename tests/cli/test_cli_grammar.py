@@ -23,7 +23,7 @@ def test_help_shows_defaults(capsys):
         main(["scope", "--help"])
     text = " ".join(capsys.readouterr().out.split())
     for shown in ("base samples per trial (a number, or 'all': the whole test split) (default: 500)",
-                  "(default: 3)", "random choice of the search (default: 0)", "(default: rotten_tomatoes)"):
+                  "(default: 3)", "perturbations and searches (default: 0)", "(default: rotten_tomatoes)"):
         assert shown in text
 
 
@@ -110,9 +110,9 @@ def test_old_option_names_work_in_configs_and_in_python(tmp_path):
     new = load_config(_write(tmp_path / "new.yaml", entry.format("trials: 2\n    n_eval: 30")))
     assert old.studies[0].options == new.studies[0].options
     assert old.studies[0].options["trials"] == 2 and old.studies[0].options["n_eval"] == 30
-    with pytest.raises(ConfigError, match="name the same option"):
+    with pytest.raises(ConfigError, match="--seeds is the old name of --trials; give --trials only"):
         load_config(_write(tmp_path / "both.yaml", entry.format("seeds: 2\n    trials: 3")))
-    with pytest.raises(InputError, match="disagree"):
+    with pytest.raises(InputError, match="--seeds is the old name of --trials; give --trials only"):
         pl.robustness("tfidf-lr", trials=2, seeds=3)
 
 

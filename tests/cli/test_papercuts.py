@@ -109,7 +109,7 @@ def test_an_unknown_model_preset_gets_a_did_you_mean(typed, meant, tmp_path, cap
 
 def test_no_did_you_mean_without_a_close_name():
     from perturblab.errors import InputError
-    from perturblab.models.resolve import check_spec
+    from perturblab.models.spec_check import check_spec
 
     with pytest.raises(InputError) as e:
         check_spec("zzz", "classifier")
@@ -124,7 +124,7 @@ def test_a_rate_that_rounds_to_zero_prints_unsigned():
     −0.0004: both print 0.0 %, in the console's finding and in the report's cell."""
     from perturblab.core.headline import Estimate
     from perturblab.report.html_compare import _severity_cell
-    from perturblab.studies.compare.keys import CLASSIFIER
+    from perturblab.studies.part import CLASSIFIER
     from perturblab.studies.compare.severity import rate_finding
 
     for gap, low, high in ((0.0, -0.02, 0.02), (0.0004, -0.0003, 0.02)):

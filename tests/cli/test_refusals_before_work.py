@@ -17,7 +17,8 @@ import pytest
 import perturblab as pl
 from perturblab.cli import main
 from perturblab.errors import InputError
-from perturblab.models.resolve import check_spec, load_model
+from perturblab.models.resolve import load_model
+from perturblab.models.spec_check import check_spec
 from perturblab.studies.compare.config import CompareArgs
 from perturblab.studies.compare.plan import make_plan
 from tiny_bert import save_bert, write_csv

@@ -57,7 +57,7 @@ def test_the_guide_study_keeps_the_contract(guide, tmp_path):
     assert "truncation" in [e.name for e in entries(config_only=True)]
     report = check_study("truncation", out=tmp_path)
     assert report.skipped == [], report
-    assert len(report.checked) == 9 and any("declared rules" in c for c in report.checked), report
+    assert len(report.checked) == 11 and any("declared rules" in c for c in report.checked), report
     assert len(cells(tmp_path / "runs" / "cli")) == 12  # one cell per example and model
 
 

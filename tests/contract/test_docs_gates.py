@@ -14,7 +14,7 @@ import pytest
 
 from perturblab.studies.compare.config import threshold
 from perturblab.studies.compare.keys import check_margin, check_metrics, check_range, gap_of
-from perturblab.studies.compare.part import CLASSIFIER, parts
+from perturblab.studies.part import CLASSIFIER, parts
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = ("README.md", "docs/ci.md", "docs/compare.md", "docs/history.md")

@@ -17,7 +17,7 @@ import pytest
 
 PLUGIN = '''
 """A study of another package: SCoPE on typos only, under its own command."""
-from perturblab.studies.compare.part import CLASSIFIER, Cost, Part
+from perturblab.studies.part import CLASSIFIER, Cost, Part
 from perturblab.studies.registry import StudyEntry
 from perturblab.studies.scope.compare import KEYS, sentence
 from perturblab.studies.scope.function import scope as typo_scope
@@ -148,7 +148,81 @@ def test_a_plugin_cannot_replace_a_built_in_study(tmp_path):
     site.mkdir()
     _install(site, "typo_plugin:ENTRY", PLUGIN.replace('StudyEntry("typo-scope"', 'StudyEntry("scope"'))
     out = _run(site, _cli("--help"), tmp_path)
-    assert out.returncode == 0 and "already registered" in out.stderr
+    (warning,) = [line for line in out.stderr.splitlines() if line.startswith("warning:")]
+    assert out.returncode == 0 and "'typo-scope = typo_plugin:ENTRY'" in warning
+    assert "its command 'scope' is already registered: perturblab's study 'scope'" in warning
+
+
+#: studies of other packages that would take names already taken
+CLASHING = '''
+from perturblab.studies.registry import StudyEntry
+
+SCOPE = "perturblab.studies.scope.config:ScopeArgs"
+DOCTOR = StudyEntry("doctor", SCOPE, "clash_plugin:doctor_scope", "SCoPE under the name of perturblab doctor")
+COMPARE = StudyEntry("my-compare", SCOPE, "clash_plugin:compare", "SCoPE under the function name compare")
+MODELS = StudyEntry("my-models", SCOPE, "clash_plugin:models", "SCoPE under the function name models")
+'''
+
+
+def _twin(site: Path, dist: str) -> None:
+    """The distribution ``dist`` with one plugin study named ``twin``, whose help names ``dist``."""
+    module = dist.replace("-", "_")
+    (site / f"{module}.py").write_text("from perturblab.studies.registry import StudyEntry\n"
+                                       f"TWIN = StudyEntry('twin', 'perturblab.studies.scope.config:ScopeArgs', "
+                                       f"'{module}:twin_{module}', 'the twin of {dist}')\n")
+    meta = site / f"{module}-1.0.dist-info"
+    meta.mkdir()
+    (meta / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 1.0\n")
+    (meta / "entry_points.txt").write_text(f"[perturblab.studies]\ntwin = {module}:TWIN\n")
+
+
+def test_plugins_that_take_a_name_are_left_out_with_one_line_each_and_of_two_the_first_by_name_wins(tmp_path):
+    """A plugin study named like a command that is no study (``doctor``), one whose function would
+    be ``perturblab.compare`` or ``perturblab.models``, and the second of two plugins named ``twin``
+    are each left out with one warning line naming the plugin and what it clashes with; every
+    command keeps working (``doctor`` is the built-in one), ``pl.compare`` is the built-in
+    function, and the twin of ``alpha-plugin`` wins over ``zeta-plugin``'s whichever comes first
+    on the path (here zeta's)."""
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir()
+    second.mkdir()
+    (first / "clash_plugin.py").write_text(CLASHING)
+    meta = first / "clash_plugin-1.0.dist-info"
+    meta.mkdir()
+    (meta / "METADATA").write_text("Metadata-Version: 2.1\nName: clash-plugin\nVersion: 1.0\n")
+    (meta / "entry_points.txt").write_text("[perturblab.studies]\ndoctor = clash_plugin:DOCTOR\n"
+                                           "compare = clash_plugin:COMPARE\nmodels = clash_plugin:MODELS\n")
+    _twin(first, "zeta-plugin")
+    _twin(second, "alpha-plugin")
+    python = ("(__import__('perturblab').compare.__module__, sorted(__import__('perturblab.studies.registry', "
+              "fromlist=['x']).function_names()), __import__('perturblab.studies.registry', fromlist=['x'])"
+              ".entry('twin').help)")
+    site = Path(f"{first}{os.pathsep}{second}")
+    scope_help, doctor, listing, pl = _steps(site, [["scope", "--help"], ["doctor", "--help"], ["--help"], python],
+                                             tmp_path)
+    assert scope_help["rc"] == 0 and "--reference" in scope_help["out"]
+    warnings = [line for line in scope_help["err"].splitlines() if line.strip()]
+    assert len(warnings) == 4 and all(w.startswith("warning: the study plugin ") for w in warnings), warnings
+    said = dict(zip(("compare", "doctor", "models", "twin"), warnings))  # read in the order of the names
+    assert "'doctor = clash_plugin:DOCTOR' (perturblab.studies, of clash-plugin 1.0)" in said["doctor"]
+    assert "its command 'doctor' is already registered: perturblab's command 'doctor', not a study" in said["doctor"]
+    assert "'compare = clash_plugin:COMPARE'" in said["compare"]
+    assert ("its function 'clash_plugin:compare' would be perturblab.compare, the function of perturblab's study "
+            "'compare' (perturblab.studies.compare.function:compare)") in said["compare"]
+    assert "'models = clash_plugin:MODELS'" in said["models"]
+    assert "would be perturblab.models, a name the package has already" in said["models"]
+    assert "'twin = zeta_plugin:TWIN' (perturblab.studies, of zeta-plugin 1.0)" in said["twin"]
+    assert "the study 'twin' of the plugin 'twin = alpha_plugin:TWIN'" in said["twin"]
+    assert doctor["rc"] == 0 and doctor["out"].startswith("usage: perturblab doctor [-h]\n")
+    assert "--reference" not in doctor["out"] and doctor["err"] == ""  # the built-in command, said once
+    assert listing["rc"] == 0 and "twin" in listing["out"]
+    assert "my-compare" not in listing["out"] and "my-models" not in listing["out"]
+    module, functions, twin = pl["rc"]
+    assert module == "perturblab.studies.compare.function"
+    assert "twin_alpha_plugin" in functions and not {"models", "twin_zeta_plugin"} & set(functions)
+    assert twin == "the twin of alpha-plugin"
+    swapped = _run(Path(f"{second}{os.pathsep}{first}"), python.join(["print(", ")"]), tmp_path)
+    assert swapped.returncode == 0 and swapped.stdout.strip().endswith("'the twin of alpha-plugin')")
 
 
 def test_the_guides_study_installed_as_a_package_keeps_the_contract_everywhere(tmp_path):
@@ -175,7 +249,8 @@ def test_the_guides_study_installed_as_a_package_keeps_the_contract_everywhere(t
         ["compare", "--reference", "tfidf-lr", "--targets", "minilm-l3", "--studies", "truncation", "--budget", "5s",
          "--fail-under", "kept=0", "--out", str(tmp_path / "cmp"), "--quiet"]], tmp_path)
     assert listing["rc"] == 0 and "truncation" in listing["out"]
-    assert pl["rc"] == ["mypkg.truncation", [["run contracts a-e", "runs=False"]]], pl
+    assert pl["rc"] == ["mypkg.truncation", [["its compare part's keys are the example's", "runs=False"],
+                                             ["run contracts a-e", "runs=False"]]], pl
     assert run["rc"] == 0, run["err"]
     assert json.loads((tmp_path / "run" / "t" / "results.json").read_text())[0]["n"] == 12
     assert "study-t" in (tmp_path / "run" / "report.html").read_text()

@@ -266,27 +266,26 @@ class PositiveToyArgs(ToyArgs):
     trials: int = option(3, aliases=("seeds",), min=1, help="repetitions")
 
 
-def test_an_old_name_works_and_is_named_once_per_process(capsys, monkeypatch):
+def test_an_old_name_works_and_the_command_line_names_it_once(capsys):
     """``--seeds``, ``seeds:`` and ``seeds=`` set ``trials``; once the options are checked and
-    valid, each surface says once (on stderr) which name to give instead, never again in the same
-    process; the new name says nothing, and a refused value is its one error line alone."""
-    from perturblab.core import options
+    valid, each is an old-name warning, which the command line says once (on stderr) with the name
+    to give instead; the new name says nothing, and a refused value is its one error line alone."""
+    from perturblab.core.arguments import old_names_as_notes
 
-    monkeypatch.setattr(options, "_OLD_NAMES_SAID", set())
-    monkeypatch.setattr(options, "_OLD_NAMES_PENDING", {})
     parser = argparse.ArgumentParser()
     PositiveToyArgs.add_arguments(parser)
-    bad = PositiveToyArgs.from_cli(parser.parse_args(["--models", "x", "--seeds", "0", "--out", "o"]))
-    with pytest.raises(InputError, match="^--trials: must be at least 1, got 0$"):
-        bad.check()
-    assert capsys.readouterr().err == ""  # refused: the error alone, no note
-    for _ in range(2):
-        ns = parser.parse_args(["--models", "x", "--seeds", "5", "--out", "o"])
-        assert ns.trials == 5 and PositiveToyArgs.from_cli(ns).problems() == []
-        assert PositiveToyArgs.from_config({"models": "x", "seeds": 4}).problems() == []
-        assert PositiveToyArgs.from_python({"models": "x", "seeds": 2}).trials == 2
-        assert PositiveToyArgs.from_python({"models": "x", "seeds": 2}).problems() == []
-    assert PositiveToyArgs.from_config({"models": "x", "trials": 7}).problems() == []
+    with old_names_as_notes():
+        bad = PositiveToyArgs.from_cli(parser.parse_args(["--models", "x", "--seeds", "0", "--out", "o"]))
+        with pytest.raises(InputError, match="^--trials: must be at least 1, got 0$"):
+            bad.check()
+        assert capsys.readouterr().err == ""  # refused: the error alone, no note
+        for _ in range(2):
+            ns = parser.parse_args(["--models", "x", "--seeds", "5", "--out", "o"])
+            assert ns.trials == 5 and PositiveToyArgs.from_cli(ns).problems() == []
+            assert PositiveToyArgs.from_config({"models": "x", "seeds": 4}).problems() == []
+            assert PositiveToyArgs.from_python({"models": "x", "seeds": 2}).trials == 2
+            assert PositiveToyArgs.from_python({"models": "x", "seeds": 2}).problems() == []
+        assert PositiveToyArgs.from_config({"models": "x", "trials": 7}).problems() == []
     said = capsys.readouterr().err.splitlines()
     assert said == ["note: --seeds is the old name of --trials; it still works, but give --trials",
                     "note: seeds: is the old name of trials:; it still works, but give trials:",

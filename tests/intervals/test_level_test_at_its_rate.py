@@ -13,7 +13,7 @@ import pytest
 from scipy import stats
 
 from perturblab.core.headline import wilson_interval
-from perturblab.studies.compare.keys import CLASSIFIER
+from perturblab.studies.part import CLASSIFIER
 from perturblab.studies.compare.severity import Severity, assign_levels, p_above
 
 SIZES = (10, 20, 38, 60, 100, 200, 385, 1000)

@@ -116,7 +116,7 @@ def test_text_counterparts_keep_the_matching_representation():
     assert res[0].value == pytest.approx(1.0, abs=1e-12)  # layer 0 shares the invariance exactly
     assert res[1].value < 0.999  # bigram counts see the swap
     with pytest.raises(InputError, match="L2"):
-        from perturblab.perturb.search import SearchOptions
+        from perturblab.perturb.search_settings import SearchOptions
 
         text_counterparts(enc, TEXTS, capability="typo", options=SearchOptions(loss="l1"))
 

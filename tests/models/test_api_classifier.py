@@ -135,7 +135,8 @@ def lexicon_logprobs(body):
 
 def test_api_spec_loads_a_classifier_with_its_options(monkeypatch):
     from perturblab.data.examples import Dataset, Example
-    from perturblab.models.resolve import ModelSpec, load_model
+    from perturblab.models.resolve import load_model
+    from perturblab.models.spec import ModelSpec
 
     monkeypatch.setenv("PERTURBLAB_TEST_KEY", KEY)
     train = Dataset([Example("a good film", 1), Example("a bad film", 0)], ["neg", "pos"], "toy")
@@ -164,7 +165,8 @@ def test_api_spec_loads_a_classifier_with_its_options(monkeypatch):
     ("api:m@http://127.0.0.1:1/v1[batch_size=4]", "api_key_env"),
 ])
 def test_api_spec_refuses_secrets_without_echoing_them(spec, needle):
-    from perturblab.models.resolve import ModelSpec, load_model
+    from perturblab.models.resolve import load_model
+    from perturblab.models.spec import ModelSpec
 
     with pytest.raises(InputError, match=needle) as err:
         load_model(spec, "classifier")  # parsed first: no training split needed to be refused

@@ -24,7 +24,7 @@ from perturblab.models import batching
 from perturblab.models.batching import auto_batch_tokens, batches, bytes_per_token, check_batch_tokens
 from perturblab.models.hf import HFEncoder, HFSequenceClassifier
 from perturblab.models.lm import HFCausalLM
-from perturblab.models.resolve import ModelSpec
+from perturblab.models.spec import ModelSpec
 
 TOL = {"float32": 1e-5, "bfloat16": 3e-2}
 #: texts of very different lengths, so that budgets change which inputs share a batch

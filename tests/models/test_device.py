@@ -13,7 +13,7 @@ from perturblab.core.placement import check_device, check_dtype, defaults, place
 from perturblab.errors import InputError
 from perturblab.models.hf import HFEncoder
 from perturblab.models.lm import HFCausalLM
-from perturblab.models.resolve import ModelSpec
+from perturblab.models.spec import ModelSpec
 
 SENTS = SENTENCES[:6]
 NO_CUDA = not torch.cuda.is_available()

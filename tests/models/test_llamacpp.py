@@ -86,7 +86,7 @@ def test_bad_llamacpp_specs_are_refused(tmp_path):
         load_model("smollm2-135m-int8[backend=llamacpp]", "language_model")
     from tiny_classifier import tiny_model_dir
 
-    from perturblab.models.resolve import check_spec
+    from perturblab.models.spec_check import check_spec
 
     model = tiny_model_dir(tmp_path / "clf", 0)
     with pytest.raises(InputError, match="backend= chooses how a language model runs"):

@@ -9,7 +9,8 @@ import pytest
 
 import perturblab as pl
 from perturblab.errors import InputError
-from perturblab.models.resolve import ModelSpec, load_model
+from perturblab.models.resolve import load_model
+from perturblab.models.spec import ModelSpec
 
 
 def test_parse_names_sources_and_options():
@@ -84,13 +85,13 @@ LOCAL_API = "api:gpt@http://127.0.0.1:8000/v1"
     (f"{LOCAL_API}[logprobs=5,scoring=echo]", "language_model"), (f"{LOCAL_API}[api_key_env=none]", "classifier"),
 ])
 def test_check_spec_passes_what_loads(spec, role):
-    from perturblab.models.resolve import check_spec
+    from perturblab.models.spec_check import check_spec
 
     assert check_spec(spec, role) is None
 
 
 def test_check_spec_passes_local_directories_and_gguf_files(tmp_path, monkeypatch):
-    from perturblab.models.resolve import check_spec
+    from perturblab.models.spec_check import check_spec
 
     (tmp_path / "ft").mkdir()
     for role in ("classifier", "encoder", "language_model"):  # an empty folder is no saved model
@@ -112,7 +113,7 @@ def test_check_spec_passes_local_directories_and_gguf_files(tmp_path, monkeypatc
 def test_check_spec_refuses_with_the_spec_and_the_fix(tmp_path, monkeypatch):
     """Each refusal is one InputError naming the spec and what to give instead."""
     from perturblab.errors import UnknownNameError
-    from perturblab.models.resolve import check_spec
+    from perturblab.models.spec_check import check_spec
 
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.delenv("NO_SUCH_KEY_VARIABLE", raising=False)
@@ -173,7 +174,7 @@ def test_check_spec_refuses_with_the_spec_and_the_fix(tmp_path, monkeypatch):
 
 def test_check_spec_knows_the_api_models_a_config_defines(monkeypatch):
     from perturblab.models import named
-    from perturblab.models.resolve import check_spec
+    from perturblab.models.spec_check import check_spec
 
     monkeypatch.setattr(named, "_DEFINED", {})
     named.define("gpt", named.check_definition("gpt", {"api": {"base_url": "http://127.0.0.1:8000/v1",
@@ -191,9 +192,9 @@ def test_check_spec_loads_nothing_and_load_model_says_the_same(tmp_path):
     import sys
 
     from perturblab.data import Dataset, Example
-    from perturblab.models.resolve import check_spec
+    from perturblab.models.spec_check import check_spec
 
-    code = ("import sys; from perturblab.models.resolve import check_spec\n"
+    code = ("import sys; from perturblab.models.spec_check import check_spec\n"
             "for spec, role in [('minilm-l6', 'classifier'), ('textrnn', 'classifier'), ('hf-finetune', 'regressor'),"
             " ('r3=minilm-l3', 'regressor'), ('smollm2-135m', 'language_model'), ('minilm-l6', 'encoder'),"
             " ('org/name', 'encoder'), ('api:m@http://127.0.0.1:1/v1', 'classifier')]:\n"

@@ -366,7 +366,8 @@ def test_a_1_mb_row_is_refused_before_any_work_naming_the_row_and_the_fix(tmp_pa
 
 def test_the_limit_is_an_option_and_counts_both_texts_of_a_pair(tmp_path):
     from perturblab.errors import InputError
-    from perturblab.perturb.search import MAX_POSITIONS, MAX_TEXT_CHARS, SCORES_PER_POSITION, check_text_lengths
+    from perturblab.perturb.search import MAX_POSITIONS
+    from perturblab.perturb.search_settings import MAX_TEXT_CHARS, SCORES_PER_POSITION, check_text_lengths
     from perturblab.studies.scope import ScopeArgs, ScopeStudy
 
     data, row = _data_with_a_long_row(tmp_path, 60_000)
@@ -394,7 +395,7 @@ def test_the_limit_is_an_option_and_counts_both_texts_of_a_pair(tmp_path):
 
 
 def test_compare_passes_its_text_limit_to_the_invariances():
-    from perturblab.perturb.search import MAX_TEXT_CHARS
+    from perturblab.perturb.search_settings import MAX_TEXT_CHARS
     from perturblab.studies.compare.config import CompareArgs
     from perturblab.studies.compare.plan import make_plan
 

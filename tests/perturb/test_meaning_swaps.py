@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from perturblab.errors import InputError
-from perturblab.perturb.search import MEANING_CONTEXT_SIMILARITY, MEANING_SENSES, SearchSettings
+from perturblab.perturb.search_settings import MEANING_CONTEXT_SIMILARITY, MEANING_SENSES, SearchSettings
 from perturblab.perturb.semantics import (WINDOW, PartOfSpeechAgreement, WordContextSimilarity, _WordCheck,
                                           changed_positions)
 from perturblab.perturb.transformations import SynonymSwap

@@ -17,8 +17,8 @@ from perturblab.errors import InputError
 from perturblab.perturb.capabilities import get_capability
 from perturblab.perturb.engine import run_searches, run_searches_naive
 from perturblab.perturb.goals import InvarianceGoal
-from perturblab.perturb.search import (MAX_POSITIONS, BeamSearch, GreedySearch, SearchProblem, SearchSettings,
-                                       positions_cut_note)
+from perturblab.perturb.search import MAX_POSITIONS, BeamSearch, GreedySearch, SearchProblem, positions_cut_note
+from perturblab.perturb.search_settings import SearchSettings
 from perturblab.studies.scope import ScopeArgs, ScopeStudy
 
 VOCAB = ("remarkable cinema wonderful performance terrible story actor scene gorgeous music dreadful script "

@@ -22,7 +22,7 @@ from perturblab.perturb.goals import InvarianceGoal
 from perturblab.perturb.search import PERTURBED, GreedySearch, SearchProblem
 from perturblab.perturb.semantics import SentenceSimilarity
 from perturblab.perturb.transformations import SynonymSwap, WordSwap
-from perturblab.perturb.search import SearchSettings
+from perturblab.perturb.search_settings import SearchSettings
 from synonym_assets import missing_assets
 
 

@@ -43,7 +43,9 @@ def study_function(args: "type[StudyArgs] | str") -> Callable[[Callable[..., Any
       field keyword-only with its default, the Python-only fields and the old names last), and its
       docstring is the body's followed by the "Options" section generated from them
       (:func:`~.signature.options_doc`), so no option is declared twice;
-    * a call binds its arguments to that signature; ``given`` is every keyword as called (its
+    * a call binds its arguments to that signature (an option given by two of its names, such as
+      ``trials=`` and its old name ``seeds=``, is refused as on the command line and in a config:
+      :meth:`~.readers.Readers.check_given_once`); ``given`` is every keyword as called (its
       default when not given; objects too: models, data sets, corpora, hooks), ``args`` the options
       read from its plain values (:meth:`~.options.StudyArgs.from_python`: objects and Python-only
       keywords left at their defaults) and checked (:meth:`~.options.StudyArgs.check`) before the
@@ -93,6 +95,7 @@ def study_function(args: "type[StudyArgs] | str") -> Callable[[Callable[..., Any
 
         def given_of(a: tuple, kw: dict[str, Any]) -> dict[str, Any]:
             bound = signature.bind(*a, **kw)
+            options.check_given_once(k for k, v in bound.arguments.items() if v is not None)
             given = options.python_defaults()
             given.update({n: None for n in old})
             given.update(bound.arguments)
@@ -139,6 +142,7 @@ def _old_style(fn: F, args: "type[StudyArgs] | str") -> F:
         place = {n: kw.pop(n, None) for n in extra}
         bound = signature.bind(*a, **kw)
         options = import_object(args) if isinstance(args, str) else args
+        options.check_given_once(k for k, v in bound.arguments.items() if v is not None)
         options.from_python({**bound.arguments, **place}).check()
         with placement(place.get("device"), place.get("dtype")):
             return fn(*a, **kw)

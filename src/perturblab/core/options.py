@@ -5,16 +5,18 @@ Each study declares its options once, as a :class:`StudyArgs` dataclass whose fi
 whether the field names models or data). From that one declaration come
 
 * the command's options (:meth:`StudyArgs.add_arguments`: ``--n-boot`` for ``n_boot``, old names
-  as aliases, every default shown in ``--help``),
+  as aliases, every default shown in ``--help``; :mod:`.arguments`),
 * the command's call of the study function (:meth:`StudyArgs.from_cli` then
   :meth:`StudyArgs.kwargs`),
 * the YAML entry of a study config (:meth:`StudyArgs.from_config`: the same names and old names,
-  values read exactly as the command line reads its text),
+  values read exactly as the command line reads its text; :mod:`.readers`),
 * the study's Python function: its signature and the "Options" section of its docstring
   (:meth:`StudyArgs.python_signature`, :meth:`StudyArgs.python_doc`, made by
   :func:`~.entry.study_function`; a function written by hand is checked against them),
 
-so the three ways of running a study cannot drift apart.
+so the three ways of running a study cannot drift apart. An option's old names (``aliases``) are
+its one way of being renamed: each keeps working, with an :class:`~.readers.OldNameWarning`, and
+an option given by two of its names is refused alike by all three.
 
 Example::
 
@@ -31,21 +33,22 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import difflib
-import types
-import typing
 from dataclasses import MISSING, dataclass, field
 from typing import Any, Callable, ClassVar, Mapping, Sequence
 
 from ..errors import InputError
+from .arguments import CommandLine
+from .readers import Readers, option_name
 
 #: the help of ``--text-fields`` (every command that reads labelled text has it)
 TEXT_FIELDS_HELP = ("text column(s) of a data file: one, or two for a text-pair task (e.g. premise,hypothesis); "
                     "default: the column 'text'")
 
+#: the roles a model spec is checked and loaded for (:func:`~perturblab.models.resolve.load_model`)
+MODEL_ROLES: tuple[str, ...] = ("classifier", "regressor", "encoder", "language_model")
 #: the roles of options that name models (the config runner resolves ``models:`` names for them);
 #: ``model``: a classifier or a language model, the study decides by what the specs name (compare)
-ROLES = ("classifier", "language_model", "encoder", "model")
+ROLES = (*MODEL_ROLES, "model")
 
 
 def count_or_all(s: str) -> int | None:
@@ -175,44 +178,6 @@ def _num(x: float) -> str:
     return str(int(x)) if isinstance(x, float) and x.is_integer() and abs(x) < 1e15 else str(x)
 
 
-_OLD_NAMES_SAID: set[str] = set()
-_OLD_NAMES_PENDING: dict[str, str] = {}
-
-
-def say_old_name(old: str, new: str) -> None:
-    """Note that an option was given by its old name ``old`` (as the user wrote it: ``--seeds``,
-    ``seeds:``, ``seeds=``); ``new`` is its name now. The note is one line on stderr, once per
-    process for each old name, said when the options are checked and valid
-    (:meth:`StudyArgs.problems`), so a bad value still ends in one line."""
-    if old not in _OLD_NAMES_SAID:
-        _OLD_NAMES_PENDING[old] = new
-
-
-def _say_old_names(valid: bool) -> None:
-    """Say the pending old-name notes (``valid``) or drop them (the options were refused)."""
-    import sys
-
-    if valid:
-        for old, new in _OLD_NAMES_PENDING.items():
-            print(f"note: {old} is the old name of {new}; it still works, but give {new}", file=sys.stderr)
-            _OLD_NAMES_SAID.add(old)
-    _OLD_NAMES_PENDING.clear()
-
-
-class _StoreOldName(argparse._StoreAction):
-    """``store`` that says so once when the option is given by one of its old names."""
-
-    def __init__(self, *a: Any, old_names: Sequence[str] = (), **kw: Any) -> None:
-        super().__init__(*a, **kw)
-        self.old_names = tuple(old_names)
-
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
-                 option_string: str | None = None) -> None:
-        if option_string in self.old_names:
-            say_old_name(option_string, self.option_strings[0])
-        super().__call__(parser, namespace, values, option_string)
-
-
 def option(default: Any = None, *, help: str = "", aliases: Sequence[str] = (), parse: Callable[[str], Any] | None = None,
            choices: Sequence[Any] | None = None, metavar: str | None = None, required: bool = False,
            flag: bool = False, repeat: bool = False, role: str | None = None, data: bool = False,
@@ -234,34 +199,6 @@ def option(default: Any = None, *, help: str = "", aliases: Sequence[str] = (), 
     return field(default=default, metadata=meta)
 
 
-def _parse_of(f: dataclasses.Field, opt: Opt, hints: Mapping[str, Any]) -> Callable[[str], Any] | None:
-    """How the command line's text of field ``f`` is read: its ``parse``, else its type."""
-    if opt.parse is not None:
-        return opt.parse
-    kind = hints.get(f.name, str)
-    optional = _takes_none(kind)
-    if isinstance(kind, types.UnionType) or typing.get_origin(kind) is typing.Union:
-        kind = next((a for a in typing.get_args(kind) if a is not type(None)), str)
-    if kind not in (int, float):
-        return None
-    return _none_or(kind) if optional else kind
-
-
-def _takes_none(kind: Any) -> bool:
-    """Whether a type hint admits None (``X | None``)."""
-    return (isinstance(kind, types.UnionType) or typing.get_origin(kind) is typing.Union) \
-        and type(None) in typing.get_args(kind)
-
-
-def _none_or(kind: Callable[[str], Any]) -> Callable[[str], Any]:
-    """``kind`` that also reads ``none`` as None (an optional number: ``--max-seconds none`` = no limit)."""
-    def parse(text: str) -> Any:
-        return None if text.strip().lower() in ("none", "null") else kind(text)
-
-    parse.__name__ = kind.__name__
-    return parse
-
-
 #: the runner options that place models (:meth:`StudyArgs.placement`), not study keywords
 PLACEMENT = ("device", "dtype")
 
@@ -279,7 +216,7 @@ def _placement(name: str, value: str | None) -> None:
 
 
 @dataclass(kw_only=True)
-class StudyArgs:
+class StudyArgs(CommandLine, Readers):
     """Base of every study's options: ``out`` and ``quiet``, which every study has. A subclass
     adds its fields with :func:`option`; see the module docstring."""
 
@@ -350,110 +287,6 @@ class StudyArgs:
             out[f.name] = None if opt.required and f.name not in over else default
         return out
 
-    # -- the command line --------------------------------------------------------------------
-    @classmethod
-    def add_arguments(cls, parser: argparse.ArgumentParser, defaults: Mapping[str, Any] | None = None) -> None:
-        """Add one option per field to ``parser`` (``defaults`` overrides some defaults; an
-        option given a default there is no longer required)."""
-        hints = typing.get_type_hints(cls)
-        over = dict(defaults or {})
-        cli_defaults = cls.cli_defaults(over)
-        groups: dict[str, Any] = {}
-        for f, opt in cls.fields():
-            target: Any = parser
-            if opt.one_of is not None:
-                if opt.one_of not in groups:
-                    groups[opt.one_of] = parser.add_mutually_exclusive_group(required=True)
-                target = groups[opt.one_of]
-            names = [f"--{f.name.replace('_', '-')}"] + [f"--{a.replace('_', '-')}" for a in opt.aliases]
-            kw: dict[str, Any] = {"dest": f.name, "help": opt.help.replace("%", "%%")}  # plain text to argparse
-            if opt.flag:
-                target.add_argument(*names, action="store_true", **kw)
-                continue
-            kw["required"] = opt.required and f.name not in over and opt.one_of is None
-            kw["default"] = cli_defaults[f.name]
-            parse = _parse_of(f, opt, hints)
-            if parse is not None:
-                kw["type"] = parse
-            if opt.choices is not None:
-                kw["choices"] = list(opt.choices)
-            if opt.metavar:
-                kw["metavar"] = opt.metavar
-            if opt.repeat:
-                kw["action"] = "append"
-            elif opt.aliases:
-                kw["action"], kw["old_names"] = _StoreOldName, names[1:]
-            target.add_argument(*names, **kw)
-
-    @classmethod
-    def from_cli(cls, ns: argparse.Namespace) -> "StudyArgs":
-        """The options of a parsed command line."""
-        return cls(**{f.name: getattr(ns, f.name) for f, _ in cls.fields() if hasattr(ns, f.name)})
-
-    # -- a study config's entry -------------------------------------------------------------
-    @classmethod
-    def value(cls, name: str, value: Any) -> Any:
-        """A config value of field ``name`` read as the command line reads its text: a list is a
-        comma list, ``true``/``false`` a switch; raises :class:`InputError` saying what is allowed."""
-        f, opt = next((f, o) for f, o in cls.fields() if f.name == name)
-        if opt.flag:
-            if not isinstance(value, bool):
-                raise InputError(f"expected true or false, got {value!r}")
-            return value
-        if value is None and _takes_none(typing.get_type_hints(cls).get(f.name)):
-            return None
-        if isinstance(value, tuple):
-            value = list(value)
-        if opt.repeat:
-            items = value if isinstance(value, list) else [value]
-            return [cls._text_value(f, opt, v) for v in items]
-        return cls._text_value(f, opt, value)
-
-    @classmethod
-    def _text_value(cls, f: dataclasses.Field, opt: Opt, value: Any) -> Any:
-        if isinstance(value, dict):
-            raise InputError("expected a value or a list, not a mapping")
-        if isinstance(value, list):
-            if any(isinstance(v, (list, dict)) for v in value):
-                raise InputError("expected a flat list")
-            value = ",".join(str(v) for v in value)
-        text = str(value).lower() if isinstance(value, bool) else str(value)
-        parse = _parse_of(f, opt, typing.get_type_hints(cls))
-        try:
-            converted = parse(text) if parse else text
-        except (argparse.ArgumentTypeError, ValueError, TypeError) as e:
-            kind = getattr(parse, "__name__", "value")
-            raise InputError(f"{value!r} is not a valid {kind}: {e}") from None
-        if opt.choices is not None and converted not in opt.choices:
-            raise InputError(f"{value!r} is not one of {', '.join(map(str, opt.choices))}")
-        return converted
-
-    @classmethod
-    def key_of(cls, key: str, study: str = "this study") -> str:
-        """The field a config key names (``n-boot``, ``n_boot`` or an old name); an unknown key
-        is an :class:`InputError` with the closest names."""
-        names = cls.names()
-        k = str(key).replace("-", "_")
-        if k in names:
-            if names[k] != k:
-                say_old_name(f"{key}:", f"{names[k].replace('_', '-')}:")
-            return names[k]
-        close = difflib.get_close_matches(k, list(names), n=1)
-        hint = f"did you mean {close[0].replace('_', '-')!r}? " if close else ""
-        allowed = sorted(n.replace("_", "-") for n, f in names.items()
-                         if not dict((f.name, o) for f, o in cls.fields())[f].runner)
-        raise InputError(f"not an option of {study}; {hint}allowed: {', '.join(allowed)}")
-
-    @classmethod
-    def from_config(cls, entry: Mapping[str, Any], study: str = "this study") -> "StudyArgs":
-        """The options of a config entry (keys as on the command line, with ``-`` or ``_``; old
-        names too); a missing required option or an unknown key is an :class:`InputError`."""
-        values = cls.cli_defaults()
-        for key, value in entry.items():
-            values[cls.key_of(key, study)] = cls.value(cls.key_of(key, study), value)
-        cls.check_complete(values, study)
-        return cls(**values)
-
     @classmethod
     def check_complete(cls, values: Mapping[str, Any], study: str = "this study") -> None:
         """Raise :class:`InputError` when a required option (other than the runner's) is None, or
@@ -496,39 +329,6 @@ class StudyArgs:
         executor), as a JSON-able dict: what a run records of its options."""
         return {f.name: getattr(self, f.name) for f, o in self.fields() if not o.runner}
 
-    @classmethod
-    def of_call(cls, arguments: Mapping[str, Any], **named: Any) -> "StudyArgs":
-        """The options of one call of the study function (``arguments``: its keyword values, e.g.
-        ``locals()`` at its top) read as :meth:`from_python` reads them, with ``named`` set as
-        given: the names the function made for what it was given as objects (models, a data
-        set). The study reads nothing else. (The old way, ``of_call(locals(), ...)`` at the top
-        of a function with its keywords by hand; a body of ``(args, given)`` gets its options
-        read already.)"""
-        return dataclasses.replace(cls.from_python(arguments), **named)
-
-    @classmethod
-    def from_python(cls, kwargs: Mapping[str, Any]) -> "StudyArgs":
-        """The options of a Python call of the study function: each plain value (text, number,
-        switch, list of those) read as a config entry reads it (:meth:`value`); objects (models,
-        data sets, mappings) and Python-only keywords are left at None, so :meth:`problems` checks
-        every value that a command line could also have given. Old names are accepted."""
-        names = cls.names()
-        values = {f.name: None for f, o in cls.fields() if not o.flag}
-        for key, v in kwargs.items():
-            name = names.get(key)
-            if name is None or key in cls.python_only or not _plain(v):
-                continue
-            if v is None and key != name:  # an old name not given
-                continue
-            if key != name:
-                say_old_name(f"{key}=", f"{name}=")
-            try:
-                values[name] = cls.value(name, v) if v is not None else None
-            except InputError as e:
-                raise InputError(f"{option_name(name)}: {e}") from None
-        defaults = {f.name: d for (f, o), d in zip(cls.fields(), cls.defaults().values()) if o.flag}
-        return cls(**{**defaults, **values})
-
     # -- the value rules --------------------------------------------------------------------
     def field_problem(self, name: str, opt: Opt, value: Any) -> str | None:
         """What is wrong with one option's value (None: nothing): its declared rules
@@ -544,7 +344,9 @@ class StudyArgs:
         """Every problem of these options, as ``(field, message)`` pairs in field order: each
         option's own rules, then (when those hold) the rules across options. The one check of a
         study's values: the command, ``perturblab run --check``, ``perturblab run`` and the Python
-        function all call it before anything is locked, loaded or written."""
+        function all call it before anything is locked, loaded or written. When there is none,
+        each old name the options were given by is an :class:`~.readers.OldNameWarning`
+        (:meth:`~.readers.Readers.warn_old_names`)."""
         out: list[tuple[str, str]] = []
         for f, opt in self.fields():
             value = getattr(self, f.name)
@@ -565,7 +367,8 @@ class StudyArgs:
                 out.append(("dtype", str(e)))
         if not out:
             out += self.relations()
-        _say_old_names(valid=not out)
+        if not out:
+            self.warn_old_names()
         return out
 
     def check(self) -> None:
@@ -574,19 +377,6 @@ class StudyArgs:
         found = self.problems()
         if found:
             raise InputError("\n".join(f"{option_name(f)}: {m}" for f, m in found))
-
-
-def option_name(field_name: str) -> str:
-    """``n_boot`` -> ``--n-boot`` (how messages name an option)."""
-    return "--" + field_name.replace("_", "-")
-
-
-def _plain(value: Any) -> bool:
-    """A value a command line or a config could give: text, number, switch, None or a flat list
-    of those."""
-    if value is None or isinstance(value, (str, int, float, bool)):
-        return True
-    return isinstance(value, (list, tuple)) and all(isinstance(v, (str, int, float, bool)) for v in value)
 
 
 @dataclass(kw_only=True)

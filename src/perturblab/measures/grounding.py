@@ -23,6 +23,9 @@ from ..errors import InputError, UnknownNameError
 from .similarity import INFO, RCOND
 from .stats import percentile_interval
 
+#: the bootstrap resamples of the grounding benchmark's intervals (Sec. 4.1: 2000 samples)
+GROUNDING_N_BOOT = 2000
+
 DEFAULT_MEASURES = ("procrustes_distance", "linear_cka", "pwcca_distance")
 
 
@@ -137,7 +140,7 @@ def _kendall_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return np.clip(out, -1.0, 1.0)
 
 
-def rank_correlations(func_diffs: Sequence[float], dists: Sequence[float], *, n_boot: int = 2000,
+def rank_correlations(func_diffs: Sequence[float], dists: Sequence[float], *, n_boot: int = GROUNDING_N_BOOT,
                       alpha: float = 0.05, seed: int = 0) -> dict[str, float]:
     """Spearman ρ and Kendall τ-b between |f(A) - f(B)| and d(A, B) (Sec. 4, step 4).
 
@@ -205,7 +208,7 @@ def distances_to_reference(reps: Sequence[np.ndarray], reference: int,
 def grounding_benchmark(functionality: Sequence[float],
                         distances: Mapping[str, Sequence[float]] | None = None, *,
                         reference: int | None = None, names: Sequence[str] | None = None,
-                        n_boot: int = 2000, seed: int = 0, functionality_name: str = "f",
+                        n_boot: int = GROUNDING_N_BOOT, seed: int = 0, functionality_name: str = "f",
                         reps: Sequence[np.ndarray] | None = None,
                         measures: Sequence[str] = DEFAULT_MEASURES) -> list[GroundingResult]:
     """The paper's benchmark (Sec. 4, steps 1-4) for one set S and one functionality f.

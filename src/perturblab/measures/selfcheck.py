@@ -34,6 +34,7 @@ from typing import NamedTuple, Sequence
 import numpy as np
 
 from ..errors import InputError
+from .stats import N_BOOT
 
 
 class Estimate(NamedTuple):
@@ -58,7 +59,7 @@ def mean_estimate(values: Sequence[float], what: str = "the mean") -> Estimate:
     return Estimate(float(v.mean()), se, int(v.size))
 
 
-def median_estimate(values: Sequence[float], *, n_boot: int = 1000, seed: int = 0,
+def median_estimate(values: Sequence[float], *, n_boot: int = N_BOOT, seed: int = 0,
                     what: str = "the median") -> Estimate:
     """Median and its bootstrap standard error (``n_boot`` seeded resamples)."""
     v = _arr(values, what)

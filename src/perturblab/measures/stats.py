@@ -13,6 +13,10 @@ import numpy as np
 from ..core.headline import defined, wilson_interval
 from ..errors import InputError
 
+#: the bootstrap resamples of an interval unless the caller gives its own (the default of every
+#: study's ``--n-boot`` that does not take a paper's count)
+N_BOOT = 1000
+
 
 def mean_se(values: Sequence[float]) -> tuple[float, float]:
     """Mean and standard error (sample std / sqrt(n)) ignoring NaNs; SE is NaN for n < 2."""
@@ -24,7 +28,7 @@ def mean_se(values: Sequence[float]) -> tuple[float, float]:
     return float(v.mean()), float(v.std(ddof=1) / math.sqrt(len(v)))
 
 
-def bootstrap_ci(statistic: Callable[[np.ndarray], float], n: int, *, n_boot: int = 1000,
+def bootstrap_ci(statistic: Callable[[np.ndarray], float], n: int, *, n_boot: int = N_BOOT,
                  alpha: float = 0.05, seed: int = 0) -> tuple[float, float]:
     """Percentile bootstrap interval of ``statistic(indices)`` over ``n`` resampled samples.
 
@@ -63,7 +67,7 @@ def proportion_ci(terms: Sequence[float] | np.ndarray) -> list[float]:
     return [math.nan, math.nan] if low is None else [float(low), float(high)]
 
 
-def bounded_mean_ci(terms: Sequence[float] | np.ndarray, *, n_boot: int = 1000, seed: int = 0) -> list[float]:
+def bounded_mean_ci(terms: Sequence[float] | np.ndarray, *, n_boot: int = N_BOOT, seed: int = 0) -> list[float]:
     """The 95 % interval of the mean of ``terms`` in [0, 1] (Soft-SCoPE's): the percentile
     bootstrap over the terms, unless every term is the same (the bootstrap is then a point),
     where it is the Wilson score interval of the mean, valid for terms in [0, 1] because their

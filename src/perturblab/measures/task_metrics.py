@@ -41,6 +41,7 @@ from typing import Callable, Literal, Sequence
 import numpy as np
 
 from ..errors import InputError, UnknownNameError
+from .stats import N_BOOT
 
 Consumes = Literal["label", "number", "text"]
 
@@ -151,7 +152,7 @@ def f1_macro(references: Sequence, predictions: Sequence) -> float:
     return float(f1_from_confusion(confusion(references, predictions, what="f1")))
 
 
-def bootstrap_confusions(references: Sequence, predictions: Sequence[Sequence], *, n_boot: int = 1000,
+def bootstrap_confusions(references: Sequence, predictions: Sequence[Sequence], *, n_boot: int = N_BOOT,
                          seed: int = 0) -> list[np.ndarray]:
     """Paired bootstrap over examples: for each prediction vector in ``predictions`` (all of one
     test set), the (n_boot, K, K) confusion matrices of the same ``n_boot`` resamples of the

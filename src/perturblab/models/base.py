@@ -25,6 +25,8 @@ from ..errors import InputError
 TextInput = Union[str, tuple[str, str]]
 Pooling = Literal["mean", "cls", "last"]
 POOLINGS: tuple[str, ...] = ("mean", "cls", "last")
+#: the roles an API model serves (of :data:`~perturblab.core.options.MODEL_ROLES`) (an ``api:`` spec, or an ``api:`` definition of a study config)
+API_ROLES: tuple[str, ...] = ("classifier", "language_model")
 
 
 @runtime_checkable

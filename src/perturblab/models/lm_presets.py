@@ -206,7 +206,7 @@ for _p in (
 
 def language_model_capabilities(name: str) -> frozenset[str]:
     """What the model :func:`load_language_model` gives for ``name`` can do, without loading it
-    (:func:`~.resolve.spec_capabilities` reads a spec's options too): an ``api:`` spec gives an :class:`~.api_lm.ApiLanguageModel` (:class:`InputError` when it is
+    (:func:`~.spec_check.spec_capabilities` reads a spec's options too): an ``api:`` spec gives an :class:`~.api_lm.ApiLanguageModel` (:class:`InputError` when it is
     malformed), an encoder-decoder directory (or hub id with a cached config) an
     :class:`~.seq2seq.HFSeq2SeqLM` (generation only), every other name an :class:`~.lm.HFCausalLM`
     (everything)."""

@@ -27,11 +27,11 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 from ..errors import InputError
+from .base import API_ROLES
 
 CLIENT_KEYS = ("base_url", "model", "api_key_env", "timeout", "max_retries", "backoff_base", "backoff_max",
                "concurrency", "max_response_bytes")
 CLASSIFIER_KEYS = ("label_words", "template", "mode", "top_logprobs", "n_samples", "temperature", "max_tokens")
-ROLES = ("classifier", "language_model")
 _DEFINED: dict[str, dict[str, Any]] = {}
 _LOCK = threading.Lock()
 
@@ -58,10 +58,10 @@ def check_definition(name: str, spec: Any, base: Path | None = None) -> dict[str
     if unknown:
         raise InputError(f"unknown api settings {sorted(unknown)}; allowed: "
                          f"{', '.join(CLIENT_KEYS + CLASSIFIER_KEYS + ('roles',))}")
-    roles = api.get("roles", list(ROLES))
+    roles = api.get("roles", list(API_ROLES))
     roles = [roles] if isinstance(roles, str) else list(roles)
-    if not roles or set(roles) - set(ROLES):
-        raise InputError(f"roles must be a subset of {list(ROLES)}")
+    if not roles or set(roles) - set(API_ROLES):
+        raise InputError(f"roles must be a subset of {list(API_ROLES)}")
     settings = {k: v for k, v in api.items() if k != "roles"}
     _client(settings)  # checks base_url and numbers now, not when a study starts
     words = settings.get("label_words")

@@ -140,7 +140,7 @@ def load_encoder(name: str, *, fresh: bool = False, **options: Any) -> "HFEncode
     """The :class:`~.hf.HFEncoder` of an encoder preset, a language-model preset (its decoder
     body: ``smollm2-135m``, …), a ``.gguf`` file, a local directory or a hub id.
 
-    ``options`` (a model spec's ``[...]``, :data:`~.resolve.ENCODER_OPTIONS`) place and batch
+    ``options`` (a model spec's ``[...]``, :data:`~.spec.ENCODER_OPTIONS`) place and batch
     the encoder of a directory, hub id, ``.gguf`` file or language-model preset: ``device`` and
     ``dtype`` (where the weights are loaded and in which floating-point type, :mod:`.device`),
     ``batch_size``, ``batch_tokens`` and ``max_length``; an encoder preset takes none.

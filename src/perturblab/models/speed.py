@@ -170,7 +170,7 @@ def speed_key(spec: str, role: str) -> tuple[str, str]:
 
     from ..core.placement import resolve
     from .base import fingerprint_of
-    from .resolve import ModelSpec
+    from .spec import ModelSpec
 
     ms = ModelSpec.parse(spec)
     opts = dict(ms.options)
@@ -315,7 +315,8 @@ def measure_speed(spec: str, role: str, *, cached: bool = True, retime: bool = F
     study starts. ``say`` hears what is being timed (when it is)."""
     from ..core.files import atomic_write_text
     from .api_client import is_api_spec
-    from .resolve import ModelSpec, load_model
+    from .resolve import load_model
+    from .spec import ModelSpec
 
     if role not in ("language_model", "encoder"):
         raise InputError(f"speeds are measured for language models and encoders, not for {role}")

@@ -41,8 +41,9 @@ searched at that many positions drawn by the problem's generator (in text order)
 not what each candidate costs: every candidate is the whole text with one word changed, so a
 model that reads the whole text (a bag of words; a tokenizer reads it all before it truncates)
 pays for the whole text on each, and the tagging and meaning checks of synonyms grow with it too.
-A study therefore refuses, before any work, a text of more than :data:`MAX_TEXT_CHARS` characters
-(its ``max_text_chars``), naming the row and its estimated cost (:func:`check_text_lengths`).
+A study therefore refuses, before any work, a text of more than :data:`~.search_settings.MAX_TEXT_CHARS`
+characters (its ``max_text_chars``), naming the row and its estimated cost
+(:func:`~.search_settings.check_text_lengths`).
 
 Progress: a search says how far it is after each request it sends (:func:`~perturblab.core.console.advance`:
 the first pass or the deletions are the first half of a search that has them, the walk over the
@@ -52,7 +53,6 @@ nothing of what a search does.
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Generator, Iterable, Iterator, Sequence
 
@@ -64,10 +64,9 @@ from ..models.base import TextInput
 from .constraints import Constraint
 from .goals import InvarianceGoal
 from .text import WordText
-from .transformations import SynonymSwap, WordSwap
+from .transformations import WordSwap
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .capabilities import Capability
     from .semantics import CandidateConstraint
 
 ORDERS = ("best-swap", "saliency", "left-to-right", "random")
@@ -87,52 +86,6 @@ MAX_POSITIONS = 512
 #: the most characters of candidate text a search puts in one request to the model (a request holds
 #: at least one candidate); texts of usual length never reach it, so their candidates go in one request
 REQUEST_CHARS = 1 << 24
-
-#: the most characters of text (both texts of a pair together) of an example a study searches, unless
-#: its ``max_text_chars`` says otherwise (:func:`check_text_lengths`). 50,000 characters is about 8,000
-#: words, far above the texts of the packaged data sets (320 characters at most, a tweet) and the
-#: :data:`MAX_POSITIONS` words a search considers; a typo search of a 100,000-character text scores
-#: about 4,200 candidates of that length (80 s with tfidf-lr on 2 cores shared with other work)
-MAX_TEXT_CHARS = 50_000
-#: about how many candidates a search scores per word position it searches (a typo search of a long
-#: text: about four candidates a word, in the first pass and again in the walk), for the estimate a
-#: refused text's message gives
-SCORES_PER_POSITION = 8
-
-
-def check_text_lengths(rows: Iterable[tuple[Any, TextInput]], limit: int | None, where: str,
-                       max_positions: int | None = MAX_POSITIONS) -> None:
-    """Refuse, with an :class:`InputError`, the ``rows`` (``(row id, model input)`` pairs, the
-    examples a study will search) whose text has more than ``limit`` characters (both texts of a
-    pair; None: no limit). The message names the first such row of ``where`` (the data), how many
-    there are, the estimated cost of a search of it (candidates, each a copy of the text, at the
-    word positions it searches, at most ``max_positions``) and the fix."""
-    if limit is None:
-        return
-    over = [(row, x) for row, x in rows if input_chars(x) > limit]
-    if not over:
-        return
-    row, x = over[0]
-    n = input_chars(x)
-    words = sum(len(t.split()) for t in ((x,) if isinstance(x, str) else x))
-    positions = words if max_positions is None else min(words, max_positions)
-    scored = SCORES_PER_POSITION * positions * n
-    more = f" (and {len(over) - 1} more row{'s' if len(over) > 2 else ''})" if len(over) > 1 else ""
-    raise InputError(
-        f"{where}: row {row} has {n:,} characters of text{more}, more than the limit of {limit:,}: each "
-        f"candidate of its searches is a copy of the whole text, so a search of it would score about "
-        f"{SCORES_PER_POSITION * positions:,} copies at its {positions:,} word positions searched, about "
-        f"{_size(scored)} characters of text per capability; drop or shorten that row, or search it anyway with "
-        f"--max-text-chars {n} (or none)")
-
-
-def _size(chars: float) -> str:
-    """``4.5 G`` for 4.5e9 (characters)."""
-    for unit, scale in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
-        if chars >= scale:
-            return f"{chars / scale:.1f} {unit}"
-    return f"{chars:.0f}"
-
 
 def model_max_length(model: Any) -> tuple[int, str] | None:
     """``(max_length, truncation side)`` of the part of each text ``model`` reads, or None when it
@@ -607,140 +560,3 @@ def make_search(name: str, **kwargs) -> SearchMethod:
     if name == "beam":
         return BeamSearch(**kwargs)
     raise InputError(f"unknown search method {name!r}; use 'greedy' or 'beam'")
-
-
-@dataclass(kw_only=True)
-class SearchOptions:
-    """How a capability searches for x' (SCoPE Eq. 1): the options every study shares."""
-
-    loss: str = "l1"
-    search: str = "greedy"
-    beam_width: int = 3
-    order: str = "best-swap"
-    max_words: int | None = None
-    patience: int | None = None
-    max_candidates: int | None = None
-    max_positions: int | None = MAX_POSITIONS  # eligible word positions searched per text (SearchProblem)
-    alphabetic_only: bool = True  # keep the capabilities' AlphabeticOnly constraint (our addition)
-
-    def search_method(self) -> SearchMethod:
-        """The configured :class:`SearchMethod`."""
-        kw: dict = dict(order=self.order, max_words=self.max_words, patience=self.patience)
-        if self.search == "beam":
-            kw["width"] = self.beam_width
-        return make_search(self.search, **kw)
-
-
-#: the sets of synonym swaps (``synonyms``): the SCoPE paper's, and ours that keep the meaning
-SYNONYM_SETS = ("wordnet", "meaning")
-#: ``synonyms="meaning"``: lemmas of the word's most frequent WordNet sense only, re-inflected, with the
-#: part of speech of the word they replace and a contextual embedding at least this close to its
-#: (docs/synonym_swaps.md measures what each part refuses)
-MEANING_SENSES, MEANING_CONTEXT_SIMILARITY = 1, 0.5
-
-
-@dataclass(kw_only=True)
-class SynonymOptions:
-    """Options that keep a synonym swap's meaning and grammar (none in the SCoPE paper, whose
-    Synonym-Invariance is the default: ``synonyms="wordnet"``, both others off).
-
-    ``synonyms``: ``"wordnet"`` (SCoPE Sec. 3.2, after Ren et al. 2019: every single-word lemma of the
-    word's synsets of its part of speech) or ``"meaning"``: lemmas of the word's most frequent sense
-    only (:data:`MEANING_SENSES`), in the inflection of the word they replace, kept only where the
-    perturbed text gives the new word the replaced word's part of speech
-    (:class:`~.semantics.PartOfSpeechAgreement`) and a contextual embedding with a cosine of at least
-    :data:`MEANING_CONTEXT_SIMILARITY` with the replaced word's (:class:`~.semantics.WordContextSimilarity`).
-    ``synonym_min_similarity``: refuse a candidate x' whose packaged MiniLM-L6 sentence embedding
-    has a cosine below this with that of x (:class:`~.semantics.SentenceSimilarity`; None: off).
-    ``reinflect_synonyms``: give each WordNet lemma the inflection of the word it replaces
-    (:class:`~.transformations.SynonymSwap` ``reinflect``; part of ``"meaning"``). They apply to
-    capabilities whose transformation is a :class:`~.transformations.SynonymSwap` (``synonym``, ``synonym*``).
-    """
-
-    synonyms: str = "wordnet"
-    synonym_min_similarity: float | None = None
-    reinflect_synonyms: bool = False
-
-    def check_synonym_options(self) -> None:
-        """InputError for an unknown set of synonyms or a threshold outside (-1, 1]."""
-        if self.synonyms not in SYNONYM_SETS:
-            raise InputError(f"synonyms must be one of {', '.join(SYNONYM_SETS)}; got {self.synonyms!r}")
-        if self.synonym_min_similarity is not None:
-            from .semantics import SentenceSimilarity
-
-            SentenceSimilarity(self.synonym_min_similarity)  # checks the value; loads nothing
-
-    def _applies(self, capability: str) -> bool:
-        from .capabilities import get_capability
-
-        return isinstance(get_capability(capability.rstrip("*")).transformation, SynonymSwap)
-
-    def synonym_key(self, capability: str) -> dict[str, Any]:
-        """The options ``capability``'s search results depend on beyond the shared ones (part of
-        their content key): the set synonym options, nothing when all are the paper's."""
-        meaning = self.synonyms != "wordnet"
-        if (self.synonym_min_similarity is None and not self.reinflect_synonyms and not meaning) \
-                or not self._applies(capability):
-            return {}
-        out: dict[str, Any] = {}
-        if meaning:
-            out["synonyms"] = self.synonyms
-        if self.synonym_min_similarity is not None:
-            out["synonym_min_similarity"] = float(self.synonym_min_similarity)
-        if self.reinflect_synonyms and not meaning:
-            out["reinflect_synonyms"] = True
-        if self.reinflect_synonyms or meaning:  # candidates of an earlier revision are not read back
-            out["synonym_revision"] = SynonymSwap.REVISION
-        return out
-
-    def synonym_setup(self, capability: Capability) -> tuple[WordSwap, list[CandidateConstraint]]:
-        """The transformation and candidate checks a search of ``capability`` uses under these options."""
-        swap = capability.transformation
-        if not isinstance(swap, SynonymSwap):
-            return swap, []
-        meaning = self.synonyms == "meaning"
-        checks: list[CandidateConstraint] = []
-        if self.reinflect_synonyms or meaning:
-            swap = copy.copy(swap)
-            swap.reinflect = True
-        if meaning:
-            from .semantics import PartOfSpeechAgreement, WordContextSimilarity
-
-            swap.senses, swap.keep_expressions = MEANING_SENSES, True
-            checks += [PartOfSpeechAgreement(), WordContextSimilarity(MEANING_CONTEXT_SIMILARITY)]
-        if self.synonym_min_similarity is not None:
-            from .semantics import SentenceSimilarity
-
-            checks.append(SentenceSimilarity(self.synonym_min_similarity))
-        return swap, checks
-
-
-@dataclass(kw_only=True)
-class SearchSettings(SearchOptions, SynonymOptions):
-    """Everything a search cell needs besides the capability and the reference: the search
-    (:class:`SearchOptions`), the synonym options (:class:`SynonymOptions`), the seed of its random
-    choices and, for text pairs, the text it changes (``perturb_field``: 0, 1, or None for both).
-    A study makes it from its options (``search_settings()``) and ships it to the cells."""
-
-    seed: int = 0
-    perturb_field: int | None = 0
-
-    def key(self, capability: str, *, pairs: bool = True) -> dict[str, Any]:
-        """The options a search result of ``capability`` depends on (part of its content key):
-        the search's, the seed, ``perturb_field`` when the inputs may be pairs (``pairs``), the
-        alphabetic-only switch only when off, the word order only when not ``best-swap``, the cap on
-        word positions only when not :data:`MAX_POSITIONS` and the synonym options only where they
-        apply, so the defaults keep earlier results' keys."""
-        out: dict[str, Any] = {"loss": self.loss, "search": self.search, "max_words": self.max_words,
-                               "patience": self.patience, "max_candidates": self.max_candidates, "seed": self.seed}
-        if pairs:
-            out["perturb_field"] = self.perturb_field
-        if self.search == "beam":
-            out["beam_width"] = self.beam_width
-        if not self.alphabetic_only:
-            out["alphabetic_only"] = False
-        if self.order != "best-swap":
-            out["order"] = self.order
-        if self.max_positions != MAX_POSITIONS:
-            out["max_positions"] = self.max_positions
-        return {**out, **self.synonym_key(capability)}

@@ -160,7 +160,7 @@ def _study(entry: Any, i: int, where: _Where, models: dict, data: dict, base: Pa
             if fields[dest].runner and not fields[dest].in_config:
                 raise where.error(kk, f"not an option of {kind} (set by the runner)")
             if dest in given:
-                raise where.error(kk, f"{key!r} and {given[dest]!r} name the same option; keep one")
+                raise where.error(kk, args.given_twice(dest, [given[dest], str(key)]))
             given[dest] = str(key)
             opt = fields[dest]
             if opt.role is not None:
@@ -191,7 +191,8 @@ def _check_values(args: Any, options: dict[str, Any], given: dict[str, str], whe
     ``where``, each at the key that set it."""
     names = {f.name for f, _ in args.fields()}
     try:
-        problems = args(**{k: v for k, v in options.items() if k in names}).problems()
+        read = args(**{k: v for k, v in options.items() if k in names})
+        problems = read.given_by(args.old_names_of(given.values(), "config")).problems()
     except InputError as e:
         problems = [("", str(e))]
     found = [(keys + ((given[dest],) if dest in given else ()), message) for dest, message in problems]

@@ -11,18 +11,30 @@ a model:
   ``none`` for an optional corpus, or an existing file, which is read the way the study reads it
   (its columns, labels and rows), so a misspelt column or an empty file is found before any work.
 
+The options several studies share are declared here once, each in a group a study's options
+compose as a mix-in (:class:`LabelledDataArgs`, :class:`PerturbFieldArgs`, :class:`EncoderArgs`,
+:class:`BootstrapArgs`, :class:`SeedArgs`; the search's are in
+:mod:`perturblab.perturb.search_settings`), and placed among the study's own options with
+:func:`place`, with the study's default where it has its own.
+
 The value checks shared by several studies (capability and perturbation names, probability grids)
 are here too, for their options' ``check=``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses
+import sys
+import typing
+from dataclasses import MISSING, dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Sequence
 
-from ..core.options import Opt, StudyArgs, option
+from ..core.options import TEXT_FIELDS_HELP, Opt, StudyArgs, csv_list, option
 from ..errors import InputError
+from ..measures.stats import N_BOOT
+from ..models.base import POOLINGS
 from .given import clashing, items, name_clash
 
 _CORPUS_FIELDS = ("corpus", "benign_corpus")
@@ -31,14 +43,135 @@ MAX_SECONDS_HELP = ("fine-tuning time budget, seconds of wall time (none: no lim
                     "not depend on the machine's load)")
 
 
+#: a :func:`place` argument not given: the group's own
+_KEEP = object()
+
+
+@dataclass(frozen=True)
+class _Placed:
+    """What :func:`place` leaves in a class body (turned into a field by :class:`Group`)."""
+
+    default: Any
+    python: Any
+
+    def field(self, declared: dataclasses.Field) -> dataclasses.Field:
+        """The field ``declared`` (a group's) with this class's default and Python annotation."""
+        opt = declared.metadata["option"]
+        if self.python is not _KEEP:
+            opt = dataclasses.replace(opt, python=self.python)
+        meta = {**declared.metadata, "option": opt}
+        if self.default is _KEEP:
+            if declared.default_factory is not MISSING:
+                return dataclasses.field(default_factory=declared.default_factory, metadata=meta)
+            return dataclasses.field(default=declared.default, metadata=meta)
+        value = self.default
+        if isinstance(value, (list, dict)):
+            return dataclasses.field(default_factory=lambda: type(value)(value), metadata=meta)
+        return dataclasses.field(default=value, metadata=meta)
+
+
+def place(default: Any = _KEEP, *, python: Any = _KEEP) -> Any:
+    """An option of a group the class composes (declared there once: name, type, help, rules), placed
+    at this point of the class body, where a :class:`Group` (every :class:`Args`) lists it:
+    ``--help``, the Python function and what a run records of its options follow the body's order.
+    ``default`` is this study's default and ``python`` this study's annotation of its Python keyword,
+    where they are not the group's::
+
+        @dataclass(kw_only=True)
+        class ToyArgs(BootstrapArgs, SeedArgs, Args):
+            models: str = option("tfidf-lr", help="comma list of classifiers")
+            seed = place()        # --seed, after --models
+            n_boot = place(200)   # --n-boot, last, default 200
+
+    A group's options the body does not place come before the class's own, in the group's order."""
+    return _Placed(default, python)
+
+
+class Group:
+    """Base of a class of options that places options of the groups it composes (:func:`place`):
+    each placed option becomes a field of the class (the group's, with the class's default), and
+    the class notes the order of its body (:func:`option_order`)."""
+
+    def __init_subclass__(cls, **kw: Any) -> None:
+        super().__init_subclass__(**kw)
+        body, placed = [], []
+        for name, value in list(vars(cls).items()):
+            if isinstance(value, _Placed):
+                owner, declared = _declared(cls, name)
+                setattr(cls, name, value.field(declared))
+                if "__annotations__" not in vars(cls):
+                    cls.__annotations__ = {}
+                cls.__annotations__[name] = _annotation(cls, owner, declared)
+                placed.append(name)
+            elif not isinstance(value, dataclasses.Field):
+                continue
+            body.append(name)
+        if placed:
+            cls._option_body = tuple(body)  # type: ignore[attr-defined]
+
+
+def _declared(cls: type, name: str) -> tuple[type, dataclasses.Field]:
+    """The class of options that declares the field ``name`` ``cls`` places, and that field."""
+    for base in cls.__mro__[1:]:
+        declared = vars(base).get("__dataclass_fields__", {}).get(name)
+        if declared is not None and "option" in declared.metadata:
+            return base, declared
+    raise TypeError(f"{cls.__name__}: {name} = place() names no option of the groups it composes")
+
+
+def _annotation(cls: type, owner: type, declared: dataclasses.Field) -> Any:
+    """The annotation of a field ``cls`` places: as ``owner`` wrote it where it reads the same in
+    ``cls``'s module (``"int"``, ``"list[str]"``: the Python signature shows it as in ``owner``),
+    else the type it names there."""
+    if isinstance(declared.type, str):
+        try:
+            eval(declared.type, dict(vars(sys.modules[cls.__module__])))
+            return declared.type
+        except (NameError, AttributeError):
+            pass
+    return typing.get_type_hints(owner)[declared.name]
+
+
+@lru_cache(maxsize=None)
+def option_order(cls: type) -> tuple[str, ...]:
+    """The fields of the options class ``cls`` in the order of their declaration: a class that
+    places options (:func:`place`) lists its body (its own fields and the placed ones) where its
+    first own field would be, after the options of its groups that it does not place."""
+    names = [f.name for f in dataclasses.fields(cls)]  # type: ignore[arg-type]
+    for k in reversed(cls.__mro__):
+        body = vars(k).get("_option_body")
+        if not body:
+            continue
+        inherited = {n for base in k.__mro__[1:] for n in vars(base).get("__dataclass_fields__", {})}
+        new = [n for n in body if n not in inherited]
+        rest = [n for n in names if n not in body]
+        if new:
+            at = sum(1 for n in names[:names.index(new[0])] if n not in body)
+        else:
+            at = max((i + 1 for i, n in enumerate(rest) if n in vars(k)["__dataclass_fields__"]), default=0)
+        names = rest[:at] + list(body) + rest[at:]
+    return tuple(names)
+
+
 @dataclass(kw_only=True)
-class Args(StudyArgs):
+class Args(StudyArgs, Group):
     """A study's options (see the module docstring)."""
 
     #: the model options a study reports side by side (its reference and targets, its models A
     #: and B): two different specs among them may not share a name (:func:`~.given.name_clash`),
     #: as two of one model list may not
     shown_together: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def python_fields(cls) -> list[tuple[dataclasses.Field, Opt]]:
+        """:meth:`StudyArgs.python_fields` with each part (the options, the runner's, the
+        Python-only fields) in the order of :func:`option_order`, where the class places options."""
+        found = super().python_fields()
+        if not any("_option_body" in vars(k) for k in cls.__mro__):
+            return found
+        rank = {name: i for i, name in enumerate(option_order(cls))}
+        part = {id(f): 2 if o.python_only else 1 if o.runner else 0 for f, o in found}
+        return sorted(found, key=lambda x: (part[id(x[0])], rank[x[0].name]))
 
     def field_problem(self, name: str, opt: Opt, value: Any) -> str | None:
         message = super().field_problem(name, opt, value)
@@ -100,6 +233,68 @@ class HistoryArgs:
                 ("history", "needs --release LABEL, the label of this run in the history")]
 
 
+# -- the options several studies share, each declared once: a study's options compose the groups
+# it has and place their options among its own (place()), with its own default where it has one.
+#: the help of ``--data`` where it names labelled data
+DATA_HELP = ("labelled data: a data set name (rotten_tomatoes, tweets), a CSV/JSONL/Parquet file, hf:NAME[:SPLIT], "
+             "glue:TASK or next:CORPUS")
+#: the help of ``--pooling`` (the representation studies)
+POOLING_HELP = "mean over real tokens, first token (CLS), or last real token (decoders)"
+#: the texts of a pair ``--perturb-field`` picks
+PERTURB_FIELDS = ("a", "b", "both")
+
+
+@dataclass(kw_only=True)
+class TextFieldsArgs:
+    """``--text-fields``: the text column(s) of a data file."""
+
+    text_fields: list[str] = option([], parse=csv_list, metavar="A[,B]", python="str | Sequence[str]",
+                                    help=TEXT_FIELDS_HELP)
+
+
+@dataclass(kw_only=True)
+class LabelledDataArgs(TextFieldsArgs, Group):
+    """``--data``, ``--text-fields`` and ``--label-column``: the labelled data of a study and how a
+    data file of it is read."""
+
+    data: str = option("rotten_tomatoes", data=True, python="str | Dataset | tuple[Dataset, Dataset]",
+                       help=DATA_HELP)
+    text_fields = place()
+    label_column: str | None = option(None, help="label column of a data file (default: 'label')")
+
+
+@dataclass(kw_only=True)
+class PerturbFieldArgs:
+    """``--perturb-field``: which text of a pair a study perturbs."""
+
+    perturb_field: str = option("both", choices=PERTURB_FIELDS,
+                                help="for text-pair data: perturb the first text (a), the second (b) or both")
+
+
+@dataclass(kw_only=True)
+class EncoderArgs:
+    """``--pooling``: how the representation studies pool an encoder's token states."""
+
+    pooling: str = option("mean", choices=POOLINGS, help=POOLING_HELP)
+
+
+@dataclass(kw_only=True)
+class BootstrapArgs:
+    """``--n-boot``: the bootstrap resamples of a study's intervals (default :data:`N_BOOT
+    <perturblab.measures.stats.N_BOOT>`, the measures' own)."""
+
+    n_boot: int = option(N_BOOT, min=1, help="bootstrap resamples of the intervals")
+
+
+@dataclass(kw_only=True)
+class SeedArgs:
+    """``--seed``: the seed of a study's random choices."""
+
+    seed: int = option(0, min=0, help="seed of every random choice of the study: the examples it draws and, where "
+                                      "it has them, its data split, fine-tunes, probes, bootstrap, perturbations "
+                                      "and searches")
+
+
 class ModelList:
     """Mix-in of the options with a ``models`` comma list (robustness, generation, learnability,
     selfcheck): what the study reads of it."""
@@ -126,16 +321,10 @@ class PerturbationList:
         return perturbation_names(self.perturbations)
 
 
-def n_boot_option(default: int) -> Any:
-    """``--n-boot``: the bootstrap resamples of a study's intervals (every study that has one
-    declares it with this one help, each with its own default)."""
-    return option(default, min=1, help="bootstrap resamples of the intervals")
-
-
 def max_text_chars_option(what: str) -> Any:
     """``--max-text-chars``: the longest text of ``what`` a study searches (the studies that search
     declare it with this one help; a runner option, so it changes no result)."""
-    from ..perturb.search import MAX_TEXT_CHARS
+    from ..perturb.search_settings import MAX_TEXT_CHARS
 
     return option(MAX_TEXT_CHARS, min=1, runner=True, in_config=True,
                   help=f"refuse, before any work, {what} whose text has more characters (each candidate of its "
@@ -194,7 +383,8 @@ def one_text_option(args: Any) -> list[tuple[str, str]]:
 def check_model_spec(spec: str, role: str) -> None:
     """Refuse a model spec that cannot name a model of ``role`` (loads nothing); ``model``: a
     classifier or a language model (refused with the classifier's reason when it is neither)."""
-    from ..models.resolve import ModelSpec, check_spec, fits
+    from ..models.spec import ModelSpec
+    from ..models.spec_check import check_spec, fits
 
     if role != "model":
         check_spec(spec, role)
@@ -211,7 +401,7 @@ def label_words_of(spec: str) -> tuple[str, Any] | None:
     its ``[label_words=...]``, or in a study config's ``api:`` definition of its name); else None."""
     from ..models import named
     from ..models.api_client import is_api_spec
-    from ..models.resolve import ModelSpec
+    from ..models.spec import ModelSpec
 
     try:
         ms = ModelSpec.parse(spec)

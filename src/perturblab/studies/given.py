@@ -34,7 +34,7 @@ def display_name(spec: str) -> str:
     >>> [display_name(s) for s in ("l3=minilm-l3", "minilm-l3[batch_size=4]", "./models/ft")]
     ['l3', 'minilm-l3', './models/ft']
     """
-    from ..models.resolve import ModelSpec
+    from ..models.spec import ModelSpec
 
     return ModelSpec.parse(spec).name
 
@@ -94,7 +94,7 @@ def reported_name(model: Any, given: Any = ()) -> str:
 def model_table(models: Sequence[Any], role: str) -> tuple[list[str], dict[str, Any], dict[str, str]]:
     """Display names for ``models`` (a spec's ``NAME=``, else its source; an object's ``name``
     attribute, else ``<role><i>``), the ready objects by name and the specs by name."""
-    from ..models.resolve import ModelSpec
+    from ..models.spec import ModelSpec
 
     names, given, specs = [], {}, {}
     for i, m in enumerate(models):
@@ -152,16 +152,6 @@ def search_splits(data: "str | Dataset | tuple[Dataset, Dataset]", *, text_colum
         raise InputError(f"--perturb-field {perturb_field} needs the two texts of a pair, but the data have one "
                          "text field; name two columns with --text-fields A,B or use --perturb-field a")
     return splits or train_test_split(ds, test_size=test_size, seed=seed)
-
-
-def renamed(value: Any, old_value: Any, default: Any, name: str, old: str) -> Any:
-    """An option given by its name or by its old name (``old_value`` not None); both, with other
-    values, is an error."""
-    if old_value is None:
-        return value
-    if value != default and value != old_value:
-        raise InputError(f"{name}={value!r} and its old name {old}={old_value!r} disagree; give {name} only")
-    return old_value
 
 
 def model_list(models: Any, *, option: str = "--models", prefix: str = "model", what: str = "model",

@@ -9,6 +9,11 @@ keeps, and raises :class:`AssertionError` naming the study and the contract it b
   it has ``__wrapped__``) and the options class is a dataclass subclassing
   :class:`~perturblab.studies.args.Args`;
 * the function's keywords are the options' names, with the options' defaults;
+* a study with a part in ``compare``: for each model kind the part serves, the options it builds
+  at its least size for a comparison of the example's models name only the study's options and
+  pass their check, as ``compare`` gives them (:func:`check_compare_options`); with ``runs=True``,
+  every headline key the part declares is one the example's headline gives, or is named with why
+  it does not (:func:`check_part_keys`, :data:`KEYS_NOT_IN_EXAMPLE`);
 * every option's declared rule (``min``, ``above``, ``below``, ``max``, ``choices``) is refused
   alike by the command (exit status 2, one ``error:`` line naming the option, nothing written), by
   a study config (``perturblab run --check``: exit status 2, one error per broken rule) and by the
@@ -32,8 +37,8 @@ themselves. :func:`normalised` (an output file's text without run ids and times,
 """
 
 from .common import StudyReport, command_line
-from .contract import check_study
-from .entry import check_help, check_one_entry, check_signature
+from .contract import KEYS_NOT_IN_EXAMPLE, check_study
+from .entry import check_compare_options, check_help, check_one_entry, check_part_keys, check_signature
 from .outputs import VOLATILE, cells, contents, normalised, outputs
 from .rules import (ROLE_VALUES, RuleCase, check_rule_by_command, check_rule_by_function, check_rules_by_config,
                     required_values, rule_cases)
@@ -41,7 +46,8 @@ from .runs import CHANGED_INPUTS, ExampleRuns, StoreSpy, changed_input, failing_
 
 __all__ = [
     "check_study", "StudyReport", "ExampleRuns", "RuleCase", "ROLE_VALUES", "CHANGED_INPUTS",
-    "check_help", "check_one_entry", "check_signature", "required_values", "rule_cases",
+    "check_help", "check_one_entry", "check_signature", "check_compare_options", "check_part_keys",
+    "KEYS_NOT_IN_EXAMPLE", "required_values", "rule_cases",
     "check_rule_by_command", "check_rule_by_function", "check_rules_by_config", "command_line", "changed_input",
     "normalised", "VOLATILE", "outputs", "contents", "cells", "spy_on_store", "StoreSpy", "failing_writer",
 ]

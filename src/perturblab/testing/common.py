@@ -66,7 +66,7 @@ def _text(value: Any) -> str:
 def command_line(name: str, options: Mapping[str, Any], out: str | Path) -> list[str]:
     """The command line of study ``name`` with ``options`` (a list as its comma text, ``True`` as a
     switch), ``--out OUT --quiet`` added."""
-    from ..core.options import option_name
+    from ..core.readers import option_name
 
     args = [name]
     for k, v in options.items():

@@ -109,7 +109,7 @@ def check_rule_by_command(case: RuleCase, where: str | Path) -> None:
     """``perturblab <name> --<option> BAD --out WHERE/out`` exits with 2, its stderr has one
     ``error:`` line naming the option (a bound: the line is ``error: --<option>: ...``), no
     traceback, and nothing is written."""
-    from ..core.options import option_name
+    from ..core.readers import option_name
 
     out = Path(where) / "out"
     entry, flag = case.entry, option_name(case.name)
@@ -133,7 +133,7 @@ def check_rule_by_function(case: RuleCase, where: str | Path) -> None:
     """The Python function called with ``<option>=BAD`` raises an
     :class:`~perturblab.errors.InputError` ``--<option>: ...`` before anything runs (its ``out``
     is not created)."""
-    from ..core.options import option_name
+    from ..core.readers import option_name
     from ..errors import InputError
 
     out = Path(where) / "out"

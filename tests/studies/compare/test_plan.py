@@ -11,7 +11,8 @@ import pytest
 
 from perturblab.errors import InputError
 from perturblab.studies.compare.config import duration, threshold
-from perturblab.studies.compare.plan import CLASSIFIER, LANGUAGE_MODEL, cost_of, make_plan, model_kind
+from perturblab.studies.compare.model_costs import model_kind
+from perturblab.studies.compare.plan import CLASSIFIER, LANGUAGE_MODEL, cost_of, make_plan
 from compare_helpers import args_of, share
 
 
@@ -133,7 +134,7 @@ def test_an_api_language_model_gets_the_studies_its_capabilities_allow():
 
 
 def test_a_larger_local_model_is_planned_from_its_size(tmp_path):
-    from perturblab.studies.compare.plan import model_params
+    from perturblab.studies.compare.model_costs import model_params
 
     big = tmp_path / "big-lm"
     big.mkdir()
@@ -157,7 +158,7 @@ def test_a_larger_local_model_is_planned_from_its_size(tmp_path):
 
 
 def test_the_plan_states_what_each_study_detects_and_detect_sizes_it():
-    from perturblab.studies.compare.plan import detectable, needed
+    from perturblab.studies.compare.power import detectable, needed
 
     plan = make_plan(args_of(reference="minilm-l6", targets="minilm-l3"))
     inv = next(p for p in plan.studies if p.name == "invariances")
@@ -259,20 +260,20 @@ def test_a_directory_that_is_no_saved_classifier_is_refused_before_any_model_is_
 def test_medium_from_is_the_rate_the_exact_level_test_shows_above_five_percent_with_80_percent_power(n):
     from scipy import stats
 
-    from perturblab.studies.compare.plan import levelled
+    from perturblab.studies.compare.power import levelled
 
     k = next(k for k in range(n + 2) if stats.binom.sf(k - 1, n, 0.05) <= 0.05)  # the least count it rejects at
     r = levelled(n, 0.05)
     assert stats.binom.sf(k - 1, n, r) == pytest.approx(0.80, abs=1e-6)
     assert stats.binom.sf(k - 1, n, r - 0.002) < 0.80  # the least such rate
-    from perturblab.studies.compare.plan import detectable
+    from perturblab.studies.compare.power import detectable
 
     assert n < 100 or r > detectable(n)  # a level asks more than a detected difference (the normal
     # approximation behind detectable is loose at n = 20)
 
 
 def test_the_plan_says_from_which_rate_a_finding_is_levelled_medium():
-    from perturblab.studies.compare.plan import levelled
+    from perturblab.studies.compare.power import levelled
 
     plan = make_plan(args_of(reference="tfidf-lr", targets="twin=tfidf-lr", studies="invariances", budget="2m"))
     inv = plan.studies[0]

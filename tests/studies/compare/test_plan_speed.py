@@ -13,9 +13,9 @@ import pytest
 from perturblab.errors import InputError
 from perturblab.models import speed as speed_module
 from perturblab.models.speed import Speed, count_parameters, measure_speed
-from perturblab.studies.compare import plan as plan_module
 from perturblab.studies.compare.config import duration
-from perturblab.studies.compare.plan import BASELINE, CLASSIFIER, LANGUAGE_MODEL, cost_of, make_plan
+from perturblab.studies.compare.model_costs import BASELINE, model_params
+from perturblab.studies.compare.plan import CLASSIFIER, LANGUAGE_MODEL, cost_of, make_plan
 from compare_helpers import args_of
 
 
@@ -187,7 +187,7 @@ def test_parameter_counts_match_the_model(tmp_path):
     weights.mkdir()
     save_file({"a": torch.zeros(3, 4), "b": torch.zeros(5)}, str(weights / "model.safetensors"))
     assert count_parameters(str(weights)) == (17 / 1e6, "its safetensors headers")
-    assert plan_module.model_params(str(only_config)) == (params, "its config.json")
+    assert model_params(str(only_config)) == (params, "its config.json")
 
 
 def test_a_cheap_reference_is_planned_at_what_its_searches_still_cost(monkeypatch):

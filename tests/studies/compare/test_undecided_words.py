@@ -7,7 +7,7 @@ from __future__ import annotations
 from scipy import stats
 
 from perturblab.core.headline import wilson_interval
-from perturblab.studies.compare.keys import CLASSIFIER
+from perturblab.studies.part import CLASSIFIER
 from perturblab.studies.compare.severity import Severity, assign_levels
 
 
@@ -46,7 +46,7 @@ def test_an_interval_reaching_below_the_line_keeps_its_span():
 
 def test_an_accuracy_gap_states_a_direction_only_where_the_targets_findings_hold_it():
     from perturblab.core.headline import Estimate
-    from perturblab.studies.compare.part import side
+    from perturblab.studies.part import side
     from perturblab.studies.compare.severity import rate_finding
 
     def gap(value, low, high):

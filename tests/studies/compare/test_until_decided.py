@@ -14,7 +14,7 @@ import pytest
 from perturblab.core.headline import Estimate, Headline, wilson_interval
 from perturblab.measures.sequences import paired_sequence, share_sequence
 from perturblab.studies.compare import function
-from perturblab.studies.compare.keys import CLASSIFIER
+from perturblab.studies.part import CLASSIFIER
 from perturblab.studies.compare.plan import make_plan
 from perturblab.studies.compare.severity import Severity, assign_levels, rate_finding
 from compare_helpers import args_of, share

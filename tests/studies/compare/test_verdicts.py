@@ -10,7 +10,6 @@ from scipy import stats
 
 from perturblab.core.headline import Headline, wilson_interval
 from perturblab.errors import InputError
-from perturblab.studies.compare import plan as plan_module
 from perturblab.studies.compare.plan import CLASSIFIER, LANGUAGE_MODEL
 from perturblab.studies.compare.checks import run_checks
 from perturblab.studies.compare.keys import check_margin, check_metrics, check_range
@@ -262,13 +261,15 @@ def test_the_statistics_examples_run():
 
     import perturblab.core.headline
     import perturblab.measures.stats
+    import perturblab.studies.compare.power
     import perturblab.studies.compare.severity
     import perturblab.studies.compare.verdict
-
     import perturblab.studies.given
+    import perturblab.studies.part
 
     for module in (perturblab.core.headline, perturblab.measures.stats, perturblab.studies.compare.severity,
-                   perturblab.studies.compare.verdict, perturblab.studies.given, plan_module):
+                   perturblab.studies.compare.verdict, perturblab.studies.given,
+                   perturblab.studies.compare.power, perturblab.studies.part):
         result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
         assert result.attempted > 0 and result.failed == 0, module.__name__
 

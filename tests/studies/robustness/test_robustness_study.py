@@ -248,7 +248,7 @@ def test_hf_checkpoint_by_path_with_its_own_label_names(tmp_path):
 
 
 def test_model_names_and_sources():
-    from perturblab.models.resolve import ModelSpec
+    from perturblab.models.spec import ModelSpec
 
     def name_source(entry):
         ms = ModelSpec.parse(entry)

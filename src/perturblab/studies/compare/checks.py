@@ -25,7 +25,8 @@ from dataclasses import asdict, dataclass
 from typing import Any, Sequence
 
 from ...core.headline import Estimate, defined, key_matches
-from .keys import GAPS, SHARES, equivalence_keys
+from ..part import GAP, SHARE, key_of
+from .keys import equivalence_keys
 from .severity import equivalence_interval, least_n_where
 
 @dataclass
@@ -175,11 +176,13 @@ def _difference(e: Estimate, ref: Estimate | None) -> tuple[float | None, float 
     from .severity import score_difference
 
     first = e.key.split(":", 1)[0]
-    if first in SHARES:
+    key = key_of(first)
+    kind = key.kind if key is not None else None
+    if kind == SHARE:
         lo, hi = equivalence_interval(e)
         return (None if e.value is None else 1 - e.value, None if hi is None else 1 - hi,
                 None if lo is None else 1 - lo, f"rate 1 − {first}")
-    if first in GAPS or first.endswith("_gap"):
+    if kind == GAP:
         low, high = equivalence_interval(e)
         return e.value, low, high, "target − reference"
     d = score_difference(e, ref) if ref is not None else None
@@ -216,12 +219,13 @@ def best_case(key: str, n: int) -> Estimate | None:
     from ...core.headline import wilson_interval
     from ...measures.stats import discordant_difference_ci
 
-    first = key.split(":", 1)[0]
-    if first in SHARES:
+    k = key_of(key)
+    sequence = k.sequence if k is not None else ""
+    if sequence == "share":
         low, high = wilson_interval(n, n)
         return Estimate("best case", key, 1.0, low, high, n=n, interval=f"95 % Wilson interval over the {n} examples",
                         key=key)
-    if first == "accuracy_gap":
+    if sequence == "paired":
         low, high = discordant_difference_ci(0, 0, n, seed=0)
         return Estimate("best case", key, 0.0, low, high, n=n,
                         interval=f"95 % Jeffreys interval of the paired difference over the {n} examples (0 + 0 "

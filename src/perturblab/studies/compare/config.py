@@ -6,10 +6,11 @@ import re
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ...core.options import TEXT_FIELDS_HELP, csv_list, option
+from ...core.options import option
 from ...errors import InputError
-from ...perturb.search import SYNONYM_SETS
-from ..args import Args, HistoryArgs, items, max_text_chars_option, nonempty, one_text_option
+from ...perturb.search_settings import SynonymSetArgs
+from ..args import (Args, HistoryArgs, LabelledDataArgs, SeedArgs, items, max_text_chars_option, nonempty,
+                    one_text_option, place)
 
 def threshold(value: str) -> tuple[str, float]:
     """``METRIC=VALUE`` of ``--fail-under`` -> (metric, value); the metric is a headline key
@@ -42,8 +43,8 @@ def margins(values: list[str] | None) -> None:
 
 def study_list(value: str | None) -> None:
     """``--studies``: the parts of registered studies (by their own name or the study's registry
-    name, :func:`~.part.part_name`), none twice."""
-    from .part import part_name, studies_of
+    name, :func:`~perturblab.studies.part.part_name`), none twice."""
+    from ..part import part_name, studies_of
 
     if value is None:
         return
@@ -70,7 +71,7 @@ def duration(value: str) -> float:
 
 
 @dataclass(kw_only=True)
-class CompareArgs(HistoryArgs, Args):
+class CompareArgs(HistoryArgs, LabelledDataArgs, SynonymSetArgs, SeedArgs, Args):
     """The options of ``perturblab compare`` and :func:`perturblab.compare`."""
 
     reference: str | None = option(required=True, role="model", positional=True, python="str", help="the model you trust: a classifier (minilm-l6, a fine-tuned "
@@ -78,14 +79,11 @@ class CompareArgs(HistoryArgs, Args):
     targets: str | None = option(required=True, role="model", check=nonempty, positional=True,
                                  python="str | Sequence[str]",
                                  help="comma list of the models to compare with it, of the same kind")
-    data: str = option("rotten_tomatoes", data=True, python="str | DataFrame | Dataset",
-                       help="labelled data for classifiers: a data set name or a file (in Python also a pandas "
-                            "DataFrame or a Dataset)")
+    data = place(python="str | DataFrame | Dataset")
     corpus: str = option("oanc", help="unlabelled text for language models: a packaged corpus or a text file")
     text_column: str | None = option(None, help="text column of a --data or --corpus file (default: 'text')")
-    text_fields: list[str] = option([], parse=csv_list, metavar="A[,B]", python="str | Sequence[str]",
-                                    help=TEXT_FIELDS_HELP)
-    label_column: str | None = option(None, help="label column of a --data file (default: 'label')")
+    text_fields = place()
+    label_column = place()
     benign_corpus: str = option("oanc", data=True, help="language models: the corpus of selfcheck's normalised "
                                                         "negation score ('none' to leave it out)")
     studies: str | None = option(None, check=study_list,
@@ -121,12 +119,8 @@ class CompareArgs(HistoryArgs, Args):
     detect: float | None = option(None, above=0, below=1,
                                   help="size each study to detect a difference of this size (e.g. 0.02) with 80% "
                                        "power at 5%, or say that the budget cannot; default: sizes from the budget")
-    synonyms: str = option("meaning", choices=SYNONYM_SETS,
-                           help="synonym swaps of the invariances: 'meaning' keeps the meaning (synonyms of the word's "
-                                "most frequent sense, re-inflected to a known form, of the same part of speech, close "
-                                "to the word in context and outside fixed expressions); 'wordnet' takes every WordNet synonym of the word's part of speech, as "
-                                "the SCoPE paper and `perturblab scope` do (docs/synonym_swaps.md)")
-    seed: int = option(0, min=0, help="seed of the samples and perturbations")
+    synonyms = place("meaning")
+    seed = place()
     max_text_chars: int | None = max_text_chars_option("a sample of the invariances")
     mlflow: str | None = option(None, runner=True, in_config=True, metavar="URI",
                                 help="also log this comparison as an MLflow run at this tracking URI "
@@ -180,7 +174,7 @@ class CompareArgs(HistoryArgs, Args):
                                    "are decided; give one of them"))
         if self.reference is None or self.reference not in self.target_names():
             return found
-        from ...models.resolve import ModelSpec
+        from ...models.spec import ModelSpec
 
         ms = ModelSpec.parse(self.reference)
         source = self.reference.partition("=")[2].strip() if ms.name != ms.source else self.reference
@@ -191,6 +185,6 @@ class CompareArgs(HistoryArgs, Args):
     def study_names(self) -> list[str] | None:
         """The parts ``studies`` names (registry names read as their parts' names), or None:
         those the models support."""
-        from .part import part_name
+        from ..part import part_name
 
         return [part_name(n) for n in items(self.studies)] if self.studies else None

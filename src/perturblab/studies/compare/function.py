@@ -20,7 +20,7 @@ from ...core.lock import output_lock
 from ...core.placement import placement
 from ...core.study import StudyResult
 from .config import CompareArgs
-from .part import CLASSIFIER
+from ..part import CLASSIFIER
 from .plan import Plan, make_plan
 from ...report.html import MANIFEST, render_report
 from ...report.html_compare import COMPARE_FILE

@@ -1,7 +1,8 @@
-"""The vocabulary of a comparison, shared by its plan, verdicts and checks: the two kinds of
-models, the headline keys each study of the plan gives (its part's, :mod:`.part`), which of them
-are paired findings of a target against the reference, and the range each measure lies in (for
-the gates' values)."""
+"""The vocabulary of a comparison, shared by its plan, verdicts and checks: the headline keys each
+study of the plan gives and what each means, as the study's part declares it
+(:class:`~perturblab.studies.part.Key`: a share kept, a paired gap or a score, its range), read
+here for the gates' values. Nothing here names a study: a key of an installed package's study is
+checked exactly as a built-in one."""
 
 from __future__ import annotations
 
@@ -9,27 +10,19 @@ import math
 from typing import Sequence
 
 from ...errors import InputError
-from .part import CLASSIFIER, LANGUAGE_MODEL, part_of, parts
+from ..part import SCORE, all_keys, key_of, part_of, parts
 
-__all__ = ["CLASSIFIER", "LANGUAGE_MODEL", "SHARES", "GAPS", "RANGES", "PAST_TOP", "keys_of", "equivalence_keys",
-           "gap_of", "check_range", "check_margin", "check_metrics"]
-#: keys whose estimate is a share kept (the rate of changed behaviour is 1 − it) and keys whose
-#: estimate is a signed gap, target − reference (the rate is −gap)
-SHARES, GAPS = ("hard_scope", "agreement"), ("accuracy_gap", "relative_robustness_gap")
+__all__ = ["PAST_TOP", "keys_of", "equivalence_keys", "sequence_keys", "gap_of",
+           "check_range", "check_margin", "check_metrics"]
 
 
 def keys_of(study: str) -> tuple[str, ...]:
     """The headline keys (their first parts) the plan's study ``study`` gives: its part's
     (``layers-<target>`` is the ``layers`` part's); none for a folder no part owns."""
     part = part_of(study)
-    return part.keys if part is not None else ()
+    return part.key_names if part is not None else ()
 
 
-#: the range of each measure a threshold is checked against (a value outside is refused, except
-#: one just past the top, which can never pass: every check of it fails, and the command says so)
-RANGES = {"hard_scope": (0.0, 1.0), "soft_scope": (0.0, 1.0), "agreement": (0.0, 1.0), "accuracy": (0.0, 1.0),
-          "linear_cka": (0.0, 1.0), "accuracy_gap": (-1.0, 1.0), "relative_robustness": (0.0, math.inf),
-          "relative_robustness_gap": (-math.inf, math.inf)}
 #: how far past the top of its range a --fail-under value is still taken (a gate meant to fail)
 PAST_TOP = 0.05
 
@@ -38,7 +31,14 @@ def equivalence_keys() -> tuple[str, ...]:
     """The measures --equivalent takes: target against reference, on the same examples (the
     shares kept, the paired gaps, and the scores of the parts whose findings are paired score
     differences)."""
-    return SHARES + GAPS + tuple(k for p in parts().values() if p.scores for k in p.keys)
+    scored = {k.name for p in parts().values() if p.scores for k in p.keys if k.kind == SCORE}
+    return tuple(name for name, k in all_keys().items() if k.paired() or name in scored)
+
+
+def sequence_keys() -> tuple[str, ...]:
+    """The keys whose estimates have a confidence sequence (valid at every look of a run that
+    stops when it is decided)."""
+    return tuple(name for name, k in all_keys().items() if k.sequence)
 
 
 def gap_of(metric: str) -> str | None:
@@ -50,10 +50,8 @@ def gap_of(metric: str) -> str | None:
     ('relative_robustness_gap:change_char', 'accuracy_gap', None)
     """
     first, sep, rest = metric.partition(":")
-    gap = f"{first}_gap"
-    if any(gap in p.keys for p in parts().values()):
-        return gap + sep + rest
-    return None
+    key = key_of(first)
+    return key.gap + sep + rest if key is not None and key.gap else None
 
 
 def check_range(metric: str, value: float, option: str = "--fail-under") -> str:
@@ -65,7 +63,8 @@ def check_range(metric: str, value: float, option: str = "--fail-under") -> str:
     reference. Else returns "". The error starts with ``METRIC=VALUE``; the options' check puts
     the option name before it."""
     first = metric.split(":", 1)[0]
-    low, high = RANGES.get(first, (-math.inf, math.inf))
+    key = key_of(first)
+    low, high = (key.low, key.high) if key is not None else (-math.inf, math.inf)
     if low <= value <= high:
         gap = gap_of(metric) if option == "--fail-under" else None
         return (f"note: --fail-under {metric}={value:g} checks the target's own {first}, which the reference has "
@@ -90,9 +89,12 @@ def check_margin(metric: str, margin: float) -> None:
                          + (f"give its paired gap, {gap}, or one of " if gap else "give one of ") + ", ".join(known))
     if not margin > 0:
         raise InputError(f"{metric}={margin:g}: the margin must be above 0")
-    if first in SHARES + ("accuracy_gap",) and margin > 1:
-        hint = f"; for {margin:g} points give {margin / 100:g}" if margin <= 100 else ""
-        raise InputError(f"{metric}={margin:g}: a margin of a share lies in (0, 1]{hint}")
+    key = key_of(first)
+    largest = key.largest_margin() if key is not None else math.inf
+    if margin > largest:
+        hint = f"; for {margin:g} points give {margin / 100:g}" if largest == 1 and margin <= 100 else ""
+        what = "a share" if largest == 1 else first
+        raise InputError(f"{metric}={margin:g}: a margin of {what} lies in (0, {largest:g}]{hint}")
 
 
 def check_metrics(metrics: Sequence[str], studies: Sequence[str], option: str = "--fail-under") -> None:

@@ -1,7 +1,7 @@
 """Which studies a comparison runs, and at what sizes.
 
-Every registered study that declares its part in a comparison (:class:`~.part.Part`, the
-``compare`` of its registry entry) and serves the models' kind (:func:`model_kind`) runs, in
+Every registered study that declares its part in a comparison (:class:`~perturblab.studies.part.Part`, the
+``compare`` of its registry entry) and serves the models' kind (:func:`~.model_costs.model_kind`) runs, in
 registration order: for classifiers shared invariances (SCoPE), relative robustness and layer
 similarity; for language models LM shared invariances, the self-supervised scores and layer
 similarity; a study the models cannot take (layers of a model without hidden states, the
@@ -9,13 +9,13 @@ next-token studies of an API model) is left out with the reason. ``--studies`` c
 by the part's name or the study's registry name.
 
 Sizes come from the time budget: each part's cost per unit of size (seconds per sample and model,
-:class:`~.part.Cost`, measured on 2 CPU cores with the packaged models) gives the size that fills
+:class:`~perturblab.studies.part.Cost`, measured on 2 CPU cores with the packaged models) gives the size that fills
 its share of the budget, within the study's least and largest useful size and what the data
-holds (:attr:`~.part.Part.available`). How much more or less a sample of each model costs where it
+holds (:attr:`~perturblab.studies.part.Part.available`). How much more or less a sample of each model costs where it
 runs is measured (``make_plan(..., measure=True)``, what ``compare`` does): a few real batches of
 every model on its own device, dtype and backend (:func:`perturblab.models.speed.measure_speed`)
 against the same batches of the packaged model the costs were measured with on 2 CPU cores
-(:data:`BASELINE`); without measuring, a model's parameters against that model's stand in. A
+(:data:`~.model_costs.BASELINE`); without measuring, a model's parameters against that model's stand in. A
 budget below what the least useful sizes take is refused before any work. A planned size is an
 estimate; the intervals the run reaches are what to read.
 """
@@ -35,12 +35,14 @@ from ..given import display_name
 from .config import CompareArgs
 from .keys import check_metrics, keys_of
 
-from .part import CLASSIFIER, LANGUAGE_MODEL, Cost, parts, studies_of
+from ..part import CLASSIFIER, LANGUAGE_MODEL, Cost, Part, parts, studies_of
+from .model_costs import EitherKind, LEAST_RELATIVE, measured_cost, models_kind, relative_cost
+from .power import POWER, detectable, levelled, needed
 
 
 def cost_of(name: str, kind: str, args: Any = None) -> Cost:
     """The cost of part ``name`` for models of ``kind``, under the comparison's options ``args`` when
-    given (:attr:`~.part.Part.slower`)."""
+    given (:attr:`~perturblab.studies.part.Part.slower`)."""
     part = parts()[name]
     cost = part.cost(kind)
     if args is None or part.slower is None:
@@ -168,117 +170,8 @@ class Plan:
         return "\n".join(lines)
 
 
-#: the power and two-sided level the plan's detectable differences are stated at
-POWER, POWER_ALPHA = 0.80, 0.05
-
-
-def _z_sum() -> float:
-    from scipy import stats
-
-    return float(stats.norm.ppf(1 - POWER_ALPHA / 2) + stats.norm.ppf(POWER))
-
-
-def detectable(n: int) -> float:
-    """The smallest rate d of changed behaviour (a share of examples on which the target does
-    what the reference does not: 1 − Hard-SCoPE, 1 − agreement, an accuracy or robustness gap)
-    that n examples find with :data:`POWER` power at two-sided level :data:`POWER_ALPHA`, by the
-    normal approximation of a paired difference of 0/1 outcomes whose changes all go one way
-    (per-example variance d (1 − d)): d = z²/(n + z²), z = z(0.975) + z(0.8) = 2.80. Changes that
-    go both ways add variance, so this is the least it can be.
-
-    >>> round(detectable(200), 4), round(detectable(20), 3)
-    (0.0378, 0.282)
-    """
-    z2 = _z_sum() ** 2
-    return z2 / (n + z2)
-
-
-def levelled(n: int, threshold: float, alpha: float = POWER_ALPHA) -> float:
-    """The smallest rate that ``n`` examples show above ``threshold`` (a medium finding's line)
-    with :data:`POWER` power by the exact one-sided binomial test at ``alpha`` (the test the levels
-    use, before the adjustment over a target's findings): the least rate r whose
-    P(X ≥ k | n, r) ≥ 0.8, k the least count that test rejects at.
-
-    >>> round(levelled(385, 0.05), 3)  # "detects 2 %" at n = 385, but a medium level from 8.3 %
-    0.083
-    """
-    from scipy import optimize, stats
-
-    k = int(stats.binom.isf(alpha, n, threshold)) + 1  # the least count with P(X ≥ k | threshold) ≤ alpha
-    while k > 0 and stats.binom.sf(k - 2, n, threshold) <= alpha:
-        k -= 1
-    if k > n:
-        return 1.0
-    return float(optimize.brentq(lambda r: stats.binom.sf(k - 1, n, r) - POWER, threshold, 1.0, xtol=1e-9))
-
-
-def needed(d: float) -> int:
-    """The n at which :func:`detectable` is ``d``: z² (1 − d) / d, rounded up.
-
-    >>> needed(0.02)
-    385
-    """
-    return math.ceil(_z_sum() ** 2 * (1 - d) / d - 1e-9)
-
-
 def _minutes(seconds: float) -> str:
     return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.1f} min"
-
-
-class _Either(InputError):
-    """A model that could be either kind (an ``api:`` model, a hub id)."""
-
-
-def model_kind(spec: str) -> str:
-    """:data:`CLASSIFIER` or :data:`LANGUAGE_MODEL` for the model ``spec`` (without loading it): a
-    preset is what it is; a local HF directory is a language model when its ``config.json`` names a
-    causal or sequence-to-sequence LM architecture; a ``.gguf`` file is a language model. A spec
-    that could be either (a hub id, an ``api:`` model without ``label_words``) is refused: give
-    ``--studies``, or compare it with a model of known kind."""
-    from ...models.resolve import ModelSpec, check_spec, fits
-    from ...models.sources import architectures
-
-    try:
-        archs = architectures(ModelSpec.parse(spec).source)
-    except InputError:  # not a spec: refused below
-        archs = None
-    if archs:  # a saved model directory says what it is
-        if any(a.endswith(("ForCausalLM", "ForConditionalGeneration", "LMHeadModel")) for a in archs):
-            return LANGUAGE_MODEL
-        check_spec(spec, "classifier")  # a bare encoder's head would be random: refused before any timing
-        return CLASSIFIER
-    as_clf, as_lm = fits(spec, "classifier"), fits(spec, "language_model")
-    if as_clf and as_lm and "label_words=" in spec.partition("[")[2]:  # an api: model given labels
-        return CLASSIFIER
-    if as_clf and not as_lm:
-        return CLASSIFIER
-    if as_lm and not as_clf:
-        return LANGUAGE_MODEL
-    if as_clf and as_lm:
-        if archs is not None:  # a saved model directory that names no architecture
-            return CLASSIFIER
-        raise _Either(f"cannot tell whether {spec!r} is a classifier or a language model without loading it; "
-                         "give --studies (invariances,robustness,layers for classifiers; "
-                         "lm-invariances,selfcheck,layers for language models)")
-    raise InputError(f"{spec!r} is neither a classifier nor a language model perturblab can load; give a preset "
-                     "(perturblab models lists them), a local model directory, a .gguf file or an api: spec")
-
-
-def models_kind(reference: str, targets: list[str]) -> str:
-    """The one kind of the reference and every target: a model that could be either (an
-    ``api:`` model) takes the kind of the others; models of two kinds are refused."""
-    kinds, either = {}, None
-    for m in dict.fromkeys([reference, *targets]):
-        try:
-            kinds[m] = model_kind(m)
-        except _Either as e:
-            either = either or e
-    if not kinds and either is not None:
-        raise either
-    if len(set(kinds.values())) > 1:
-        raise InputError("compare models of one kind: " + ", ".join(f"{m} is a {k}" for m, k in kinds.items())
-                         + "; compare the classifiers and the language models separately")
-    return next(iter(kinds.values()))
 
 
 def make_plan(args: CompareArgs, *, measure: bool = False) -> Plan:
@@ -286,29 +179,61 @@ def make_plan(args: CompareArgs, *, measure: bool = False) -> Plan:
     times each model where it runs (call it within the comparison's :func:`~perturblab.core.placement.placement`)
     instead of scaling the costs by parameter counts. ``--fail-under`` and ``--equivalent`` must
     name measures of the chosen studies: checked before any model is timed."""
-    targets = args.target_names()
     known = parts()
-    registered = studies_of()
+    plan = Plan(_plan_kind(args, known))
+    chosen, allowed, fitting = _fitting_studies(args, known, plan)
+    _check_gates(args, known, chosen, plan)
+    sizing = _sizing(args, known, chosen, fitting, plan, measure)
+    if plan.kind == CLASSIFIER and any(known[name].labels for name in chosen):
+        plan.notes += label_notes(args)
+    budget = args.budget_seconds()
+    allocated = sizing.allocate(budget)
+    sizes = {n: size for n, (size, _) in allocated.items()}
+    _note_data_sizes(sizing, sizes, plan)
+    _add_studies(sizing, sizes, allowed, plan)
+    if args.detect is not None:
+        _check_detect(sizing, allocated, budget, plan)
+    if plan.seconds() > 1.25 * budget:  # the sizes are at their least: a budget below them is no plan
+        raise InputError(f"--budget {args.budget}: even the least useful sizes take about {_minutes(plan.seconds())} "
+                         f"{plan.where()} (" + ", ".join(f"{p.name} {p.size}" for p in plan.studies)
+                         + f"); give --budget {_budget_text(plan.seconds())} or more, or fewer --studies"
+                         + plan.read_back())
+    plan.notes += unreachable_gates(args, plan, {n: why for n, (_, why) in allocated.items()}, sizing.available)
+    if args.detect is None and not args.until:  # with --until the rounds take what the budget buys
+        plan.notes.append(_what_more_buys(allocated, sizing.allocate(2 * budget), budget, plan.seconds(),
+                                          sizing.available, plan.kind))
+    return plan
+
+
+def _plan_kind(args: CompareArgs, known: dict[str, Part]) -> str:
+    """The kind of the comparison's models; for models that could be either (an ``api:`` model),
+    the one kind every study of ``--studies`` serves."""
     try:
-        kind = models_kind(args.reference, targets)
-    except _Either:
+        return models_kind(args.reference, args.target_names())
+    except EitherKind:
         named = set(args.study_names() or ())
         kinds = [k for k in (CLASSIFIER, LANGUAGE_MODEL) if named and all(known[n].serves(k) for n in named)]
         if len(kinds) != 1:  # no --studies, or only those of both kinds (layers)
             raise
-        kind = kinds[0]
-    theirs = [n for n, part in known.items() if part.serves(kind)]
+        return kinds[0]
+
+
+def _fitting_studies(args: CompareArgs, known: dict[str, Part],
+                     plan: Plan) -> tuple[list[str], dict[str, Any], dict[str, list[str]]]:
+    """The chosen studies the models allow, the options each allows (by target for a part run per
+    target) and the targets each runs for: a part run per target is left out for a target it
+    cannot take (the layers of a bag of words), not for the others; a study none can take is left
+    out (``plan.left_out`` says why)."""
+    targets = args.target_names()
+    theirs = [n for n, part in known.items() if part.serves(plan.kind)]
     chosen = args.study_names() or list(theirs)
-    plan = Plan(kind)
     wrong = [s for s in chosen if s not in theirs]
     if wrong:
-        raise InputError(f"--studies {', '.join(wrong)}: not for {kind}s; choose from {', '.join(theirs)}")
+        raise InputError(f"--studies {', '.join(wrong)}: not for {plan.kind}s; choose from {', '.join(theirs)}")
     models = [args.reference, *targets]
-    allowed: dict[str, dict[str, Any]] = {}
-    #: the targets each study runs for: a part run per target is left out for a target it cannot
-    #: take (the layers of a bag of words), not for the others
+    allowed: dict[str, Any] = {}
     fitting: dict[str, list[str]] = {}
-    for name in chosen:  # what the models allow of each study; a study none can take is left out
+    for name in chosen:
         fit = known[name].fit
         if known[name].per_target:
             each = {t: {} if fit is None else fit([args.reference, t], plan) for t in targets}
@@ -320,93 +245,42 @@ def make_plan(args: CompareArgs, *, measure: bool = False) -> Plan:
         if extra is not None:
             allowed[name], fitting[name] = extra, list(targets)
     plan.left_out = list(dict.fromkeys(plan.left_out))  # a reason given for each target, said once
-    chosen = [n for n in chosen if n in allowed]
-    check_metrics([m for m, _ in args.threshold_list()], chosen)  # what needs no model is refused first
+    return [n for n in chosen if n in allowed], allowed, fitting
+
+
+def _check_gates(args: CompareArgs, known: dict[str, Part], chosen: list[str], plan: Plan) -> None:
+    """Refuse a gate no chosen study gives (what needs no model is refused first) and, with
+    ``--until``, one whose interval holds at one n only; note a plan where nothing grows."""
+    check_metrics([m for m, _ in args.threshold_list()], chosen)
     check_metrics([m for m, _ in args.margin_list()], chosen, "--equivalent")
     if args.until:
         check_anytime(args, [known[n] for n in chosen])
         if not any(known[n].grows for n in chosen):
-            plan.notes.append(f"--until decided: no study of this plan grows in rounds (the {kind}s' findings have "
-                              "no confidence sequences yet); it runs once, at the budget's sizes")
-    budget = args.budget_seconds()
-    costs = {name: cost_of(name, kind, args) for name in chosen}  # under these options (Part.slower)
-    #: each model's cost against the measured one's, unbounded below (a bag of words costs ~0)
-    raw = {m: measured_cost(m, kind, plan, quiet=args.quiet, retime=args.retime, least=0.0) if measure
-           else relative_cost(m, kind, plan, least=0.0)
+            plan.notes.append(f"--until decided: no study of this plan grows in rounds (the {plan.kind}s' findings "
+                              "have no confidence sequences yet); it runs once, at the budget's sizes")
+
+
+def _sizing(args: CompareArgs, known: dict[str, Part], chosen: list[str], fitting: dict[str, list[str]], plan: Plan,
+            measure: bool) -> "Sizing":
+    """The costs the sizes are computed from: each study's under these options
+    (:attr:`~perturblab.studies.part.Part.slower`), each model's against the measured one's
+    (timed where it runs with ``measure``, else from its parameters), and what the data holds."""
+    costs = {name: cost_of(name, plan.kind, args) for name in chosen}
+    models = [args.reference, *args.target_names()]
+    raw = {m: measured_cost(m, plan.kind, plan, quiet=args.quiet, retime=args.retime, least=0.0) if measure
+           else relative_cost(m, plan.kind, plan, least=0.0)
            for m in dict.fromkeys([*models, *(c.own_model for c in costs.values() if c.own_model)])}
-    scale = {m: max(r, LEAST_RELATIVE) for m, r in raw.items()}
     available = {name: known[name].available(args) if known[name].available is not None else None
                  for name in chosen}
+    return Sizing(args, known, chosen, fitting, costs, raw, available)
 
-    def weight(name: str, target: str | None = None) -> float:
-        """The models a study's time grows with, each counted by its cost against the measured one
-        (at least :data:`LEAST_RELATIVE` each, for a study whose own work is not stated apart)."""
-        sc = raw if costs[name].own else scale
-        if target is not None:  # one target against the reference
-            return (sc[args.reference] + sc[target]) / 2
-        if known[name].by_reference:  # the searches run on the reference; the targets score what they found
-            return sc[args.reference]
-        mean = sum(sc[m] for m in models) / len(models)
-        return mean * (len(models) if known[name].per_model else len(targets))
 
-    def per_run(name: str, target: str | None = None) -> float:
-        """Seconds per unit of size of one run of the study (of ``target``'s, for a part run per
-        target): the models' part and the study's own work (:attr:`~.part.Cost.own`)."""
-        cost = costs[name]
-        return cost.per_unit * weight(name, target) + cost.own * (raw[cost.own_model] if cost.own_model else 1.0)
-
-    def units(name: str) -> float:
-        """Seconds per unit of the study's size, over all its runs."""
-        if known[name].per_target:
-            per = sum(per_run(name, t) for t in fitting[name])
-        else:
-            per = per_run(name)
-        return per if costs[name].own else max(per, costs[name].per_unit * LEAST_RELATIVE)
-
-    def fixed(name: str) -> float:
-        return costs[name].fixed * (len(fitting[name]) if known[name].per_target else 1)
-
-    def bounded(name: str, seconds: float) -> tuple[int, str | None]:
-        """The size ``seconds`` buys within the study's useful range, ``--detect``'s least and what
-        the data holds, and which bound set it instead of the seconds (``least``, ``most``,
-        ``detect``, ``data``; None: the seconds)."""
-        cost, there = costs[name], available[name]
-        free = math.floor(max(seconds - fixed(name), 0.0) / units(name) + 1e-9)
-        size = min(max(free, cost.least), cost.most)
-        why = None if size == free else "least" if size == cost.least else "most"
-        if args.detect is not None and known[name].rates:
-            wanted = min(max(needed(args.detect), size), cost.most)
-            if wanted != size:
-                size, why = wanted, "detect" if wanted < cost.most else "most"
-        if there is not None and size > there[0]:
-            size, why = there[0], "data"
-        return int(size), (why if size != free else None)
-
-    def allocate(budget: float) -> dict[str, tuple[int, str | None]]:
-        """Each study's size at ``budget`` and the bound that holds it: the budget by shares; a
-        study a bound holds (its useful range, the data) takes what that size costs and its share's
-        rest goes to the others, until every open study fills its share."""
-        sizes: dict[str, tuple[int, str | None]] = {}
-        left, remaining = list(chosen), budget
-        while left:
-            total = sum(costs[n].share for n in left)
-            bought = {n: bounded(n, remaining * costs[n].share / total) for n in left}
-            held = {n: got for n, got in bought.items() if got[1] is not None}
-            if not held:
-                sizes.update(bought)
-                break
-            sizes.update(held)
-            remaining -= sum(fixed(n) + units(n) * held[n][0] for n in held)
-            left = [n for n in left if n not in held]
-        return sizes
-
-    if kind == CLASSIFIER and {"invariances", "robustness"} & set(chosen):
-        plan.notes += label_notes(args)
-    allocated = allocate(budget)
-    sizes = {n: size for n, (size, _) in allocated.items()}
-    for name in chosen:
-        there, least = available[name], costs[name].least
-        if there is not None and sizes[name] == there[0] < costs[name].most:
+def _note_data_sizes(sizing: "Sizing", sizes: dict[str, int], plan: Plan) -> None:
+    """Note each study the data holds below its largest useful size (refuse one with fewer than
+    4 examples)."""
+    for name in sizing.chosen:
+        there, least = sizing.available[name], sizing.costs[name].least
+        if there is not None and sizes[name] == there[0] < sizing.costs[name].most:
             if there[0] < 4:
                 raise InputError(f"{name}: {there[1]} has {there[0]} examples, too few to compare on; give more "
                                  "(--data or --corpus), or leave it out with --studies")
@@ -414,24 +288,24 @@ def make_plan(args: CompareArgs, *, measure: bool = False) -> Plan:
                               + (f", fewer than the {least} it is useful from: its intervals are wide"
                                  if there[0] < least else ""))
 
-    def largest(name: str) -> tuple[int, str]:
-        """The largest size of ``name`` and what holds it there."""
-        there = available[name]
-        if there is not None and there[0] < costs[name].most:
-            return there[0], f"{there[1]} has {there[0]}"
-        return costs[name].most, f"its largest useful size is {costs[name].most}"
 
-    for name in chosen:
-        part, cost, size = known[name], costs[name], sizes[name]
+def _add_studies(sizing: "Sizing", sizes: dict[str, int], allowed: dict[str, Any], plan: Plan) -> None:
+    """The plan's studies at their sizes: one per target for a part run per target; a study that
+    grows under ``--until`` starts at half its size."""
+    from .severity import THRESHOLDS
+
+    args, registered, targets = sizing.args, studies_of(), sizing.args.target_names()
+    for name in sizing.chosen:
+        part, cost, size = sizing.known[name], sizing.costs[name], sizes[name]
         label = cost.size.replace("_", "-")
-        most, why = largest(name)
+        most, why = sizing.largest(name)
         if part.per_target:  # one run per target, sized for all of them
-            for t in fitting[name]:
+            for t in sizing.fitting[name]:
                 folder = name if len(targets) == 1 else f"{name}-{safe_name(display_name(t))}"
                 plan.studies.append(Planned(folder, registered[name],
                                             {**part.options(args, size, plan, t), **allowed[name][t]},
-                                            cost.fixed + size * per_run(name, t), f"{label} = {size}",
-                                            size_key=cost.size, count=size, per_sample=per_run(name, t),
+                                            cost.fixed + size * sizing.per_run(name, t), f"{label} = {size}",
+                                            size_key=cost.size, count=size, per_sample=sizing.per_run(name, t),
                                             most=most, most_why=why))
             continue
         if args.until and part.grows:  # a first round of half its share; later rounds grow it where findings are open
@@ -439,42 +313,130 @@ def make_plan(args: CompareArgs, *, measure: bool = False) -> Plan:
             plan.notes.append(f"--until decided: {name} starts at {label} = {first} and grows in rounds while its "
                               f"findings are open, up to {label} = {most} ({why}) within the budget")
             size = first
-        from .severity import THRESHOLDS
-
         plan.studies.append(Planned(name, registered[name], {**part.options(args, size, plan), **allowed[name]},
-                                    cost.fixed + size * per_run(name), size=f"{label} = {size}",
+                                    cost.fixed + size * sizing.per_run(name), size=f"{label} = {size}",
                                     detects=detectable(size) if part.rates else None, size_key=cost.size, count=size,
-                                    per_sample=per_run(name), most=most, most_why=why,
-                                    medium_from=levelled(size, THRESHOLDS[kind]) if part.rates else None,
-                                    threshold=THRESHOLDS[kind]))
-    if args.detect is not None:
-        short = [p for p in plan.studies if p.detects is not None and p.detects > args.detect + 1e-12]
-        if short:
-            def limit(name: str) -> str:  # what holds the study below the n --detect needs
-                if allocated[name][1] == "data" and available[name] is not None:
-                    return f"{available[name][1]} has {available[name][0]}: give more data"
-                return f"above the study's largest useful size, {costs[name].most}"
+                                    per_sample=sizing.per_run(name), most=most, most_why=why,
+                                    medium_from=levelled(size, THRESHOLDS[plan.kind]) if part.rates else None,
+                                    threshold=THRESHOLDS[plan.kind]))
 
-            raise InputError(f"--detect {args.detect:g}: {', '.join(p.name for p in short)} cannot reach it "
-                             f"(needs n = {needed(args.detect)}; " + "; ".join(
-                                 f"{p.name}: {limit(p.name)}" for p in short) + "); or give a larger --detect")
-        if plan.seconds() > 1.25 * budget:
-            raise InputError(f"--detect {args.detect:g} needs about {_minutes(plan.seconds())} ("
-                             + ", ".join(f"{p.name} {p.size}" for p in plan.studies if p.detects is not None)
-                             + f"), beyond the --budget of {_minutes(budget)}: give --budget "
-                             f"{math.ceil(plan.seconds() / 60)}m or a larger --detect" + plan.read_back())
-        if not any(p.detects is not None for p in plan.studies):
-            plan.notes.append(f"--detect {args.detect:g}: no study of this plan has a rate of changed behaviour "
-                              "(selfcheck's scores and layer similarity have none); sizes come from the budget")
-    if plan.seconds() > 1.25 * budget:  # the sizes are at their least: a budget below them is no plan
-        raise InputError(f"--budget {args.budget}: even the least useful sizes take about {_minutes(plan.seconds())} "
-                         f"{plan.where()} (" + ", ".join(f"{p.name} {p.size}" for p in plan.studies)
-                         + f"); give --budget {_budget_text(plan.seconds())} or more, or fewer --studies"
-                         + plan.read_back())
-    plan.notes += unreachable_gates(args, plan, {n: why for n, (_, why) in allocated.items()}, available)
-    if args.detect is None and not args.until:  # with --until the rounds take what the budget buys
-        plan.notes.append(_what_more_buys(allocated, allocate(2 * budget), budget, plan.seconds(), available, kind))
-    return plan
+
+def _check_detect(sizing: "Sizing", allocated: dict[str, tuple[int, str | None]], budget: float, plan: Plan) -> None:
+    """Refuse a ``--detect`` the studies cannot reach, or reach only beyond the budget; note a
+    plan with no rate to detect."""
+    detect, available = sizing.args.detect, sizing.available
+    short = [p for p in plan.studies if p.detects is not None and p.detects > detect + 1e-12]
+    if short:
+        def limit(name: str) -> str:  # what holds the study below the n --detect needs
+            if allocated[name][1] == "data" and available[name] is not None:
+                return f"{available[name][1]} has {available[name][0]}: give more data"
+            return f"above the study's largest useful size, {sizing.costs[name].most}"
+
+        raise InputError(f"--detect {detect:g}: {', '.join(p.name for p in short)} cannot reach it "
+                         f"(needs n = {needed(detect)}; " + "; ".join(
+                             f"{p.name}: {limit(p.name)}" for p in short) + "); or give a larger --detect")
+    if plan.seconds() > 1.25 * budget:
+        raise InputError(f"--detect {detect:g} needs about {_minutes(plan.seconds())} ("
+                         + ", ".join(f"{p.name} {p.size}" for p in plan.studies if p.detects is not None)
+                         + f"), beyond the --budget of {_minutes(budget)}: give --budget "
+                         f"{math.ceil(plan.seconds() / 60)}m or a larger --detect" + plan.read_back())
+    if not any(p.detects is not None for p in plan.studies):
+        plan.notes.append(f"--detect {detect:g}: no study of this plan has a rate of changed behaviour "
+                          "(selfcheck's scores and layer similarity have none); sizes come from the budget")
+
+
+@dataclass
+class Sizing:
+    """What the sizes of a plan's studies are computed from: the comparison's ``args``, the
+    registered parts (``known``), the ``chosen`` studies and the targets each runs for
+    (``fitting``), each study's cost under the options (``costs``), each model's cost against the
+    measured one's, unbounded below (``raw``: a bag of words costs about 0), and how many samples
+    the data holds for each study (``available``)."""
+
+    args: CompareArgs
+    known: dict[str, Part]
+    chosen: list[str]
+    fitting: dict[str, list[str]]
+    costs: dict[str, Cost]
+    raw: dict[str, float]
+    available: dict[str, "tuple[int, str] | None"]
+
+    def __post_init__(self) -> None:
+        self.targets = self.args.target_names()
+        self.models = [self.args.reference, *self.targets]
+        #: each model's cost, at least :data:`LEAST_RELATIVE` (for a study whose own work is not stated apart)
+        self.scale = {m: max(r, LEAST_RELATIVE) for m, r in self.raw.items()}
+
+    def weight(self, name: str, target: str | None = None) -> float:
+        """The models a study's time grows with, each counted by its cost against the measured one
+        (at least :data:`LEAST_RELATIVE` each, for a study whose own work is not stated apart)."""
+        sc = self.raw if self.costs[name].own else self.scale
+        if target is not None:  # one target against the reference
+            return (sc[self.args.reference] + sc[target]) / 2
+        if self.known[name].by_reference:  # the searches run on the reference; the targets score what they found
+            return sc[self.args.reference]
+        mean = sum(sc[m] for m in self.models) / len(self.models)
+        return mean * (len(self.models) if self.known[name].per_model else len(self.targets))
+
+    def per_run(self, name: str, target: str | None = None) -> float:
+        """Seconds per unit of size of one run of the study (of ``target``'s, for a part run per
+        target): the models' part and the study's own work (:attr:`~perturblab.studies.part.Cost.own`)."""
+        cost = self.costs[name]
+        return cost.per_unit * self.weight(name, target) + cost.own * (self.raw[cost.own_model] if cost.own_model
+                                                                       else 1.0)
+
+    def units(self, name: str) -> float:
+        """Seconds per unit of the study's size, over all its runs."""
+        if self.known[name].per_target:
+            per = sum(self.per_run(name, t) for t in self.fitting[name])
+        else:
+            per = self.per_run(name)
+        return per if self.costs[name].own else max(per, self.costs[name].per_unit * LEAST_RELATIVE)
+
+    def fixed(self, name: str) -> float:
+        """The study's fixed seconds, over all its runs."""
+        return self.costs[name].fixed * (len(self.fitting[name]) if self.known[name].per_target else 1)
+
+    def bounded(self, name: str, seconds: float) -> tuple[int, str | None]:
+        """The size ``seconds`` buys within the study's useful range, ``--detect``'s least and what
+        the data holds, and which bound set it instead of the seconds (``least``, ``most``,
+        ``detect``, ``data``; None: the seconds)."""
+        cost, there, detect = self.costs[name], self.available[name], self.args.detect
+        free = math.floor(max(seconds - self.fixed(name), 0.0) / self.units(name) + 1e-9)
+        size = min(max(free, cost.least), cost.most)
+        why = None if size == free else "least" if size == cost.least else "most"
+        if detect is not None and self.known[name].rates:
+            wanted = min(max(needed(detect), size), cost.most)
+            if wanted != size:
+                size, why = wanted, "detect" if wanted < cost.most else "most"
+        if there is not None and size > there[0]:
+            size, why = there[0], "data"
+        return int(size), (why if size != free else None)
+
+    def allocate(self, budget: float) -> dict[str, tuple[int, str | None]]:
+        """Each study's size at ``budget`` and the bound that holds it: the budget by shares; a
+        study a bound holds (its useful range, the data) takes what that size costs and its share's
+        rest goes to the others, until every open study fills its share."""
+        sizes: dict[str, tuple[int, str | None]] = {}
+        left, remaining = list(self.chosen), budget
+        while left:
+            total = sum(self.costs[n].share for n in left)
+            bought = {n: self.bounded(n, remaining * self.costs[n].share / total) for n in left}
+            held = {n: got for n, got in bought.items() if got[1] is not None}
+            if not held:
+                sizes.update(bought)
+                break
+            sizes.update(held)
+            remaining -= sum(self.fixed(n) + self.units(n) * held[n][0] for n in held)
+            left = [n for n in left if n not in held]
+        return sizes
+
+    def largest(self, name: str) -> tuple[int, str]:
+        """The largest size of ``name`` and what holds it there."""
+        there, most = self.available[name], self.costs[name].most
+        if there is not None and there[0] < most:
+            return there[0], f"{there[1]} has {there[0]}"
+        return most, f"its largest useful size is {most}"
 
 
 def check_anytime(args: CompareArgs, chosen: list[Any]) -> None:
@@ -482,10 +444,11 @@ def check_anytime(args: CompareArgs, chosen: list[Any]) -> None:
     that grows in rounds (its n is then chosen by the data): ``--strict --fail-under`` and
     ``--equivalent`` take the rates with confidence sequences (the shares kept, the accuracy gap)
     and any measure of a study run once."""
-    from .keys import GAPS, SHARES
+    from .keys import sequence_keys
 
-    grown = {k for part in chosen if part.grows for k in part.keys} - set(SHARES + GAPS)
-    fixed = {k for part in chosen if not part.grows for k in part.keys}
+    valid = sequence_keys()
+    grown = {k for part in chosen if part.grows for k in part.key_names} - set(valid)
+    fixed = {k for part in chosen if not part.grows for k in part.key_names}
     gates = ([("--strict --fail-under", m) for m, _ in args.threshold_list()] if args.strict else []) + \
         [("--equivalent", m) for m, _ in args.margin_list()]
     for option, metric in gates:
@@ -493,7 +456,7 @@ def check_anytime(args: CompareArgs, chosen: list[Any]) -> None:
         if first in grown and first not in fixed:
             raise InputError(f"{option} {metric}: with --until decided the run stops when its findings are decided, "
                              f"and {first}'s interval holds at one n only; gate on "
-                             f"{', '.join(k for k in SHARES + GAPS if k != 'relative_robustness_gap')} (intervals "
+                             f"{', '.join(valid)} (intervals "
                              f"valid at every look), drop --strict, or run without --until")
 
 
@@ -505,7 +468,7 @@ def unreachable_gates(args: CompareArgs, plan: Plan, held: dict[str, str | None]
     either), with the n it needs and what holds the study's n (``held``: the bound of each
     study's size; ``available``: what the data holds)."""
     from .checks import least_n, passes_at_best
-    from .part import part_of
+    from ..part import part_of
 
     gates = ([("fail-under", m, v) for m, v in args.threshold_list()] if args.strict else []) \
         + [("equivalent", m, v) for m, v in args.margin_list()]
@@ -541,7 +504,7 @@ def label_notes(args: CompareArgs) -> list[str]:
     :data:`RARE_CLASS` of the rows; none for numeric targets."""
     import numpy as np
 
-    from .part import compare_data
+    from ..part_data import compare_data
 
     data = compare_data(args)
     if not data.label_names:
@@ -553,7 +516,7 @@ def label_notes(args: CompareArgs) -> list[str]:
     rare = [(name, c) for name, c in zip(data.label_names, counts) if c < RARE_CLASS * len(data)]
     if rare and len(data.label_names) > 2:
         notes.append("warning: " + ", ".join(f"{name} has {c} of {len(data)} rows" for name, c in rare)
-                     + f": a stray class? every class is one the heads learn and the accuracy counts; fix or drop "
+                     + ": a stray class? every class is one the heads learn and the accuracy counts; fix or drop "
                      "those rows if they are not a class")
     return notes
 
@@ -584,86 +547,3 @@ def _what_more_buys(now: dict[str, tuple[int, str | None]], doubled: dict[str, t
 def _budget_text(seconds: float) -> str:
     """The budget, in whole minutes or seconds, that covers ``seconds``."""
     return f"{math.ceil(seconds / 60)}m" if seconds > 90 else f"{math.ceil(seconds / 10) * 10}s"
-
-
-#: millions of parameters of the packaged models; the costs were measured with MiniLM-L6 (and its
-#: copies) and SmolLM2-135M
-PARAMS = {"minilm-l6": 22.7, "minilm-l6-int8": 22.7, "minilm-l3": 17.4, "tfidf-lr": 0.0, "tfidf-ridge": 0.0,
-          "smollm2-135m": 134.5, "smollm2-135m-int8": 134.5, "gemma3-270m": 268.1}
-MEASURED_WITH = {CLASSIFIER: 22.7, LANGUAGE_MODEL: 134.5}
-#: the least relative cost taken for a model (loading, tokenising and the study's own work remain)
-LEAST_RELATIVE = 0.1
-
-
-def model_params(spec: str) -> tuple[float | None, str]:
-    """Millions of parameters of the model ``spec`` without loading it, and where that comes
-    from: a packaged model's (:data:`PARAMS`); a local HF directory's, counted exactly from its
-    safetensors headers or its ``config.json`` (:func:`~perturblab.models.speed.count_parameters`); a
-    ``.gguf`` file's tensor shapes; (None, why) for anything else (an ``api:`` model, a hub id)."""
-    from ...models.resolve import ModelSpec
-    from ...models.speed import count_parameters
-
-    try:
-        source = ModelSpec.parse(spec).source
-    except InputError:
-        return None, "not a model spec"
-    if source in PARAMS:
-        return PARAMS[source], "packaged"
-    path = Path(source).expanduser()
-    if path.suffix == ".gguf" and path.is_file():
-        try:
-            import gguf
-            import numpy as np
-
-            tensors = gguf.GGUFReader(str(path)).tensors
-            return sum(int(np.prod(t.shape)) for t in tensors) / 1e6, "its GGUF tensors"
-        except Exception as e:  # an unreadable file is refused when the study loads it
-            return None, f"its GGUF file could not be read ({type(e).__name__})"
-    if path.is_dir():
-        return count_parameters(str(path))
-    return None, "not a packaged model, local directory or .gguf file"
-
-
-#: the packaged model each kind's costs were measured with, and the speed of the probe
-#: (:data:`~perturblab.models.speed.PROBE_TEXTS`) on it on the same 2 CPU cores, float32: texts/s
-BASELINE = {CLASSIFIER: ("minilm-l6", 115.0), LANGUAGE_MODEL: ("smollm2-135m", 13.0)}
-#: the role a model of each kind is timed in (a classifier by its encoder, its costly part)
-SPEED_ROLE = {CLASSIFIER: "encoder", LANGUAGE_MODEL: "language_model"}
-
-
-def measured_cost(spec: str, kind: str, plan: Plan, quiet: bool = True, retime: bool = False,
-                  least: float = LEAST_RELATIVE) -> float:
-    """How many times the cost measured with the packaged models a sample of ``spec`` takes where
-    it runs: the probe's speed on :data:`BASELINE`'s model over its speed on ``spec``
-    (:func:`~perturblab.models.speed.measure_speed`, recorded in ``plan.speeds``; a figure kept
-    from an earlier plan is read back unless ``retime``), at least ``least``;
-    :func:`relative_cost` for a model that cannot be timed (an ``api:`` model, a classifier
-    without hidden states)."""
-    from ...models.speed import measure_speed
-
-    if spec not in plan.speeds:
-        import sys
-
-        say = None if quiet else (lambda text: print(text, file=sys.stderr, flush=True))
-        plan.speeds[spec] = measure_speed(spec, SPEED_ROLE[kind], retime=retime, say=say)
-    speed = plan.speeds[spec]
-    if speed is None:
-        return relative_cost(spec, kind, plan, least=least)
-    return max(BASELINE[kind][1] / speed.texts_per_s, least)
-
-
-def relative_cost(spec: str, kind: str, plan: Plan, least: float = LEAST_RELATIVE) -> float:
-    """How many times the cost measured with the packaged models (each part's :class:`~.part.Cost`) a sample of
-    ``spec`` is planned to take: its parameters over the measured model's, at least ``least``; 1 (with a note in ``plan``) when its size is not known."""
-    params, source = model_params(spec)
-    if params is None:
-        plan.notes.append(f"{spec}: size unknown ({source}); planned as costing what the packaged models do, "
-                          "so read the intervals the run reaches")
-        return 1.0
-    ratio = max(params / MEASURED_WITH[kind], least)
-    if abs(ratio - 1) <= 0.25:  # as the models the costs were measured with (MiniLM-L3 among them)
-        return 1.0
-    if source != "packaged":
-        plan.notes.append(f"{spec}: about {params:.0f}M parameters (from {source}), planned at {ratio:.1f}x the "
-                          f"per-sample cost measured with the packaged {kind}s")
-    return ratio

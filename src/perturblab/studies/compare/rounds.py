@@ -1,5 +1,5 @@
 """``compare --until decided``: the rounds. After every study ran once (the growing ones from
-their first size), each study whose part :attr:`~.part.Part.grows` runs again at a larger size
+their first size), each study whose part :attr:`~perturblab.studies.part.Part.grows` runs again at a larger size
 while one of its findings is still open and the budget has seconds left; its draws nest, so a
 round computes only its new samples, and the verdicts are judged anew after each round with
 confidence sequences (:mod:`perturblab.measures.sequences`), which hold at every look."""
@@ -19,14 +19,14 @@ def anytime_estimate(e: Any, alpha: float = 0.05) -> Any:
     for the checks of a run that stops when it is decided; else ``e`` as it is."""
     from ...core.headline import defined
     from ...measures.sequences import paired_sequence, share_sequence
-    from .keys import GAPS, SHARES
+    from ..part import GAP, SHARE, key_of
 
-    first = e.key.split(":", 1)[0]
-    if not defined(e.value) or not e.n or e.interval.startswith("exact"):
+    key = key_of(e.key)
+    if key is None or not defined(e.value) or not e.n or e.interval.startswith("exact"):
         return e
-    if first in SHARES and "wilson" in e.interval.lower():
+    if key.kind == SHARE and "wilson" in e.interval.lower():
         low, high = share_sequence(float(e.value) * e.n, int(e.n), alpha)
-    elif first in GAPS and len(e.counts) == 2:
+    elif key.kind == GAP and len(e.counts) == 2:
         low, high = paired_sequence(*e.counts, int(e.n), alpha)
     else:
         return e
@@ -69,14 +69,14 @@ def next_size(result: Any, p: Any, left: float) -> tuple[int, str]:
 def run_rounds(result: Any, planned: dict[str, Any], started: float, run: Callable[..., None],
                judge: Callable[[Any], None]) -> None:
     """``--until decided``: after the first round (every study at its planned size, the growing
-    ones from their first size), grow each study that :attr:`~.part.Part.grows` while it has open
+    ones from their first size), grow each study that :attr:`~perturblab.studies.part.Part.grows` while it has open
     findings (:func:`open_findings`) and the budget has seconds left, one round at a time: its draws
     nest, so a round computes only its new samples; the verdicts are judged anew after each round
     (their confidence sequences hold at every look). Each round is recorded in ``result.rounds``
     and said on the console. ``run(result, p, options, planned_seconds)`` runs a planned study and
     ``judge(result)`` sets the verdicts and checks (the comparison's own)."""
     from ...studies.registry import entry
-    from .part import part_of
+    from ..part import part_of
     from .plan import _minutes
 
     args = result.args

@@ -26,7 +26,7 @@ model). A level is claimed only where the run shows it:
   another; :attr:`Severity.span` says which);
 * a gap whose interval holds 0 is **within noise**; one beyond noise in the target's favour is
   **none (better)** — for a relative robustness gap only where its test of "no difference"
-  rejects after Holm's adjustment (:data:`TESTED_GAPS`), else it too is within noise.
+  rejects after Holm's adjustment (the gaps whose key is ``tested``: :class:`~perturblab.studies.part.Key`), else it too is within noise.
 
 The tests: a Wilson interval's rate (a count of n) gets the exact binomial test, which holds its
 level at a rate on the threshold (the score test, the inversion of Wilson's interval, rejected
@@ -52,21 +52,28 @@ from typing import Any, Callable, Sequence
 
 from ...core.headline import LEVEL, Estimate, decide_text, defined, percent, wilson_interval
 from ...measures.stats import holm
-from .keys import CLASSIFIER, GAPS, LANGUAGE_MODEL, SHARES
+from ..part import CLASSIFIER, GAP, LANGUAGE_MODEL, key_of
 
 LEVELS = ("minor", "medium", "major")
 #: the rate from which a finding is medium, per model kind (major from twice it)
 THRESHOLDS = {CLASSIFIER: 0.05, LANGUAGE_MODEL: 0.10}
 #: the family-wise error rate of a target's medium, major and differs claims
 ALPHA = 0.05
-#: what each rate is, by the first part of the estimate's key
-RATE_OF = {"hard_scope": "invariances of the reference not kept", "agreement": "inputs on which the two disagree",
-           "accuracy_gap": "accuracy lost against the reference's",
-           "relative_robustness_gap": "robustness lost beyond the reference's"}
 Z = 1.959963984540054
-#: gaps that also get a two-sided test of "no difference" in the family, so that a direction
-#: claimed of them either way (``compare``'s robustness sentence) is held to the family's 5 %
-TESTED_GAPS = ("relative_robustness_gap", "accuracy_gap")
+
+
+def _gap(key: str) -> bool:
+    """Whether the headline key ``key`` is a paired gap (:data:`~perturblab.studies.part.GAP`)."""
+    k = key_of(key)
+    return k is not None and k.kind == GAP
+
+
+def _tested(key: str) -> bool:
+    """Whether ``key`` is a gap that also gets a two-sided test of "no difference" in the family
+    (:attr:`~perturblab.studies.part.Key.tested`), so that a direction claimed of it either way is
+    held to the family's 5 %."""
+    k = key_of(key)
+    return k is not None and k.tested
 
 
 @dataclass
@@ -109,7 +116,7 @@ class Severity:
     #: the comparison): ``n`` its examples, ``samples`` its study's size, ``more`` the samples to
     #: add, ``seconds`` about how long they take, ``held`` why no size of the study can (or "")
     decide: dict[str, Any] | None = None
-    #: for a gap of :data:`TESTED_GAPS`: ``worse`` or ``better`` where its test of "no difference"
+    #: for a tested gap (:attr:`~perturblab.studies.part.Key.tested`): ``worse`` or ``better`` where its test of "no difference"
     #: rejects after Holm's adjustment (the direction held at the family's error rate), else ""
     direction_held: str = ""
 
@@ -124,7 +131,7 @@ class Severity:
             return ""
         if self.method == "wilson":
             return "share"
-        if len(self.counts) == 2 and self.key.split(":", 1)[0] in GAPS:
+        if len(self.counts) == 2 and _gap(self.key):
             return "paired"
         return ""
 
@@ -204,15 +211,13 @@ def rate_finding(e: Estimate, kind: str) -> Severity | None:
     interval turned over) or of a signed gap (accuracy gap, relative robustness gap: the rate is
     what the target loses, −gap); None for another estimate or an undefined one. Its level is set
     by :func:`assign_levels`."""
-    first = e.key.split(":", 1)[0]
-    if first not in SHARES + GAPS or not defined(e.value):
+    key = key_of(e.key)
+    if key is None or not key.graded() or not defined(e.value):
         return None
     has = defined(e.low) and defined(e.high)
-    if first in SHARES:
-        rate, low, high = 1.0 - float(e.value), (1.0 - float(e.high) if has else None), (1.0 - float(e.low) if has else None)
-    else:
-        rate, low, high = -float(e.value), (-float(e.high) if has else None), (-float(e.low) if has else None)
-    return Severity(e.key, RATE_OF[first], rate, low, high, interval=e.interval, n=e.n, method=_method(e),
+    rate = key.rate(float(e.value))
+    low, high = (key.rate(float(e.high)), key.rate(float(e.low))) if has else (None, None)
+    return Severity(e.key, key.rate_of, rate, low, high, interval=e.interval, n=e.n, method=_method(e),
                     flags=tuple(e.flags), span=_span(low, high, kind), counts=tuple(e.counts))
 
 
@@ -322,7 +327,7 @@ def anytime_interval(s: Severity, alpha: float, n: int | None = None) -> tuple[f
 
 def _sequence_level(s: Severity, at: float) -> str:
     """The level a rate's confidence sequence shows: one it lies within, else undecided."""
-    gap = s.key.split(":", 1)[0] in GAPS
+    gap = _gap(s.key)
     if s.low >= 2 * at:
         return "major"
     if s.low >= at and s.high < 2 * at:
@@ -385,7 +390,7 @@ def assign_levels(findings: Sequence[Severity], kind: str, alpha: float = ALPHA,
             s.p["differs"] = p_differs(s)
         else:
             s.p["medium"], s.p["major"] = p_above(s, at), p_above(s, 2 * at)
-            if s.key.split(":", 1)[0] in TESTED_GAPS:
+            if _tested(s.key):
                 s.p["differs"] = p_gap_differs(s)
         family += [(s, h, p) for h, p in s.p.items()]
     for (s, h, _), adj in zip(family, holm([p for _, _, p in family])):
@@ -396,7 +401,7 @@ def assign_levels(findings: Sequence[Severity], kind: str, alpha: float = ALPHA,
         if s.rate is None:
             s.level = s.level or "n/a"
             continue
-        gap = s.key.split(":", 1)[0] in GAPS
+        gap = _gap(s.key)
         noise = s.low is not None and s.high is not None and s.low <= 0 <= s.high
         if s.score:
             s.direction = "higher" if s.rate > 0 else "lower" if s.rate < 0 else ""
@@ -407,7 +412,7 @@ def assign_levels(findings: Sequence[Severity], kind: str, alpha: float = ALPHA,
             continue
         s.direction = "worse" if s.rate > 0 else "better" if s.rate < 0 else ""
         # a finding counted with another keeps its own unadjusted tests for the level it shows
-        tested = s.key.split(":", 1)[0] in TESTED_GAPS
+        tested = _tested(s.key)
         adj = s.adjusted if not s.same_as else {"medium": p_above(s, at), "major": p_above(s, 2 * at),
                                                 **({"differs": p_gap_differs(s)} if tested else {})}
         s.direction_held = s.direction if adj.get("differs", 1.0) <= alpha else ""

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from ...core.headline import Estimate, Headline
-from .part import CLASSIFIER, fmt, listed, part_of
+from ..part import CLASSIFIER, key_of, listed, part_of
 from .severity import (LEVELS, Severity, assign_levels, family_note, one_cause, paired_score_difference,
                        rate_finding, score_difference)
 
@@ -54,20 +54,23 @@ class Verdict:
 def pool_flags(headlines: dict[str, Headline], reference: str) -> dict[tuple[str, str], str]:
     """Let a model's quality flags rest on all the evidence of the run: a chance-level or
     one-class flag a study set from its own few examples (SCoPE's base samples) is lifted where
-    the robustness study's clean test examples, more of them, show the model above chance and
-    predicting more than one class (its ``accuracy`` estimate unflagged; the chance test there is
-    the two-standard-error rule of :mod:`perturblab.measures.quality`, which at n = 300 and a
-    majority rate of 0.5 finds an accuracy 0.08 above it with 80 % power). Changes ``headlines``
-    in place; returns (study, target) -> the note to add to that verdict's sentence."""
+    the clean test examples of a part that shows each model's quality
+    (:attr:`~perturblab.studies.part.Part.quality`: the robustness study's ``accuracy``), more of
+    them, show the model above chance and predicting more than one class (its estimate unflagged;
+    the chance test there is the two-standard-error rule of :mod:`perturblab.measures.quality`,
+    which at n = 300 and a majority rate of 0.5 finds an accuracy 0.08 above it with 80 % power).
+    Changes ``headlines`` in place; returns (study, target) -> the note to add to that verdict's
+    sentence."""
     import dataclasses
 
-    rob = headlines.get("robustness")
-    if rob is None:
+    judge = next((s for s in headlines if (p := part_of(s)) is not None and p.quality), None)
+    if judge is None:
         return {}
-    clean = {e.subject: e for e in rob.estimates if e.key == "accuracy" and e.n}
+    quality = part_of(judge).quality
+    clean = {e.subject: e for e in headlines[judge].estimates if e.key == quality and e.n}
     notes: dict[tuple[str, str], str] = {}
     for study, h in headlines.items():
-        if study == "robustness":
+        if study == judge:
             continue
         for i, e in enumerate(h.estimates):
             kept = []
@@ -76,8 +79,8 @@ def pool_flags(headlines: dict[str, Headline], reference: str) -> dict[tuple[str
                 wider = clean.get(who) if who is not None else None
                 if wider is not None and not wider.flags and (e.n or 0) < wider.n:
                     notes[(study, e.subject)] = (
-                        f"The {f} flag of these {e.n} examples is lifted: on the robustness "
-                        f"study's {wider.n} test examples {who}'s clean accuracy is {wider.text()}, above chance.")
+                        f"The {f} flag of these {e.n} examples is lifted: on the "
+                        f"{judge} study's {wider.n} test examples {who}'s clean accuracy is {wider.text()}, above chance.")
                     continue
                 kept.append(f)
             if tuple(kept) != e.flags:
@@ -149,7 +152,9 @@ def grade(verdicts: Sequence[Verdict], anytime: bool = False) -> None:
             broken = getattr(v.result, "broken", None)
             if broken is not None:
                 for sev in v.severity:
-                    if sev.key.startswith("hard_scope:") and sev.level in ("medium", "major", "undecided"):
+                    key = key_of(sev.key)
+                    if (key is not None and key.examples and ":" in sev.key
+                            and sev.level in ("medium", "major", "undecided")):
                         shown = broken(target, sev.key.split(":", 1)[1])
                         if shown:
                             v.examples[sev.key] = shown

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..compare.part import CLASSIFIER, LANGUAGE_MODEL, Cost, Part, data_columns, data_examples, fmt
+from ..part import CLASSIFIER, LANGUAGE_MODEL, SCORE, Cost, Key, Part, fmt
+from ..part_data import data_columns, data_examples
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..compare.config import CompareArgs
@@ -21,7 +22,7 @@ def _options(args: "CompareArgs", size: int, plan: "Plan", target: str | None = 
 def _fit(models: list[str], plan: "Plan") -> dict[str, Any] | None:
     """Both models of a pair (the reference and one target) must expose hidden states (an
     encoder's role); a target that does not is left out of the layers alone."""
-    from ...models.resolve import fits
+    from ...models.spec_check import fits
 
     lacking = list(dict.fromkeys(m for m in models if not fits(m, "encoder")))
     if not lacking:
@@ -41,4 +42,4 @@ def sentence(v: "Verdict") -> str:
 LAYERS = Part("layers", (CLASSIFIER, LANGUAGE_MODEL),
               {CLASSIFIER: Cost("n", per_unit=0.009, fixed=5.0, share=0.2, least=200, most=2000),
                LANGUAGE_MODEL: Cost("n", per_unit=0.155, fixed=5.0, share=0.15, least=200, most=2000)},
-              ("linear_cka",), _options, sentence, fit=_fit, per_target=True, available=data_examples)
+              (Key("linear_cka", SCORE, 0.0, 1.0),), _options, sentence, fit=_fit, per_target=True, available=data_examples)

@@ -8,13 +8,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar, Sequence
 
-from ...core.options import TEXT_FIELDS_HELP, csv_list, float_list, int_list, option
+from ...core.options import csv_list, float_list, int_list, option
 from ...errors import InputError
+from ...measures.grounding import GROUNDING_N_BOOT
 from ...models.base import POOLINGS
 from ...models.finetune import FinetuneConfig
-from ..args import Args, finetune_options, n_boot_option, one_text_option
+from ..args import (Args, BootstrapArgs, EncoderArgs, LabelledDataArgs, SeedArgs, TextFieldsArgs, finetune_options,
+                    one_text_option, place)
 from ..given import items
-from ..robustness.layer_probes.config import DATA_HELP, LABEL_COLUMN_HELP, POOLING_HELP, PROBE_C_HELP
+from ..robustness.layer_probes.config import PROBE_C_HELP
 
 #: the measures of the paper's Table 1
 MEASURES = ("procrustes_distance", "linear_cka", "pwcca_distance")
@@ -44,7 +46,7 @@ def warmup_pair(value: Any) -> None:
 
 
 @dataclass(kw_only=True)
-class SimilarityArgs(Args):
+class SimilarityArgs(TextFieldsArgs, EncoderArgs, SeedArgs, Args):
     """The options of ``perturblab similarity`` and :func:`perturblab.similarity` (the one schema)."""
 
     a: str | None = option(required=True, role="encoder", positional=True, python="Any",
@@ -58,12 +60,12 @@ class SimilarityArgs(Args):
     n: int = option(2000, min=1, help="inputs (CCA measures need more inputs than dimensions)")
     pooling_b: str | None = option(None, choices=POOLINGS, help="pooling of model B (default: --pooling)")
     text_column: str | None = option(None, help="text column of a data file (default: 'text')")
-    text_fields: list[str] = option([], parse=csv_list, metavar="A[,B]", python="str | Sequence[str]",
-                                    help="text column(s) of a data file: one, or two for a text pair (replaces "
-                                         "--text-column)")
-    data: str = option("rotten_tomatoes", data=True, help=DATA_HELP)
-    seed: int = option(0, min=0, help="seed of the sample of inputs")
-    pooling: str = option("mean", choices=POOLINGS, help=POOLING_HELP)
+    text_fields = place()
+    data: str = option("rotten_tomatoes", data=True,
+                       help="data set (rotten_tomatoes, tweets, a CSV/JSONL/Parquet file, hf:NAME[:SPLIT]) or corpus "
+                            "(oanc, conll2010, a .txt file)")
+    seed = place()
+    pooling = place()
     chunk_size: int = option(1000, min=1, help="inputs whose states are computed and cached together (the numbers do "
                                                "not depend on it)")
     #: models A and B share the tables: one name per model
@@ -86,7 +88,7 @@ class SimilarityArgs(Args):
 
 
 @dataclass(kw_only=True)
-class GroundingArgs(Args):
+class GroundingArgs(LabelledDataArgs, EncoderArgs, BootstrapArgs, SeedArgs, Args):
     """The options of ``perturblab grounding`` and :func:`~.function.grounding` (the one schema)."""
 
     variants: str = option(",".join(VARIANTS), role="encoder", positional=True, python="str | Sequence[Any]",
@@ -108,18 +110,17 @@ class GroundingArgs(Args):
                                       python="str | Sequence[str] | None",
                                       help="the pair of equally deep variants of the warm-up tests (default: the first "
                                            "two ft:<seed>)")
-    n_boot: int = n_boot_option(2000)
+    n_boot = place(GROUNDING_N_BOOT)
     probe_c: float = option(0.01, above=0, help=PROBE_C_HELP)
     epochs: int
     max_seconds: float | None
     lr: float
     epochs, max_seconds, lr = finetune_options(epochs=1, max_seconds=300.0)
-    data: str = option("rotten_tomatoes", data=True, python="str | Dataset | tuple[Dataset, Dataset]", help=DATA_HELP)
-    seed: int = option(0, min=0, help="seed of the data sample, the probes and the bootstrap")
-    pooling: str = option("mean", choices=POOLINGS, help=POOLING_HELP)
-    text_fields: list[str] = option([], parse=csv_list, metavar="A[,B]", python="str | Sequence[str]",
-                                    help=TEXT_FIELDS_HELP)
-    label_column: str | None = option(None, help=LABEL_COLUMN_HELP)
+    data = place()
+    seed = place()
+    pooling = place()
+    text_fields = place()
+    label_column = place()
 
     def field_problem(self, name: str, opt: Any, value: Any) -> str | None:
         if name == "variants":  # ft:<seed> is a fine-tune of --base made here, not a model spec

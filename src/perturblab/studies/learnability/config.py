@@ -6,31 +6,31 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from ...core.options import TEXT_FIELDS_HELP, ExecutorArgs, csv_list, float_list, option
-from ..args import Args, ModelList, PerturbationList, known_perturbations, n_boot_option, probability_grid
+from ...core.options import ExecutorArgs, float_list, option
+from ..args import (Args, BootstrapArgs, LabelledDataArgs, ModelList, PerturbationList, PerturbFieldArgs,
+                    known_perturbations, place, probability_grid)
 
 
 @dataclass(kw_only=True)
-class LearnabilityArgs(ModelList, PerturbationList, ExecutorArgs, Args):
+class LearnabilityArgs(ModelList, PerturbationList, LabelledDataArgs, PerturbFieldArgs, BootstrapArgs, ExecutorArgs,
+                       Args):
     """The options of ``perturblab learnability`` and :func:`perturblab.learnability` (the one schema)."""
 
     models: str = option("tfidf-lr,textrnn", positional=True, python="str | Sequence[str]", help="comma list of trainable models (tfidf-lr, textrnn, minilm-probe, "
                                                   "hf-finetune)")
     perturbations: str = option("all", check=known_perturbations, python="str | Sequence[str]", help="'all' (the learnability paper's eight), 'robustness' (the robustness "
                                             "paper's eight), 'every', or a comma list")
-    data: str = option("rotten_tomatoes", data=True, help="a labelled data set, file, hf:NAME or glue:TASK")
-    text_fields: list[str] = option([], parse=csv_list, metavar="A[,B]", python="str | Sequence[str]",
-                                    help=TEXT_FIELDS_HELP)
-    label_column: str | None = option(None, help="label column of a data file (default: 'label')")
-    perturb_field: str = option("both", choices=("a", "b", "both"),
-                                help="for text-pair data: perturb the first text, the second or both (default)")
+    data = place(python=None)
+    text_fields = place()
+    label_column = place()
+    perturb_field = place()
     trials: int = option(3, aliases=("seeds",), min=1, help="repetitions: training seeds of each model and perturbation "
                                                       "(--seeds is the old name)")
     n_train: int = option(2000, min=1, help="balanced training subsample")
     n_eval: int = option(500, aliases=("n_test",), min=1, help="balanced evaluation subsample (--n-test is the old name)")
     ps: list[float] | None = option(None, parse=float_list, python="Sequence[float] | None",
                                     check=probability_grid, help="perturbation probabilities (default: the paper's grid)")
-    n_boot: int = n_boot_option(2000)
+    n_boot = place(2000)
     workers: int = option(2, min=1, help="models trained at once in threads (default 2; each gets its share of torch's "
                                   "threads; 1 = one at a time)")
     trainers: Mapping[str, Any] | None = option(None, python_only=True,

@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from ...core.entry import run, study_function
 from ...errors import InputError
-from ..given import renamed
 
 if TYPE_CHECKING:  # pragma: no cover
     from .config import LearnabilityArgs
@@ -53,8 +52,6 @@ def learnability(args: "LearnabilityArgs", given: Mapping[str, Any]) -> "Learnab
     workers = given["workers"]
     if not isinstance(workers, int) or workers < 1:
         raise InputError(f"workers must be a positive integer, got {workers!r}")
-    renamed(given["trials"], given["seeds"], 3, "trials", "seeds")
-    renamed(given["n_eval"], given["n_test"], 500, "n_eval", "n_test")
     return run(LearnabilityStudy(args, trainers=dict(given["trainers"] or {})), given["out"],
                executor=given["executor"], address=args.address, num_cpus=args.num_cpus, workers=workers,
                quiet=args.quiet)

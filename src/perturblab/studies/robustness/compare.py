@@ -4,9 +4,11 @@ on the same resamples."""
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
-from ..compare.part import CLASSIFIER, Cost, Part, data_columns, data_examples, fmt, level_text, side, split_sizes
+from ..part import ACCURACY_GAP, CLASSIFIER, GAP, SCORE, Cost, Key, Part, fmt, level_text, side
+from ..part_data import data_columns, data_examples, split_sizes
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...core.headline import Estimate
@@ -83,5 +85,8 @@ def sentence(v: "Verdict") -> str:
 #: its int8 copy and MiniLM-L3 on the 1,000 examples of Rotten Tomatoes' test split)
 ROBUSTNESS = Part("robustness", (CLASSIFIER,),
                   {CLASSIFIER: Cost("n_eval", per_unit=0.042, fixed=25.0, share=0.35, least=100, most=2000)},
-                  ("relative_robustness", "relative_robustness_gap", "accuracy", "accuracy_gap"), _options, sentence,
-                  rates=True, per_model=True, available=lambda args: data_examples(args, 0.25))
+                  (Key("relative_robustness", SCORE, 0.0, math.inf, gap="relative_robustness_gap"),
+                   Key("relative_robustness_gap", GAP, rate_of="robustness lost beyond the reference's", tested=True),
+                   Key("accuracy", SCORE, 0.0, 1.0, gap="accuracy_gap"), ACCURACY_GAP), _options, sentence,
+                  rates=True, per_model=True, available=lambda args: data_examples(args, 0.25), labels=True,
+                  quality="accuracy")

@@ -7,9 +7,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-from ...core.options import TEXT_FIELDS_HELP, ExecutorArgs, csv_list, option
+from ...core.options import ExecutorArgs, option
 from ...errors import InputError
-from ..args import Args, ModelList, PerturbationList, items, known_perturbations, n_boot_option, nonempty, some_of
+from ..args import (Args, BootstrapArgs, LabelledDataArgs, ModelList, PerturbationList, PerturbFieldArgs, SeedArgs,
+                    items, known_perturbations, nonempty, place, some_of)
 
 # With "Summary:" and no line break SmolLM2-Instruct ended half of its answers at once; with this
 # prompt none of 16 (and ROUGE-L against the lead sentence rose from 0.14 to 0.32).
@@ -79,7 +80,8 @@ def label_map_entries(maps: Mapping[str, Mapping[str, str]]) -> list[str]:
 
 
 @dataclass(kw_only=True)
-class RobustnessArgs(ModelList, PerturbationList, ExecutorArgs, Args):
+class RobustnessArgs(ModelList, PerturbationList, LabelledDataArgs, PerturbFieldArgs, BootstrapArgs, ExecutorArgs,
+                     Args):
     """The options of ``perturblab robustness`` and :func:`perturblab.robustness` (the one schema)."""
 
     models: str | None = option(required=True, role="classifier", check=nonempty, positional=True, python="Any",
@@ -91,10 +93,9 @@ class RobustnessArgs(ModelList, PerturbationList, ExecutorArgs, Args):
                                      "backend options")
     perturbations: str = option("robustness", check=known_perturbations, python="str | Sequence[str]",
                                 help=PERTURBATIONS_HELP)
-    data: str = option("rotten_tomatoes", data=True, help="a labelled data set, file, hf:NAME or glue:TASK")
-    text_fields: list[str] = option([], parse=csv_list, metavar="A[,B]", python="str | Sequence[str]",
-                                    help=TEXT_FIELDS_HELP)
-    label_column: str | None = option(None, help="label column of a data file (default: 'label')")
+    data = place(python=None)
+    text_fields = place()
+    label_column = place()
     task: str | None = option(None, choices=("classification", "regression"),
                               help="classification (class labels) or regression (numeric targets, scored by pearson/"
                                    "spearman); default: classification for files, the task's own for glue:NAME")
@@ -105,14 +106,13 @@ class RobustnessArgs(ModelList, PerturbationList, ExecutorArgs, Args):
                          min=1, help="repetitions: draws of each random perturbation (--seeds is the old name)")
     n_train: int = option(2000, min=1, help="training split for presets and trainable models")
     n_eval: int = option(1000, aliases=("n_test",), min=1, help="evaluation examples (--n-test is the old name)")
-    perturb_field: str = option("both", choices=("a", "b", "both"),
-                                help="for text-pair data: perturb the first text, the second or both (default)")
+    perturb_field = place()
     label_map: list[str] | None = option(None, repeat=True, metavar="[MODEL:]LABEL=DATA_LABEL,...",
                                          python="Sequence[str] | Mapping[str, Mapping[str, str]] | None",
                                          help="map a model's output labels to the data's labels (repeatable; "
                                               "without MODEL: for every model that has these labels); needed only "
                                               "when names do not match")
-    n_boot: int = n_boot_option(1000)
+    n_boot = place()
     train_seed: int = option(0, min=0, help="seed of training the preset heads and trainable models, and of the bootstrap "
                                      "resamples")
 
@@ -141,7 +141,7 @@ class RobustnessArgs(ModelList, PerturbationList, ExecutorArgs, Args):
 
 
 @dataclass(kw_only=True)
-class GenerationArgs(ModelList, PerturbationList, Args):
+class GenerationArgs(ModelList, PerturbationList, SeedArgs, BootstrapArgs, Args):
     """The options of ``perturblab generation`` and :func:`perturblab.generation` (the one schema)."""
 
     models: str | None = option(required=True, role="language_model", check=nonempty, positional=True, python="Any",
@@ -160,8 +160,8 @@ class GenerationArgs(ModelList, PerturbationList, Args):
                          min=1, help="repetitions: draws of each random perturbation (--seeds is the old name)")
     max_new_tokens: int = option(40, min=1, help="generation length (greedy)")
     prompt: str = option(DEFAULT_PROMPT, check=prompt_template, python="str | None", help="prompt template with {source}")
-    seed: int = option(0, min=0, help="seed of the sample of --n examples")
-    n_boot: int = n_boot_option(1000)
+    seed = place()
+    n_boot = place()
 
     # -- what the study reads -------------------------------------------------------------
     def metric_list(self) -> list[str]:

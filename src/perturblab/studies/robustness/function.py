@@ -8,7 +8,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Mapping
 
 from ...core.entry import run, study_function
-from ..given import model_list, renamed
+from ..given import model_list
 
 if TYPE_CHECKING:  # pragma: no cover
     from .config import GenerationArgs, RobustnessArgs
@@ -50,8 +50,6 @@ def robustness(args: "RobustnessArgs", given: Mapping[str, Any]) -> "RobustnessR
     from .config import label_map_entries
     from .study import RobustnessStudy
 
-    renamed(given["trials"], given["seeds"], 3, "trials", "seeds")
-    renamed(given["n_eval"], given["n_test"], 1000, "n_eval", "n_test")
     specs, classifiers = model_list(given["models"])
     label_map = given["label_map"]
     maps = {"label_map": label_map_entries(label_map)} if isinstance(label_map, Mapping) else {}
@@ -93,7 +91,6 @@ def generation(args: "GenerationArgs", given: Mapping[str, Any]) -> "GenerationR
     """
     from .generation import GenerationStudy
 
-    renamed(given["trials"], given["seeds"], 3, "trials", "seeds")
     specs, models = model_list(given["models"], what="language model", needs=("generate",))
     args = replace(args, models=",".join(specs))
     return run(GenerationStudy(args, models=models, progress=not args.quiet), given["out"], quiet=args.quiet)

@@ -69,7 +69,8 @@ class GenerationStudy(Study):
         self._lock = threading.Lock()
 
     def prepare(self, ctx: RunContext) -> None:
-        from ...models.resolve import ModelSpec, load_model
+        from ...models.resolve import load_model
+        from ...models.spec import ModelSpec
 
         args = self.args
         with ctx.step("loading the data"):

@@ -60,7 +60,7 @@ from ...core.executor import once_per_process
 from ...core.files import atomic_write_text, save_figure, write_json
 from ...core.keys import content_key, examples_fingerprint, model_fingerprint
 from ...core.headline import Headline
-from ...core.options import option_name
+from ...core.readers import option_name
 from ...core.study import Lazy, Phase, RunContext, Study, StudyResult, Task
 from ...errors import InputError
 from ...measures.learnability import relative_robustness, relative_robustness_many
@@ -69,7 +69,8 @@ from ...measures.stats import percentile_interval
 from ...measures.task_metrics import TASK_METRICS, bootstrap_confusions, bootstrap_indices, get_task_metric
 from ...models.base import Classifier, Regressor, is_regressor
 from ...models.labels import align_labels, aligned_predictions
-from ...models.resolve import ModelSpec, load_model
+from ...models.resolve import load_model
+from ...models.spec import ModelSpec
 from ...models.states import inputs_hash
 from ...perturb.catalogue import get_perturbation, perturb_inputs, perturbation_key
 from .config import RobustnessArgs

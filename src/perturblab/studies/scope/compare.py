@@ -8,16 +8,22 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..compare.part import (CLASSIFIER, LANGUAGE_MODEL, Cost, Part, compare_data, corpus_columns, corpus_sentences,
-                            data_columns, data_examples, fmt, level_text, side)
+from ..part import ACCURACY_GAP, CLASSIFIER, LANGUAGE_MODEL, SCORE, SHARE, Cost, Key, Part, fmt, level_text, side
+from ..part_data import compare_data, corpus_columns, corpus_sentences, data_columns, data_examples
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..compare.config import CompareArgs
     from ..compare.plan import Plan
     from ..compare.verdict import Verdict
 
-#: the headline keys of both (their first parts)
-KEYS = ("hard_scope", "soft_scope", "agreement", "accuracy_gap")
+#: the headline keys of both (their first parts): Hard-SCoPE and agreement are shares kept (their
+#: rates graded, with confidence sequences), Soft-SCoPE a share graded by no level, and the paired
+#: accuracy gap on the unperturbed samples
+KEYS = (Key("hard_scope", SHARE, 0.0, 1.0, rate_of="invariances of the reference not kept", sequence="share",
+            examples=True),
+        Key("soft_scope", SCORE, 0.0, 1.0),
+        Key("agreement", SHARE, 0.0, 1.0, rate_of="inputs on which the two disagree", sequence="share"),
+        ACCURACY_GAP)
 #: the fewest samples with a protected-category word that make fairness worth measuring
 FAIRNESS_LEAST = 10
 
@@ -75,7 +81,7 @@ def _sentence_words() -> tuple[int, int]:
 def _lm_fit(models: list[str], plan: "Plan") -> dict[str, Any] | None:
     """Every model must give next-token distributions (a model behind an API gives none)."""
     from ...models.lm_capabilities import describe_capabilities
-    from ...models.resolve import spec_capabilities
+    from ...models.spec_check import spec_capabilities
     from .lm import METRIC_NEEDS
 
     need = frozenset().union(*METRIC_NEEDS.values())
@@ -144,7 +150,7 @@ SEARCH_OWN = 0.14
 INVARIANCES = Part("invariances", (CLASSIFIER,),
                    {CLASSIFIER: Cost("n", per_unit=round(1.55 / WORDNET_SLOWER - SEARCH_OWN, 3), fixed=20.0,
                                      share=0.45, least=20, most=1000, own=SEARCH_OWN, own_model="minilm-l6")},
-                   KEYS, _invariances, sentence, rates=True, by_reference=True, grows=True,
+                   KEYS, _invariances, sentence, rates=True, by_reference=True, grows=True, labels=True,
                    available=lambda args: data_examples(args, 0.25), slower=_slower)
 LM_INVARIANCES = Part("lm-invariances", (LANGUAGE_MODEL,),
                       {LANGUAGE_MODEL: Cost("n", per_unit=round(14.7 / WORDNET_SLOWER, 3), fixed=20.0, share=0.45, least=10,

@@ -1,23 +1,25 @@
 """The options of the SCoPE studies (defaults follow the SCoPE paper): one dataclass per command,
 read by its command line, a study config's entry and its Python function, and by the study itself
-(:meth:`~ScopeArgs.search_settings`, :meth:`~ScopeArgs.capability_plan`, ...)."""
+(:meth:`~ScopeArgs.search_settings`, :meth:`~ScopeArgs.capability_plan`, ...). The search options
+are the groups of :mod:`perturblab.perturb.search_settings`, the data's those of
+:mod:`perturblab.studies.args`."""
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from typing import Any, ClassVar, Mapping, Sequence
 
-from ...core.options import TEXT_FIELDS_HELP, ExecutorArgs, count_or_all, csv_list, option
+from ...core.options import ExecutorArgs, count_or_all, option
 from ...measures.scope import DEFAULT_CUTOFF, DEFAULT_TOLERANCE
-from ...perturb.search import ORDERS, SYNONYM_SETS, SearchSettings
-from ..args import (MAX_SECONDS_HELP, Args, HistoryArgs, capability_names, corpus_split_option, fraction_list,
-                    max_text_chars_option, n_boot_option, nonempty, one_text_option, soft_decay, some_of)
+from ...perturb.search_settings import SearchGoalArgs, SearchLimitArgs, SynonymArgs
+from ..args import (MAX_SECONDS_HELP, Args, BootstrapArgs, Group, HistoryArgs, LabelledDataArgs, PerturbFieldArgs,
+                    SeedArgs, capability_names, corpus_split_option, fraction_list, max_text_chars_option, nonempty,
+                    one_text_option, place, soft_decay, some_of)
 from ..given import items
 
 #: the capabilities run on the samples fairness qualifies (App. C)
 STAR_OF_FAIRNESS = ("synonym*", "typo*")
-#: ``perturb_field`` of the search studies -> the index of the text of a pair they change (None: both)
-SEARCH_FIELDS: dict[str, int | None] = {"a": 0, "b": 1, "both": None}
 #: the comparisons of the checkpoint study (App. D): against the final checkpoint, against the previous one
 COMPARISONS = ("vs_final", "vs_previous")
 
@@ -32,15 +34,6 @@ def capability_plan(capabilities: Any) -> list[str]:
     return caps
 
 
-def _search_settings(args: Any, **more: Any) -> SearchSettings:
-    """The :class:`~perturblab.perturb.search.SearchSettings` of a study's limits (``args``, a
-    :class:`SearchLimitArgs`) and ``more``."""
-    return SearchSettings(max_words=args.max_words, patience=args.patience, max_candidates=args.max_candidates,
-                          alphabetic_only=not args.allow_non_alphabetic,
-                          synonyms=args.synonyms, synonym_min_similarity=args.synonym_min_similarity,
-                          reinflect_synonyms=args.reinflect_synonyms, seed=args.seed, **more)
-
-
 # The options the SCoPE studies share, each declared once; ``what`` the base inputs are called
 # (samples of a data set, sentences of a corpus).
 def _n_option(default: int, what: str, all_is: str = "") -> Any:
@@ -49,10 +42,6 @@ def _n_option(default: int, what: str, all_is: str = "") -> Any:
 
 def _trials_option(what: str) -> Any:
     return option(3, min=1, help=f"trials (independent draws of base {what})")
-
-
-def _seed_option(what: str) -> Any:
-    return option(0, min=0, help=f"seed of the base {what} and of every random choice of the search")
 
 
 def _tolerance_option() -> Any:
@@ -72,64 +61,20 @@ def _decay(args: Any, cutoff: float) -> tuple[float, float]:
 
 
 @dataclass(kw_only=True)
-class SearchDataArgs:
+class SearchDataArgs(LabelledDataArgs, PerturbFieldArgs, Group):
     """``--data``, its columns and ``--perturb-field``: the labelled data of the studies that search
     perturbations (scope, checkpoints)."""
 
-    data: str = option("rotten_tomatoes", data=True, python="str | Dataset | tuple[Dataset, Dataset]",
-                       help="data set name (rotten_tomatoes, tweets), a CSV/JSONL/Parquet file, hf:NAME[:SPLIT], "
-                            "glue:TASK or next:CORPUS")
+    data = place()
     text_column: str | None = option(None, help="text column of a data file")
-    text_fields: list[str] = option([], parse=csv_list, metavar="A[,B]", python="str | Sequence[str]",
-                                    help=TEXT_FIELDS_HELP)
-    label_column: str | None = option(None, help="label column of a data file (default: 'label')")
-    perturb_field: str = option("a", choices=("a", "b", "both"),
-                                help="for text pairs: search perturbations of the first text (default), the second, "
-                                     "or the words of both")
+    text_fields = place()
+    label_column = place()
+    perturb_field = place("a")
 
 
 @dataclass(kw_only=True)
-class SearchLimitArgs:
-    """The limits of a perturbation search (every SCoPE study: scope, scope-lm, checkpoints)."""
-
-    max_words: int | None = option(None, min=1, help="largest number of changed words")
-    patience: int | None = option(None, min=1, help="stop a search after this many words in a row bring no improvement "
-                                             "(faster)")
-    max_candidates: int | None = option(None, min=1, help="cap on candidates per word")
-    allow_non_alphabetic: bool = option(False, flag=True,
-                                        help="let words with digits or symbols change too (drops our alphabetic-only "
-                                             "word constraint; SCoPE Sec. 3.2 excludes only stopwords, words shorter "
-                                             "than four and words already changed)")
-    synonyms: str = option("wordnet", choices=SYNONYM_SETS,
-                           help="synonym swaps: 'wordnet' takes every WordNet synonym of the word's part of speech (the "
-                                "SCoPE paper's); 'meaning' keeps the meaning: synonyms of the word's most frequent sense, "
-                                "re-inflected, of the same part of speech in the perturbed text and close to the word "
-                                "in context (docs/synonym_swaps.md)")
-    synonym_min_similarity: float | None = option(
-        None, min=-1, max=1, help="synonym swaps: keep only perturbed texts whose MiniLM-L6 sentence embedding has at least this "
-                   "cosine with the original's, e.g. 0.85 (default: off, as in the SCoPE paper)")
-    reinflect_synonyms: bool = option(False, flag=True,
-                                      help="synonym swaps: give each WordNet synonym the inflection of the word it "
-                                           "replaces (felt -> sensed, not sense; default: off, as in the SCoPE paper)")
-
-
-@dataclass(kw_only=True)
-class SearchGoalArgs:
-    """The goal objective and the search method (scope and scope-lm)."""
-
-    loss: str = option("l1", choices=("l1", "kl"), help="goal objective L (Eq. 1 / App. I)")
-    search: str = option("greedy", choices=("greedy", "beam"), help="search method")
-    beam_width: int = option(3, min=1, help="beam width of --search beam")
-    search_order: str = option("best-swap", choices=ORDERS,
-                               help="the order the search walks the words in: best-swap (every candidate of every "
-                                    "word scored on the original first; the first change is the best one-word "
-                                    "change), saliency (words by leave-one-out deletion, least salient first: "
-                                    "0.6-0.75 of the time, other perturbations with a higher loss), left-to-right or "
-                                    "random")
-
-
-@dataclass(kw_only=True)
-class ScopeArgs(SearchGoalArgs, SearchLimitArgs, SearchDataArgs, ExecutorArgs, Args):
+class ScopeArgs(SearchGoalArgs, SynonymArgs, SearchLimitArgs, SearchDataArgs, SeedArgs, BootstrapArgs, ExecutorArgs,
+                Args):
     """The options of ``perturblab scope`` and :func:`perturblab.scope` (the one schema)."""
 
     reference: str | None = option(required=True, role="classifier", positional=True, python="Any",
@@ -140,10 +85,10 @@ class ScopeArgs(SearchGoalArgs, SearchLimitArgs, SearchDataArgs, ExecutorArgs, A
                                help="comma-separated capabilities (see `perturblab capabilities`)")
     n: int | None = _n_option(500, "samples", ": the whole test split")
     trials: int = _trials_option("samples")
-    seed: int = _seed_option("samples")
+    seed = place()
     tolerance: float | None = _tolerance_option()
     cutoff: float | None = _cutoff_option("distance of two argmax-invariant changes in a binary task")
-    n_boot: int = n_boot_option(1000)
+    n_boot = place()
     test_size: float = option(0.25, above=0, below=1, help="share of the data held out as the test split (a fraction in (0, 1))")
     max_text_chars: int | None = max_text_chars_option("a sample")
     models: Mapping[str, Any] | None = option(None, python_only=True,
@@ -167,14 +112,9 @@ class ScopeArgs(SearchGoalArgs, SearchLimitArgs, SearchDataArgs, ExecutorArgs, A
         """Soft-SCoPE's (tolerance, cutoff) (Eq. 3), the paper's values when not given."""
         return _decay(self, DEFAULT_CUTOFF)
 
-    def search_settings(self) -> SearchSettings:
-        """What a search cell needs of these options."""
-        return _search_settings(self, loss=self.loss, search=self.search, beam_width=self.beam_width,
-                                order=self.search_order, perturb_field=SEARCH_FIELDS[self.perturb_field])
-
 
 @dataclass(kw_only=True)
-class LMScopeArgs(SearchGoalArgs, SearchLimitArgs, Args):
+class LMScopeArgs(SearchGoalArgs, SynonymArgs, SearchLimitArgs, SeedArgs, BootstrapArgs, Args):
     """The options of ``perturblab scope-lm`` and :func:`perturblab.scope_lm` (the one schema)."""
 
     reference: str | None = option(required=True, role="language_model", positional=True, python="Any",
@@ -191,10 +131,10 @@ class LMScopeArgs(SearchGoalArgs, SearchLimitArgs, Args):
                                          help="the base sentences, given instead of the corpus's")
     n: int | None = _n_option(100, "sentences")
     trials: int = _trials_option("sentences")
-    seed: int = _seed_option("sentences")
+    seed = place()
     tolerance: float | None = _tolerance_option()
     cutoff: float | None = _cutoff_option("L1 distance of two distributions")
-    n_boot: int = n_boot_option(1000)
+    n_boot = place()
     chunk_size: int = option(8, min=1, help="base sentences searched and scored together in one work cell (smaller: less "
                                      "lost to a crash)")
     max_batch: int = option(256, min=1, help="about this many texts scored at once (candidates per search round, texts per "
@@ -220,14 +160,9 @@ class LMScopeArgs(SearchGoalArgs, SearchLimitArgs, Args):
 
         return _decay(self, DEFAULT_LM_CUTOFF)
 
-    def search_settings(self) -> SearchSettings:
-        """What a search cell needs of these options (sentences are single texts)."""
-        return _search_settings(self, loss=self.loss, search=self.search, beam_width=self.beam_width,
-                                order=self.search_order)
-
 
 @dataclass(kw_only=True)
-class CheckpointsArgs(HistoryArgs, SearchLimitArgs, SearchDataArgs, Args):
+class CheckpointsArgs(HistoryArgs, SynonymArgs, SearchLimitArgs, SearchDataArgs, SeedArgs, Args):
     """The options of ``perturblab checkpoints`` and :func:`perturblab.checkpoints` (the one schema):
     ``--checkpoints`` or ``--finetune``, exactly one."""
 
@@ -254,16 +189,14 @@ class CheckpointsArgs(HistoryArgs, SearchLimitArgs, SearchDataArgs, Args):
                                    "both")
     n: int | None = _n_option(200, "samples")
     trials: int = _trials_option("samples")
-    seed: int = option(0, min=0, help="seed of the data split, of the fine-tune and its training sample, of the base samples "
-                               "and of every random choice of the search")
+    seed = place()
 
     def relations(self) -> list[tuple[str, str]]:
         return one_text_option(self) + self.history_relations()
 
     # -- what the study reads -------------------------------------------------------------
-    #: what the checkpoint study shares with SCoPE's defaults (its SCoPE studies use them)
-    test_size: ClassVar[float] = 0.25
-    n_boot: ClassVar[int] = 1000
+    #: the test split of the data, as SCoPE's default (the SCoPE studies of the checkpoints take it)
+    test_size: ClassVar[float] = ScopeArgs.test_size
 
     def comparison_list(self) -> list[str]:
         """The comparisons, once each, in the order :data:`COMPARISONS` gives them."""
@@ -272,11 +205,8 @@ class CheckpointsArgs(HistoryArgs, SearchLimitArgs, SearchDataArgs, Args):
 
     def scope_args(self, reference: str, targets: Sequence[str]) -> ScopeArgs:
         """The options of the SCoPE study of one reference and its targets (the checkpoints are
-        given to it as objects under these names)."""
-        return ScopeArgs(reference=reference, targets=",".join(targets), capabilities=self.capabilities,
-                         data=self.data, text_column=self.text_column, text_fields=list(self.text_fields),
-                         label_column=self.label_column, perturb_field=self.perturb_field, n=self.n,
-                         trials=self.trials, seed=self.seed, max_words=self.max_words, patience=self.patience,
-                         max_candidates=self.max_candidates, allow_non_alphabetic=self.allow_non_alphabetic,
-                         synonyms=self.synonyms, synonym_min_similarity=self.synonym_min_similarity,
-                         reinflect_synonyms=self.reinflect_synonyms, n_boot=self.n_boot, test_size=self.test_size)
+        given to it as objects under these names): every option of the study these options have
+        too (the data, the samples, the search), the others at SCoPE's defaults."""
+        shared = {f.name: copy.copy(getattr(self, f.name)) for f, o in ScopeArgs.fields()
+                  if not o.runner and hasattr(self, f.name)}
+        return ScopeArgs(**{**shared, "reference": reference, "targets": ",".join(targets)})

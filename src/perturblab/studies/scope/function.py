@@ -32,7 +32,7 @@ def scope(args: "ScopeArgs", given: Mapping[str, Any]) -> "ScopeResult":
     stopwords, none shorter than four, none changed twice) and our alphabetic-only constraint;
     ``allow_non_alphabetic=True`` (as in :func:`scope_lm` and :func:`checkpoints`) drops the latter.
     ``synonym_min_similarity`` (a cosine, e.g. 0.85) and ``reinflect_synonyms`` keep synonym swaps'
-    meaning and grammar (:class:`~perturblab.perturb.search.SynonymOptions`; both off by default,
+    meaning and grammar (:class:`~perturblab.perturb.search_settings.SynonymOptions`; both off by default,
     as in the paper). ``search_order="saliency"`` walks the words by leave-one-out saliency instead
     of scoring every candidate first (``"best-swap"``): fewer model calls, other perturbations.
 

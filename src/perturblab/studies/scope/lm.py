@@ -47,11 +47,13 @@ from ...measures.stats import bounded_mean_ci, proportion_ci
 from ...models.base import check_inputs, fingerprint_of
 from ...models.lm import LanguageModel
 from ...models.lm_capabilities import capabilities_of, check_metric_capabilities
-from ...models.resolve import load_model, spec_capabilities
+from ...models.resolve import load_model
+from ...models.spec_check import spec_capabilities
 from ...perturb.capabilities import get_capability
 from ...perturb.engine import run_searches
 from ...perturb.goals import InvarianceGoal
-from ...perturb.search import PERTURBED, SearchProblem, SearchSettings, positions_cut_note
+from ...perturb.search import PERTURBED, SearchProblem, positions_cut_note
+from ...perturb.search_settings import SearchSettings
 from .analysis import agreement_and_accuracy
 from .config import LMScopeArgs
 from .tables import fmt, mark_changes

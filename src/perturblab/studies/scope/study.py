@@ -43,7 +43,8 @@ from ...models.states import inputs_hash
 from ...perturb.capabilities import get_capability
 from ...perturb.engine import run_searches
 from ...perturb.goals import InvarianceGoal
-from ...perturb.search import SearchProblem, SearchSettings, positions_cut_note
+from ...perturb.search import SearchProblem, positions_cut_note
+from ...perturb.search_settings import SearchSettings
 from .analysis import classifier_agreement
 from .config import STAR_OF_FAIRNESS, ScopeArgs
 from .result import ScopeResult
@@ -152,7 +153,7 @@ class ScopeStudy(Study):
         """The data is a classification set with at least ``n`` test examples, none of the samples
         to search longer than ``max_text_chars`` (before any model is loaded or the output
         directory is touched)."""
-        from ...perturb.search import check_text_lengths
+        from ...perturb.search_settings import check_text_lengths
 
         self.n_base()
         data = self.args.data

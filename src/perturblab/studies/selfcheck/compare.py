@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..compare.part import LANGUAGE_MODEL, Cost, Part, corpus_columns, corpus_sentences
+from ..part import GAP, LANGUAGE_MODEL, SCORE, Cost, Key, Part
+from ..part_data import corpus_columns, corpus_sentences
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..compare.config import CompareArgs
@@ -16,7 +17,7 @@ if TYPE_CHECKING:  # pragma: no cover
 SCORES = ("negation_sensitivity", "negation_normalised", "negation_benign_abs", "negation_ppl_drops",
           "toxicity_generation", "toxicity_next_token", "long_range", "word_order", "tokenization",
           "next_token_entropy", "token_entropy")
-KEYS = SCORES + tuple(f"{k}_gap" for k in SCORES)
+KEYS = tuple(Key(k, SCORE, gap=f"{k}_gap") for k in SCORES) + tuple(Key(f"{k}_gap", GAP) for k in SCORES)
 
 
 def _options(args: "CompareArgs", size: int, plan: "Plan", target: str | None = None) -> dict[str, Any]:
@@ -28,7 +29,7 @@ def _fit(models: list[str], plan: "Plan") -> dict[str, Any] | None:
     """The scores every model allows (a model behind an API gives per-token log-probabilities and
     generations but no next-token distributions: ``negation`` only); none: left out."""
     from ...models.lm_capabilities import describe_capabilities
-    from ...models.resolve import spec_capabilities
+    from ...models.spec_check import spec_capabilities
     from .config import METRIC_NEEDS, METRICS
 
     common = frozenset.intersection(*(spec_capabilities(m) for m in models))

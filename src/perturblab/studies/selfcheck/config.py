@@ -10,7 +10,7 @@ from typing import Any, Sequence
 from ...core.options import count_or_all, option
 from ...errors import InputError
 from ...perturb.selfcheck import NEGATION_RULES
-from ..args import Args, ModelList, corpus_split_option
+from ..args import Args, ModelList, SeedArgs, corpus_split_option, place
 from ..given import items
 
 METRICS: tuple[str, ...] = ("negation", "toxicity", "long_range", "word_order", "tokenization", "entropy")
@@ -51,7 +51,7 @@ def sentence_limit(value: Any) -> None:
 
 
 @dataclass(kw_only=True)
-class SelfCheckArgs(ModelList, Args):
+class SelfCheckArgs(ModelList, SeedArgs, Args):
     """The options of ``perturblab selfcheck`` and :func:`perturblab.selfcheck` (the one schema)."""
 
     models: str | None = option(required=True, role="language_model", positional=True, python="Any",
@@ -65,7 +65,7 @@ class SelfCheckArgs(ModelList, Args):
     text_column: str = option("text", help="text column of a JSONL/CSV/Parquet/HF corpus")
     corpus_split: str = corpus_split_option("--corpus, --benign-corpus")
     n: int = option(1000, min=1, help="examples per metric and setting")
-    seed: int = option(0, min=0, help="seed of the examples drawn from the corpus and of every random perturbation")
+    seed = place()
     metrics: str = option(",".join(METRICS), check=metric_names, python="str | Sequence[str]",
                           help=f"comma-separated subset of {', '.join(METRICS)}")
     no_ablations: bool = option(False, flag=True, help="only the headline setting of each metric (much faster)")

@@ -181,7 +181,7 @@ class SelfCheckStudy(Study):
     def check_capabilities(self) -> None:
         """Raise one :class:`~perturblab.errors.CapabilityError` listing every model × requested
         metric the model cannot compute (:data:`METRIC_NEEDS`); loads no model, sends no request."""
-        from ...models.resolve import spec_capabilities
+        from ...models.spec_check import spec_capabilities
 
         caps = {name: capabilities_of(self.models[name]) if name in self.models
                 else spec_capabilities(name) for name in self.model_names}

@@ -7,15 +7,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from ....core.options import TEXT_FIELDS_HELP, csv_list, option
-from ....models.base import POOLINGS
+from ....core.options import option
 from ....models.finetune import FinetuneConfig
-from ...args import Args, capability_names, finetune_options
-from ..layer_probes.config import DATA_HELP, LABEL_COLUMN_HELP, POOLING_HELP, PROBE_C_HELP
+from ...args import Args, EncoderArgs, LabelledDataArgs, SeedArgs, capability_names, finetune_options, place
+from ..layer_probes.config import PROBE_C_HELP
 
 
 @dataclass(kw_only=True)
-class FinetuningArgs(Args):
+class FinetuningArgs(LabelledDataArgs, EncoderArgs, SeedArgs, Args):
     """The options of ``perturblab finetuning`` and :func:`~.function.finetuning` (the one schema)."""
 
     base: str = option("minilm-l6", role="encoder", positional=True, python="Any", help="the pretrained encoder")
@@ -34,18 +33,17 @@ class FinetuningArgs(Args):
     max_seconds: float | None
     lr: float
     epochs, max_seconds, lr = finetune_options(epochs=2, max_seconds=900.0)
-    data: str = option("rotten_tomatoes", data=True, python="str | Dataset | tuple[Dataset, Dataset]", help=DATA_HELP)
-    seed: int = option(0, min=0, help="seed of the data sample, the fine-tune made here, the probes and STIR")
-    pooling: str = option("mean", choices=POOLINGS, help=POOLING_HELP)
-    text_fields: list[str] = option([], parse=csv_list, metavar="A[,B]", python="str | Sequence[str]",
-                                    help=TEXT_FIELDS_HELP)
-    label_column: str | None = option(None, help=LABEL_COLUMN_HELP)
+    data = place()
+    seed = place()
+    pooling = place()
+    text_fields = place()
+    label_column = place()
 
     def field_problem(self, name: str, opt: Any, value: Any) -> str | None:
         problem = super().field_problem(name, opt, value)
         if problem or name != "base" or not isinstance(value, str):
             return problem
-        from ....models.resolve import ModelSpec
+        from ....models.spec import ModelSpec
 
         if ModelSpec.parse(value).options:  # the base is fine-tuned here as it is loaded by name
             return (f"{value!r}: the encoder fine-tuned here takes no [...] options; drop them (--device and --dtype "

@@ -31,7 +31,8 @@ from ....models.states import inputs_hash
 from ....perturb.capabilities import get_capability
 from ....perturb.engine import run_searches
 from ....perturb.goals import InvarianceGoal
-from ....perturb.search import SearchOptions, SearchProblem
+from ....perturb.search import SearchProblem
+from ....perturb.search_settings import SearchOptions
 
 
 class RepresentationModel:

@@ -4,32 +4,118 @@ the sentence of its verdict. ``compare`` runs every registered study that declar
 (:attr:`~perturblab.studies.registry.StudyEntry.compare`), in registration order, so a study of an
 installed package joins ``compare`` by declaring its part too.
 
-Example: the part of a study that gives one score per target (its sentence lists the
-estimates)::
+Each headline key a part gives says what it is (:class:`Key`): a share the target keeps of the
+reference's behaviour, a paired gap target − reference, or a score of its own; its range; and,
+for a share or a gap, what its rate of changed behaviour is. ``compare`` grades, range-checks and
+tests equivalence on a key from that alone, so a study's keys are read the same way whichever
+package registered it.
 
-    >>> part = Part("kept", kinds=(CLASSIFIER,), keys=("kept",),
+Example: the part of a study that gives, per target, the share of inputs on which the target's
+prediction matches the reference's (its sentence lists the estimates)::
+
+    >>> part = Part("agree", kinds=(CLASSIFIER,),
+    ...             keys=(Key("same_label", SHARE, 0.0, 1.0, rate_of="inputs labelled otherwise"),),
     ...             costs={CLASSIFIER: Cost("n", per_unit=0.05, fixed=5.0, share=0.2, least=20, most=500)},
     ...             options=lambda args, size, plan, target=None: {"models": args.reference, "n": size})
     >>> part.cost(CLASSIFIER).size, part.serves(CLASSIFIER), part.serves(LANGUAGE_MODEL)
     ('n', True, False)
+    >>> part.key("same_label").graded(), part.key_names
+    (True, ('same_label',))
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
-from ...errors import InputError
+from ..errors import InputError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...core.headline import Estimate
+    from ..core.headline import Estimate
 
-__all__ = ["CLASSIFIER", "LANGUAGE_MODEL", "Cost", "Part", "compare_data", "corpus_columns", "corpus_sentences",
-           "data_columns", "data_examples", "split_sizes", "fmt", "level_text", "listed", "side", "parts",
-           "studies_of", "part_of", "part_name"]
+__all__ = ["CLASSIFIER", "LANGUAGE_MODEL", "SHARE", "GAP", "SCORE", "Key", "ACCURACY_GAP", "Cost", "Part", "fmt",
+           "level_text", "listed", "side", "parts", "studies_of", "part_of", "part_name", "key_of", "all_keys"]
 
 #: the two kinds of models a comparison takes (the models of one comparison are of one kind)
 CLASSIFIER, LANGUAGE_MODEL = "classifier", "language model"
+#: what a headline key is: a share of the reference's behaviour the target keeps (higher is
+#: better; its rate of changed behaviour is 1 − it), a paired gap target − reference on the same
+#: examples (higher is better; its rate is −gap, what the target loses), or a score of each model
+#: on its own (neither way is better for the comparison; a part with ``scores`` compares the
+#: target's with the reference's)
+SHARE, GAP, SCORE = "share", "gap", "score"
+_KINDS = (SHARE, GAP, SCORE)
+_SEQUENCES = ("", "share", "paired")
+
+
+@dataclass(frozen=True)
+class Key:
+    """What the headline key ``name`` (its first part: ``hard_scope`` of ``hard_scope:typo``)
+    means, declared by the part that gives it.
+
+    ``kind``: :data:`SHARE`, :data:`GAP` or :data:`SCORE`; ``low``/``high``: the range its value
+    lies in (a ``--fail-under`` threshold outside is refused, an ``--equivalent`` margin is at most
+    the largest size its difference can take); ``rate_of``: for a share or a gap, what its rate of
+    changed behaviour is, in words ("inputs on which the two disagree"): a key with one is
+    **graded**, each target's finding levelled minor, medium or major; ``tested``: a graded gap
+    whose direction is also tested two-sided ("differs") in the target's family, so a direction
+    said of it holds at the family's 5 %; ``sequence``: the confidence sequence its estimate has
+    when a run looks after every round (``share``: a count of n with a Wilson interval;
+    ``paired``: a gap of 0/1 outcomes with its (gained, lost) counts; "": none, its interval holds
+    at one n only); ``gap``: for a target's own score, the key of its paired gap against the
+    reference (``accuracy`` -> ``accuracy_gap``); ``examples``: its findings can show the examples
+    behind them (the result's ``broken(target, suffix)``).
+
+    >>> Key("agreement", SHARE, 0.0, 1.0, rate_of="inputs on which the two disagree").rate(0.75)
+    0.25
+    >>> Key("accuracy_gap", GAP, -1.0, 1.0).rate(-0.02), Key("accuracy_gap", GAP, -1.0, 1.0).largest_margin()
+    (0.02, 1.0)
+    """
+
+    name: str
+    kind: str = SCORE
+    low: float = -math.inf
+    high: float = math.inf
+    rate_of: str = ""
+    tested: bool = False
+    sequence: str = ""
+    gap: str = ""
+    examples: bool = False
+
+    def __post_init__(self) -> None:
+        if self.kind not in _KINDS:
+            raise ValueError(f"Key {self.name!r}: kind must be one of {', '.join(_KINDS)}, got {self.kind!r}")
+        if self.sequence not in _SEQUENCES:
+            raise ValueError(f"Key {self.name!r}: sequence must be one of {_SEQUENCES}, got {self.sequence!r}")
+        if self.rate_of and self.kind == SCORE:
+            raise ValueError(f"Key {self.name!r}: a score has no rate of changed behaviour (rate_of)")
+        if not self.low <= self.high:
+            raise ValueError(f"Key {self.name!r}: its range [{self.low}, {self.high}] is empty")
+
+    def graded(self) -> bool:
+        """Whether each target's estimate of it is a finding with a level (a share or a gap with
+        its ``rate_of``)."""
+        return bool(self.rate_of)
+
+    def paired(self) -> bool:
+        """Whether its estimate is already a comparison with the reference on the same examples
+        (a share kept or a paired gap)."""
+        return self.kind in (SHARE, GAP)
+
+    def rate(self, value: float) -> float:
+        """The rate of changed behaviour its ``value`` shows: 1 − a share, −a gap."""
+        return 1.0 - value if self.kind == SHARE else -value
+
+    def largest_margin(self) -> float:
+        """The largest size the difference ``--equivalent`` tests can take: 1 for a share, the
+        larger end of its range for a gap or a score (unbounded: ∞)."""
+        return 1.0 if self.kind == SHARE else max(abs(self.low), abs(self.high))
+
+
+#: the paired accuracy gap target − reference on the same labelled examples, which several studies give
+ACCURACY_GAP = Key("accuracy_gap", GAP, -1.0, 1.0, rate_of="accuracy lost against the reference's", tested=True,
+                   sequence="paired")
 
 
 @dataclass(frozen=True)
@@ -65,13 +151,15 @@ class Part:
 
     ``name``: its folder in the comparison's output and its name in ``--studies`` (beside the
     study's registry name); ``kinds``: the model kinds it serves; ``costs``: its :class:`Cost` by
-    kind; ``keys``: the first parts of the headline keys it gives (the gates are checked against
-    them before anything runs); ``options(args, size, plan, target)``: the study's options at
+    kind; ``keys``: the headline keys it gives (by their first parts), each a :class:`Key` or a
+    name (a score of unknown range): the gates are checked against them before anything runs,
+    and they say how its estimates are graded; ``options(args, size, plan, target)``: the study's options at
     ``size`` (``target`` for a part run once per target); ``sentence(verdict)``: what its verdict
     says; ``fit(models, plan)``: the options the models allow, or None to leave the study out
     (``plan.left_out`` says why; default: every model fits); ``rates``: its findings are rates of
     changed behaviour on examples (``--detect`` sizes it); ``scores``: its findings are paired
-    differences of scores; ``per_target``: one run per target, in folders ``<name>-<target>``
+    differences of scores (each :data:`SCORE` key of the target's against the reference's);
+    ``per_target``: one run per target, in folders ``<name>-<target>``
     when there are several; ``per_model``: its time grows with every model, the reference
     included (it scores each), not with the targets alone; ``by_reference``: its time is the
     reference's (a search on the reference for each sample, the targets scoring only what it
@@ -82,12 +170,15 @@ class Part:
     ``grows``: every finding it gives has a confidence sequence (rates of 0/1 outcomes with their
     counts), so ``--until decided`` runs it in rounds of growing size, its draws nested (a larger
     size keeps the smaller one's samples and computes only the new ones), until its findings are
-    decided; a part without runs once, at its planned size."""
+    decided; a part without runs once, at its planned size; ``labels``: it reads the data's labels
+    (the plan notes a problem with them); ``quality``: the key of its estimates that shows each
+    model's own quality on held-out examples (``accuracy``), from which a quality flag another
+    part raised on fewer examples is lifted."""
 
     name: str
     kinds: tuple[str, ...]
     costs: Mapping[str, Cost]
-    keys: tuple[str, ...]
+    keys: "tuple[Key | str, ...]"
     options: Callable[..., dict[str, Any]]
     sentence: Callable[[Any], str] = listed
     fit: Callable[[list[str], Any], "dict[str, Any] | None"] | None = None
@@ -99,6 +190,20 @@ class Part:
     grows: bool = False
     available: Callable[[Any], "tuple[int, str] | None"] | None = None
     slower: Callable[[Any], float] | None = None
+    labels: bool = False
+    quality: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "keys", tuple(k if isinstance(k, Key) else Key(str(k)) for k in self.keys))
+
+    @property
+    def key_names(self) -> tuple[str, ...]:
+        """The names of its keys (the first parts of its headline keys)."""
+        return tuple(k.name for k in self.keys)
+
+    def key(self, name: str) -> Key | None:
+        """Its key ``name`` (a headline key's first part), or None."""
+        return next((k for k in self.keys if k.name == name), None)
 
     def serves(self, kind: str) -> bool:
         """Whether the part runs for models of ``kind``."""
@@ -145,80 +250,21 @@ def side(gap: "Estimate", finding: Any = None) -> str:
     return " (within noise after the adjustment over the target's findings, though beyond its 95 % interval alone)"
 
 
-# -- the comparison's data, read with its columns ----------------------------------------------------
-def data_columns(args: Any, labels: bool = True) -> dict[str, Any]:
-    """The column options of the comparison's ``--data`` that were given (``text_fields`` from
-    ``--text-fields`` or ``--text-column``, and with ``labels`` ``label_column``), for a study's
-    options; none given: an empty dict, so the study keeps its defaults (``text``, ``label``)."""
-    from ..inputs import text_columns
-
-    out: dict[str, Any] = {}
-    fields = text_columns(getattr(args, "text_fields", None), getattr(args, "text_column", None))
-    if fields:
-        out["text_fields"] = fields
-    if labels and getattr(args, "label_column", None):
-        out["label_column"] = args.label_column
-    return out
-
-
-def corpus_columns(args: Any) -> dict[str, Any]:
-    """``text_column`` of the comparison's ``--corpus`` file when one was given, for a study's options."""
-    return {"text_column": args.text_column} if getattr(args, "text_column", None) else {}
-
-
-def compare_data(args: Any) -> Any:
-    """The comparison's ``--data`` as its studies read it (with its column options)."""
-    from ..inputs import load_study_data
-
-    cols = data_columns(args)
-    return load_study_data(args.data, text_fields=cols.get("text_fields", ()), label_column=cols.get("label_column"))
-
-
-# -- what the data holds ------------------------------------------------------------------------------
-def split_sizes(args: Any, test_size: float = 0.25) -> tuple[int, int]:
-    """(training, test) examples of the comparison's ``--data`` as the studies split it
-    (:func:`~perturblab.data.loaders.train_test_split`), from one reading of the data."""
-    from ...data.loaders import train_test_split
-
-    train, test = train_test_split(compare_data(args), test_size=test_size, seed=args.seed)
-    return len(train), len(test)
-
-
-def data_examples(args: Any, test_size: float | None = None) -> tuple[int, str]:
-    """(examples, what they are) of the comparison's ``--data``: all of them, or with ``test_size``
-    its test split as the studies draw it (:func:`split_sizes`)."""
-    if test_size is None:
-        return len(compare_data(args)), f"--data {args.data}"
-    return split_sizes(args, test_size)[1], f"the test split of --data {args.data}"
-
-
-def corpus_sentences(args: Any, words: tuple[int, int] | None = None) -> tuple[int, str] | None:
-    """(sentences, what they are) of the comparison's ``--corpus`` when it is a text file (with
-    ``words``: those of that many words); None for a packaged corpus (thousands of sentences,
-    more than any study takes)."""
-    from ...data.corpus import CORPORA, load_corpus
-
-    if args.corpus in CORPORA:
-        return None
-    corpus = load_corpus(args.corpus, **corpus_columns(args))
-    if words is not None:
-        corpus = corpus.filter(*words)
-    return len(corpus.sentences), f"--corpus {args.corpus}" + (f" (sentences of {words[0]} to {words[1]} words)"
-                                                                 if words else "")
-
-
 # -- the parts of the registered studies ------------------------------------------------------------
 def parts() -> dict[str, Part]:
     """The parts of the registered studies that take part in a comparison, by name, in
-    registration order (the plan's order)."""
-    from ..registry import entries
+    registration order (the plan's order); of two parts of one name, the first registered."""
+    from .registry import entries
 
-    return {p.name: p for p in (e.compare_part() for e in entries() if e.compare)}
+    out: dict[str, Part] = {}
+    for p in (e.compare_part() for e in entries() if e.compare):
+        out.setdefault(p.name, p)  # of two parts of one name, the first registered (a built-in before a plugin's)
+    return out
 
 
 def studies_of() -> dict[str, str]:
     """The registered study of each part (``invariances`` -> ``scope``)."""
-    from ..registry import entries
+    from .registry import entries
 
     return {e.compare_part().name: e.name for e in entries() if e.compare}
 
@@ -227,6 +273,22 @@ def part_of(folder: str) -> Part | None:
     """The part a plan's study folder belongs to (``layers-<target>``: ``layers``); None for a
     folder no registered part owns."""
     return next((p for p in parts().values() if p.owns(folder)), None)
+
+
+def all_keys() -> dict[str, Key]:
+    """Every key the registered parts give, by name, in registration order (the first part's
+    declaration of a key several give)."""
+    out: dict[str, Key] = {}
+    for p in parts().values():
+        for k in p.keys:
+            out.setdefault(k.name, k)
+    return out
+
+
+def key_of(key: str) -> Key | None:
+    """What a headline key (``hard_scope:typo``) or its first part means, as the registered part
+    that gives it declares; None for a key no part gives."""
+    return all_keys().get(key.split(":", 1)[0])
 
 
 def part_name(name: str) -> str:
