@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import errno
-import logging
 import os
 import signal
 import sqlite3
@@ -42,23 +41,12 @@ def build_parser() -> argparse.ArgumentParser:
 def registered_studies() -> list:
     """The registered studies (:func:`perturblab.studies.registry.entries`); a study plugin left out
     when they are first read (:class:`~perturblab.studies.registry.PluginWarning`) is said in one
-    ``warning:`` line on stderr, other warnings as Python shows them."""
-    import warnings
+    ``warning:`` line on stderr and never raised, so the other commands keep working
+    (:func:`~perturblab.core.console.warnings_as_lines`); other warnings as Python shows them."""
+    from .core.console import warnings_as_lines
+    from .studies.registry import entries
 
-    from .studies.registry import PluginWarning, entries
-
-    with warnings.catch_warnings():
-        shown = warnings.showwarning
-
-        def show(message: Any, category: type, filename: str, lineno: int, file: Any = None,
-                 line: str | None = None) -> None:
-            if issubclass(category, PluginWarning):
-                print(f"warning: {message}", file=sys.stderr)
-            else:
-                shown(message, category, filename, lineno, file, line)
-
-        warnings.showwarning = show
-        warnings.simplefilter("always", PluginWarning)  # said, never raised: the other commands keep working
+    with warnings_as_lines():
         return entries()
 
 
@@ -142,14 +130,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _main(argv: Sequence[str] | None) -> int:
     args = parse_args(argv)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
-                        format="%(levelname)s %(name)s: %(message)s")
-    from .core.arguments import old_names_as_notes
-    from .core.console import libraries_quiet
+    from .core.console import command_lines, libraries_quiet, warnings_as_lines
 
     try:
-        # the libraries' bars and warnings only with -v; an option's old name is one note line
-        with libraries_quiet(), terminated_as_interrupt(), old_names_as_notes():
+        # perturblab's lines and warnings one line each (an option's old name: a note line); the
+        # libraries' bars and warnings, and perturblab's detailed log, only with -v
+        with command_lines(verbose=args.verbose), warnings_as_lines(), libraries_quiet(), \
+                terminated_as_interrupt():
             return all_commands()[args.command](args)
     except PerturblabError as e:
         for line in str(e).splitlines() or [type(e).__name__]:  # a checked config reports each error

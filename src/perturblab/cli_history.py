@@ -82,8 +82,8 @@ def _existing(db: str) -> str:
 
 def _labels_checked(args: argparse.Namespace) -> None:
     """Each label the command names follows the rule of labels (1 to 200 characters, no control
-    characters; :func:`~perturblab.history.store.label_problem`), before the history is opened."""
-    from .history.store import check_label
+    characters; :func:`~perturblab.history.release.label_problem`), before the history is opened."""
+    from .history.release import check_label
 
     if args.history_command == "accept":
         check_label(args.label, "label")

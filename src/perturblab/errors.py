@@ -1,4 +1,4 @@
-"""Typed errors. Every error names the offending input and says what to do about it."""
+"""Typed errors and warnings. Every error names the offending input and says what to do about it."""
 
 from __future__ import annotations
 
@@ -9,6 +9,27 @@ class PerturblabError(Exception):
 
 class InputError(PerturblabError, ValueError):
     """Bad user input: a wrong argument, an empty text, a malformed data file."""
+
+
+class PerturblabWarning(UserWarning):
+    """Base class of the warnings perturblab gives on purpose: something a caller should know (a
+    conflict, an old name, a left-out item). The command line says each as one line,
+    ``<label>: <message>`` (:func:`perturblab.core.console.warnings_as_lines`)."""
+
+    #: the word that starts the command line's line
+    label = "warning"
+
+
+def warn(message: str, category: type[Warning]) -> None:
+    """:func:`warnings.warn` ``message`` as a ``category``, naming the first caller outside
+    perturblab (the user's call) as where it comes from."""
+    import sys
+    import warnings
+
+    frame, level = sys._getframe(1), 2
+    while frame is not None and frame.f_globals.get("__name__", "").partition(".")[0] == "perturblab":
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, category, stacklevel=level)
 
 
 class CapabilityError(InputError):

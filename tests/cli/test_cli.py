@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from perturblab.cli import main
-from tiny_classifier import WORDS, tiny_model_dir
+from helpers.tiny_classifier import WORDS, tiny_model_dir
 
 
 @pytest.fixture(scope="module")

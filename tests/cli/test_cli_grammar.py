@@ -53,7 +53,7 @@ def test_did_you_mean(capsys):
 
 
 def test_n_larger_than_the_data_is_an_error_and_all_takes_everything(tmp_path, capsys):
-    from tiny_classifier import tiny_model_dir
+    from helpers.tiny_classifier import tiny_model_dir
 
     model = tiny_model_dir(tmp_path / "m", 0)
     rows = ["text,label"] + [f"the good film number {i} .,{i % 2}" for i in range(20)]

@@ -21,8 +21,8 @@ from perturblab.models.resolve import load_model
 from perturblab.models.spec_check import check_spec
 from perturblab.studies.compare.config import CompareArgs
 from perturblab.studies.compare.plan import make_plan
-from tiny_bert import save_bert, write_csv
-from tiny_classifier import tiny_model_dir
+from helpers.tiny_bert import save_bert, write_csv
+from helpers.tiny_classifier import tiny_model_dir
 
 pytestmark = pytest.mark.usefixtures("home")
 

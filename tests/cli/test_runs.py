@@ -9,7 +9,7 @@ import json
 
 import numpy as np
 import pytest
-from conftest import CompletionsServer
+from helpers.completions import CompletionsServer
 
 from perturblab.cli import main
 from perturblab.errors import InputError
@@ -138,7 +138,7 @@ def test_one_process_per_run_directory(tmp_path, marker_csv):
 
 
 def test_api_model_named_in_the_config_scores_like_the_model_it_serves(tmp_path, marker_csv, lexicon, capsys):
-    from api_serving import serving
+    from helpers.completions import serving
 
     from perturblab.core.entry import run
     from perturblab.studies.robustness.config import RobustnessArgs
@@ -176,7 +176,7 @@ studies:
 @pytest.mark.parametrize("name", ["scope", "learnability", "selfcheck", "robustness", "grounding"])
 def test_reproduction_configs_are_valid(name):
     """The configs of reproductions/ check cleanly against the commands they name."""
-    from conftest import ROOT
+    from helpers import ROOT
 
     path = ROOT / "reproductions" / f"{name}.yaml"
     cfg = load_config(path)
@@ -186,8 +186,8 @@ def test_reproduction_configs_are_valid(name):
 
 def test_a_config_study_calls_the_study_function_and_writes_what_the_command_writes(tmp_path, capsys):
     """The runner calls pl.scope with the entry's options (not the command): same files, same bytes."""
-    from tiny_classifier import WORDS as CLI_WORDS
-    from tiny_classifier import tiny_model_dir
+    from helpers.tiny_classifier import WORDS as CLI_WORDS
+    from helpers.tiny_classifier import tiny_model_dir
 
     from perturblab.cli import main
 

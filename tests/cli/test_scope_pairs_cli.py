@@ -9,7 +9,7 @@ import json
 import numpy as np
 
 from perturblab.cli import main
-from pair_data import pair_csv
+from helpers.pair_data import pair_csv
 
 
 def perturbed_pairs(out):

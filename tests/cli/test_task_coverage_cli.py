@@ -18,7 +18,7 @@ from perturblab.studies.learnability.study import LearnabilityStudy
 from perturblab.studies.robustness.config import RobustnessArgs
 from perturblab.studies.robustness.study import RobustnessStudy
 
-from pair_data import WORDS, pair_csv, score_csv  # premise, hypothesis, gold: 1 iff the hypothesis ends "wonderful"
+from helpers.pair_data import WORDS, pair_csv, score_csv  # premise, hypothesis, gold: 1 iff the hypothesis ends "wonderful"
 
 
 def run_robustness(args, out, classifiers=None):
@@ -168,7 +168,7 @@ def test_cli_regression_task_with_tfidf_ridge_and_a_tiny_hf_regressor(tmp_path, 
 
 def test_packaged_encoder_gets_a_ridge_head_on_a_regression_task(tmp_path, monkeypatch):
     from scipy.stats import pearsonr
-    from conftest import missing_packaged_encoders
+    from helpers.installed import missing_packaged_encoders
 
     if missing_packaged_encoders() is not None:
         pytest.skip(str(missing_packaged_encoders()))

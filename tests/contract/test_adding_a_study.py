@@ -14,7 +14,7 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import ROOT
+from helpers import ROOT
 from perturblab.cli import main
 from perturblab.errors import InputError
 from perturblab.studies.registry import entries, register_study, unregister_study

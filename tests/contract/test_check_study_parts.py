@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from conftest import ROOT
+from helpers import ROOT
 from perturblab.cli import build_parser
 from perturblab.studies.part import CLASSIFIER, Cost, Part
 from perturblab.studies.registry import OTHER_COMMANDS, StudyEntry, entries

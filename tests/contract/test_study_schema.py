@@ -4,15 +4,22 @@ config's entry, and its Python function has exactly the same keywords with the s
 from __future__ import annotations
 
 import argparse
+import importlib
 import inspect
+import sys
+import textwrap
 from dataclasses import dataclass
 
 import pytest
 
 from perturblab.cli import build_parser, parse_args
+from perturblab.core.entry import study_function
 from perturblab.core.options import StudyArgs, csv_list, option
+from perturblab.core.readers import OldNameWarning
 from perturblab.errors import InputError
-from perturblab.studies.registry import entries, entry
+from perturblab.studies.args import Args
+from perturblab.studies.registry import StudyEntry, entries, entry
+from perturblab.testing import check_one_entry, check_signature, check_study
 
 STUDIES = [e.name for e in entries()]
 
@@ -41,7 +48,6 @@ def test_the_function_has_the_options_keywords_and_defaults(name):
     fields = {f.name for f, _ in args.fields()}
     python_only = {f.name for f, o in args.python_fields() if o.python_only}
     assert keywords == fields | python_only | set(args.old_names()), f"pl.{fn.__name__}: {sorted(keywords)}"
-    assert not args.python_only, "the built-in studies declare Python-only keywords as fields"
     for f, opt in args.python_fields():
         p = params[f.name]
         if opt.required:
@@ -76,65 +82,119 @@ def test_the_positional_parameters_stay(name):
     assert [k for k, p in params.items() if p.kind is p.POSITIONAL_OR_KEYWORD] == POSITIONAL[name]
 
 
-def test_the_contract_catches_a_function_written_by_hand_that_disagrees_and_accepts_one_that_agrees():
-    """A study function written the old way (its keywords by hand, as a plugin may still write
-    it) keeps working and passes the contract when its keywords are the options'; one keyword
-    missing, an extra one, a different default or a positional option that is not first is
-    refused, naming the study and the keyword."""
-    import sys
-    import types
+@dataclass(kw_only=True)
+class HandArgs(Args):
+    models: str | None = option(required=True, positional=True, help="models")
+    n: int = option(8, min=1, help="examples")
+    trials: int = option(3, aliases=("seeds",), min=1, help="repetitions")
 
-    from perturblab.core.entry import study_function
-    from perturblab.studies.args import Args
-    from perturblab.studies.registry import StudyEntry
-    from perturblab.testing import check_signature
 
-    @dataclass(kw_only=True)
-    class HandArgs(Args):
-        models: str | None = option(required=True, positional=True, help="models")
-        n: int = option(8, min=1, help="examples")
-        trials: int = option(3, aliases=("seeds",), min=1, help="repetitions")
+@pytest.fixture
+def hand_study(tmp_path, monkeypatch):
+    """A study module ``hand_study`` written from the text given (its options :class:`HandArgs`,
+    imported from this module): the entry of its function ``fn``, imported afresh by each check."""
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)  # each text is read afresh, never a cached one
 
-    def agreeing(models, *, n=8, trials=3, out=None, quiet=False, seeds=None):
+    def write(code: str) -> StudyEntry:
+        sys.modules.pop("hand_study", None)
+        importlib.invalidate_caches()
+        (tmp_path / "hand_study.py").write_text(
+            f"from perturblab.core.entry import study_function\nfrom {__name__} import HandArgs\n\n"
+            + textwrap.dedent(code))
+        return StudyEntry("hand", "hand_study:HandArgs", "hand_study:fn", "a study of the tests")
+
+    yield write
+    sys.modules.pop("hand_study", None)
+
+
+def test_a_body_of_args_and_given_keeps_the_contract(hand_study):
+    """The one form of a study function: a body of ``(args, given)`` made by ``study_function``
+    of the entry's options; its keywords are generated from them and its call is checked."""
+    study = hand_study('''
+        @study_function(HandArgs)
+        def fn(args, given):
+            """A study from its options."""
+            return args.n, args.trials, given["models"]
+        ''')
+    check_one_entry(study)
+    check_signature(study)
+    fn = study.load_function()
+    with pytest.warns(OldNameWarning, match="seeds= is the old name of trials="):
+        assert fn(["a", "b"], seeds=2) == (8, 2, ["a", "b"])
+    assert str(inspect.signature(fn)).startswith("(models: 'str | None', *, n: 'int' = 8, trials: 'int' = 3")
+    with pytest.raises(InputError, match="--n: must be at least 1"):
+        fn("m", n=0)
+
+
+FIX = r"write it as a body `def fn\(args, given\)` under `@study_function\(HandArgs\)`"
+
+
+def test_a_function_with_its_keywords_by_hand_is_refused_naming_the_fix(hand_study):
+    """A body with its keywords written by hand is refused when it is made (a TypeError naming
+    the body to write), and the contract names that refusal; a function not made by
+    ``study_function``, one made from other options and one whose signature was replaced
+    afterwards break the contract too, each naming the study, the contract and the fix."""
+    def by_hand(models, *, n=8, trials=3, out=None, quiet=False, seeds=None):
         return n
 
-    def make(fn):
-        module = types.ModuleType("hand_study")
-        module.HandArgs, module.fn = HandArgs, study_function(HandArgs)(fn)
-        sys.modules["hand_study"] = module
-        return StudyEntry("hand", "hand_study:HandArgs", "hand_study:fn", "a study written by hand")
+    with pytest.raises(TypeError, match=r"@study_function\(HandArgs\) makes a study's function from a body of "
+                                        r"\(args, given\), not by_hand\(models, \*, n=8.*write it as "
+                                        r"`def by_hand\(args, given\)`: its keywords are generated from HandArgs"):
+        study_function(HandArgs)(by_hand)
+    with pytest.raises(TypeError, match="takes the study's options class .* not 'perturblab.studies"):
+        study_function("perturblab.studies.scope.config:ScopeArgs")
 
-    try:
-        check_signature(make(agreeing))
-        assert sys.modules["hand_study"].fn("m", n=5) == 5
-        with pytest.raises(InputError, match="--n: must be at least 1"):
-            sys.modules["hand_study"].fn("m", n=0)
-        bad = {
-            "lacks": lambda models, *, trials=3, out=None, quiet=False: 0,
-            "without an option": lambda models, *, n=8, trials=3, extra=1, out=None, quiet=False: 0,
-            "defaults to 9": lambda models, *, n=9, trials=3, out=None, quiet=False: 0,
-            "positional": lambda n=8, *, models=None, trials=3, out=None, quiet=False: 0,
-        }
-        for message, fn in bad.items():
-            with pytest.raises(AssertionError, match=message):
-                check_signature(make(fn))
+    decorated = hand_study('''
+        @study_function(HandArgs)
+        def fn(models, *, n=8, trials=3, out=None, quiet=False, seeds=None):
+            return n
+        ''')
+    for check, contract in ((check_one_entry, "one entry"), (check_signature, "keywords are the options")):
+        with pytest.raises(AssertionError, match=rf"study 'hand' breaks the contract '{contract}': hand_study:fn "
+                                                 r"cannot be loaded: TypeError: .*write it as `def fn\(args, given\)`"):
+            check(decorated)
+    with pytest.raises(AssertionError, match=r"study 'hand' breaks the contract .*TypeError: @study_function\(HandArgs\) "
+                                             r"makes .*write it as `def fn\(args, given\)`"):
+        check_study(decorated, runs=False, rules=False)
+
+    plain = hand_study('''
+        def fn(models, *, n=8, trials=3, out=None, quiet=False, seeds=None):
+            return n
+        ''')
+    for check in (check_one_entry, check_signature):
+        with pytest.raises(AssertionError, match="hand_study:fn is not made by perturblab.core.entry.study_function; "
+                                                 + FIX):
+            check(plain)
+
+    other = hand_study('''
+        from perturblab.studies.args import Args
+
+        @study_function(Args)
+        def fn(args, given):
+            return 0
+        ''')
+    with pytest.raises(AssertionError, match=r"hand_study:fn is made from Args, the entry's options are "
+                                             r"hand_study:HandArgs; " + FIX):
+        check_signature(other)
+
+    replaced = hand_study('''
+        import inspect
 
         @study_function(HandArgs)
-        def body(args, given):
-            """A study from its options."""
-            return args.n, given["models"]
+        def fn(args, given):
+            return 0
 
-        sys.modules["hand_study"].fn = body
-        check_signature(StudyEntry("hand", "hand_study:HandArgs", "hand_study:fn", "generated"))
-        assert body(["a", "b"], seeds=2) == (8, ["a", "b"])
-        assert str(inspect.signature(body)).startswith("(models: 'str | None', *, n: 'int' = 8, trials: 'int' = 3")
-    finally:
-        sys.modules.pop("hand_study", None)
+        fn.__signature__ = inspect.signature(lambda models, *, n=9, trials=3, out=None, quiet=False: 0)
+        ''')
+    check_one_entry(replaced)
+    with pytest.raises(AssertionError, match=r"'keywords are the options': fn\(models, \*, n=9.*is not the "
+                                             r"signature generated from its options, \(models: 'str \| None', "
+                                             r"\*, n: 'int' = 8"):
+        check_signature(replaced)
 
 
 def test_the_body_gets_the_checked_options_and_every_keyword_as_called():
-    from perturblab.core.entry import study_function
-
     @dataclass(kw_only=True)
     class BodyArgs(StudyArgs):
         models: str | None = option(required=True, positional=True, python="str | Sequence[Any]", help="models")
@@ -270,11 +330,11 @@ def test_an_old_name_works_and_the_command_line_names_it_once(capsys):
     """``--seeds``, ``seeds:`` and ``seeds=`` set ``trials``; once the options are checked and
     valid, each is an old-name warning, which the command line says once (on stderr) with the name
     to give instead; the new name says nothing, and a refused value is its one error line alone."""
-    from perturblab.core.arguments import old_names_as_notes
+    from perturblab.core.console import warnings_as_lines
 
     parser = argparse.ArgumentParser()
     PositiveToyArgs.add_arguments(parser)
-    with old_names_as_notes():
+    with warnings_as_lines():
         bad = PositiveToyArgs.from_cli(parser.parse_args(["--models", "x", "--seeds", "0", "--out", "o"]))
         with pytest.raises(InputError, match="^--trials: must be at least 1, got 0$"):
             bad.check()

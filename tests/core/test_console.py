@@ -11,7 +11,7 @@ import pytest
 
 pytest.importorskip("transformers")
 
-from tiny_classifier import WORDS, tiny_model_dir  # noqa: E402
+from helpers.tiny_classifier import WORDS, tiny_model_dir  # noqa: E402
 
 from perturblab.cli import main  # noqa: E402
 from perturblab.core import console  # noqa: E402
@@ -52,7 +52,7 @@ def test_verbose_leaves_the_libraries_alone(caplog):
     from transformers.utils import logging as hf_logging
 
     before = (hf_logging.is_progress_bar_enabled(), hf_logging.get_verbosity())
-    caplog.set_level(logging.INFO, logger="perturblab")
+    caplog.set_level(logging.DEBUG, logger="perturblab")
     assert console.verbose()
     with console.libraries_quiet():
         assert (hf_logging.is_progress_bar_enabled(), hf_logging.get_verbosity()) == before
@@ -153,7 +153,7 @@ def test_a_search_cell_moves_the_bar_at_least_once_per_sample_and_finds_the_same
     """A cell of 8 searches (run in lock-step) moves its bar by shares of a search after each
     request of candidates, so it moves between every two whole samples; the searches find what
     they find without a bar."""
-    from lexicon_splits import make_splits, models
+    from helpers.lexicon import make_splits, models
     from perturblab.core.entry import run
     from perturblab.studies.scope import ScopeArgs, ScopeStudy
 
@@ -188,7 +188,7 @@ def test_the_lm_search_bar_moves_at_least_once_per_sentence(tmp_path, bars):
     from perturblab.models.lm import HFCausalLM
     from perturblab.studies.scope.config import LMScopeArgs
     from perturblab.studies.scope.lm import LMScopeStudy
-    from tiny_lm import tiny_causal_model, train_tokenizer
+    from helpers.tiny_lm import tiny_causal_model, train_tokenizer
 
     sentences = ["The quick brown fox jumps over the lazy dog near the river bank.",
                  "A wonderful movie with brilliant acting and a thoughtful story.",

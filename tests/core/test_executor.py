@@ -145,7 +145,7 @@ def test_ray_runs_scope_searches_byte_identical_to_local(tmp_path, ray_executor)
 
     import numpy as np
 
-    from conftest import count_cells
+    from helpers.observe import count_cells
     from perturblab.data import Dataset, Example
     from perturblab.studies.scope import ScopeArgs, ScopeStudy
 
@@ -242,7 +242,7 @@ def test_perturblab_run_on_ray_writes_what_a_local_run_writes(tmp_path, marker_c
 
 
 def test_ray_runs_a_regression_pair_task_byte_identical_to_local(tmp_path, ray_executor):
-    from pair_data import score_csv
+    from helpers.pair_data import score_csv
 
     from perturblab.studies.robustness.config import RobustnessArgs
     from perturblab.studies.robustness.study import RobustnessStudy

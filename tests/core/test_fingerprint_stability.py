@@ -16,8 +16,8 @@ import sys
 import numpy as np
 import pytest
 
-import tiny_bert
-from conftest import TESTS, missing_packaged_encoders  # TESTS: the folder of tiny_bert.py, for the fresh process
+from helpers import TESTS, tiny_bert  # TESTS: the folder of the helpers package, for the fresh process
+from helpers.installed import missing_packaged_encoders
 
 TEXTS = ["good film and the plot was great", ("boring story", "the actors were dull")]
 SENTENCES = ["A wonderful film with a moving story.", ("A dull plot.", "The actors were bored and so was I.")]
@@ -30,11 +30,6 @@ def backend_state(tok) -> tuple[dict | None, dict | None]:
     """(truncation, padding) entries of a fast tokenizer's backend: what tokenising rewrites."""
     state = json.loads(tok.backend_tokenizer.to_str())
     return state["truncation"], state["padding"]
-
-
-@pytest.fixture(scope="module")
-def home(module_home):
-    return module_home
 
 
 def test_a_tiny_encoder_fingerprint_is_the_same_before_and_after_use():
@@ -62,8 +57,8 @@ def test_a_tiny_encoder_fingerprint_is_the_same_before_and_after_use():
 
 
 def test_a_tiny_classifier_and_causal_lm_fingerprint_do_not_move_with_use():
-    from tiny_lm import SENTENCES as LM_SENTENCES
-    from tiny_lm import tiny_causal_model, train_tokenizer
+    from helpers.tiny_lm import SENTENCES as LM_SENTENCES
+    from helpers.tiny_lm import tiny_causal_model, train_tokenizer
 
     from perturblab.models.hf import HFSequenceClassifier
     from perturblab.models.lm import HFCausalLM
@@ -87,7 +82,7 @@ def test_a_tiny_classifier_and_causal_lm_fingerprint_do_not_move_with_use():
 
 
 @packaged
-def test_the_minilm_l3_preset_fingerprint_is_the_same_before_and_after_use(home):
+def test_the_minilm_l3_preset_fingerprint_is_the_same_before_and_after_use(module_home):
     from perturblab.models.presets import load_encoder
 
     fresh = load_encoder("minilm-l3", fresh=True)
@@ -109,7 +104,7 @@ def test_the_minilm_l3_preset_fingerprint_is_the_same_before_and_after_use(home)
 
 
 @packaged
-def test_fingerprints_are_the_same_in_a_fresh_process(home, tmp_path):
+def test_fingerprints_are_the_same_in_a_fresh_process(module_home, tmp_path):
     """A process with another hash seed and another data directory (a new MiniLM-L3 conversion in
     another place) gives the same fingerprints, asked for after the models have encoded."""
     from perturblab.models.presets import load_encoder
@@ -117,7 +112,7 @@ def test_fingerprints_are_the_same_in_a_fresh_process(home, tmp_path):
     tiny = tiny_bert.encoder(seed=3).fingerprint
     l3 = load_encoder("minilm-l3", fresh=True).fingerprint
     code = (
-        "import sys; sys.path.insert(0, sys.argv[1]); import tiny_bert\n"
+        "import sys; sys.path.insert(0, sys.argv[1]); from helpers import tiny_bert\n"
         "from perturblab.models.presets import load_encoder\n"
         "enc, l3 = tiny_bert.encoder(seed=3), load_encoder('minilm-l3')\n"
         f"enc.pooled({TEXTS!r}); l3.pooled({SENTENCES!r})\n"
@@ -154,7 +149,7 @@ def _classification_data():
 
 @packaged
 @pytest.mark.parametrize("task", ["regression", "classification"])
-def test_a_preset_head_is_loaded_on_the_next_run_with_the_same_fingerprint(home, monkeypatch, task):
+def test_a_preset_head_is_loaded_on_the_next_run_with_the_same_fingerprint(module_home, monkeypatch, task):
     """The second build of ``minilm-l3``'s head on the same data (a new run: a freshly loaded
     encoder) loads the stored head, with the same fingerprint and predictions; training it again
     writes the very same bytes."""
@@ -162,7 +157,7 @@ def test_a_preset_head_is_loaded_on_the_next_run_with_the_same_fingerprint(home,
 
     if task == "regression":
         data, module, trainer = _regression_data(), regression, "train_encoder_ridge"
-        path = home / "heads" / f"minilm-l3-ridge__{presets.data_fingerprint(data)}__seed0.npz"
+        path = module_home / "heads" / f"minilm-l3-ridge__{presets.data_fingerprint(data)}__seed0.npz"
 
         def build(**kw):
             return regression.load_regressor("minilm-l3", data, **kw)

@@ -262,7 +262,7 @@ def test_once_per_process_keeps_a_model_per_fingerprint():
 def test_a_worker_reference_of_a_directory_retrained_in_place_is_loaded_again(tmp_path):
     """A Ray worker loads the SCoPE reference by name once per process; after the directory is
     retrained in place, the driver's new fingerprint loads the new weights, never the old model."""
-    from tiny_classifier import WORDS, tiny_model_dir
+    from helpers.tiny_classifier import WORDS, tiny_model_dir
 
     from perturblab.data import Dataset, Example
     from perturblab.models.resolve import load_model

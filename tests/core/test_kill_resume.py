@@ -42,29 +42,10 @@ def command(study: str, data, out, resume: bool = False) -> list[str]:
         return [sys.executable, "-m", "perturblab.cli", "scope", "--reference", "tfidf-lr", "--targets", "tfidf-lr",
                 "--capabilities", "typo", "--data", str(data), "--n", "40", "--trials", "4",
                 "--out", str(out), "--quiet"]
-    if study == "layer-probes":  # a tiny BERT directory: one cell per perturbation and one clean
-        import tiny_bert
-
-        model = out.parent / "bert"
-        if not model.is_dir():
-            tiny_bert.save_bert(model, 0)
-        return [sys.executable, "-m", "perturblab.cli", "layer-probes", "--model", str(model), "--data", str(data),
-                "--perturbations", "change_char,swap_words,drop_first,drop_last,random_typo", "--n-train", "200",
-                "--n-eval", "100", "--out", str(out), "--quiet"]
-    if study == "grounding":  # three tiny BERT directories: a cell per probe, per distance, and the warm-up
-        import tiny_bert
-
-        dirs = []
-        for i in range(3):
-            model = out.parent / f"bert{i}"
-            if not model.is_dir():
-                tiny_bert.save_bert(model, i)
-            dirs.append(str(model))
-        return [sys.executable, "-m", "perturblab.cli", "grounding", "--variants", ",".join(dirs), "--data", str(data),
-                "--n-train", "200", "--n-eval", "100", "--measures", "cka,procrustes", "--pc-layers", "1,2",
-                "--n-boot", "200", "--out", str(out), "--quiet"]
+    if study in ("layer-probes", "grounding", "checkpoints", "finetuning"):
+        return bert_command(study, data, out)
     if study in ("generation", "selfcheck"):  # a tiny causal LM directory
-        from tiny_lm import save_lm
+        from helpers.tiny_lm import save_lm
 
         lm_dir = save_lm(out.parent / "lm")
         if study == "selfcheck":  # one cell per chunk of 4 examples of each metric and setting
@@ -79,7 +60,7 @@ def command(study: str, data, out, resume: bool = False) -> list[str]:
                 "--perturbations", "drop_first,drop_last,change_char,swap_words,add_text", "--trials", "3",
                 "--max-new-tokens", "6", "--n-boot", "50", "--out", str(out), "--quiet"]
     if study == "scope-lm":  # two tiny LMs of one vocabulary: search and scoring cells of 2 sentences
-        from tiny_lm import save_lm
+        from helpers.tiny_lm import save_lm
 
         ref, target = save_lm(out.parent / "lm"), save_lm(out.parent / "lm1", seed=1)
         corpus = out.parent / "sentences.txt"
@@ -87,9 +68,38 @@ def command(study: str, data, out, resume: bool = False) -> list[str]:
         return [sys.executable, "-m", "perturblab.cli", "scope-lm", "--reference", str(ref), "--targets",
                 str(target), "--capabilities", "typo", "--corpus", str(corpus), "--n", "8", "--trials", "2",
                 "--chunk-size", "2", "--max-words", "2", "--n-boot", "50", "--out", str(out), "--quiet"]
-    if study == "checkpoints":  # a tiny fine-tune saved at 0, 50 and 100 %: one search cell per reference and trial
-        import tiny_bert
+    common = ["--data", str(data), "--trials", "2", "--out", str(out), "--quiet"]
+    if study == "learnability":
+        return [sys.executable, "-m", "perturblab.cli", "learnability", "--models", "tfidf-lr,textrnn",
+                "--perturbations", "leet_letters,whitespace,butter_fingers", "--n-train", "120", "--n-test", "60",
+                "--ps", "0.01,0.1,1", "--workers", "1", *common]
+    return [sys.executable, "-m", "perturblab.cli", "robustness", "--models", "tfidf-lr,textrnn",
+            "--perturbations", "change_char,add_text,swap_words,drop_first", "--n-train", "120", "--n-test", "400",
+            "--metrics", "accuracy,mcc", *common]
 
+
+def bert_command(study: str, data, out) -> list[str]:
+    """The command of a study of tiny BERT directories (made in ``out.parent`` once)."""
+    from helpers import tiny_bert
+
+    if study == "layer-probes":  # a tiny BERT directory: one cell per perturbation and one clean
+        model = out.parent / "bert"
+        if not model.is_dir():
+            tiny_bert.save_bert(model, 0)
+        return [sys.executable, "-m", "perturblab.cli", "layer-probes", "--model", str(model), "--data", str(data),
+                "--perturbations", "change_char,swap_words,drop_first,drop_last,random_typo", "--n-train", "200",
+                "--n-eval", "100", "--out", str(out), "--quiet"]
+    if study == "grounding":  # three tiny BERT directories: a cell per probe, per distance, and the warm-up
+        dirs = []
+        for i in range(3):
+            model = out.parent / f"bert{i}"
+            if not model.is_dir():
+                tiny_bert.save_bert(model, i)
+            dirs.append(str(model))
+        return [sys.executable, "-m", "perturblab.cli", "grounding", "--variants", ",".join(dirs), "--data", str(data),
+                "--n-train", "200", "--n-eval", "100", "--measures", "cka,procrustes", "--pc-layers", "1,2",
+                "--n-boot", "200", "--out", str(out), "--quiet"]
+    if study == "checkpoints":  # a tiny fine-tune saved at 0, 50 and 100 %: one search cell per reference and trial
         run = out.parent / "fine-tune"
         if not run.is_dir():
             from perturblab.models.finetune import FinetuneConfig, finetune_classifier
@@ -105,30 +115,20 @@ def command(study: str, data, out, resume: bool = False) -> list[str]:
             tiny_bert.write_csv(words, 200)
         return [sys.executable, "-m", "perturblab.cli", "checkpoints", "--checkpoints", str(run), "--data",
                 str(words), "--capabilities", "typo", "--n", "10", "--trials", "2", "--out", str(out), "--quiet"]
-    if study == "finetuning":  # a given fine-tuned copy (nothing is trained): a cell per measure
-        import tiny_bert
-
-        base, ft = out.parent / "bert-base", out.parent / "bert-ft"
-        for model, seed in ((base, 0), (ft, 1)):
-            if not model.is_dir():
-                tiny_bert.save_bert(model, seed)
-        words = out.parent / "words.csv"
-        if not words.is_file():
-            tiny_bert.write_csv(words, 200)
-        return [sys.executable, "-m", "perturblab.cli", "finetuning", "--base", str(base), "--finetuned", str(ft),
-                "--data", str(words), "--n-train", "100", "--n-eval", "40", "--k", "4", "--out", str(out), "--quiet"]
-    common = ["--data", str(data), "--trials", "2", "--out", str(out), "--quiet"]
-    if study == "learnability":
-        return [sys.executable, "-m", "perturblab.cli", "learnability", "--models", "tfidf-lr,textrnn",
-                "--perturbations", "leet_letters,whitespace,butter_fingers", "--n-train", "120", "--n-test", "60",
-                "--ps", "0.01,0.1,1", "--workers", "1", *common]
-    return [sys.executable, "-m", "perturblab.cli", "robustness", "--models", "tfidf-lr,textrnn",
-            "--perturbations", "change_char,add_text,swap_words,drop_first", "--n-train", "120", "--n-test", "400",
-            "--metrics", "accuracy,mcc", *common]
+    # finetuning: a given fine-tuned copy (nothing is trained): a cell per measure
+    base, ft = out.parent / "bert-base", out.parent / "bert-ft"
+    for model, seed in ((base, 0), (ft, 1)):
+        if not model.is_dir():
+            tiny_bert.save_bert(model, seed)
+    words = out.parent / "words.csv"
+    if not words.is_file():
+        tiny_bert.write_csv(words, 200)
+    return [sys.executable, "-m", "perturblab.cli", "finetuning", "--base", str(base), "--finetuned", str(ft),
+            "--data", str(words), "--n-train", "100", "--n-eval", "40", "--k", "4", "--out", str(out), "--quiet"]
 
 
 def lm_sentences() -> list[str]:
-    from tiny_lm import SENTENCES
+    from helpers.tiny_lm import SENTENCES
 
     return list(SENTENCES)
 

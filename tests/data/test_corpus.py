@@ -13,7 +13,7 @@ from perturblab.data import (Corpus, available_corpora, load_corpus, register_co
                              split_sentences)
 from perturblab.data import corpus as corpus_mod
 from perturblab.errors import InputError
-from conftest import corpus_or_skip
+from helpers.installed import corpus_or_skip
 
 PARAGRAPH = ('Dr. Smith arrived at 5 p.m. on Monday. He met Mr. Jones, who works for the '
              'U.S. Navy!\nDid they talk?   "Yes," said Jones. (They talked for hours.) The end')

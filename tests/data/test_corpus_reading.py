@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import types
 
 import pandas as pd
@@ -14,7 +15,7 @@ import pytest
 from perturblab.data import corpus as corpus_mod
 from perturblab.data.corpus import SPLITS, Corpus, load_corpus
 from perturblab.errors import InputError
-from conftest import corpus_or_skip
+from helpers.installed import corpus_or_skip
 
 # one text per line: abbreviations that end no sentence, a line that is only "(see above)",
 # lines ending in ")"; the sentence splitter would merge and glue several of them
@@ -246,7 +247,14 @@ def test_corpus_split_option():
             args.from_config({**base, "corpus-split": "words"}).check()
 
 
-def test_selfcheck_study_reads_corpora_with_the_split(tmp_path, monkeypatch, capsys):
+def _lines(caplog) -> list[str]:
+    """The lines perturblab said (its INFO records), taken out of ``caplog``."""
+    said = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]
+    caplog.clear()
+    return said
+
+
+def test_selfcheck_study_reads_corpora_with_the_split(tmp_path, monkeypatch, caplog):
     from perturblab.studies.selfcheck import study as study_mod
     from perturblab.studies.selfcheck.config import SelfCheckArgs
 
@@ -255,19 +263,20 @@ def test_selfcheck_study_reads_corpora_with_the_split(tmp_path, monkeypatch, cap
     monkeypatch.setattr(study_mod.SelfCheckStudy, "check_capabilities", lambda self: None)
     monkeypatch.setattr(study_mod, "Examples", lambda args, corpus, benign: seen.update(corpus=corpus, benign=benign))
     args = SelfCheckArgs(models="m", corpus=str(path), benign_corpus=str(path), metrics="negation")
+    caplog.set_level(logging.INFO, logger="perturblab")
     study_mod.SelfCheckStudy(args)
     assert seen["corpus"].sentences == seen["benign"].sentences == LINES[:3] + LINES[4:]
-    err = capsys.readouterr().err
+    err = "\n".join(_lines(caplog))
     assert f"corpus {path}: 5 texts, one per line, from senate.txt (auto)" in err
     assert f"benign corpus {path}: 5 texts" in err
     args.corpus_split = "sentences"  # the option, once the options carry it
     study_mod.SelfCheckStudy(args, progress=False)
     assert seen["corpus"].reading.endswith("sentences split from the running text of senate.txt")
     assert seen["corpus"].sentences != LINES[:3] + LINES[4:]
-    assert capsys.readouterr().err == ""
+    assert _lines(caplog) == []
 
 
-def test_scope_lm_pool_reads_the_corpus_with_the_split(tmp_path, capsys, monkeypatch):
+def test_scope_lm_pool_reads_the_corpus_with_the_split(tmp_path, caplog, monkeypatch):
     from perturblab.studies.scope import lm as lm_mod
     from perturblab.studies.scope.lm import LMScopeStudy
 
@@ -275,9 +284,10 @@ def test_scope_lm_pool_reads_the_corpus_with_the_split(tmp_path, capsys, monkeyp
     monkeypatch.setattr(lm_mod, "SENTENCE_WORDS", (7, 40))  # the base sentences' word range
     args = types.SimpleNamespace(corpus=str(path), corpus_split="auto", text_column="text")
     study = types.SimpleNamespace(_pool=None, args=args, progress=True)
+    caplog.set_level(logging.INFO, logger="perturblab")
     assert LMScopeStudy.sentences(study) == [LINES[0], LINES[1], LINES[2], LINES[4]]
-    assert capsys.readouterr().err == (f"corpus {path}: 5 texts, one per line, from senate.txt (auto); "
-                                       "1 under 3 words left out; 4 with 7..40 words kept\n")
+    assert _lines(caplog) == [f"corpus {path}: 5 texts, one per line, from senate.txt (auto); "
+                              "1 under 3 words left out; 4 with 7..40 words kept"]
     args.corpus_split = "sentences"
     study = types.SimpleNamespace(_pool=None, args=args, progress=False)
     assert LMScopeStudy.sentences(study)[0] == \

@@ -11,18 +11,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from pg_server import new_database, postgres_server
+from helpers.pg_server import new_database
 
 pytestmark = pytest.mark.slow
 
 #: release -> the candidate's model: the reference itself, its int8 copy, MiniLM-L3, then the
 #: int8 copy and the reference again, those two at once
 RELEASES = {"v1": "minilm-l6", "v2": "minilm-l6-int8", "v3": "minilm-l3", "v4": "minilm-l6-int8", "v5": "minilm-l6"}
-
-
-@pytest.fixture(scope="module")
-def pg_url():
-    yield from postgres_server()
 
 
 def _compare(out: Path, release: str, history: str, *extra: str) -> subprocess.Popen:

@@ -13,8 +13,10 @@ import numpy as np
 import pytest
 
 from perturblab.history import check as hc
-from perturblab.history.check import check_release, drift, paired_change, unpaired_change
-from perturblab.history.store import Release, open_history
+from perturblab.history.check import check_release, drift
+from perturblab.history.difference import Z95, paired_change, unpaired_change
+from perturblab.history.release import Release
+from perturblab.history.store import open_history
 from perturblab.measures import betting
 from perturblab.measures.betting import betting_interval, betting_pvalue
 from perturblab.measures.stats import bootstrap_t_interval, discordant_difference_ci, studentized_bootstrap
@@ -242,8 +244,8 @@ def test_a_twins_gaps_of_zero_width_are_a_measured_zero(tmp_path):
     zero, other = _estimate("g", 0.0, 0.0, 0.0), _estimate("g", -0.02, -0.05, 0.01)
     d, ci, _, _, _ = unpaired_change(zero, other, "higher")
     lo, hi = discordant_difference_ci(0, 0, 200)
-    se = math.hypot((hi - lo) / (2 * hc.Z95), 0.06 / (2 * hc.Z95))
-    assert d == pytest.approx(-0.02) and ci == pytest.approx([-0.02 - hc.Z95 * se, -0.02 + hc.Z95 * se])
+    se = math.hypot((hi - lo) / (2 * Z95), 0.06 / (2 * Z95))
+    assert d == pytest.approx(-0.02) and ci == pytest.approx([-0.02 - Z95 * se, -0.02 + Z95 * se])
     no_n = {"value": 0.0, "low": 0.0, "high": 0.0}  # n unknown: no width to give it
     assert unpaired_change(no_n, dict(no_n), "higher") is None
 

@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from perturblab.history.check import Z95, drift, paired_change, unpaired_change
-from perturblab.history.store import Release
+from perturblab.history.check import drift
+from perturblab.history.difference import Z95, paired_change, unpaired_change
+from perturblab.history.release import Release
 from perturblab.measures.stats import discordant_difference_ci
 
 
@@ -150,9 +151,9 @@ def test_drift_false_alarm_rate_under_no_trend():
     assert flagged / 1000 <= 0.065
 
 
-@pytest.mark.parametrize("module", ["perturblab.history", "perturblab.history.check", "perturblab.history.store",
-                                    "perturblab.studies.compare.tracker", "perturblab.core.keys",
-                                    "perturblab.measures.stats"])
+@pytest.mark.parametrize("module", ["perturblab.history", "perturblab.history.difference", "perturblab.history.release",
+                                    "perturblab.history.store", "perturblab.studies.compare.tracker",
+                                    "perturblab.core.keys", "perturblab.measures.stats"])
 def test_docstring_examples_run(module):
     import doctest
     import importlib

@@ -3,6 +3,8 @@ training order, whose estimates are the study's own and whose terms pair two che
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -10,7 +12,7 @@ import perturblab as pl
 from perturblab.data import Dataset, Example
 from perturblab.errors import InputError
 from perturblab.history.check import check_release
-from perturblab.history.store import open_history
+from perturblab.history.store import ReleaseConflictWarning, open_history
 from perturblab.history.trend import render_trend
 from perturblab.models import CallableClassifier
 from perturblab.studies.scope.checkpoints import Checkpoint
@@ -69,15 +71,18 @@ def test_each_checkpoint_a_release_with_the_studys_estimates(tmp_path, data):
         assert agree.paired and agree.n == 12
 
 
-def test_a_rerun_adds_nothing_and_says_when_its_weights_differ(tmp_path, data, capsys):
+def test_a_rerun_adds_nothing_and_says_when_its_weights_differ(tmp_path, data):
     where = str(tmp_path / "h.sqlite")
     kw = dict(capabilities="typo", data=data, n=12, trials=1, quiet=True, history=where, release="run1")
-    pl.checkpoints(checkpoints(), **kw)
-    pl.checkpoints(checkpoints(), **kw)
-    assert "warning" not in capsys.readouterr().err
-    pl.checkpoints(checkpoints((0.2, 1.0, 2.0)), **kw)  # other weights under the same names
-    err = capsys.readouterr().err
-    assert err.count("warning: release run1/step") == 3 and "other models or weights" in err
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ReleaseConflictWarning)  # a re-run of the same weights: no conflict
+        pl.checkpoints(checkpoints(), **kw)
+        pl.checkpoints(checkpoints(), **kw)
+    with pytest.warns(ReleaseConflictWarning) as said:
+        pl.checkpoints(checkpoints((0.2, 1.0, 2.0)), **kw)  # other weights under the same names
+    texts = [str(w.message) for w in said if issubclass(w.category, ReleaseConflictWarning)]
+    assert len(texts) == 3 and all(t.startswith("release run1/step") for t in texts)
+    assert any("other models or weights" in t for t in texts)
     with open_history(where) as h:
         assert h.counts()["releases"] == 3
     with pytest.raises(InputError, match="needs --release"):

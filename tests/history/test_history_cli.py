@@ -107,7 +107,7 @@ def test_a_change_beyond_noise_but_below_min_change_is_small_not_a_regression(tm
     being far higher, so the case needs more examples.)"""
     import numpy as np
 
-    from perturblab.history.store import Release
+    from perturblab.history.release import Release
 
     rng = np.random.default_rng(0)
     where = tmp_path / "h.sqlite"
@@ -189,7 +189,7 @@ def test_no_baseline_of_the_setup_names_an_accepted_release_of_another(tmp_path,
 def _many(label: str, lost: int, n: int = 50, others: int = 23):
     """A release with ``agreement`` (1 but for the first ``lost`` of ``n`` examples) and ``others``
     Hard-SCoPE estimates that never change: ``others`` + 1 tests."""
-    from perturblab.history.store import Release
+    from perturblab.history.release import Release
 
     def est(key, terms):
         v = sum(terms.values()) / n

@@ -6,39 +6,20 @@ twenty first writers of a new PostgreSQL database at once."""
 
 from __future__ import annotations
 
-import ctypes
-import importlib.util
-import os
 import socket
 import threading
 import time
-from contextlib import contextmanager
-from pathlib import Path
 
 import pytest
-from pg_server import new_database, postgres_server
+from helpers.permissions import permissions_apply
+from helpers.pg_server import PASSWORD, USER, new_database
 from test_history_store import release
 
 from perturblab.cli import main
 from perturblab.errors import InputError
 from perturblab.history import store
+from perturblab.history.release import LABEL_CHARS, label_problem
 from perturblab.history.store import check_labels, open_history
-
-#: the password of the PostgreSQL user the tests write as: it must appear in no output and no file
-PASSWORD = "q7ZrHist0ryPw"
-USER = "writer"
-
-
-def _tiny_costs_fixture():
-    """The ``tiny_costs`` fixture of the compare tests (the least sizes made tiny)."""
-    path = Path(__file__).parents[1] / "studies" / "compare" / "compare_helpers.py"
-    spec = importlib.util.spec_from_file_location("compare_helpers", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.tiny_costs
-
-
-tiny_costs = _tiny_costs_fixture()
 
 
 def _compare(out, history, label, *extra):
@@ -51,42 +32,6 @@ def _one_error_line(err: str) -> str:
     lines = [ln for ln in err.splitlines() if ln.strip()]
     assert len(lines) == 1 and lines[0].startswith("error: "), err[-3000:]
     return lines[0]
-
-
-# -- file permissions as any user meets them --------------------------------------------------
-class _CapHeader(ctypes.Structure):
-    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
-
-
-class _CapData(ctypes.Structure):
-    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
-
-
-#: CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH: root's way past file permissions
-_DAC = (1 << 1) | (1 << 2)
-
-
-@contextmanager
-def permissions_apply():
-    """Within it, this thread meets file permissions as any user does: under root, its override
-    of them (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH) is lowered from the thread's effective
-    capabilities, and raised again after (Linux keeps capabilities per thread)."""
-    if os.geteuid() != 0:
-        yield
-        return
-    libc = ctypes.CDLL(None, use_errno=True)
-    head, data = _CapHeader(0x20080522, 0), (_CapData * 2)()
-    if libc.capget(ctypes.byref(head), data) != 0:
-        pytest.skip("running as root, and its capabilities cannot be read to lower its file-permission override")
-    before = data[0].effective
-    data[0].effective = before & ~_DAC
-    if libc.capset(ctypes.byref(head), data) != 0:
-        pytest.skip("running as root, and its file-permission override cannot be lowered")
-    try:
-        yield
-    finally:
-        data[0].effective = before
-        assert libc.capset(ctypes.byref(head), data) == 0
 
 
 # -- SQLite files that cannot be written -------------------------------------------------------
@@ -154,16 +99,16 @@ def test_a_port_that_is_not_a_number_is_one_line_naming_history(tmp_path, capsys
 
 # -- the rule of labels -----------------------------------------------------------------------
 def test_the_rule_of_labels():
-    for good in ("v1", "2025-06-01 nightly", "run1/checkpoint-800", "é✓ 版本", "x" * store.LABEL_CHARS):
-        assert store.label_problem(good) is None, good
-    assert store.label_problem("x" * (store.LABEL_CHARS + 1)) == "has 201 characters; give a label of at most 200"
-    assert store.label_problem("x" * 5000) == "has 5,000 characters; give a label of at most 200"
-    assert store.label_problem("").startswith("is empty")
+    for good in ("v1", "2025-06-01 nightly", "run1/checkpoint-800", "é✓ 版本", "x" * LABEL_CHARS):
+        assert label_problem(good) is None, good
+    assert label_problem("x" * (LABEL_CHARS + 1)) == "has 201 characters; give a label of at most 200"
+    assert label_problem("x" * 5000) == "has 5,000 characters; give a label of at most 200"
+    assert label_problem("").startswith("is empty")
     for bad, char in (("v1\nv2", "'\\n'"), ("v1\tx", "'\\t'"), ("v1\r", "'\\r'"), ("v\x00", "'\\x00'"),
                       ("v\x7f", "'\\x7f'"), ("v\x85", "'\\x85'")):
-        assert store.label_problem(bad) == (f"holds the control character {char}; give a label of one line with "
+        assert label_problem(bad) == (f"holds the control character {char}; give a label of one line with "
                                             "no control characters"), bad
-    assert store.label_problem("a\u2028b") == ("holds the character '\\u2028'; give a label of one line of text "
+    assert label_problem("a\u2028b") == ("holds the character '\\u2028'; give a label of one line of text "
                                                "with no separators")
 
 
@@ -200,40 +145,13 @@ def test_history_commands_check_their_labels_before_opening_the_history(tmp_path
 
 
 # -- PostgreSQL with a password ---------------------------------------------------------------
-@pytest.fixture(scope="module")
-def pg():
-    """A PostgreSQL server whose user ``writer`` logs in with :data:`PASSWORD` over TCP (the
-    helper's superuser ``postgres`` keeps trust, to make databases); yields a function: database
-    name -> the URL of a new database there, as ``writer`` with its password."""
-    from sqlalchemy import create_engine, text
-
-    for admin in postgres_server():
-        engine = create_engine(admin.replace("postgresql://", "postgresql+psycopg://"), isolation_level="AUTOCOMMIT")
-        with engine.connect() as conn:
-            conn.execute(text(f"CREATE ROLE {USER} LOGIN SUPERUSER PASSWORD '{PASSWORD}'"))
-            hba = Path(conn.execute(text("SHOW hba_file")).scalar())
-            hba.write_text("local all all trust\nhost all postgres 127.0.0.1/32 trust\n"
-                           "host all all 127.0.0.1/32 scram-sha-256\n")
-            conn.execute(text("SELECT pg_reload_conf()"))
-        engine.dispose()
-        port = admin.rsplit(":", 1)[1].split("/")[0]
-
-        def database(name: str) -> str:
-            new_database(admin, name)
-            return f"postgresql://{USER}:{PASSWORD}@127.0.0.1:{port}/{name}"
-
-        database.admin = admin
-        database.port = port
-        yield database
-
-
 def _closed_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
 
-def test_passwords_are_never_shown_or_written(pg, tmp_path, tiny_costs, capsys, caplog):  # noqa: F811
+def test_passwords_are_never_shown_or_written(pg, tmp_path, tiny_costs, capsys, caplog):
     url = pg("shown")
     said = []
 
@@ -366,7 +284,7 @@ def test_twenty_first_writers_of_a_new_postgresql_database_all_land(pg):
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
 def test_one_rule_of_labels_on_both_databases(backend, tmp_path, request):
     where = str(tmp_path / "h.sqlite") if backend == "sqlite" else request.getfixturevalue("pg")("labels")
-    longest = "é" * store.LABEL_CHARS  # characters, not bytes: 400 bytes in UTF-8
+    longest = "é" * LABEL_CHARS  # characters, not bytes: 400 bytes in UTF-8
     with open_history(where) as h:
         assert h.append(release(longest)) is True
         for label, said in (("v" * 5000, "has 5,000 characters"), ("v1\nv2", "holds the control character '\\n'"),

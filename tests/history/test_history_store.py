@@ -13,11 +13,13 @@ import time
 from pathlib import Path
 
 import pytest
-from pg_server import new_database, postgres_server
+from helpers.pg_server import new_database
 
 from perturblab.errors import InputError
 from perturblab.history.check import check_release
-from perturblab.history.store import SCHEMA, Release, open_history
+from perturblab.history.release import Release
+from perturblab.history.schema import SCHEMA
+from perturblab.history.store import open_history
 
 
 def release(label: str, lost: int = 0, n: int = 40, target: str = "candidate", spec: str = "minilm-l3",
@@ -32,11 +34,6 @@ def release(label: str, lost: int = 0, n: int = 40, target: str = "candidate", s
                                "high": min(1.0, value + 0.05), "n": n, "interval": "95 % Wilson", "better": "higher",
                                "level": "none", "flags": []}],
                    outcomes={(target, "invariances", "agreement"): terms})
-
-
-@pytest.fixture(scope="module")
-def pg_url():
-    yield from postgres_server()
 
 
 def test_append_read_back_and_rerun_adds_nothing(tmp_path):
@@ -70,7 +67,7 @@ def test_schema_newer_refused_older_migrated(tmp_path, monkeypatch):
         conn.execute(text("UPDATE perturblab_history SET value = '0' WHERE key = 'schema'"))
     engine.dispose()
     ran = []
-    monkeypatch.setitem(__import__("perturblab.history.store", fromlist=["MIGRATIONS"]).MIGRATIONS, 0,
+    monkeypatch.setitem(__import__("perturblab.history.schema", fromlist=["MIGRATIONS"]).MIGRATIONS, 0,
                         lambda conn, t: ran.append(0))
     with open_history(path) as h:
         assert ran == [0] and h.schema() == SCHEMA

@@ -8,7 +8,7 @@ import importlib.util
 
 import numpy as np
 
-from conftest import ROOT
+from helpers import ROOT
 
 
 def _script():

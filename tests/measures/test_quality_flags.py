@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import matthews_corrcoef
 
-from conftest import LexiconClassifier
+from helpers.lexicon import LexiconClassifier
 from perturblab.measures.quality import (CHANCE_LEVEL, ONE_CLASS, above_noise, classification_quality,
                                          regression_quality, tied_with_best)
 from perturblab.models import CallableClassifier
@@ -213,7 +213,7 @@ def test_robustness_ranking_marks_ties_within_two_standard_errors():
 
 
 def test_scope_flags_one_class_and_chance_level_targets(tmp_path, monkeypatch):
-    from lexicon_splits import make_splits
+    from helpers.lexicon import make_splits
 
     from perturblab.core.entry import run
     from perturblab.studies.scope import ScopeArgs, ScopeResult, ScopeStudy

@@ -13,12 +13,12 @@ import pytest
 
 pytest.importorskip("httpx")
 
-from conftest import CompletionsServer  # noqa: E402
+from helpers.completions import CompletionsServer  # noqa: E402
 
 from perturblab.errors import InputError  # noqa: E402
 from perturblab.models.api import ApiClassifier  # noqa: E402
 from perturblab.models.api_client import ApiClient, ApiConfig, ApiError  # noqa: E402
-from api_serving import serving  # noqa: E402
+from helpers.completions import serving  # noqa: E402
 
 TEXTS = ["a good film", "a bad film", "great but awful", "movie", "awful awful great", "good good bad picture"]
 
@@ -78,7 +78,7 @@ def test_fingerprint_and_input_errors(lexicon):
 def test_api_model_takes_part_in_a_scope_study_like_the_model_it_serves(tmp_path):
     """The SCoPE study with an API target that serves the reference itself: every metric equals the
     reference-against-itself values (Hard- and Soft-SCoPE 1, agreements 1)."""
-    from lexicon_splits import make_splits, models
+    from helpers.lexicon import make_splits, models
 
     from perturblab.core.entry import run
     from perturblab.studies.scope import ScopeArgs, ScopeStudy

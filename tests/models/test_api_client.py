@@ -9,7 +9,7 @@ import time
 from collections import Counter
 
 import pytest
-from conftest import CompletionsServer
+from helpers.completions import CompletionsServer
 
 pytest.importorskip("httpx")
 

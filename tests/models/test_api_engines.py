@@ -15,7 +15,7 @@ import pytest
 
 pytest.importorskip("httpx")
 
-from conftest import CompletionsServer  # noqa: E402
+from helpers.completions import CompletionsServer  # noqa: E402
 
 from perturblab.errors import ApiError, CapabilityError  # noqa: E402
 from perturblab.models.api_client import ApiClient, ApiConfig  # noqa: E402

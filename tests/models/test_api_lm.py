@@ -19,8 +19,8 @@ import torch
 pytest.importorskip("httpx")
 torch = pytest.importorskip("torch")
 
-from conftest import CompletionsServer  # noqa: E402
-from tiny_lm import SENTENCES, tiny_lm  # noqa: E402
+from helpers.completions import CompletionsServer  # noqa: E402
+from helpers.tiny_lm import SENTENCES, tiny_lm  # noqa: E402
 
 from perturblab.data.corpus import Corpus  # noqa: E402
 from perturblab.errors import CapabilityError, InputError  # noqa: E402
@@ -38,10 +38,8 @@ TEXTS = SENTENCES[:6] + ["Hi there.", "A longer sentence, with commas; and a sem
 PROMPTS = ["The old bridge was", "Children were playing", "Water boils at", "She said the"]
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread(torch_one_thread):
-    """Tiny models run fastest on one thread (and far faster when the CPUs are shared)."""
-    yield
+#: tiny models run fastest on one thread (and far faster when the CPUs are shared)
+pytestmark = pytest.mark.usefixtures("torch_one_thread")
 
 
 def serving(lm: HFCausalLM, *, echo: bool = True, seen: list | None = None, shifted: bool = False):

@@ -18,7 +18,7 @@ import pytest
 import torch
 import transformers
 
-from tiny_lm import SENTENCES, tiny_causal_model, tiny_tokenizer
+from helpers.tiny_lm import SENTENCES, tiny_causal_model
 from perturblab.errors import InputError
 from perturblab.models import batching
 from perturblab.models.batching import auto_batch_tokens, batches, bytes_per_token, check_batch_tokens
@@ -29,11 +29,6 @@ from perturblab.models.spec import ModelSpec
 TOL = {"float32": 1e-5, "bfloat16": 3e-2}
 #: texts of very different lengths, so that budgets change which inputs share a batch
 TEXTS = SENTENCES[:6] + [" ".join(SENTENCES[:3]), "Yes.", " ".join(SENTENCES[3:5])]
-
-
-@pytest.fixture(scope="module")
-def tok():
-    return tiny_tokenizer()
 
 
 def test_batches_are_bounded_by_rows_and_padded_tokens():

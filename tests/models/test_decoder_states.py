@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from perturblab.models.hf import HFEncoder
-from tiny_lm import SENTENCES, tiny_lm
+from helpers.tiny_lm import SENTENCES, tiny_lm
 
 TEXTS = ["The cat slept.", SENTENCES[0], "Paris is the capital of France and lies on the river Seine, they say.",
          "Water boils."]

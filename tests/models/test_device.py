@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from tiny_lm import SENTENCES, tiny_causal_model, tiny_tokenizer
+from helpers.tiny_lm import SENTENCES, tiny_causal_model
 from perturblab.core.placement import check_device, check_dtype, defaults, placement, resolve
 from perturblab.errors import InputError
 from perturblab.models.hf import HFEncoder
@@ -17,11 +17,6 @@ from perturblab.models.spec import ModelSpec
 
 SENTS = SENTENCES[:6]
 NO_CUDA = not torch.cuda.is_available()
-
-
-@pytest.fixture(scope="module")
-def tok():
-    return tiny_tokenizer()
 
 
 def _model(tok):
@@ -279,7 +274,7 @@ def test_models_that_run_only_on_the_cpu_refuse_their_own_placement_and_keep_out
                                  ("cuda:1", "float16", "device=cuda:1, dtype=float16")):
         with pytest.raises(InputError, match=f"^m runs on the CPU; drop {shown}$"):
             own_placement("m", device, dtype, why)
-    with caplog.at_level("INFO", logger="perturblab.models.lm_presets"):
+    with caplog.at_level("DEBUG", logger="perturblab.models.lm_presets"):
         own_placement("m", "cpu", "float32", why)
         own_placement("m", None, None, why)
         assert not caplog.records  # the command's placement is the CPU in float32: nothing to say

@@ -11,6 +11,8 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
+from helpers.tiny_bert import word_tokenizer  # noqa: E402
+
 from perturblab.data.examples import Dataset, Example  # noqa: E402
 from perturblab.errors import InputError  # noqa: E402
 from perturblab.models import finetune as ft  # noqa: E402
@@ -25,8 +27,7 @@ FAST = FinetuneConfig(epochs=4, lr=3e-3, batch_size=16, max_length=32, max_secon
 
 @pytest.fixture(scope="module")
 def tok():
-    vocab = {t: i for i, t in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *FILLER, MARKER])}
-    return transformers.BertTokenizer(vocab=vocab)
+    return word_tokenizer([*FILLER, MARKER])
 
 
 def tiny_bert(tok, seed: int = 0):

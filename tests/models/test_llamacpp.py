@@ -25,11 +25,6 @@ SENTENCE = "The cat sat on the mat because it was tired."
 
 
 @pytest.fixture(scope="module")
-def native():
-    return load_model("smollm2-135m[backend=llamacpp]", "language_model")
-
-
-@pytest.fixture(scope="module")
 def torch_path():
     return load_model("smollm2-135m", "language_model")
 
@@ -84,7 +79,7 @@ def test_bad_llamacpp_specs_are_refused(tmp_path):
         assert load_model("smollm2-135m[backend=llamacpp]", "language_model").encode("Hi") == [26843]
     with pytest.raises(InputError, match="runs .gguf files and the GGUF presets"):
         load_model("smollm2-135m-int8[backend=llamacpp]", "language_model")
-    from tiny_classifier import tiny_model_dir
+    from helpers.tiny_classifier import tiny_model_dir
 
     from perturblab.models.spec_check import check_spec
 

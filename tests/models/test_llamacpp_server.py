@@ -41,7 +41,6 @@ from perturblab.errors import CapabilityError  # noqa: E402
 from perturblab.models.api_client import ApiClient, ApiConfig  # noqa: E402
 from perturblab.models.api_lm import ApiLanguageModel  # noqa: E402
 from perturblab.models.lm_presets import smollm2_gguf  # noqa: E402
-from perturblab.models.resolve import load_model  # noqa: E402
 
 SENTENCE = "The cat sat on the mat because it was tired."
 
@@ -81,11 +80,6 @@ def server(tmp_path_factory):
             proc.wait(timeout=20)
         except subprocess.TimeoutExpired:
             proc.kill()
-
-
-@pytest.fixture(scope="module")
-def native():
-    return load_model("smollm2-135m[backend=llamacpp]", "language_model")
 
 
 def _post(url: str, body: dict) -> dict:

@@ -10,7 +10,7 @@ import torch
 from perturblab.errors import InputError
 from perturblab.models.lm import HFCausalLM, log_perplexity
 from perturblab.models.lm_cache import MemoLanguageModel
-from tiny_lm import SENTENCES, tiny_causal_model, tiny_lm, tiny_tokenizer
+from helpers.tiny_lm import SENTENCES, tiny_causal_model, tiny_lm, tiny_tokenizer
 
 TEXTS = SENTENCES[:6] + ["Hi there.", "A much longer sentence that goes on and on, with commas, clauses and "
                          "more words than any of the others in this small list of texts."]

@@ -29,7 +29,7 @@ def test_parse_names_sources_and_options():
 
 
 def test_options_reach_the_backend_and_names_the_tables(tmp_path):
-    from tiny_classifier import WORDS, tiny_model_dir
+    from helpers.tiny_classifier import WORDS, tiny_model_dir
 
     model = tiny_model_dir(tmp_path / "m", 0)
     from perturblab.data import Dataset, Example

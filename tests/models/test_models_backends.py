@@ -12,6 +12,8 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
+from helpers.tiny_bert import word_tokenizer  # noqa: E402
+
 from perturblab.data.examples import Dataset, Example  # noqa: E402
 from perturblab.errors import InputError, UnknownNameError  # noqa: E402
 from perturblab.models import presets  # noqa: E402
@@ -30,8 +32,7 @@ TEXTS = ["the cat sat", "a very very good movie and the actors were fun", "bad",
 
 @pytest.fixture(scope="module")
 def tok():
-    vocab = {t: i for i, t in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS])}
-    return transformers.BertTokenizer(vocab=vocab)
+    return word_tokenizer(WORDS)
 
 
 def tiny_config(tok, **kw):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conftest import missing_packaged_encoders
+from helpers.installed import missing_packaged_encoders
 
 pytestmark = [pytest.mark.assets, pytest.mark.skipif(missing_packaged_encoders() is not None,
                                                        reason=str(missing_packaged_encoders()))]
@@ -28,12 +28,7 @@ SENTENCES = [
 ]
 
 
-@pytest.fixture(scope="module")
-def home(module_home):
-    return module_home
-
-
-def test_int8_close_to_fp32(home):
+def test_int8_close_to_fp32(module_home):
     from perturblab.models.presets import load_encoder
 
     fp32 = load_encoder("minilm-l6", fresh=True).pooled(SENTENCES)
@@ -43,7 +38,7 @@ def test_int8_close_to_fp32(home):
     assert np.abs(fp32 - int8).max() > 1e-4  # really the quantised weights, not the fp32 ones
 
 
-def test_l3_matches_onnx_graph(home):
+def test_l3_matches_onnx_graph(module_home):
     import onnx
     from onnx.reference import ReferenceEvaluator
     from transformers import AutoTokenizer
@@ -73,13 +68,13 @@ def test_l3_matches_onnx_graph(home):
     assert np.abs(ours[mask] - ref_hidden[mask]).max() < 1e-3
 
 
-def test_second_load_served_from_cache(home, monkeypatch):
+def test_second_load_served_from_cache(module_home, monkeypatch):
     import shutil
 
     from perturblab.models import onnx_convert
 
     target = onnx_convert.converted_dir("minilm-l6-int8")
-    assert target.parent == home / "cache" / "converted"
+    assert target.parent == module_home / "cache" / "converted"
     shutil.rmtree(target, ignore_errors=True)
     fresh, tok_dir = onnx_convert.load_onnx_minilm("minilm-l6-int8")  # converts and verifies
     stamps = {p.name: p.stat().st_mtime_ns for p in target.iterdir()}
@@ -100,7 +95,7 @@ def test_second_load_served_from_cache(home, monkeypatch):
     assert HFEncoder(fresh, tok_dir).fingerprint == HFEncoder(model, tok_dir).fingerprint
 
 
-def test_preset_head_trained_once(home, monkeypatch):
+def test_preset_head_trained_once(module_home, monkeypatch):
     from perturblab.data.examples import Dataset, Example
     from perturblab.models import presets
 

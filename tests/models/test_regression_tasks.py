@@ -13,6 +13,8 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
+from helpers.tiny_bert import word_tokenizer  # noqa: E402
+
 from perturblab.data.examples import Dataset, Example  # noqa: E402
 from perturblab.errors import InputError  # noqa: E402
 from perturblab.measures.task_metrics import (bootstrap_indices, get_task_metric,  # noqa: E402
@@ -37,8 +39,7 @@ WORDS = "the a cat dog sat on mat good bad movie film was is very not great awfu
 @pytest.fixture(scope="module")
 def tok():
     """The tiny BERT tokenizer of the backend tests (its vocabulary holds WORDS)."""
-    return transformers.BertTokenizer(vocab={t: i for i, t in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]",
-                                                                         "[MASK]", *BERT_WORDS])})
+    return word_tokenizer(BERT_WORDS)
 
 
 def similarity_data(n: int = 60, seed: int = 0) -> Dataset:

@@ -12,7 +12,7 @@ import json
 import numpy as np
 import pytest
 import torch
-from tiny_lm import SENTENCES, tiny_causal_model, tiny_tokenizer
+from helpers.tiny_lm import SENTENCES, tiny_causal_model, tiny_tokenizer
 
 from perturblab.errors import CapabilityError, InputError
 from perturblab.models.lm import HFCausalLM, LanguageModel

@@ -9,6 +9,8 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
+from helpers.tiny_bert import word_tokenizer  # noqa: E402
+
 from perturblab.errors import InputError, UnknownNameError  # noqa: E402
 from perturblab.models import presets, zoo  # noqa: E402
 from perturblab.models.base import Classifier  # noqa: E402
@@ -51,8 +53,7 @@ def rnn(task):
 
 @pytest.fixture(scope="module")
 def tok():
-    vocab = {t: i for i, t in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *FILLER, "good", "bad"])}
-    return transformers.BertTokenizer(vocab=vocab)
+    return word_tokenizer([*FILLER, "good", "bad"])
 
 
 def tiny_bert(tok):

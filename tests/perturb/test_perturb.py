@@ -125,7 +125,7 @@ def test_greedy_rejects_changes_that_do_not_lower_the_loss(lexicon):
 
 
 def test_greedy_accepts_a_second_change_that_cancels_the_first():
-    from conftest import LexiconClassifier
+    from helpers.lexicon import LexiconClassifier
 
     clf = LexiconClassifier({"up": 0.3, "down": -0.2})
     table = {"alpha": ["up"], "beta": ["down"]}

@@ -10,8 +10,8 @@ import logging
 import numpy as np
 import pytest
 
-from conftest import LexiconClassifier
-from lexicon_splits import make_splits, models
+from helpers.lexicon import LexiconClassifier
+from helpers.lexicon import make_splits, models
 from perturblab.core.entry import run
 from perturblab.errors import InputError
 from perturblab.perturb.capabilities import get_capability

@@ -1,17 +1,11 @@
-"""What the report's tests share: a parser of the page (:class:`Page`), a PNG figure maker, a
-real small robustness study to report on, and the Chromium the browser tests use."""
+"""What the report's tests share besides their fixtures (``robustness_study`` and ``chromium``,
+in tests/conftest.py): a parser of the page (:class:`Page`) and a PNG figure maker."""
 
 from __future__ import annotations
 
-import os
 from html.parser import HTMLParser
 
 import numpy as np
-import pytest
-from conftest import write_marker_csv
-
-from perturblab.cli import main
-from perturblab.report.screenshot import find_chromium
 
 
 class Page(HTMLParser):
@@ -89,28 +83,3 @@ def png(path, seed=0, size=(24, 32)):
 
     matplotlib.image.imsave(path, np.random.default_rng(seed).random(size), cmap="viridis")
     return path
-
-
-@pytest.fixture(scope="module")
-def robustness_study(tmp_path_factory):
-    """A real, small robustness study (TF-IDF + LR on the toy marker data; no offline assets)."""
-    root = tmp_path_factory.mktemp("report_rob")
-    data = write_marker_csv(root / "data.csv", 80)
-    out = root / "rob"
-    rc = main(["robustness", "--models", "tfidf-lr", "--perturbations", "leet_letters,drop_first,change_char",
-               "--data", str(data), "--seeds", "1", "--n-train", "40", "--n-test", "40", "--out", str(out), "--quiet"])
-    assert rc == 0
-    return out
-
-
-
-
-@pytest.fixture(scope="module")
-def chromium() -> str:
-    """The Chromium executable; skips (fails under PERTURBLAB_REQUIRE_BROWSER=1) when there is none."""
-    exe = find_chromium()
-    if exe is None:
-        if os.environ.get("PERTURBLAB_REQUIRE_BROWSER") == "1":
-            pytest.fail("PERTURBLAB_REQUIRE_BROWSER=1 but no Chromium was found; run ./setup.sh --browser")
-        pytest.skip("no Chromium found (install it with ./setup.sh --browser)")
-    return exe

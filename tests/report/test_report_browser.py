@@ -14,8 +14,8 @@ from urllib.parse import quote
 
 import numpy as np
 import pytest
-from conftest import write_marker_csv
-from report_pages import Page, chromium, robustness_study  # noqa: F401 - fixtures
+from helpers.marker_data import write_marker_csv
+from report_pages import Page
 
 from perturblab.cli import main
 from perturblab.report.html import write_report
@@ -282,15 +282,16 @@ def compare_report(tmp_path_factory):
 
 
 @pytest.mark.browser
-@pytest.mark.parametrize("width", [1200, 390])
-def test_every_verdict_number_reads_without_scrolling_sideways(chromium, compare_report, tmp_path, width):
+def test_every_verdict_number_reads_without_scrolling_sideways(chromium, compare_report, tmp_path):
     """The verdict tables (estimates, examples, checks) at desktop width and at a phone's 390 px:
     every cell lies within the window and no table box scrolls sideways (at phone width each row
-    is a block of "column: value" lines)."""
+    is a block of "column: value" lines). Both widths in one test, so that test workers make the
+    comparison behind the report once."""
     page = tmp_path / "probe.html"
     page.write_text(with_script(compare_report.read_text(encoding="utf-8"), VERDICT_EDGES), encoding="utf-8")
-    dom = dump_dom(page, width=width, height=900, chromium=chromium)
-    right, scrolls, cells, inner = map(int, re.search(r'data-verdicts="([^"]*)"', dom).group(1).split())
-    assert inner == width and cells > 20
-    assert right <= width and scrolls == 0, (right, scrolls)
-    assert 'data-label="n"' in dom
+    for width in (1200, 390):
+        dom = dump_dom(page, width=width, height=900, chromium=chromium)
+        right, scrolls, cells, inner = map(int, re.search(r'data-verdicts="([^"]*)"', dom).group(1).split())
+        assert inner == width and cells > 20, (width, inner, cells)
+        assert right <= width and scrolls == 0, (width, right, scrolls)
+        assert 'data-label="n"' in dom, width

@@ -12,7 +12,7 @@ import re
 import shutil
 
 import pytest
-from report_pages import Page, png, robustness_study  # noqa: F401 - robustness_study is a fixture
+from report_pages import Page, png
 
 from perturblab.cli import main
 from perturblab.errors import InputError

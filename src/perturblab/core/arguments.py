@@ -3,21 +3,16 @@ the parsed command line, and the parser every command of ``perturblab`` uses.
 
 :class:`CommandLine` is a base of :class:`~.options.StudyArgs` (the schema): each field is one
 option (``--n-boot`` for ``n_boot``, old names as aliases, every default shown in ``--help``).
-:class:`Parser` is the parser of ``perturblab`` and of each of its commands;
-:func:`old_names_as_notes` says each :class:`~.readers.OldNameWarning` as one ``note:`` line
-(:func:`said_as_lines`: any kind of warning as one line).
+:class:`Parser` is the parser of ``perturblab`` and of each of its commands.
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 import typing
-import warnings
-from contextlib import AbstractContextManager, contextmanager
-from typing import Any, Iterator, Mapping, TypeVar
+from typing import Any, Mapping, TypeVar
 
-from .readers import OldNameWarning, parse_of
+from .readers import parse_of
 
 C = TypeVar("C", bound="CommandLine")
 
@@ -147,32 +142,3 @@ class CommandLine:
         options = cls(**{f.name: getattr(ns, f.name) for f, _ in cls.fields()  # type: ignore[attr-defined]
                          if hasattr(ns, f.name)})
         return options.given_by(cls.old_names_of(given, "cli"))  # type: ignore[attr-defined]
-
-
-@contextmanager
-def said_as_lines(category: type[Warning], label: str) -> Iterator[None]:
-    """Within it, each warning of ``category`` is one line on stderr, ``<label>: <message>``, once
-    for each message and never raised, whatever the filters; other warnings are shown as before."""
-    said: set[str] = set()
-
-    with warnings.catch_warnings():
-        shown = warnings.showwarning
-
-        def show(message: Any, category_: type[Warning], filename: str, lineno: int, file: Any = None,
-                 line: str | None = None) -> None:
-            if not issubclass(category_, category):
-                shown(message, category_, filename, lineno, file, line)
-            elif str(message) not in said:
-                said.add(str(message))
-                print(f"{label}: {message}", file=sys.stderr)
-
-        warnings.simplefilter("always", category)
-        warnings.showwarning = show
-        yield
-
-
-def old_names_as_notes() -> AbstractContextManager[None]:
-    """Within it, each :class:`~.readers.OldNameWarning` is one line on stderr, ``note: --seeds is
-    the old name of --trials; it still works, but give --trials``, once for each old name
-    (:func:`said_as_lines`)."""
-    return said_as_lines(OldNameWarning, "note")

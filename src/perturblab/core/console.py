@@ -2,9 +2,15 @@
 
 * perturblab's progress: a bar with ETA per phase, and one line when a slow step (loading a
   model, training a head) is done (:meth:`~.study.RunContext.step`);
+* perturblab's messages go through :mod:`logging`, each module's to its child of the
+  ``perturblab`` logger: the lines a run says (the plan, each round, what was recorded) at INFO,
+  its warnings at WARNING, the detailed log of each step at DEBUG; what a caller should know
+  (a conflict, an old name, a left-out plugin) is a :class:`~perturblab.errors.PerturblabWarning`.
+  The command prints them (:func:`command_lines`, :func:`warnings_as_lines`); a Python call
+  shows them when the application has configured no logging (:func:`lines_shown`);
 * the libraries it calls (Hugging Face's "Loading weights", "Writing model shards", the GGUF
   conversion's bar, their advisory warnings) say nothing while a study runs, unless perturblab's
-  log is verbose (``perturblab -v``, or the ``perturblab`` logger at INFO in Python):
+  log is verbose (``perturblab -v``, or the ``perturblab`` logger at DEBUG in Python):
   :func:`libraries_quiet`, :func:`bars_off`;
 * bars drawn inside another bar (a search's, an encoder's hidden states) are drawn only on a
   terminal (:func:`terminal`): elsewhere (a log file, CI) tqdm's cursor moves would be raw
@@ -23,6 +29,8 @@ import logging
 import math
 import os
 import sys
+import threading
+import warnings
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, Callable, Iterator
@@ -102,14 +110,149 @@ def progress_bar(total: int, desc: str, disable: bool = False) -> Any:
                 bar_format="{l_bar}{bar}| {done}/{total_fmt} [{elapsed}<{remaining}, {rate_fmt}{postfix}]")
 
 
+#: the logger of perturblab's messages: each module logs to its child (``logging.getLogger(__name__)``)
+LOGGER = "perturblab"
+#: how a command prints the log records that are not perturblab's lines (as :func:`logging.basicConfig` did)
+LOG_FORMAT = "%(levelname)s %(name)s: %(message)s"
+
+
+def is_line(record: logging.LogRecord) -> bool:
+    """Whether ``record`` is one of the lines perturblab says (the plan, a round, a step done, what
+    was recorded): a record of the ``perturblab`` logger or a child at INFO (its warnings are at
+    WARNING, its detailed log at DEBUG)."""
+    return (record.name == LOGGER or record.name.startswith(LOGGER + ".")) and \
+        logging.INFO <= record.levelno < logging.WARNING
+
+
+class LineHandler(logging.Handler):
+    """Writes each record's message as one plain line on stderr (the stream of the moment) and
+    flushes it; a progress bar drawn there is cleared first and drawn again below the line."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            from tqdm.auto import tqdm
+
+            tqdm.write(self.format(record), file=sys.stderr)
+            sys.stderr.flush()
+        except RecursionError:
+            raise
+        except Exception:
+            self.handleError(record)
+
+
+def _left_to_lines(record: logging.LogRecord) -> bool:
+    """False for a line (:func:`is_line`) while a :class:`LineHandler` prints perturblab's lines."""
+    return not (is_line(record) and any(isinstance(h, LineHandler) for h in logging.getLogger(LOGGER).handlers))
+
+
+@contextmanager
+def command_lines(verbose: bool = False) -> Iterator[None]:
+    """What a command prints of the log while the block runs: perturblab's lines (:func:`is_line`)
+    as plain lines on stderr (:class:`LineHandler`); every other record at WARNING (with
+    ``verbose``, ``-v``: perturblab's DEBUG and the libraries' INFO too) as ``LEVEL name: message``
+    through the root logger's handlers. When the root logger has none, it gets one on stderr, as
+    :func:`logging.basicConfig` makes it (once for the process), which leaves the lines to the
+    line handler."""
+    root = logging.getLogger()
+    if not root.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter(LOG_FORMAT))
+        handler.addFilter(_left_to_lines)
+        root.addHandler(handler)
+        root.setLevel(logging.INFO if verbose else logging.WARNING)
+    logger = logging.getLogger(LOGGER)
+    lines, before = LineHandler(), logger.level
+    lines.addFilter(is_line)
+    logger.addHandler(lines)
+    logger.setLevel(logging.DEBUG if verbose else logging.INFO)
+    try:
+        yield
+    finally:
+        logger.removeHandler(lines)
+        logger.setLevel(before)
+
+
+_SHOWN = LineHandler()  # a Python call's own handler (lines_shown)
+_shown_calls = 0  # how many calls have it on now (only the first puts it on, only the last takes it off)
+_shown_lock = threading.Lock()
+_shown_propagate = True  # the logger's propagate before the first call put the handler on
+
+
+def configured() -> bool:
+    """Whether the application configured perturblab's log: a level or a handler on the
+    ``perturblab`` logger or one of its children."""
+    mine = [logging.getLogger(LOGGER)] + [logger for name, logger in logging.Logger.manager.loggerDict.items()
+                                          if name.startswith(LOGGER + ".") and isinstance(logger, logging.Logger)]
+    return any(logger.level or logger.handlers for logger in mine)
+
+
+@contextmanager
+def lines_shown() -> Iterator[None]:
+    """While a study's Python function runs, its log shows as the command's does, unless the
+    application configured perturblab's log (:func:`configured`): the ``perturblab`` logger then
+    shows INFO and above, each record's message as a plain line on stderr (:class:`LineHandler`:
+    the plan, the rounds and what was recorded as the command prints them; a warning as Python's
+    last resort would), and passes nothing on to the root logger's handlers, so no line shows
+    twice (as the Hugging Face libraries do). A level or a handler on it (or a child) hands its
+    records to standard logging: ``logging.getLogger("perturblab").setLevel(logging.WARNING)``
+    leaves the warnings only; at INFO the lines go to the application's handlers."""
+    global _shown_calls, _shown_propagate
+    logger = logging.getLogger(LOGGER)
+    with _shown_lock:
+        mine = _shown_calls > 0 or not configured()
+        if mine:
+            if _shown_calls == 0:
+                logger.addHandler(_SHOWN)
+                logger.setLevel(logging.INFO)
+                _shown_propagate, logger.propagate = logger.propagate, False
+            _shown_calls += 1
+    try:
+        yield
+    finally:
+        if mine:
+            with _shown_lock:
+                _shown_calls -= 1
+                if _shown_calls == 0:
+                    logger.removeHandler(_SHOWN)
+                    logger.setLevel(logging.NOTSET)
+                    logger.propagate = _shown_propagate
+
+
+@contextmanager
+def warnings_as_lines() -> Iterator[None]:
+    """Within it, each of perturblab's warnings (:class:`~perturblab.errors.PerturblabWarning`) is
+    one line on stderr, ``<label>: <message>`` (``warning: ...``; ``note: ...`` for an old name of
+    an option), once for each line and never raised, whatever the filters; other warnings are shown
+    as before."""
+    from ..errors import PerturblabWarning
+
+    said: set[str] = set()
+    with warnings.catch_warnings():
+        shown = warnings.showwarning
+
+        def show(message: Any, category: type[Warning], filename: str, lineno: int, file: Any = None,
+                 line: str | None = None) -> None:
+            if not issubclass(category, PerturblabWarning):
+                shown(message, category, filename, lineno, file, line)
+                return
+            text = f"{category.label}: {message}"
+            if text not in said:
+                said.add(text)
+                print(text, file=sys.stderr, flush=True)
+
+        warnings.simplefilter("always", PerturblabWarning)
+        warnings.showwarning = show
+        yield
+
+
 #: the environment the Hugging Face libraries read when imported: no bars, errors only
 _QUIET_ENV = {"HF_HUB_DISABLE_PROGRESS_BARS": "1", "TRANSFORMERS_VERBOSITY": "error"}
 _quiet_depth = 0  # how many libraries_quiet blocks are open (only the outermost one acts)
 
 
 def verbose() -> bool:
-    """Whether perturblab's log is verbose (``-v``: the ``perturblab`` logger at INFO or below)."""
-    return logging.getLogger("perturblab").isEnabledFor(logging.INFO)
+    """Whether perturblab's log is verbose (``-v``: the ``perturblab`` logger at DEBUG)."""
+    return logging.getLogger(LOGGER).isEnabledFor(logging.DEBUG)
 
 
 def terminal() -> bool:

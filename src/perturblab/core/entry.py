@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import functools
 import inspect
-import sys
+import logging
 import tempfile
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from ..errors import InputError
 
@@ -30,13 +30,12 @@ if TYPE_CHECKING:  # pragma: no cover
     from .options import StudyArgs
     from .study import Study, StudyResult
 
-F = TypeVar("F", bound=Callable[..., Any])
+log = logging.getLogger(__name__)
 
 
-def study_function(args: "type[StudyArgs] | str") -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def study_function(args: "type[StudyArgs]") -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Make a study's Python function from its options class ``args`` (a
-    :class:`~.options.StudyArgs` subclass, or ``module:Class``) and its BODY, a function of
-    ``(args, given)``:
+    :class:`~.options.StudyArgs` subclass) and its BODY, a function of ``(args, given)``:
 
     * the function's signature is generated from the fields
       (:func:`~.signature.signature_of`: the options marked ``positional`` first, every other
@@ -54,11 +53,10 @@ def study_function(args: "type[StudyArgs] | str") -> Callable[[Callable[..., Any
     * ``device=`` and ``dtype=`` (fields of every study's options: ``--device`` / ``--dtype``)
       place the models it loads (:func:`perturblab.core.placement.placement`);
     * ``fn.__wrapped__`` takes the same keywords and runs the body unchecked (for callers that
-      checked already: :func:`run_saved`).
+      checked already: :func:`run_saved`); ``fn.__study_args__`` is ``args``.
 
-    A function written the old way, its keywords by hand (anything but ``(args, given)``), keeps
-    working: its call's plain values are checked the same way before it runs, and the contract
-    (:func:`perturblab.testing.check_signature`) checks that its keywords are the options'.
+    A body with other parameters (keywords written by hand) is refused with a ``TypeError``
+    naming the fix: its keywords come from ``args``.
 
     Example::
 
@@ -82,78 +80,90 @@ def study_function(args: "type[StudyArgs] | str") -> Callable[[Callable[..., Any
         Traceback (most recent call last):
         ...
         perturblab.errors.InputError: --n-boot: must be at least 1, got 0
+        >>> @study_function(ToyArgs)
+        ... def by_hand(models, *, n_boot=1000):
+        ...     return n_boot
+        Traceback (most recent call last):
+        ...
+        TypeError: @study_function(ToyArgs) makes ... not by_hand(models, *, n_boot=1000); write it as `def by_hand(args, given)`: ...
     """
+    options = _options_class(args)
 
     def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
-        from .signature import options_doc, signature_of
-
-        if list(inspect.signature(fn).parameters) != ["args", "given"]:
-            return _old_style(fn, args)
-        options = import_object(args) if isinstance(args, str) else args
-        signature = signature_of(options, inspect.signature(fn).return_annotation)
-        old = options.old_names()
-
-        def given_of(a: tuple, kw: dict[str, Any]) -> dict[str, Any]:
-            bound = signature.bind(*a, **kw)
-            options.check_given_once(k for k, v in bound.arguments.items() if v is not None)
-            given = options.python_defaults()
-            given.update({n: None for n in old})
-            given.update(bound.arguments)
-            return given
-
-        def unchecked(*a: Any, **kw: Any) -> Any:
-            given = given_of(a, kw)
-            return fn(options.from_python(given), given)
-
-        @functools.wraps(fn)
-        def public(*a: Any, **kw: Any) -> Any:
-            from .placement import placement
-
-            given = given_of(a, kw)
-            checked = options.from_python(given)
-            checked.check()
-            with placement(given.get("device"), given.get("dtype")):
-                return fn(checked, given)
-
-        functools.update_wrapper(unchecked, fn)
-        unchecked.__signature__ = signature  # type: ignore[attr-defined]
-        public.__signature__ = signature  # type: ignore[attr-defined]
-        public.__wrapped__ = unchecked  # type: ignore[attr-defined]
-        doc = inspect.cleandoc(fn.__doc__ or "")
-        public.__doc__ = (doc + "\n\n" if doc else "") + options_doc(options)
-        public.__study_args__ = options  # type: ignore[attr-defined]
-        return public
+        _check_body(fn, options)
+        return _function_of(fn, options)
 
     return decorate
 
 
-def _old_style(fn: F, args: "type[StudyArgs] | str") -> F:
-    """A study function written the old way (its keywords by hand): a call's plain values are
-    checked by ``args`` before it runs; ``device=`` and ``dtype=`` are added where it lacks them."""
-    from .options import PLACEMENT
+def _options_class(args: Any) -> "type[StudyArgs]":
+    """``args`` if it is an options class; anything else is a ``TypeError`` naming the fix."""
+    from .options import StudyArgs
 
+    if not (isinstance(args, type) and issubclass(args, StudyArgs)):
+        raise TypeError(f"@study_function takes the study's options class (a StudyArgs subclass), not {args!r}; "
+                        "import the class and give it")
+    return args
+
+
+def _check_body(fn: Callable[..., Any], options: "type[StudyArgs]") -> None:
+    """Refuse a body that is not a function of ``(args, given)``, naming the fix."""
     signature = inspect.signature(fn)
-    extra = [n for n in PLACEMENT if n not in signature.parameters]
+    if list(signature.parameters) != ["args", "given"]:
+        name, cls = getattr(fn, "__name__", "the function"), options.__name__
+        raise TypeError(f"@study_function({cls}) makes a study's function from a body of (args, given), not "
+                        f"{name}{signature}; write it as `def {name}(args, given)`: its keywords are generated "
+                        f"from {cls}, `args` is the options checked and `given` every keyword as called")
+
+
+def _function_of(fn: Callable[..., Any], options: "type[StudyArgs]") -> Callable[..., Any]:
+    """The study's function of the body ``fn``: its calls checked and placed, its signature and
+    docstring generated from ``options`` (see :func:`study_function`)."""
+    from .signature import options_doc, signature_of
+
+    signature = signature_of(options, inspect.signature(fn).return_annotation)
+    given_of = _binder(signature, options)
+
+    def unchecked(*a: Any, **kw: Any) -> Any:
+        given = given_of(a, kw)
+        return fn(options.from_python(given), given)
 
     @functools.wraps(fn)
-    def checked(*a: Any, **kw: Any) -> Any:
+    def public(*a: Any, **kw: Any) -> Any:
+        from .console import lines_shown
         from .placement import placement
 
-        place = {n: kw.pop(n, None) for n in extra}
-        bound = signature.bind(*a, **kw)
-        options = import_object(args) if isinstance(args, str) else args
-        options.check_given_once(k for k, v in bound.arguments.items() if v is not None)
-        options.from_python({**bound.arguments, **place}).check()
-        with placement(place.get("device"), place.get("dtype")):
-            return fn(*a, **kw)
+        given = given_of(a, kw)
+        checked = options.from_python(given)
+        checked.check()
+        with placement(given.get("device"), given.get("dtype")), lines_shown():
+            return fn(checked, given)
 
-    # every study function takes device= and dtype= (--device / --dtype): where its models run
-    params = list(signature.parameters.values())
-    at = next((i for i, p in enumerate(params) if p.kind is p.VAR_KEYWORD), len(params))
-    params[at:at] = [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=None, annotation="str | None")
-                     for n in extra]
-    checked.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
-    return checked  # type: ignore[return-value]
+    functools.update_wrapper(unchecked, fn)
+    unchecked.__signature__ = signature  # type: ignore[attr-defined]
+    public.__signature__ = signature  # type: ignore[attr-defined]
+    public.__wrapped__ = unchecked  # type: ignore[attr-defined]
+    doc = inspect.cleandoc(fn.__doc__ or "")
+    public.__doc__ = (doc + "\n\n" if doc else "") + options_doc(options)
+    public.__study_args__ = options  # type: ignore[attr-defined]
+    return public
+
+
+def _binder(signature: inspect.Signature,
+            options: "type[StudyArgs]") -> Callable[[tuple, dict[str, Any]], dict[str, Any]]:
+    """What makes ``given`` of a call's arguments: each keyword of ``signature`` as called, else its
+    default (an old name None); an option given by two of its names is refused."""
+    old = options.old_names()
+
+    def given_of(a: tuple, kw: dict[str, Any]) -> dict[str, Any]:
+        bound = signature.bind(*a, **kw)
+        options.check_given_once(k for k, v in bound.arguments.items() if v is not None)
+        given = options.python_defaults()
+        given.update({n: None for n in old})
+        given.update(bound.arguments)
+        return given
+
+    return given_of
 
 
 def import_object(where: str) -> Any:
@@ -209,8 +219,8 @@ def run_saved(function: Callable[..., "StudyResult"], options: "StudyArgs", *, o
     """Check ``options``, then, under ``out``'s lock and with the faults of API models recorded,
     call the study ``function`` (its unchecked body) with them and save the result's files all or
     nothing; returns the result and the paths written. ``executor`` (an object) replaces the
-    options' named one where the function takes one. One line on stderr counts the faults of API
-    models (``prefix`` first), also when the study failed."""
+    options' named one where the function takes one. One line (logged at INFO) counts the faults
+    of API models (``prefix`` first), also when the study failed."""
     from .faults import FAULTS_FILE, FaultRecorder
     from .lock import output_lock
 
@@ -228,5 +238,5 @@ def run_saved(function: Callable[..., "StudyResult"], options: "StudyArgs", *, o
             paths = result.save(out)  # all or nothing (StudyResult.save)
         finally:
             if faults.used:
-                print(prefix + faults.line(str(out / FAULTS_FILE)), file=sys.stderr)
+                log.info(prefix + faults.line(str(out / FAULTS_FILE)))
     return result, list(paths or [])

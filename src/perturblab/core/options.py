@@ -11,8 +11,8 @@ whether the field names models or data). From that one declaration come
 * the YAML entry of a study config (:meth:`StudyArgs.from_config`: the same names and old names,
   values read exactly as the command line reads its text; :mod:`.readers`),
 * the study's Python function: its signature and the "Options" section of its docstring
-  (:meth:`StudyArgs.python_signature`, :meth:`StudyArgs.python_doc`, made by
-  :func:`~.entry.study_function`; a function written by hand is checked against them),
+  (:func:`~.signature.signature_of`, :func:`~.signature.options_doc`, put on the function by
+  :func:`~.entry.study_function`),
 
 so the three ways of running a study cannot drift apart. An option's old names (``aliases``) are
 its one way of being renamed: each keeps working, with an :class:`~.readers.OldNameWarning`, and
@@ -34,7 +34,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 from dataclasses import MISSING, dataclass, field
-from typing import Any, Callable, ClassVar, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from ..errors import InputError
 from .arguments import CommandLine
@@ -232,10 +232,6 @@ class StudyArgs(CommandLine, Readers):
                                     "spec's [dtype=...] wins; results are stored per dtype (default: float32)")
 
     # -- the schema ------------------------------------------------------------------------
-    #: keywords of a study function written the old way (its keywords by hand) that have no
-    #: command-line form; a field declared ``option(..., python_only=True)`` is the way now
-    python_only: ClassVar[tuple[str, ...]] = ()
-
     @classmethod
     def fields(cls) -> list[tuple[dataclasses.Field, Opt]]:
         """The option fields in declaration order, the runner's (``out``, ``quiet``, the
@@ -249,12 +245,6 @@ class StudyArgs(CommandLine, Readers):
         own = [(f, f.metadata["option"]) for f in dataclasses.fields(cls) if "option" in f.metadata]
         return ([x for x in own if not x[1].runner and not x[1].python_only]
                 + [x for x in own if x[1].runner and not x[1].python_only] + [x for x in own if x[1].python_only])
-
-    @classmethod
-    def python_only_names(cls) -> list[str]:
-        """The keywords of the Python function that are no options: the Python-only fields and the
-        old way's ``python_only`` names."""
-        return [f.name for f, o in cls.python_fields() if o.python_only] + list(cls.python_only)
 
     @classmethod
     def names(cls) -> dict[str, str]:

@@ -9,7 +9,7 @@ An option's old names (``aliases`` of :func:`~.options.option`) are its one way 
 Giving an option by two of its names is refused alike on the command line, in a config and in a
 Python call (:meth:`Readers.check_given_once`); an option given by its old name is an
 :class:`OldNameWarning` once the options are checked and valid, which the command line says as one
-``note:`` line (:func:`~.arguments.old_names_as_notes`).
+``note:`` line (:func:`~.console.warnings_as_lines`).
 """
 
 from __future__ import annotations
@@ -17,13 +17,11 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import difflib
-import sys
 import types
 import typing
-import warnings
 from typing import Any, Callable, Iterable, Mapping, TypeVar
 
-from ..errors import InputError
+from ..errors import InputError, PerturblabWarning, warn
 
 R = TypeVar("R", bound="Readers")
 
@@ -35,10 +33,12 @@ _WRITTEN: dict[str, Callable[[str, str], tuple[str, str]]] = {
 }
 
 
-class OldNameWarning(FutureWarning):
+class OldNameWarning(PerturblabWarning, FutureWarning):
     """An option was given by its old name: it still works, and the message names the name to give
     instead. A :class:`FutureWarning`, so Python shows it (once for each place of a call) unless a
     caller filters it or makes it an error; the command line says it as one ``note:`` line."""
+
+    label = "note"
 
 
 def option_name(field_name: str) -> str:
@@ -86,15 +86,6 @@ def _plain(value: Any) -> bool:
 def _normal(name: str) -> str:
     """A name as given (``--n-boot``, ``n-boot``, ``n_boot``) as a Python name (``n_boot``)."""
     return str(name).lstrip("-").replace("-", "_")
-
-
-def _outside_level() -> int:
-    """The ``stacklevel`` that makes :func:`warnings.warn`, called where this function is, name
-    the first frame outside perturblab (the user's call)."""
-    frame, level = sys._getframe(1), 1
-    while frame is not None and frame.f_globals.get("__name__", "").partition(".")[0] == "perturblab":
-        frame, level = frame.f_back, level + 1
-    return level
 
 
 class Readers:
@@ -151,8 +142,7 @@ class Readers:
         """Warn (:class:`OldNameWarning`) once for each old name these options were given by,
         at the first caller outside perturblab."""
         for old, new in getattr(self, "_old_names_given", ()):
-            warnings.warn(f"{old} is the old name of {new}; it still works, but give {new}", OldNameWarning,
-                          stacklevel=_outside_level())
+            warn(f"{old} is the old name of {new}; it still works, but give {new}", OldNameWarning)
 
     # -- a study config's entry -------------------------------------------------------------
     @classmethod
@@ -221,16 +211,6 @@ class Readers:
 
     # -- a Python call ------------------------------------------------------------------------
     @classmethod
-    def of_call(cls: type[R], arguments: Mapping[str, Any], **named: Any) -> R:
-        """The options of one call of the study function (``arguments``: its keyword values, e.g.
-        ``locals()`` at its top) read as :meth:`from_python` reads them, with ``named`` set as
-        given: the names the function made for what it was given as objects (models, a data
-        set). The study reads nothing else. (The old way, ``of_call(locals(), ...)`` at the top
-        of a function with its keywords by hand; a body of ``(args, given)`` gets its options
-        read already.)"""
-        return dataclasses.replace(cls.from_python(arguments), **named)
-
-    @classmethod
     def from_python(cls: type[R], kwargs: Mapping[str, Any]) -> R:
         """The options of a Python call of the study function: each plain value (text, number,
         switch, list of those) read as a config entry reads it (:meth:`value`); objects (models,
@@ -243,7 +223,7 @@ class Readers:
         old = []
         for key, v in kwargs.items():
             name = names.get(key)
-            if name is None or key in cls.python_only or not _plain(v):  # type: ignore[attr-defined]
+            if name is None or not _plain(v):
                 continue
             if v is None and key != name:  # an old name not given
                 continue

@@ -19,7 +19,6 @@ A :class:`Study` is driven by :func:`perturblab.core.driver.run_study`:
 from __future__ import annotations
 
 import logging
-import sys
 import time
 from abc import ABC, abstractmethod
 from contextlib import contextmanager
@@ -84,20 +83,18 @@ class RunContext:
         self.run_id: str | None = None
 
     def say(self, message: str) -> None:
-        """One progress line on stderr (when progress is on)."""
+        """One progress line, logged at INFO (when progress is on; the command prints it on stderr)."""
         if self.progress:
-            from tqdm.auto import tqdm
-
             from .console import bar_name
 
-            tqdm.write(bar_name(message), file=sys.stderr)
+            log.info(bar_name(message))
 
     @contextmanager
     def step(self, what: str) -> Iterator[None]:
         """One progress line when a step that may take a while (loading a model, training a head)
-        is done, with its time (its start is logged at INFO, shown with ``-v``)."""
+        is done, with its time (its start is logged at DEBUG, shown with ``-v``)."""
         t0 = time.time()
-        log.info("%s ...", what)
+        log.debug("%s ...", what)
         yield
         self.say(f"{what}: done in {time.time() - t0:.1f} s")
 

@@ -220,7 +220,7 @@ def from_frame(frame, *, source: str = "data", text_column: str = "text",
                              "delete those rows")
         dropped = set(bad)
         keep = [i for i in keep if i not in dropped]
-        log.info("%s: dropped %d row(s) with an empty %s", source, len(bad), what)
+        log.debug("%s: dropped %d row(s) with an empty %s", source, len(bad), what)
     labels: list[Any] = [None] * len(keep)
     names: list[str] = [str(n) for n in label_names] if label_names is not None else []
     if label_column is not None:

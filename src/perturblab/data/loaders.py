@@ -65,7 +65,7 @@ def rotten_tomatoes(*, hub_fallback: bool = True, hub_split: str = "train") -> D
         try:
             return load_hf("rotten_tomatoes", hub_split, label_names=RT_LABELS)
         except Exception as hub_error:  # no `datasets`, no network, ...: report the offline fix
-            log.info("rotten_tomatoes: offline copy missing and the hub fallback failed: %s",
+            log.debug("rotten_tomatoes: offline copy missing and the hub fallback failed: %s",
                         hub_error)
             raise missing from hub_error
     with path.open(encoding="utf-8-sig", newline="") as f:
@@ -131,7 +131,7 @@ def tweets(*, min_confidence: float | None = None) -> Dataset:
             continue
         examples.append(Example(text=body, label=TWEET_LABELS.index(row["sentiment"]),
                                 uid=str(i)))
-    log.info("tweets: dropped %d row(s) with an empty text and %d below min_confidence=%s",
+    log.debug("tweets: dropped %d row(s) with an empty text and %d below min_confidence=%s",
              empty, unsure, min_confidence)
     return Dataset(examples, list(TWEET_LABELS), "tweets")
 

@@ -19,7 +19,8 @@ over the last releases, and a trend page (docs/history.md).
 """
 
 from .check import Change, Drift, HistoryCheck, check_release
-from .store import History, Release, open_history
+from .release import Release
+from .store import History, open_history
 from .trend import render_trend, write_trend
 
 __all__ = ["Change", "Drift", "History", "HistoryCheck", "Release", "check_release", "open_history", "render_trend",

@@ -1,7 +1,9 @@
 """Did a release move away from its baseline beyond noise, and is a slow trend under way?
 
 :func:`check_release` compares each estimate of a release with the same estimate of a baseline
-release (the last accepted one, or one named), and tests for a drift over the last releases:
+release (the last accepted one, or one named), and tests for a drift over the last releases
+(the interval and test of one estimate's change are :func:`~.difference.paired_change` and
+:func:`~.difference.unpaired_change`):
 
 * **Paired on the shared examples** wherever both releases stored the per-example terms of the
   estimate (:mod:`.store`): the difference new − baseline over the examples both hold.
@@ -71,16 +73,15 @@ from ..core.headline import key_matches
 from ..errors import InputError
 from ..measures.stats import holm
 from ..studies.compare.severity import one_cause
-from .store import History, Release
+from .difference import ALPHA, Z95, paired_change, unpaired_change, worse_sign
+from .release import Release
+from .store import History
 
-#: the family-wise error rate of the regressions and of the drifts
-ALPHA = 0.05
 #: releases the drift test looks back over, the release included
 WINDOW = 5
 #: the smallest change a verdict counts (one point of a share): a change beyond noise but smaller
 #: is reported as ``small`` (Soft-SCoPE 0.995 against 1.000, lower on every one of 2,000 examples)
 MIN_CHANGE = 0.01
-Z95 = 1.959963984540054
 
 
 def _num(v: float | None) -> str:
@@ -283,147 +284,6 @@ class HistoryCheck:
         return "\n".join(lines)
 
 
-def _counts(a: np.ndarray, b: np.ndarray) -> tuple[int, int] | None:
-    """(gained, lost): the examples whose term rose by 1 and fell by 1, where every term is 0 or
-    1 (a share's), or −1, 0 or 1 (a gap of shares to a reference) and no difference is larger
-    than 1 (the reference's terms the same in both); else None."""
-    if not (np.all(np.isin(a, (-1.0, 0.0, 1.0))) and np.all(np.isin(b, (-1.0, 0.0, 1.0)))):
-        return None
-    d = b - a
-    if np.any(np.abs(d) > 1):
-        return None
-    return int(np.sum(d == 1)), int(np.sum(d == -1))
-
-
-def _worse_sign(better: str) -> int:
-    """-1 when a lower value is worse (better = higher), +1 when a higher one is, 0 without a direction."""
-    return {"higher": -1, "lower": 1}.get(better, 0)
-
-
-def paired_change(base: dict[str, float], new: dict[str, float], better: str, *, seed: int = 0
-                  ) -> tuple[float, list[float], list[float], int, float, str] | None:
-    """(mean difference new − base, its 95 % interval, its 90 % interval, n, one-sided p of a
-    worse change (two-sided without a direction), what the interval is over) over the examples
-    both hold; None when they share fewer than 2.
-
-    0/1 terms, and −1/0/1 terms of a gap whose differences are −1, 0 or 1 (an accuracy gap to a
-    reference whose terms are the same in both releases): the Jeffreys interval of the discordant
-    examples (those that rose by 1 and fell by 1) and McNemar's exact test. Other terms: the
-    betting interval and one-sided betting test of the mean of (d + w)/2w
-    (:mod:`~perturblab.measures.betting`), valid for any distribution of the differences at every
-    n, where the terms lie in a range [lo, hi] of width w (the smallest with whole ends that holds
-    [0, 1] and them all: [0, 1] for Soft-SCoPE, w = 1; [−1, 1] for a gap, w = 2) and
-    so the differences d in [−w, w]. The betting interval depends on the order of the examples:
-    they are taken in the random order ``seed`` fixes, so the same two releases always give the
-    same interval.
-
-    >>> base = {str(i): 1.0 for i in range(100)}
-    >>> new = {**base, **{str(i): 0.0 for i in range(12)}}   # 12 examples lost, none gained
-    >>> d, ci, _, n, p, _ = paired_change(base, new, "higher")
-    >>> round(d, 2), n, ci[1] < 0, p < 0.001
-    (-0.12, 100, True, True)
-    """
-    from scipy import stats
-
-    from ..measures.betting import betting_interval, betting_pvalue
-    from ..measures.stats import discordant_difference_ci
-
-    shared = sorted(set(base) & set(new))
-    n = len(shared)
-    if n < 2:
-        return None
-    a = np.asarray([base[k] for k in shared], dtype=np.float64)
-    b = np.asarray([new[k] for k in shared], dtype=np.float64)
-    d = b - a
-    worse = _worse_sign(better)
-    counts = _counts(a, b)
-    if counts is not None:
-        gained, lost = counts
-        ci = discordant_difference_ci(gained, lost, n, seed=seed)
-        ci90 = discordant_difference_ci(gained, lost, n, level=0.90, seed=seed)
-        k = gained + lost
-        if k == 0:
-            p = 1.0
-        elif worse == 0:
-            p = float(stats.binomtest(gained, k, 0.5).pvalue)
-        else:  # McNemar's exact test, one-sided: the discordant examples that went the worse way
-            bad = lost if worse < 0 else gained
-            p = float(stats.binom.sf(bad - 1, k, 0.5))
-        return float(d.mean()), ci, ci90, n, p, (f"Jeffreys interval of the paired difference over the {n} shared "
-                                                 f"examples ({gained} gained, {lost} lost)")
-    if not np.any(d):
-        return 0.0, discordant_difference_ci(0, 0, n, seed=seed), discordant_difference_ci(
-            0, 0, n, level=0.90, seed=seed), n, 1.0, (f"no example of the {n} shared differs; the bound on the "
-                                                     "share that may differ")
-    terms = np.concatenate([a, b])  # in [lo, hi]: [0, 1] for a share's terms, [−1, 1] for a gap's
-    w = float(max(1.0, math.ceil(terms.max())) - min(0.0, math.floor(terms.min())))
-    x = np.clip((d + w) / (2 * w), 0.0, 1.0)
-
-    def back(ends: tuple[float, float]) -> list[float]:
-        return [float(2 * w * v - w) for v in ends]
-
-    side = "two-sided" if worse == 0 else ("less" if worse < 0 else "greater")
-    p = betting_pvalue(x, 0.5, side, alpha=ALPHA, seed=seed)
-    return (float(d.mean()), back(betting_interval(x, 0.05, seed=seed)), back(betting_interval(x, 0.10, seed=seed)),
-            n, p, f"betting interval of the mean paired difference over the {n} shared examples (Waudby-Smith and "
-            "Ramdas)")
-
-
-def unpaired_change(base: dict[str, Any], new: dict[str, Any], better: str
-                    ) -> tuple[float, list[float], list[float], float, str] | None:
-    """(difference, 95 % and 90 % intervals, one-sided p, what it is over) from the two
-    estimates' 95 % intervals alone (normal approximation); None without both intervals.
-
-    An estimate of 0 with the interval [0, 0] over n examples (a gap to the reference where no
-    example differs) is a measured 0: its interval is taken as :func:`discordant_difference_ci`
-    of no discordant example of n. When both are, the change is 0 with that interval (over the
-    smaller n) and p = 1, as for paired terms none of which differ.
-
-    >>> d, ci, _, p, _ = unpaired_change({"value": 0.9, "low": 0.88, "high": 0.92},
-    ...                                  {"value": 0.8, "low": 0.78, "high": 0.82}, "higher")
-    >>> round(d, 3), [round(x, 3) for x in ci], p < 1e-6
-    (-0.1, [-0.128, -0.072], True)
-    """
-    from scipy import stats
-
-    from ..measures.stats import discordant_difference_ci
-
-    vals = [base.get(k) for k in ("value", "low", "high")] + [new.get(k) for k in ("value", "low", "high")]
-    if any(v is None or not math.isfinite(float(v)) for v in vals):
-        return None
-    bv, bl, bh, nv, nl, nh = (float(v) for v in vals)
-    zero = [_measured_zero(e) for e in (base, new)]
-    if zero[0] and zero[1]:
-        n = min(zero[0], zero[1])
-        return (0.0, discordant_difference_ci(0, 0, n), discordant_difference_ci(0, 0, n, level=0.90), 1.0,
-                f"no example differed in either release (0 with the interval [0, 0]); the bound on the share of "
-                f"the {n} examples that may differ")
-    if zero[0]:
-        bl, bh = discordant_difference_ci(0, 0, zero[0])
-    if zero[1]:
-        nl, nh = discordant_difference_ci(0, 0, zero[1])
-    se = math.hypot((bh - bl) / (2 * Z95), (nh - nl) / (2 * Z95))
-    diff = nv - bv
-    if se == 0.0:
-        return None
-    z = diff / se
-    worse = _worse_sign(better)
-    p = float(2 * stats.norm.sf(abs(z))) if worse == 0 else float(stats.norm.sf(worse * z))
-    z90 = float(stats.norm.ppf(0.95))
-    return (diff, [diff - Z95 * se, diff + Z95 * se], [diff - z90 * se, diff + z90 * se], p,
-            "normal approximation from the two 95 % intervals (unpaired: the study stores no per-example terms)")
-
-
-def _measured_zero(estimate: dict[str, Any]) -> int:
-    """The n of an estimate of 0 with the interval [0, 0] over n > 0 examples (none of which
-    differed), else 0."""
-    n = estimate.get("n")
-    if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n <= 0:
-        return 0
-    return int(n) if all(estimate.get(k) is not None and float(estimate[k]) == 0.0
-                         for k in ("value", "low", "high")) else 0
-
-
 def one_change(items: Sequence[Any]) -> None:
     """Mark (``same_as``) each of ``items`` (changes or drifts) that repeats another's change
     (module docstring): a target's own estimate ``NAME[:REST]`` beside its gap to the reference
@@ -477,7 +337,7 @@ def compare_releases(history: History, release: Release, baseline: Release, *,
     for c, adj in zip(tested, holm([c.p for c in tested])):
         c.adjusted = adj
         if adj <= ALPHA:
-            worse = _worse_sign(c.better)
+            worse = worse_sign(c.better)
             if abs(c.diff or 0.0) < min_change:
                 c.verdict = "small"
             else:
@@ -512,7 +372,7 @@ def drift(releases: Sequence[Release], window: int = WINDOW, *, min_change: floa
             sizes[key] = e.get("n")
     out = []
     for key, pts in series.items():
-        worse = _worse_sign(better[key])
+        worse = worse_sign(better[key])
         if len(pts) < 3 or worse == 0 or pts[-1][0] != len(recent) - 1:
             continue
         positive = [p[2] for p in pts if p[2] > 0]

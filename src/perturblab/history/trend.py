@@ -21,7 +21,8 @@ from urllib.parse import quote
 from markupsafe import Markup, escape
 
 from .check import compare_releases, last_accepted
-from .store import History, Release
+from .release import Release
+from .store import History
 
 TEMPLATE = "trend.html.j2"
 #: chart size in SVG units (the chart scales to its box)

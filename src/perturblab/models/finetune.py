@@ -30,7 +30,7 @@ import time
 import uuid
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 
@@ -159,7 +159,6 @@ def finetune_classifier(base: Any, train: Dataset, *, seed: int, out_dir: Path |
     one more checkpoint. The list is in ``perturblab_finetune.json`` under ``checkpoints``.
     """
     import torch
-    from tqdm.auto import tqdm
 
     config.check()
     if checkpoints is not None:
@@ -169,70 +168,116 @@ def finetune_classifier(base: Any, train: Dataset, *, seed: int, out_dir: Path |
     if out_dir.exists() and not (out_dir.is_dir() and (_is_finished(out_dir) or not any(out_dir.iterdir()))):
         raise InputError(f"out_dir {str(out_dir)!r} exists but is not a finished fine-tune (no {META_FILE}); "
                          "remove it or choose another out_dir")
-    n = len(train)
-    per_epoch = math.ceil(n / config.batch_size)
+    per_epoch = math.ceil(len(train) / config.batch_size)
     planned = config.epochs * per_epoch
     total = planned if config.max_steps is None else min(planned, config.max_steps)
-    warmup = int(config.warmup_fraction * total)
-    losses: list[float] = []
     tmp = out_dir.parent / f".{out_dir.name}.tmp-{uuid.uuid4().hex[:8]}"
-    writer, paused = None, 0.0  # checkpoint writer; seconds spent saving checkpoints
     start = time.perf_counter()
     with torch.random.fork_rng(devices=[]), removed_on_error(tmp):
         torch.manual_seed(seed)
         model, tok, base_desc = _build_model(base, tokenizer, list(train.label_names))
-        limits = (getattr(tok, "model_max_length", None), getattr(model.config, "max_position_embeddings", None))
-        max_length = int(min([config.max_length, *[x for x in limits if isinstance(x, int) and x > 1]]))
-        encs = _encode(tok, train, max_length)
-        params = list(model.parameters())  # no weight decay on biases and LayerNorm weights
-        opt = torch.optim.AdamW([{"params": [p for p in params if p.ndim >= 2], "weight_decay": config.weight_decay},
-                                 {"params": [p for p in params if p.ndim < 2], "weight_decay": 0.0}], lr=config.lr)
-        sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: s / max(1, warmup) if s < warmup
-                                                  else max(0.0, (total - s) / max(1, total - warmup)))
-        rng, bs = np.random.default_rng(seed), config.batch_size
-        orders = (rng.permutation(n) for _ in range(config.epochs))
-        batches = itertools.islice((o[b:b + bs] for o in orders for b in range(0, n, bs)), total)
-        logger.info("fine-tuning %s on %s (%d examples, %d labels, up to %d steps)", base_desc,
-                    train.name, n, len(train.label_names), total)
-        if checkpoints is not None:
-            writer = CheckpointWriter(checkpoints, total, tmp, info={
-                "base": base_desc, "data_name": train.name, "data_fingerprint": data_fingerprint(train),
-                "label_names": list(train.label_names), "seed": seed, "config": asdict(config)})
-            paused += writer.save(0, model, tok)
-        model.train()
-        with tqdm(total=total, desc="fine-tuning", unit="step", disable=not progress) as bar:
-            for idx in batches:
-                batch = tok.pad([encs[i] for i in idx], return_tensors="pt")
-                logits = model(**batch).logits
-                if train.label_names:
-                    loss = torch.nn.functional.cross_entropy(logits, torch.as_tensor(labels[idx], dtype=torch.long))
-                else:
-                    loss = torch.nn.functional.mse_loss(logits[:, 0], torch.as_tensor(labels[idx], dtype=logits.dtype))
-                opt.zero_grad(set_to_none=True)
-                loss.backward()
-                opt.step()
-                sched.step()
-                losses.append(float(loss.detach()))
-                bar.update(1)
-                bar.set_postfix(loss=f"{losses[-1]:.4f}", refresh=False)
-                if writer is not None and writer.due(len(losses)):
-                    paused += writer.save(len(losses), model, tok, {"loss": losses[-1]})
-                if config.max_seconds is not None and time.perf_counter() - start - paused >= config.max_seconds:
-                    break
-        if writer is not None:
-            saved = writer.finish(len(losses), model, tok)
+        losses, saved = _train(model, tok, train, labels, config, seed=seed, total=total, tmp=tmp, start=start,
+                               base_desc=base_desc, checkpoints=checkpoints, progress=progress)
     wall = time.perf_counter() - start
     steps = len(losses)
     stop = "epochs" if steps == planned else "max_steps" if steps == config.max_steps else "max_seconds"
     tenth = max(1, math.ceil(0.1 * steps))
     meta = {"base": base_desc, "data_name": train.name, "data_fingerprint": data_fingerprint(train),
-            "n_train": n, "label_names": list(train.label_names), "seed": seed, "config": asdict(config),
+            "n_train": len(train), "label_names": list(train.label_names), "seed": seed, "config": asdict(config),
             "steps": steps, "epochs_done": steps / per_epoch, "stop_reason": stop, "wall_seconds": wall,
             "loss_first_10pct": float(np.mean(losses[:tenth])) if steps else None,
             "loss_last_10pct": float(np.mean(losses[-tenth:])) if steps else None,
             "torch_version": torch.__version__}
-    if writer is not None:
+    if checkpoints is not None:
         meta["checkpoint_fractions"], meta["checkpoints"] = list(checkpoints), saved
+    _save(model, tok, meta, tmp, out_dir)
+    logger.debug("fine-tuned %d steps (%s, %.1f s) into %s", steps, stop, wall, out_dir)
+    return out_dir
+
+
+def _optimizer(model: Any, config: FinetuneConfig, total: int) -> tuple[Any, Any]:
+    """AdamW over ``model`` (no weight decay on biases and LayerNorm weights) and its schedule:
+    the learning rate rises linearly over the first ``warmup_fraction`` of the ``total`` steps,
+    then falls linearly to 0 at the last."""
+    import torch
+
+    warmup = int(config.warmup_fraction * total)
+    params = list(model.parameters())
+    opt = torch.optim.AdamW([{"params": [p for p in params if p.ndim >= 2], "weight_decay": config.weight_decay},
+                             {"params": [p for p in params if p.ndim < 2], "weight_decay": 0.0}], lr=config.lr)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: s / max(1, warmup) if s < warmup
+                                              else max(0.0, (total - s) / max(1, total - warmup)))
+    return opt, sched
+
+
+def _batches(n: int, seed: int, config: FinetuneConfig, total: int) -> Iterator[np.ndarray]:
+    """The example indices of each of the ``total`` steps: each epoch is a permutation of the
+    ``n`` examples (drawn for ``seed``) cut into batches of ``batch_size``."""
+    rng, bs = np.random.default_rng(seed), config.batch_size
+    orders = (rng.permutation(n) for _ in range(config.epochs))
+    return itertools.islice((o[b:b + bs] for o in orders for b in range(0, n, bs)), total)
+
+
+def _train(model: Any, tok: Any, train: Dataset, labels: np.ndarray, config: FinetuneConfig, *, seed: int,
+           total: int, tmp: Path, start: float, base_desc: str, checkpoints: list[float] | None,
+           progress: bool) -> tuple[list[float], Any]:
+    """Train ``model`` in place for at most ``total`` steps, or until ``max_seconds`` after
+    ``start`` (not counting the time spent saving checkpoints) have passed; returns the loss of
+    each step and, with ``checkpoints``, the checkpoints saved under ``tmp`` (else None)."""
+    from tqdm.auto import tqdm
+
+    limits = (getattr(tok, "model_max_length", None), getattr(model.config, "max_position_embeddings", None))
+    max_length = int(min([config.max_length, *[x for x in limits if isinstance(x, int) and x > 1]]))
+    encs = _encode(tok, train, max_length)
+    opt, sched = _optimizer(model, config, total)
+    batches = _batches(len(train), seed, config, total)
+    logger.debug("fine-tuning %s on %s (%d examples, %d labels, up to %d steps)", base_desc,
+                train.name, len(train), len(train.label_names), total)
+    writer, paused = None, 0.0  # checkpoint writer; seconds spent saving checkpoints
+    if checkpoints is not None:
+        writer = CheckpointWriter(checkpoints, total, tmp, info={
+            "base": base_desc, "data_name": train.name, "data_fingerprint": data_fingerprint(train),
+            "label_names": list(train.label_names), "seed": seed, "config": asdict(config)})
+        paused += writer.save(0, model, tok)
+    losses: list[float] = []
+    classes = bool(train.label_names)
+    model.train()
+    with tqdm(total=total, desc="fine-tuning", unit="step", disable=not progress) as bar:
+        for idx in batches:
+            losses.append(_step(model, tok, [encs[i] for i in idx], labels[idx], classes, opt, sched))
+            bar.update(1)
+            bar.set_postfix(loss=f"{losses[-1]:.4f}", refresh=False)
+            if writer is not None and writer.due(len(losses)):
+                paused += writer.save(len(losses), model, tok, {"loss": losses[-1]})
+            if config.max_seconds is not None and time.perf_counter() - start - paused >= config.max_seconds:
+                break
+    return losses, None if writer is None else writer.finish(len(losses), model, tok)
+
+
+def _step(model: Any, tok: Any, encs: list[dict[str, list[int]]], targets: np.ndarray, classes: bool,
+          opt: Any, sched: Any) -> float:
+    """One update on the batch of encoded examples ``encs`` (padded here) with ``targets``:
+    cross-entropy on class indices (``classes``), else mean squared error of the one output;
+    returns the batch's loss."""
+    import torch
+
+    batch = tok.pad(encs, return_tensors="pt")
+    logits = model(**batch).logits
+    if classes:
+        loss = torch.nn.functional.cross_entropy(logits, torch.as_tensor(targets, dtype=torch.long))
+    else:
+        loss = torch.nn.functional.mse_loss(logits[:, 0], torch.as_tensor(targets, dtype=logits.dtype))
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    opt.step()
+    sched.step()
+    return float(loss.detach())
+
+
+def _save(model: Any, tok: Any, meta: dict[str, Any], tmp: Path, out_dir: Path) -> None:
+    """Write ``model``, ``tok`` and ``meta`` into ``tmp`` (which may hold checkpoints already),
+    then put it in the place of ``out_dir`` (an earlier fine-tune there is removed); ``tmp`` is
+    removed whatever happens."""
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     try:
         model.save_pretrained(tmp)
@@ -246,8 +291,6 @@ def finetune_classifier(base: Any, train: Dataset, *, seed: int, out_dir: Path |
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
-    logger.info("fine-tuned %d steps (%s, %.1f s) into %s", steps, stop, wall, out_dir)
-    return out_dir
 
 
 def finetuned_dir(base_name: str, train: Dataset, seed: int, config: FinetuneConfig = FinetuneConfig(),
@@ -288,7 +331,7 @@ def load_or_finetune(base_name: str, base: Any, train: Dataset, *, seed: int, to
         meta = {}
     if meta and (meta.get("data_fingerprint"), meta.get("seed"), meta.get("config")) == (
             data_fingerprint(train), seed, asdict(config)) and meta.get("checkpoint_fractions") == checkpoints:
-        logger.info("using the fine-tuned model in %s", path)
+        logger.debug("using the fine-tuned model in %s", path)
         return path
     if path.exists() and not _is_finished(path):
         shutil.rmtree(path)  # our own, unfinished or corrupt directory

@@ -72,7 +72,7 @@ def dequantised_copy(gguf_path: Path, name: str) -> Path:
     target = cache_dir() / "lm" / f"{name}-{file_fingerprint(gguf_path)}"
     if (target / "config.json").is_file() and (target / ".complete").is_file():
         return target
-    log.info("dequantising %s to fp32 (once; cached in %s)", gguf_path.name, target)
+    log.debug("dequantising %s to fp32 (once; cached in %s)", gguf_path.name, target)
     folder, fname = str(gguf_path.parent), gguf_path.name
     from transformers import modeling_gguf_pytorch_utils
 
@@ -188,7 +188,7 @@ def own_placement(name: str, device: str | None, dtype: str | None, why: str, in
     refuse_placement(name, device, dtype, why, instead)
     command = defaults()
     if (device is None and command[0] != "cpu") or (dtype is None and command[1] != "float32"):
-        log.info("%s %s: it stays there; --device/--dtype (%s, %s) place the other models", name, why, *command)
+        log.debug("%s %s: it stays there; --device/--dtype (%s, %s) place the other models", name, why, *command)
 
 
 def _gemma3(**kw: Any) -> HFCausalLM:

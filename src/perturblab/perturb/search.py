@@ -406,56 +406,84 @@ class BeamSearch(SearchMethod):
         return result
 
     def _search(self, problem: SearchProblem, progress: "_Progress") -> SearchGen:
-        p0 = problem.p0
         x0 = problem.words
-        result = SearchResult(original=problem.original_input, perturbed=None, orig_probs=p0)
+        result = SearchResult(original=problem.original_input, perturbed=None, orig_probs=problem.p0)
         elig, result.positions_cut = problem.capped(i for i in problem.visible() if self._eligible(problem, x0, i))
         if not elig:
             return result
         # the share of the search before the walk over the words: the first pass or the deletions
         before = 0.5 if self.order in ("best-swap", "saliency") else 0.0
-
-        # beam entries: (loss, text, probs); the original itself is not a valid answer
-        beam: list[Entry] = [(float("inf"), x0, None)]
         # best-swap: the `width` best first-pass entries of each word (no other one can enter the beam)
         first_pass: dict[int, _Lowest] = {}
-
         if self.order == "best-swap":
-            best: dict[int, float] = {}
-
-            def keep_first(entries: list[Entry]) -> None:
-                words: dict[int, list[Entry]] = {}
-                for e in entries:
-                    words.setdefault(e[1][1], []).append(e)
-                for i, es in words.items():
-                    low = float(np.min([e[0] for e in es]))
-                    best[i] = low if i not in best else float(np.minimum(best[i], low))
-                    first_pass.setdefault(i, _Lowest(self.width)).add(es)
-                progress.to(before * len(best) / len(elig))
-
-            swaps = (s for i in elig for s in self._swaps(problem, x0, i))
-            yield from self._score(problem, self._admitted(problem, swaps), result, keep_first)
-            progress.to(before)
-            if not best:
+            order = yield from self._best_swap_order(problem, elig, result, progress, before, first_pass)
+            if not order:
                 return result
-            order = sorted(best, key=lambda i: (best[i], i))
         elif self.order == "saliency":
-            if len(x0) < 2:
-                order = elig
-            else:
-                sal: list[np.ndarray] = []
-                for run, texts in self._requests((i, x0.deleted_text(i)) for i in elig):
-                    probs = yield [problem.model_input(t) for t in texts]
-                    del texts
-                    result.queries += len(run)
-                    sal.append(problem.goal.loss(p0, probs))
-                    progress.to(before * sum(len(x) for x in sal) / len(elig))
-                order = [elig[k] for k in np.argsort(np.concatenate(sal), kind="stable")]
+            order = yield from self._saliency_order(problem, elig, result, progress, before)
         elif self.order == "random":
             order = [elig[k] for k in problem.rng.permutation(len(elig))]
         else:
             order = list(elig)
+        loss, text, probs = (yield from self._walk(problem, order, first_pass, result, progress, before))[0]
+        if text is x0 or probs is None:
+            return result
+        result.perturbed = problem.model_input(text.text)
+        result.changes = text.changes(x0)
+        result.loss = float(loss)
+        result.pert_probs = np.asarray(probs)
+        result.status = PERTURBED
+        return result
 
+    def _best_swap_order(self, problem: SearchProblem, elig: Sequence[int], result: SearchResult,
+                         progress: "_Progress", before: float, first_pass: dict[int, "_Lowest"]
+                         ) -> Generator[list[TextInput], np.ndarray, list[int]]:
+        """The first pass of ``best-swap``: every candidate of each word of ``elig`` scored on the
+        original, the ``width`` best of each word kept in ``first_pass``; returns the words that
+        have one, by the lowest loss of their candidates (ties in text order)."""
+        best: dict[int, float] = {}
+
+        def keep_first(entries: list[Entry]) -> None:
+            words: dict[int, list[Entry]] = {}
+            for e in entries:
+                words.setdefault(e[1][1], []).append(e)
+            for i, es in words.items():
+                low = float(np.min([e[0] for e in es]))
+                best[i] = low if i not in best else float(np.minimum(best[i], low))
+                first_pass.setdefault(i, _Lowest(self.width)).add(es)
+            progress.to(before * len(best) / len(elig))
+
+        swaps = (s for i in elig for s in self._swaps(problem, problem.words, i))
+        yield from self._score(problem, self._admitted(problem, swaps), result, keep_first)
+        progress.to(before)
+        return sorted(best, key=lambda i: (best[i], i))
+
+    def _saliency_order(self, problem: SearchProblem, elig: Sequence[int], result: SearchResult,
+                        progress: "_Progress", before: float) -> Generator[list[TextInput], np.ndarray, list[int]]:
+        """The words of ``elig`` by the loss of the original with each deleted, least salient
+        first (ties in text order); a text of one word is not scored."""
+        x0 = problem.words
+        if len(x0) < 2:
+            return elig
+        sal: list[np.ndarray] = []
+        for run, texts in self._requests((i, x0.deleted_text(i)) for i in elig):
+            probs = yield [problem.model_input(t) for t in texts]
+            del texts
+            result.queries += len(run)
+            sal.append(problem.goal.loss(problem.p0, probs))
+            progress.to(before * sum(len(x) for x in sal) / len(elig))
+        return [elig[k] for k in np.argsort(np.concatenate(sal), kind="stable")]
+
+    def _walk(self, problem: SearchProblem, order: Sequence[int], first_pass: dict[int, "_Lowest"],
+              result: SearchResult, progress: "_Progress", before: float
+              ) -> Generator[list[TextInput], np.ndarray, list[Entry]]:
+        """The walk over the words in ``order``: at each, the candidates of every beam text that
+        may change it (taken from ``first_pass`` for the original) compete with the beam, and the
+        ``width`` best stay; it stops early at ``stop_loss`` or after ``patience`` words without
+        improvement. Returns the beam, its best entry first (the original when nothing beat it)."""
+        x0 = problem.words
+        # beam entries: (loss, text, probs); the original itself is not a valid answer
+        beam: list[Entry] = [(float("inf"), x0, None)]
         stale = 0
         for k, i in enumerate(order):
             progress.to(before + (1 - before) * k / len(order))  # the words walked so far
@@ -482,24 +510,12 @@ class BeamSearch(SearchMethod):
             # stable sort: on equal loss the earlier entry (current beam) wins
             pool.sort(key=_loss)
             beam = [_as_text(e) for e in pool[: self.width]]
-            if beam[0][0] < best_before:
-                stale = 0
-            else:
-                stale += 1
+            stale = 0 if beam[0][0] < best_before else stale + 1
             if beam[0][0] <= self.stop_loss:
                 break
             if self.patience is not None and stale >= self.patience and beam[0][1] is not x0:
                 break
-
-        loss, text, probs = beam[0]
-        if text is x0 or probs is None:
-            return result
-        result.perturbed = problem.model_input(text.text)
-        result.changes = text.changes(x0)
-        result.loss = float(loss)
-        result.pert_probs = np.asarray(probs)
-        result.status = PERTURBED
-        return result
+        return beam
 
 
 def _loss(entry: Entry) -> float:

@@ -223,9 +223,9 @@ class HistoryArgs:
 
     def history_relations(self) -> list[tuple[str, str]]:
         """``--history`` and ``--release`` go together, and the label follows the rule of labels
-        (:func:`~perturblab.history.store.label_problem`)."""
+        (:func:`~perturblab.history.release.label_problem`)."""
         if bool(self.history) == bool(self.release):
-            from ..history.store import label_problem
+            from ..history.release import label_problem
 
             problem = label_problem(self.release) if self.release else None
             return [("release", problem)] if problem else []

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..core.entry import import_object
+from ..errors import PerturblabWarning
 from ..registry import Registry
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -96,7 +97,7 @@ _PLUGINS: dict[str, str] = {}  # study name -> the entry point that registered i
 _plugins_read = False
 
 
-class PluginWarning(UserWarning):
+class PluginWarning(PerturblabWarning):
     """A study plugin left out: it cannot be loaded, or it would take a name that is taken (the
     command line says each in one ``warning:`` line)."""
 

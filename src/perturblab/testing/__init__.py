@@ -5,10 +5,11 @@
 keeps, and raises :class:`AssertionError` naming the study and the contract it broke:
 
 * ``perturblab <name> --help`` renders;
-* the Python function is made by the one entry (:func:`~perturblab.core.entry.study_function`:
-  it has ``__wrapped__``) and the options class is a dataclass subclassing
-  :class:`~perturblab.studies.args.Args`;
-* the function's keywords are the options' names, with the options' defaults;
+* the Python function is made by the one entry (:func:`~perturblab.core.entry.study_function`
+  of the entry's options, from a body of ``(args, given)``) and the options class is a dataclass
+  subclassing :class:`~perturblab.studies.args.Args`;
+* the function's keywords are the ones generated from the options: their names, with the
+  options' defaults;
 * a study with a part in ``compare``: for each model kind the part serves, the options it builds
   at its least size for a comparison of the example's models name only the study's options and
   pass their check, as ``compare`` gives them (:func:`check_compare_options`); with ``runs=True``,

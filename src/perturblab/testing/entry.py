@@ -37,66 +37,57 @@ def check_help(entry: "StudyEntry") -> str:
     return text
 
 
+def _study_function_of(entry: "StudyEntry", contract: str) -> Any:
+    """The entry's function, made by :func:`~perturblab.core.entry.study_function` from a body of
+    ``(args, given)`` with the entry's options; a function that cannot be loaded (a body with its
+    keywords by hand is refused when it is made) or is made otherwise breaks ``contract``, with the
+    fix named."""
+    try:
+        fn = entry.load_function()
+    except Exception as e:  # noqa: BLE001 - any failure to load the function is the finding
+        raise _fail(entry.name, contract, f"{entry.function} cannot be loaded: {type(e).__name__}: {e}") from e
+    args = entry.options()
+    made = getattr(fn, "__study_args__", None)
+    fix = (f"write it as a body `def {getattr(fn, '__name__', 'fn')}(args, given)` under "
+           f"`@study_function({args.__name__})` (perturblab.core.entry): its keywords are generated from the options")
+    _require(made is not None, entry.name, contract,
+             lambda: f"{entry.function} is not made by perturblab.core.entry.study_function; {fix}")
+    _require(made is args, entry.name, contract,
+             lambda: f"{entry.function} is made from {made.__qualname__}, the entry's options are {entry.args}; {fix}")
+    return fn
+
+
 def check_one_entry(entry: "StudyEntry") -> None:
-    """The function is made by the one entry (it checks its values: ``__wrapped__``) and the
-    options class is a dataclass with the package's base (:class:`~perturblab.studies.args.Args`:
-    model and data options checked without loading)."""
+    """The function is made by the one entry from the entry's options
+    (:func:`_study_function_of`) and the options class is a dataclass with the package's base
+    (:class:`~perturblab.studies.args.Args`: model and data options checked without loading)."""
     from ..studies.args import Args
 
     contract = "one entry"
-    fn, args = entry.load_function(), entry.options()
-    _require(hasattr(fn, "__wrapped__"), entry.name, contract,
-             f"{entry.function} is not made by perturblab.core.entry.study_function (no __wrapped__)")
+    _study_function_of(entry, contract)
+    args = entry.options()
     _require(isinstance(args, type) and issubclass(args, Args), entry.name, contract,
              f"{entry.args} does not subclass perturblab.studies.args.Args")
     _require(dataclasses.is_dataclass(args), entry.name, contract, f"{entry.args} is not a dataclass")
 
 
-def _normal(value: Any) -> Any:
-    """A default as the user would write it: lists and tuples as comma text."""
-    return ",".join(map(str, value)) if isinstance(value, (list, tuple)) else value
-
-
 def check_signature(entry: "StudyEntry") -> None:
-    """The function's keywords (``inspect.signature``) are exactly the options' names, the
-    Python-only fields' (and the old way's ``python_only`` names) and the options' old names; each
-    option and Python-only field with a default has it as the keyword's default (lists compared as
-    comma text); the options marked ``positional`` are the function's first parameters, in order.
-    A function made from its options (:func:`~perturblab.core.entry.study_function` of a body)
-    has this signature by construction; one written the old way, its keywords by hand, is held to
-    it here."""
+    """The function's keywords are its options': it is made by
+    :func:`~perturblab.core.entry.study_function` from a body of ``(args, given)`` with the entry's
+    options (:func:`_study_function_of`), and its signature is the one generated from them
+    (:func:`~perturblab.core.signature.signature_of`: the options' names and defaults, the
+    ``positional`` ones first, the Python-only fields and the old names), not one put on it
+    afterwards."""
     import inspect
 
+    from ..core.signature import signature_of
+
     contract = "keywords are the options"
-    args, fn = entry.options(), entry.load_function()
-    params = inspect.signature(fn).parameters
-    keywords = {k for k, p in params.items() if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)}
-    fields = {f.name for f, _ in args.fields()}
-    python_only = set(args.python_only_names())
-    aliases = set(args.old_names())
+    fn = _study_function_of(entry, contract)
+    has, wanted = inspect.signature(fn), signature_of(entry.options())
     name = getattr(fn, "__name__", entry.function)
-    _require(fields <= keywords, entry.name, contract, lambda: f"{name}() lacks {sorted(fields - keywords)}")
-    declared = {f.name for f, o in args.python_fields() if o.python_only}
-    _require(declared <= keywords, entry.name, contract,
-             lambda: f"{name}() lacks the Python-only keywords {sorted(declared - keywords)}")
-    extra = keywords - fields - aliases - python_only
-    _require(not extra, entry.name, contract, lambda: f"{name}() has keywords without an option: {sorted(extra)}")
-    defaults = args.python_defaults()
-    for f, opt in args.python_fields():
-        if opt.required:
-            continue  # the command requires it; Python may take it positionally or default it to None
-        p = params[f.name]
-        _require(p.default is not p.empty, entry.name, contract,
-                 f"{f.name}: the option has a default, {name}() none")
-        _require(_normal(p.default) == _normal(defaults[f.name]), entry.name, contract,
-                 lambda: f"{f.name}: {name}() defaults to {p.default!r}, the option to {defaults[f.name]!r}")
-    for a in aliases & keywords:
-        _require(params[a].default is None, entry.name, contract,
-                 lambda: f"{a}: an old name defaults to None (not given), {name}() to {params[a].default!r}")
-    wanted = [f.name for f, o in args.python_fields() if o.positional]
-    first = [k for k, p in params.items() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)][:len(wanted)]
-    _require(first == wanted, entry.name, contract,
-             lambda: f"{name}() takes {first} first, the options mark {wanted} positional")
+    _require(list(has.parameters.values()) == list(wanted.parameters.values()), entry.name, contract,
+             lambda: f"{name}{has} is not the signature generated from its options, {wanted}")
 
 
 #: the packaged models of each kind a comparison is built with for :func:`check_compare_options`

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 
 import pytest
-from compare_helpers import tiny_costs  # noqa: F401 - a fixture
 
 from perturblab.cli import main
 from perturblab.history.store import open_history
@@ -21,7 +20,7 @@ def _argv(out, history, release, *extra):
             "--release", release, *extra]
 
 
-def test_compare_appends_its_estimates_and_logs_an_mlflow_run(tmp_path, tiny_costs, capsys):  # noqa: F811
+def test_compare_appends_its_estimates_and_logs_an_mlflow_run(tmp_path, tiny_costs, capsys):
     history, uri = tmp_path / "history.sqlite", f"sqlite:///{tmp_path / 'mlflow.db'}"
     assert main(_argv(tmp_path / "r1", history, "r1", "--mlflow", uri)) == 0
     saved = json.loads((tmp_path / "r1" / "compare.json").read_text())
@@ -65,12 +64,12 @@ def test_compare_appends_its_estimates_and_logs_an_mlflow_run(tmp_path, tiny_cos
         assert h.counts()["releases"] == 1
 
 
-def test_history_refusals_exit_2_before_any_work(tmp_path, tiny_costs, capsys):  # noqa: F811
+def test_history_refusals_exit_2_before_any_work(tmp_path, tiny_costs, capsys):
     history = tmp_path / "history.sqlite"
     assert main(["compare", "--reference", "tfidf-lr", "--targets", "minilm-l3", "--out", str(tmp_path / "o"),
                  "--history", str(history)]) == 2
     assert "needs --release" in capsys.readouterr().err and not history.exists()
-    from perturblab.history.store import Release
+    from perturblab.history.release import Release
 
     with open_history(history) as h:  # v1 stored with the candidate tfidf-lr
         h.append(Release("v1", "tfidf-lr", {}, {"candidate": {"spec": "candidate=tfidf-lr"}}, []))
@@ -107,7 +106,7 @@ def test_a_study_config_names_the_history_and_a_new_label_is_no_change_of_option
         check_options(other)
 
 
-def test_an_mlflow_store_that_cannot_be_opened_is_refused_before_any_work(tmp_path, tiny_costs, capsys):  # noqa: F811
+def test_an_mlflow_store_that_cannot_be_opened_is_refused_before_any_work(tmp_path, tiny_costs, capsys):
     (tmp_path / "file").write_text("not a database")
     uri = f"sqlite:///{tmp_path / 'file'}"
     assert main(["compare", "--reference", "tfidf-lr", "--targets", "candidate=tfidf-lr", "--studies", "invariances",

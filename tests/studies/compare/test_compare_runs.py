@@ -9,7 +9,6 @@ import pytest
 
 from perturblab.cli import main
 from perturblab.studies.compare import plan as plan_module
-from compare_helpers import tiny_costs  # noqa: F401
 
 
 @pytest.mark.usefixtures("torch_one_thread", "tiny_costs")
@@ -79,7 +78,7 @@ def test_the_report_opens_with_each_targets_findings_and_keeps_the_plans_order(t
 def test_a_named_target_with_options_is_checked_in_every_study_and_a_twin_has_no_finding(tmp_path, capsys):
     """``NAME=SOURCE[options]``: every study reports the target as NAME, and compare finds it
     there; the reference under another name gives no medium or major finding and no difference."""
-    from tiny_bert import WORDS
+    from helpers.tiny_bert import WORDS
     import torch
     import transformers
 
@@ -145,7 +144,7 @@ def test_percentages_and_margins_out_of_range_exit_2_before_any_work(tmp_path, c
 def test_named_language_models_are_checked_in_every_study_of_their_plan(tmp_path):
     """The language models' plan (LM invariances, selfcheck, layers) with a named target and a
     path: every study reports them by the name compare looks for."""
-    from tiny_lm import SENTENCES, save_lm
+    from helpers.tiny_lm import SENTENCES, save_lm
 
     dirs = [str(save_lm(tmp_path / f"lm{seed}", seed)) for seed in (0, 1)]
     text = tmp_path / "c.txt"

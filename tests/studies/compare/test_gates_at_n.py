@@ -14,7 +14,7 @@ from perturblab.errors import InputError
 from perturblab.measures.stats import discordant_difference_ci
 from perturblab.studies.compare.checks import best_case, least_n, passes_at_best, run_checks, run_equivalence
 from perturblab.studies.compare.plan import make_plan
-from compare_helpers import args_of, estimate, share
+from helpers.compare import args_of, estimate, share
 
 Z95 = 1.959963984540054
 

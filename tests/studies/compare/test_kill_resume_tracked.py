@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import TESTS
 
 from perturblab.history.store import open_history
 
@@ -29,10 +30,11 @@ pytestmark = pytest.mark.slow  # five to six comparisons, each a process of its 
 DRIVER = """
 import os, signal, sys
 sys.path.insert(0, sys.argv[1])
-import pytest, compare_helpers
+import pytest
+from helpers.compare import make_costs_tiny
 from perturblab.cli import main
 patch = pytest.MonkeyPatch()
-compare_helpers.tiny_costs.__wrapped__(patch)
+make_costs_tiny(patch)
 where, _, k = os.environ.get("KILL_AT", "").partition(":")
 calls = [0]
 def cut(owner, name, after):
@@ -61,7 +63,7 @@ def _compare(root: Path, history: str, store: str, kill: str = "") -> subprocess
             "invariances,robustness", "--synonyms", "wordnet", "--budget", "10m", "--out", str(root / "out"),
             "--quiet", "--history", str(root / history), "--release", "r1", "--mlflow", f"sqlite:///{root / store}"]
     env = {**os.environ, "KILL_AT": kill}
-    return subprocess.run([sys.executable, "-c", DRIVER, str(Path(__file__).parent), *argv], env=env,
+    return subprocess.run([sys.executable, "-c", DRIVER, str(TESTS), *argv], env=env,
                           capture_output=True, text=True, timeout=600)
 
 

@@ -8,7 +8,6 @@ import pytest
 import perturblab as pl
 from perturblab.core.console import bar_name, named_by
 from perturblab.models import resolve
-from compare_helpers import tiny_costs  # noqa: F401
 
 
 def test_bars_and_lines_are_named_by_their_study():

@@ -13,7 +13,7 @@ import yaml
 import perturblab as pl
 from perturblab.cli import main
 from perturblab.studies.compare.plan import make_plan
-from compare_helpers import args_of, tiny_costs  # noqa: F401
+from helpers.compare import args_of
 
 WORDS = {"happy": ["great", "lovely", "sturdy", "excellent"], "sad": ["broke", "awful", "cracked", "useless"]}
 

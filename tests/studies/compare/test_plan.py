@@ -13,7 +13,7 @@ from perturblab.errors import InputError
 from perturblab.studies.compare.config import duration, threshold
 from perturblab.studies.compare.model_costs import model_kind
 from perturblab.studies.compare.plan import CLASSIFIER, LANGUAGE_MODEL, cost_of, make_plan
-from compare_helpers import args_of, share
+from helpers.compare import args_of
 
 
 def test_the_kind_of_each_packaged_model():
@@ -281,3 +281,18 @@ def test_the_plan_says_from_which_rate_a_finding_is_levelled_medium():
     table = plan.table()
     assert f"medium from {100 * inv.medium_from:.1f} %" in table
     assert "when the changes all go one way (changes both ways need more)" in table
+
+
+def test_a_part_giving_an_option_its_study_lacks_is_one_error_naming_both(tmp_path):
+    """A part's options are the study's: one the study does not take ends the comparison in an
+    InputError naming the part's folder, the study and the option, not in a TypeError."""
+    from perturblab.errors import InputError
+    from perturblab.studies.compare.plan import Planned
+
+    good = Planned("invariances", "scope", {"reference": "tfidf-lr", "targets": "minilm-l3", "n": 20}, 60.0)
+    assert good.study_args(tmp_path / "a", quiet=True).n == 20
+    bad = Planned("invariances", "scope", {"reference": "tfidf-lr", "sample_size": 20, "nope": 1}, 60.0)
+    with pytest.raises(InputError) as e:
+        bad.study_args(tmp_path / "b", quiet=True)
+    assert str(e.value).startswith("invariances: the study 'scope''s part in compare gives options it does not "
+                                   "take (nope, sample_size)")

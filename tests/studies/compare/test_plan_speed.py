@@ -16,7 +16,7 @@ from perturblab.models.speed import Speed, count_parameters, measure_speed
 from perturblab.studies.compare.config import duration
 from perturblab.studies.compare.model_costs import BASELINE, model_params
 from perturblab.studies.compare.plan import CLASSIFIER, LANGUAGE_MODEL, cost_of, make_plan
-from compare_helpers import args_of
+from helpers.compare import args_of
 
 
 def _speeds(monkeypatch, rates):
@@ -138,7 +138,7 @@ def test_the_speed_of_a_language_model_is_measured_where_it_runs_and_kept(tmp_pa
     import torch
 
     from perturblab.core.placement import placement
-    from tiny_lm import save_lm, tiny_lm
+    from helpers.tiny_lm import save_lm, tiny_lm
 
     monkeypatch.setenv("PERTURBLAB_SPEEDS", str(tmp_path / "speeds.json"))
     monkeypatch.setattr(speed_module, "UNSTEADY", float("inf"))  # kept however busy the machine is (tests share it)

@@ -6,41 +6,21 @@ words of ``--history``), a read-only file store; and a run that cannot be logged
 
 from __future__ import annotations
 
-import importlib.util
+import logging
 import os
 import socket
-import sys
 import threading
 import time
-from pathlib import Path
 
 import pytest
-from compare_helpers import tiny_costs  # noqa: F401 - a fixture
+from helpers.permissions import permissions_apply
+from helpers.pg_server import PASSWORD, USER
 
 from perturblab.cli import main
 from perturblab.errors import InputError
 from perturblab.studies.compare import tracker
 
 mlflow = pytest.importorskip("mlflow", reason="the mlflow extra is not installed (./setup.sh installs it)")
-
-
-def _history_faults():
-    """The history's fault tests, for their PostgreSQL server with a password user (``pg``) and
-    their way past root's file-permission override (``permissions_apply``)."""
-    folder = Path(__file__).parents[2] / "history"
-    sys.path.insert(0, str(folder))
-    try:
-        spec = importlib.util.spec_from_file_location("history_faults_for_tracker", folder / "test_history_faults.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(folder))
-    return module
-
-
-_faults = _history_faults()
-pg = _faults.pg  # a fixture: database name -> its URL, as a user with a password
-permissions_apply, PASSWORD, USER = _faults.permissions_apply, _faults.PASSWORD, _faults.USER
 
 
 def _compare(out, *extra):
@@ -269,7 +249,7 @@ def test_a_store_that_fails_while_the_run_is_logged_is_one_line_and_the_run_is_m
     assert run.info.status == "FAILED"
 
 
-def test_the_line_naming_the_logged_run_hides_the_password(monkeypatch, capsys):
+def test_the_line_naming_the_logged_run_hides_the_password(monkeypatch, caplog):
     from types import SimpleNamespace
 
     from perturblab.studies.compare import function, tracker
@@ -279,6 +259,7 @@ def test_the_line_naming_the_logged_run_hides_the_password(monkeypatch, capsys):
     monkeypatch.setattr(tracker, "log_compare", lambda *a, **k: "run42")
     args = CompareArgs(reference="tfidf-lr", targets="t=tfidf-lr", out="/tmp/unused", mlflow=uri)
     result = SimpleNamespace(args=args, out=None, plan=SimpleNamespace(kind="classifier"))
+    caplog.set_level(logging.INFO, logger="perturblab")
     function.record(result, saved=False)
-    err = capsys.readouterr().err
+    err = "\n".join(caplog.messages)  # what the command prints, one line each
     assert "mlflow: run run42 at postgresql://writer:***@127.0.0.1:5432/mlflow" in err and "s3cret-pw" not in err

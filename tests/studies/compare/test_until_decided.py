@@ -6,6 +6,7 @@ is open, and each round is said and kept."""
 
 from __future__ import annotations
 
+import logging
 import math
 
 import numpy as np
@@ -17,7 +18,7 @@ from perturblab.studies.compare import function
 from perturblab.studies.part import CLASSIFIER
 from perturblab.studies.compare.plan import make_plan
 from perturblab.studies.compare.severity import Severity, assign_levels, rate_finding
-from compare_helpers import args_of, share
+from helpers.compare import args_of, share
 
 ALPHA = 0.05
 
@@ -170,14 +171,15 @@ def test_a_spent_budget_stops_the_rounds_and_undecided_fail_exits_one(tmp_path, 
     assert quiet.exit_code() == 0
 
 
-def test_the_run_says_each_round(tmp_path, simulated, capsys):
+def test_the_run_says_each_round(tmp_path, simulated, caplog):
     rates = {"clean=tfidf-lr": 0.0}
     clock = simulated
     clock["rates"] = rates
     args = args_of(reference="tfidf-lr", targets="clean=tfidf-lr", studies="invariances", until="decided",
                    budget="10m", out=str(tmp_path / "o"))
+    caplog.set_level(logging.INFO, logger="perturblab")
     result = function.run_compare(args, _first_round(args, clock))
-    err = capsys.readouterr().err
+    err = "\n".join(caplog.messages)  # what the command prints, one line each
     lines = [line for line in err.splitlines() if line.startswith("round ")]
     assert len(lines) == len(result.rounds) and lines[0].startswith("round 1: 0 of 1 findings decided (invariances n = ")
     assert lines[-1].startswith(f"round {len(result.rounds)}: 1 of 1 findings decided")

@@ -14,7 +14,7 @@ from perturblab.studies.compare.plan import CLASSIFIER, LANGUAGE_MODEL
 from perturblab.studies.compare.checks import run_checks
 from perturblab.studies.compare.keys import check_margin, check_metrics, check_range
 from perturblab.studies.compare.verdict import findings, study_verdicts, to_json
-from compare_helpers import args_of, estimate, share
+from helpers.compare import args_of, estimate, share
 
 
 def test_invariance_verdict_ranks_only_beyond_the_intervals_and_shows_flags_beside_their_numbers():

@@ -12,7 +12,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-import tiny_bert  # noqa: E402
+from helpers import tiny_bert  # noqa: E402
 from perturblab.cli import main  # noqa: E402
 from perturblab.data import Dataset  # noqa: E402
 from perturblab.measures.layerwise import PAIRWISE  # noqa: E402

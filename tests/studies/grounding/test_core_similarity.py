@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import perturblab as pl
-from conftest import count_cells
+from helpers.observe import count_cells
 
 
 class Counts:

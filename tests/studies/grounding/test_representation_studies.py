@@ -18,7 +18,7 @@ from perturblab.models import presets  # noqa: E402
 from perturblab.models.finetune import FinetuneConfig  # noqa: E402
 from perturblab.models.hf import HFEncoder  # noqa: E402
 from perturblab.models.states import layer_states  # noqa: E402
-from tiny_bert import FILL, NEG, POS, tokenizer  # noqa: E402
+from helpers.tiny_bert import FILL, NEG, POS, tokenizer  # noqa: E402
 
 def _encoder(seed: int, layers: int, name: str):
     def make():

@@ -5,7 +5,7 @@ encoded, with advice the data can follow: more data when the data holds too few 
 from __future__ import annotations
 
 import pytest
-import tiny_bert
+from helpers import tiny_bert
 
 import perturblab as pl
 from perturblab.errors import InputError

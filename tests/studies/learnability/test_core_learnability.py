@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 import perturblab as pl
-from conftest import count_cells
+from helpers.observe import count_cells
 from perturblab.cli import main
 
 

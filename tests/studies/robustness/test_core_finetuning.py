@@ -14,8 +14,8 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-import tiny_bert  # noqa: E402
-from conftest import record_calls  # noqa: E402
+from helpers import tiny_bert  # noqa: E402
+from helpers.observe import record_calls  # noqa: E402
 from perturblab.cli import main  # noqa: E402
 from perturblab.measures.similarity import linear_cka  # noqa: E402
 from perturblab.models.states import layer_states  # noqa: E402

@@ -13,8 +13,8 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-import tiny_bert  # noqa: E402
-from conftest import record_calls  # noqa: E402
+from helpers import tiny_bert  # noqa: E402
+from helpers.observe import record_calls  # noqa: E402
 from perturblab.cli import main  # noqa: E402
 from perturblab.studies.robustness.layer_probes import LayerProbeStudy, layer_probes  # noqa: E402
 from perturblab.studies.robustness.layer_probes.result import FILES  # noqa: E402

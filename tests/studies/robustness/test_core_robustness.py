@@ -7,7 +7,7 @@ import json
 import numpy as np
 
 import perturblab as pl
-from conftest import count_cells
+from helpers.observe import count_cells
 from perturblab.cli import main
 from perturblab.models import CallableClassifier
 

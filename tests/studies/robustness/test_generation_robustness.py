@@ -128,7 +128,7 @@ def test_config_errors(tmp_path):
 
 
 def test_tiny_causal_lm_through_the_same_api(tmp_path, pairs_file, torch_one_thread):
-    from tiny_lm import tiny_lm
+    from helpers.tiny_lm import tiny_lm
 
     lm = tiny_lm()
     cfg = GenerationArgs(models="tiny", data=str(pairs_file), source_column="article", reference_column="summary",
@@ -140,7 +140,7 @@ def test_tiny_causal_lm_through_the_same_api(tmp_path, pairs_file, torch_one_thr
 
 
 def test_cli_generation_end_to_end(tmp_path, pairs_file, capsys, monkeypatch):
-    from tiny_lm import tiny_lm
+    from helpers.tiny_lm import tiny_lm
 
     from perturblab.cli import main
 

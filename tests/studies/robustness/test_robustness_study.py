@@ -266,7 +266,7 @@ def test_model_names_and_sources():
 def test_no_reproduction_config_stops_a_fine_tune_on_the_clock():
     """Every fine-tune of reproductions/ runs a fixed number of epochs (max_seconds null), so a busy
     machine cannot change the published numbers; Fig. 1's is the documented 2 epochs."""
-    from conftest import ROOT
+    from helpers import ROOT
     from perturblab.runs.config import load_config
 
     configs = sorted((ROOT / "reproductions").glob("*.yaml"))

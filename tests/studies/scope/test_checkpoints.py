@@ -13,7 +13,7 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from conftest import count_cells  # noqa: E402
+from helpers.observe import count_cells  # noqa: E402
 from perturblab.cli import main  # noqa: E402
 from perturblab.data.examples import Dataset, Example  # noqa: E402
 from perturblab.errors import InputError  # noqa: E402

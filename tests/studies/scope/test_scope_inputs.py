@@ -10,7 +10,8 @@ import sqlite3
 import numpy as np
 import pytest
 
-from conftest import LexiconClassifier, write_marker_csv
+from helpers.lexicon import LexiconClassifier
+from helpers.marker_data import write_marker_csv
 from perturblab.data import Dataset, Example
 from perturblab.errors import InputError
 from perturblab.core.entry import run

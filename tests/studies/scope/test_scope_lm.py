@@ -20,7 +20,7 @@ from perturblab.measures.scope_lm import (DEFAULT_LM_CUTOFF, check_shared_vocabu
                                           gap_iid_token_accuracy, hard_scope_lm, lm_sample_terms,
                                           lm_scope_metrics, soft_scope_lm, soft_scope_lm_terms,
                                           token_accuracy, token_accuracy_counts)
-from tiny_lm import tiny_causal_model, train_tokenizer
+from helpers.tiny_lm import tiny_causal_model, train_tokenizer
 from perturblab.core.entry import run as entry_run
 from perturblab.studies.scope.config import LMScopeArgs
 from perturblab.studies.scope.lm import (LMScopeStudy, NextTokenClassifier,
@@ -58,10 +58,8 @@ def tiny_lm(tokenizer, seed=0, name="tiny", noise=0.0, like=None):
     return HFCausalLM(model, tokenizer, name=name)
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread(torch_one_thread):
-    """Tiny models run fastest on one thread (and far faster when the CPUs are shared)."""
-    yield
+#: tiny models run fastest on one thread (and far faster when the CPUs are shared)
+pytestmark = pytest.mark.usefixtures("torch_one_thread")
 
 
 @pytest.fixture(scope="module")

@@ -9,14 +9,15 @@ import json
 import numpy as np
 import pytest
 
-from conftest import LexiconClassifier, count_cells
+from helpers.lexicon import LexiconClassifier
+from helpers.observe import count_cells
 from perturblab.data import Dataset, Example
 import perturblab as pl
 from perturblab.errors import InputError
 from perturblab.core.store import ResultStore
 from perturblab.core.entry import run
 from perturblab.studies.scope import ScopeArgs, ScopeStudy, summarise
-from lexicon_splits import make_splits, models
+from helpers.lexicon import make_splits, models
 
 
 class Crashing:
@@ -161,8 +162,8 @@ def test_another_model_under_the_same_name_is_not_served_stale_results(tmp_path)
 
 
 def test_a_model_directory_retrained_in_place_is_recomputed(tmp_path):
-    from tiny_classifier import WORDS as CLI_WORDS
-    from tiny_classifier import tiny_model_dir
+    from helpers.tiny_classifier import WORDS as CLI_WORDS
+    from helpers.tiny_classifier import tiny_model_dir
 
     rng = np.random.default_rng(0)
     examples = [Example(" ".join(["the", *rng.choice(CLI_WORDS[:15], size=6), "."]), i % 2) for i in range(60)]
@@ -223,8 +224,8 @@ def test_a_corrupt_or_newer_store_is_one_clear_error(tmp_path):
 def test_python_api_save_writes_what_the_cli_writes(tmp_path):
     """pl.scope(...).save(dir) and `perturblab scope` give the same files, byte for byte (but the
     metrics table's run id column and the figures' bytes, which hold no numbers of their own)."""
-    from tiny_classifier import WORDS as CLI_WORDS
-    from tiny_classifier import tiny_model_dir
+    from helpers.tiny_classifier import WORDS as CLI_WORDS
+    from helpers.tiny_classifier import tiny_model_dir
 
     from perturblab.cli import main
 

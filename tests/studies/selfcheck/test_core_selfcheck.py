@@ -5,10 +5,10 @@ the command writes."""
 from __future__ import annotations
 
 import perturblab as pl
-from conftest import count_cells
+from helpers.observe import count_cells
 from perturblab.cli import main
 from perturblab.data.corpus import Corpus
-from tiny_lm import SENTENCES, save_lm, tiny_lm
+from helpers.tiny_lm import SENTENCES, save_lm, tiny_lm
 
 KW = dict(metrics="negation,entropy", benign_corpus=None, n=8, quiet=True)
 

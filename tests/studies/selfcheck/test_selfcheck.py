@@ -21,8 +21,8 @@ from perturblab.core.entry import run
 from perturblab.studies.selfcheck.config import SelfCheckArgs
 from perturblab.studies.selfcheck.result import SelfCheckResult
 from perturblab.studies.selfcheck.study import SelfCheckStudy, profane_token_ids
-from conftest import count_cells
-from tiny_lm import SENTENCES, tiny_lm
+from helpers.observe import count_cells
+from helpers.tiny_lm import SENTENCES, tiny_lm
 
 LOG = np.log
 
@@ -269,7 +269,7 @@ def test_bad_input_is_reported_clearly(tmp_path):
 
 
 def test_texts_longer_than_the_context_window_are_skipped(tmp_path, caplog):
-    from tiny_lm import tiny_causal_model, tiny_tokenizer
+    from helpers.tiny_lm import tiny_causal_model, tiny_tokenizer
     from perturblab.models.lm import HFCausalLM
 
     short = HFCausalLM(tiny_causal_model(len(tiny_tokenizer()), max_positions=47), tiny_tokenizer(), name="short")
@@ -280,7 +280,7 @@ def test_texts_longer_than_the_context_window_are_skipped(tmp_path, caplog):
 
 def test_cli_selfcheck_on_a_local_model_and_text_file(tmp_path, capsys):
     from perturblab.cli import main
-    from tiny_lm import tiny_causal_model, tiny_tokenizer
+    from helpers.tiny_lm import tiny_causal_model, tiny_tokenizer
 
     model_dir = tmp_path / "tiny"
     tiny_causal_model(len(tiny_tokenizer())).save_pretrained(model_dir)

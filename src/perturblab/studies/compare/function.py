@@ -4,8 +4,8 @@ through the one entry, the verdicts; its result saves ``compare.json`` and the r
 from __future__ import annotations
 
 import json
+import logging
 import math
-import sys
 import tempfile
 import time
 from dataclasses import replace
@@ -19,15 +19,18 @@ from ...core.files import all_or_nothing, atomic_write_bytes, atomic_write_text
 from ...core.lock import output_lock
 from ...core.placement import placement
 from ...core.study import StudyResult
+from ...errors import warn
 from .config import CompareArgs
 from ..part import CLASSIFIER
-from .plan import Plan, make_plan
+from .plan import Plan, PlanWarning, make_plan
 from ...report.html import MANIFEST, render_report
 from ...report.html_compare import COMPARE_FILE
 from .checks import Check, run_checks, run_equivalence
 from .rounds import anytime_estimate, run_rounds
 from .keys import check_range
 from .verdict import Verdict, findings, grade, pool_flags, study_verdicts, summary, to_json
+
+log = logging.getLogger(__name__)
 
 #: what compare.json and the report say of the error rates of the verdicts and checks
 ERROR_RATES = ("Levels (medium, major) and score differences: a 5 % family-wise error rate over each target's "
@@ -213,7 +216,7 @@ class CompareResult(StudyResult):
     save._all_or_nothing = True  # type: ignore[attr-defined]  # its own: the report reads the staged files
 
 
-@study_function("perturblab.studies.compare.config:CompareArgs")
+@study_function(CompareArgs)
 def compare(args: CompareArgs, given: Mapping[str, Any]) -> CompareResult:
     """Compare ``targets`` (a comma list, or a list) with ``reference``: run the studies their
     kind supports, sized to ``budget``, each into ``out/<study>`` through the one entry (a re-run,
@@ -253,7 +256,7 @@ def compare(args: CompareArgs, given: Mapping[str, Any]) -> CompareResult:
         notes = check_labels(args.history, {args.release or "": dict(zip(args.target_labels(), args.target_names()))})
         if not args.quiet:
             for note in notes:
-                print(note, file=sys.stderr, flush=True)
+                log.info(note)
     if args.mlflow:  # and a tracking store that cannot be opened, before any model is loaded
         from .tracker import experiment_id
 
@@ -307,8 +310,9 @@ def record(result: CompareResult, *, saved: bool) -> None:
     """Append ``result`` to its ``--history`` and log it to ``--mlflow``, after saving its files
     into its directory when that is kept (``saved``: the history links its report, MLflow logs
     ``compare.json`` and the report); in a temporary directory the history holds no report. The
-    line naming the release appended and the MLflow run is printed under ``quiet`` too: it is a
-    result, not progress."""
+    line naming the release appended and the MLflow run is logged (INFO) under ``quiet`` too: it
+    is a result, not progress; a release not appended for a conflict is a
+    :class:`~perturblab.history.store.ReleaseConflictWarning`."""
     from .release import compare_release
     from ...models.resolve import loaded_fingerprints
 
@@ -320,21 +324,20 @@ def record(result: CompareResult, *, saved: bool) -> None:
     role = "classifier" if result.plan.kind == CLASSIFIER else "language_model"  # the studies' role, always loaded
     fingerprints = {spec: loaded_fingerprints(spec, role) for spec in [args.reference or "", *args.target_names()]}
     if args.history:
-        from ...history.store import append_releases
+        from ...history.store import ReleaseConflictWarning, append_releases
 
         release = compare_release(result, args.release or "", fingerprints=fingerprints, report=report)
         (added,), conflicts = append_releases(args.history, [release])
         for conflict in conflicts:
-            print(f"warning: {conflict}", file=sys.stderr, flush=True)
-        if not conflicts:  # a result, not progress: printed under --quiet too (a CI log keeps it); no password
-            print(f"history: release {release.label} {'appended to' if added else 'stored already in'} "
-                  f"{hide_password(args.history)}" + ("" if added else "; nothing added"), file=sys.stderr, flush=True)
+            warn(conflict, ReleaseConflictWarning)
+        if not conflicts:  # a result, not progress: said under --quiet too (a CI log keeps it); no password
+            log.info(f"history: release {release.label} {'appended to' if added else 'stored already in'} "
+                     f"{hide_password(args.history)}" + ("" if added else "; nothing added"))
     if args.mlflow:
         from .tracker import log_compare
 
         run_id = log_compare(args.mlflow, result, out, fingerprints=fingerprints)
-        print(f"mlflow: run {run_id} at {hide_password(args.mlflow)}", file=sys.stderr,
-              flush=True)  # a result: under --quiet too
+        log.info(f"mlflow: run {run_id} at {hide_password(args.mlflow)}")  # a result: under --quiet too
 
 
 def what_would_decide(result: CompareResult) -> None:
@@ -384,22 +387,20 @@ def stale_report_removed(out: Path) -> None:
 def run_compare(args: CompareArgs, plan: Plan) -> CompareResult:
     """The comparison of checked options: each study of ``plan`` run and saved into
     ``args.out/<study>``, then the verdicts and checks."""
-    from ...studies.registry import entry
 
     out = check_out(args.out)
     notes = [n for n in (check_range(m, v) for m, v in args.threshold_list()) if n]
     plan.note_stored(out)
     if not args.quiet:
-        print(plan.table(), file=sys.stderr, flush=True)
+        log.info(plan.table())  # its warnings among its lines
         for n in notes:
-            print(n, file=sys.stderr, flush=True)
+            log.info(n)
     else:  # what a CI log needs even when quiet: the plan's warnings (a gate that cannot pass)
         for n in plan.notes:
             if n.startswith("warning:"):
-                print(n, file=sys.stderr, flush=True)
+                warn(n.removeprefix("warning: "), PlanWarning)
     result = CompareResult(args, plan, out=out)
-    planned = {p.name: entry(p.kind).options()(**p.options, out=str(out / p.name), quiet=args.quiet)
-               for p in plan.studies}
+    planned = {p.name: p.study_args(out / p.name, args.quiet) for p in plan.studies}
     for options in planned.values():  # every study's options refused, if at all, before the first one runs
         options.check()
     with output_lock(out, name=".compare.lock", what="the comparison"), placement(*args.placement()):
@@ -432,8 +433,7 @@ def run_planned(result: CompareResult, p: Any, options: Any, planned: float | No
     result.results[p.name] = res
     atomic_write_text(sdir / MANIFEST, p.manifest(finished=True))
     if not args.quiet:
-        print(f"{p.name}: done in {took:.0f} s (planned ~{p.seconds if planned is None else planned:.0f} s)",
-              file=sys.stderr, flush=True)
+        log.info(f"{p.name}: done in {took:.0f} s (planned ~{p.seconds if planned is None else planned:.0f} s)")
 
 
 def judge(result: CompareResult) -> None:

@@ -4,11 +4,14 @@ it runs, or scaled by its parameters."""
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
 from ...errors import InputError
 from ..part import CLASSIFIER, LANGUAGE_MODEL
+
+log = logging.getLogger(__name__)
 
 __all__ = ["EitherKind", "model_kind", "models_kind", "PARAMS", "MEASURED_WITH", "LEAST_RELATIVE", "model_params",
            "BASELINE", "SPEED_ROLE", "measured_cost", "relative_cost"]
@@ -128,9 +131,7 @@ def measured_cost(spec: str, kind: str, plan: Any, quiet: bool = True, retime: b
     from ...models.speed import measure_speed
 
     if spec not in plan.speeds:
-        import sys
-
-        say = None if quiet else (lambda text: print(text, file=sys.stderr, flush=True))
+        say = None if quiet else log.info
         plan.speeds[spec] = measure_speed(spec, SPEED_ROLE[kind], retime=retime, say=say)
     speed = plan.speeds[spec]
     if speed is None:

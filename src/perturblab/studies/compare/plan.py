@@ -22,13 +22,14 @@ estimate; the intervals the run reaches are what to read.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ...errors import InputError
+from ...errors import InputError, PerturblabWarning
 from ...report.html import MANIFEST
 from ...report.plots import safe_name
 from ..given import display_name
@@ -76,6 +77,23 @@ class Planned:
     #: the rate from which a finding is medium for the models' kind
     threshold: float = 0.05
 
+    def study_args(self, out: Path, quiet: bool) -> Any:
+        """The registered study's options for this run, writing to ``out``: an option the study's
+        options lack (a fault of its part in ``compare``, which :func:`perturblab.testing.check_study`
+        finds) is an :class:`InputError` naming the part and the option, not a crash."""
+        from ..registry import entry
+
+        options = entry(self.kind).options()
+        try:
+            return options(**self.options, out=str(out), quiet=quiet)
+        except TypeError as e:
+            fields = {f.name for f in dataclasses.fields(options)}
+            wrong = sorted(k for k in self.options if k not in fields)
+            raise InputError(f"{self.name}: the study {self.kind!r}'s part in compare gives "
+                             + (f"options it does not take ({', '.join(wrong)})" if wrong else str(e))
+                             + "; fix the part, or leave it out with --studies (perturblab.testing.check_study "
+                             "checks a part's options)") from None
+
     def stored(self, folder: Path) -> str | None:
         """What ``folder`` (this study's folder of an earlier run) already holds, in words: the
         samples a finished run of the same options at another size computed (draws nest, so the
@@ -106,6 +124,11 @@ class Planned:
         stopped on the way claims nothing of what it stored)."""
         return json.dumps({"name": self.name, "kind": self.kind, "options": self.options, "finished": finished},
                           indent=2, default=str)
+
+
+class PlanWarning(PerturblabWarning):
+    """A warning of the plan, said before any work: a gate that cannot pass at the planned sizes,
+    a label too rare in the data (:attr:`Plan.notes` that start with ``warning:``)."""
 
 
 @dataclass

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from ...history.store import Release
+from ...history.release import Release
 
 #: options of a comparison that do not make two releases incomparable: which model is the target,
 #: how long the studies may take (samples are nested: a larger budget holds the smaller one's

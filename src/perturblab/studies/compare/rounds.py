@@ -6,12 +6,14 @@ confidence sequences (:mod:`perturblab.measures.sequences`), which hold at every
 
 from __future__ import annotations
 
+import logging
 import math
-import sys
 import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable
+
+log = logging.getLogger(__name__)
 
 def anytime_estimate(e: Any, alpha: float = 0.05) -> Any:
     """``e`` with its 95 % interval replaced by its confidence sequence where it has one (a share
@@ -75,7 +77,6 @@ def run_rounds(result: Any, planned: dict[str, Any], started: float, run: Callab
     (their confidence sequences hold at every look). Each round is recorded in ``result.rounds``
     and said on the console. ``run(result, p, options, planned_seconds)`` runs a planned study and
     ``judge(result)`` sets the verdicts and checks (the comparison's own)."""
-    from ...studies.registry import entry
     from ..part import part_of
     from .plan import _minutes
 
@@ -88,9 +89,9 @@ def run_rounds(result: Any, planned: dict[str, Any], started: float, run: Callab
         result.rounds.append({"round": len(result.rounds) + 1, "sizes": sizes, "seconds": round(seconds, 1),
                               "decided": decided, "findings": len(counted), "stopped": why})
         if not args.quiet:
-            print(f"round {len(result.rounds)}: {decided} of {len(counted)} findings decided ("
-                  + ", ".join(f"{n} n = {k}" for n, k in sizes.items()) + f"; {_minutes(seconds)} of --budget "
-                  f"{_minutes(budget)})" + (f"; {why}" if why else ""), file=sys.stderr, flush=True)
+            log.info(f"round {len(result.rounds)}: {decided} of {len(counted)} findings decided ("
+                     + ", ".join(f"{n} n = {k}" for n, k in sizes.items()) + f"; {_minutes(seconds)} of --budget "
+                     f"{_minutes(budget)})" + (f"; {why}" if why else ""))
 
     growing = [p for p in result.plan.studies if getattr(part_of(p.name), "grows", False)]
     if not growing:  # the plan said so: it ran once
@@ -112,14 +113,13 @@ def run_rounds(result: Any, planned: dict[str, Any], started: float, run: Callab
             if result.rounds:
                 result.rounds[-1]["stopped"] = why
                 if not args.quiet:
-                    print(f"stopped: {result.rounds[-1]['stopped']}", file=sys.stderr, flush=True)
+                    log.info(f"stopped: {result.rounds[-1]['stopped']}")
             return
         for p in growing:
             if p.name in grown:
                 added = (grown[p.name] - p.count) * p.per_sample  # the round's new samples, as planned
                 grow(p, grown[p.name])
-                planned[p.name] = entry(p.kind).options()(**p.options, out=str(Path(result.out) / p.name),
-                                                          quiet=args.quiet)
+                planned[p.name] = p.study_args(Path(result.out) / p.name, args.quiet)
                 planned[p.name].check()
                 run(result, p, planned[p.name], added)
         judge(result)

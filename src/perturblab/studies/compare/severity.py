@@ -358,8 +358,37 @@ def assign_levels(findings: Sequence[Severity], kind: str, alpha: float = ALPHA,
     """
     at = THRESHOLDS[kind]
     counted = [s for s in findings if s.counted()]
-    each = alpha / max(len(counted), 1)
     sequential = [s for s in findings if anytime and s.rate is not None and s.sequence()]
+    _sequence_intervals(sequential, counted, kind, alpha)
+    seq_ids = {id(s) for s in sequential}
+    rest = sum(1 for s in counted if id(s) not in seq_ids)
+    alpha = alpha * rest / len(counted) if sequential and counted else alpha  # what the fixed-n tests keep
+    _test_family(findings, seq_ids, at, anytime)
+    for s in findings:
+        if id(s) in seq_ids:
+            continue
+        if s.rate is None:
+            s.level = s.level or "n/a"
+        elif s.score:  # a repeat of another's cause differs where its interval leaves out 0
+            s.direction = "higher" if s.rate > 0 else "lower" if s.rate < 0 else ""
+            differs = not _holds_zero(s) if s.same_as else s.adjusted.get("differs", 1.0) <= alpha
+            s.level = "differs" if differs else "within noise"
+        else:
+            _rate_level(s, at, alpha)
+    # a repeat of another's cause holds a direction only where the finding it is counted with does
+    held = {f.key: f.direction_held for f in findings if f.counted()}
+    for f in findings:
+        if f.same_as and not f.score:
+            counted_with = held.get(f.same_as.split(" (", 1)[0], "")
+            f.direction_held = counted_with if counted_with == f.direction else ""
+
+
+def _sequence_intervals(sequential: Sequence[Severity], counted: Sequence[Severity], kind: str,
+                        alpha: float) -> None:
+    """Give each of ``sequential`` (the rates with a confidence sequence, under ``anytime``) its
+    confidence sequence at its share of ``alpha`` (``alpha`` / m over the m ``counted``
+    findings; a repeat of another's cause at ``alpha`` itself), as :func:`assign_levels` says."""
+    each = alpha / max(len(counted), 1)
     for s in sequential:
         s.alpha = each if s.counted() else alpha  # a repeat of another's cause shows its own, unadjusted
         s.low, s.high = anytime_interval(s, s.alpha)
@@ -368,9 +397,13 @@ def assign_levels(findings: Sequence[Severity], kind: str, alpha: float = ALPHA,
                       f"{100 * (1 - s.alpha):.2f} % each"
                       + (f", {100 * (1 - alpha):.0f} % over this target's {len(counted)} findings together"
                          if s.counted() and len(counted) > 1 else ""))
-    seq_ids = {id(s) for s in sequential}
-    rest = sum(1 for s in counted if id(s) not in seq_ids)
-    alpha = alpha * rest / len(counted) if sequential and counted else alpha  # what the fixed-n tests keep
+
+
+def _test_family(findings: Sequence[Severity], seq_ids: set[int], at: float, anytime: bool) -> None:
+    """Reset the tests of each of ``findings``; a rate with a confidence sequence (its id in
+    ``seq_ids``) gets its level from its interval (:func:`_sequence_level`), each other counted
+    finding its p-values (medium and major above the threshold ``at`` and twice it for a rate,
+    differs for a score and a tested gap), Holm-adjusted as one family."""
     family: list[tuple[Severity, str, float]] = []
     for s in findings:
         s.p, s.adjusted, s.medium_at = {}, {}, None if s.score else at
@@ -395,48 +428,39 @@ def assign_levels(findings: Sequence[Severity], kind: str, alpha: float = ALPHA,
         family += [(s, h, p) for h, p in s.p.items()]
     for (s, h, _), adj in zip(family, holm([p for _, _, p in family])):
         s.adjusted[h] = adj
-    for s in findings:
-        if id(s) in seq_ids:
-            continue
-        if s.rate is None:
-            s.level = s.level or "n/a"
-            continue
-        gap = _gap(s.key)
-        noise = s.low is not None and s.high is not None and s.low <= 0 <= s.high
-        if s.score:
-            s.direction = "higher" if s.rate > 0 else "lower" if s.rate < 0 else ""
-            if s.same_as:
-                s.level = "differs" if not noise else "within noise"
-            else:
-                s.level = "differs" if s.adjusted.get("differs", 1.0) <= alpha else "within noise"
-            continue
-        s.direction = "worse" if s.rate > 0 else "better" if s.rate < 0 else ""
-        # a finding counted with another keeps its own unadjusted tests for the level it shows
-        tested = _tested(s.key)
-        adj = s.adjusted if not s.same_as else {"medium": p_above(s, at), "major": p_above(s, 2 * at),
-                                                **({"differs": p_gap_differs(s)} if tested else {})}
-        s.direction_held = s.direction if adj.get("differs", 1.0) <= alpha else ""
-        s.shown_above = None
-        if adj.get("major", 1.0) <= alpha:
-            s.level, s.shown_above = "major", 2 * at
-        elif adj.get("medium", 1.0) <= alpha:
-            s.level, s.shown_above = "medium", at
-        elif gap and noise:
-            s.level = "within noise"
-        elif gap and s.high is not None and s.high < 0:
-            s.level = "none (better)" if adj.get("differs", 0.0) <= alpha else "within noise"
-        elif s.high is not None and s.high < at:
-            s.level = "minor"
-        elif s.method == "exact" and s.rate < at:
-            s.level = "minor"
-        else:
-            s.level = "undecided"
-    # a repeat of another's cause holds a direction only where the finding it is counted with does
-    held = {f.key: f.direction_held for f in findings if f.counted()}
-    for f in findings:
-        if f.same_as and not f.score:
-            counted_with = held.get(f.same_as.split(" (", 1)[0], "")
-            f.direction_held = counted_with if counted_with == f.direction else ""
+
+
+def _holds_zero(s: Severity) -> bool:
+    """Whether the interval of ``s`` holds 0 (within noise)."""
+    return s.low is not None and s.high is not None and s.low <= 0 <= s.high
+
+
+def _rate_level(s: Severity, at: float, alpha: float) -> None:
+    """The direction, level and threshold shown above of a rate tested at a fixed n (the module
+    docstring): major or medium where its adjusted test of the threshold (twice ``at`` or ``at``)
+    rejects at ``alpha``, else what its interval shows."""
+    gap, noise = _gap(s.key), _holds_zero(s)
+    s.direction = "worse" if s.rate > 0 else "better" if s.rate < 0 else ""
+    # a finding counted with another keeps its own unadjusted tests for the level it shows
+    tested = _tested(s.key)
+    adj = s.adjusted if not s.same_as else {"medium": p_above(s, at), "major": p_above(s, 2 * at),
+                                            **({"differs": p_gap_differs(s)} if tested else {})}
+    s.direction_held = s.direction if adj.get("differs", 1.0) <= alpha else ""
+    s.shown_above = None
+    if adj.get("major", 1.0) <= alpha:
+        s.level, s.shown_above = "major", 2 * at
+    elif adj.get("medium", 1.0) <= alpha:
+        s.level, s.shown_above = "medium", at
+    elif gap and noise:
+        s.level = "within noise"
+    elif gap and s.high is not None and s.high < 0:
+        s.level = "none (better)" if adj.get("differs", 0.0) <= alpha else "within noise"
+    elif s.high is not None and s.high < at:
+        s.level = "minor"
+    elif s.method == "exact" and s.rate < at:
+        s.level = "minor"
+    else:
+        s.level = "undecided"
 
 
 #: the largest n :func:`n_to_decide` looks for

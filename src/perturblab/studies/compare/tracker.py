@@ -12,7 +12,7 @@ A store that cannot take the run is refused before any work, in one line that na
 tracking server that does not answer (asked once, for at most :data:`REACH_SECONDS`), a database
 that refuses the connection or the write (checked with a write rolled back at once), a SQLite
 file or a file store whose folder does not exist or cannot be written (the rule of ``--history``,
-:func:`~perturblab.history.store.writable_file`). A run that cannot be logged after the work is
+:func:`~perturblab.history.database.writable_file`). A run that cannot be logged after the work is
 one line too, and marked failed where it was begun.
 """
 
@@ -112,7 +112,7 @@ def _password(uri: str) -> str | None:
 def _reason(e: BaseException, uri: str) -> str:
     """The cause of ``e`` in a few words: the system's reason for a request that failed
     (``Connection refused``), else its first line; no password."""
-    from ...history.store import fault_line
+    from ...history.database import fault_line
 
     text = str(getattr(e, "orig", None) or e).strip()
     said = re.search(r"\[Errno -?\d+\] ([^'\"()]+)", text)
@@ -126,7 +126,7 @@ def _reason(e: BaseException, uri: str) -> str:
 def _refused(uri: str, doing: str, e: BaseException) -> InputError:
     """The one line that says ``doing`` with the store ``uri`` failed on ``e``: the reason
     (:func:`_reason`) and what to do about it."""
-    from ...history.store import fault_fix as database_fix
+    from ...history.database import fault_fix as database_fix
 
     reason, kind = _reason(e, uri), _scheme(uri)
     if "MLFLOW_ALLOW_FILE_STORE" in str(e):  # MLflow 3 refuses a file store unless told to open one
@@ -153,7 +153,7 @@ def _as_mlflow(e: InputError, given: str, uri: str, store: str) -> InputError:
 def _local_path(uri: str) -> Path | None:
     """The file of a ``sqlite:///`` store or the folder of a file store (``file:`` or a path), or
     None (another store, SQLite in memory)."""
-    from ...history.store import sqlite_file
+    from ...history.database import sqlite_file
 
     if _scheme(uri) == "file":
         return Path(unquote(urlparse(uri).path) if uri.lower().startswith("file:") else uri).expanduser()
@@ -168,7 +168,7 @@ def check_store(uri: str) -> None:
     can be written; a database is connected to (for at most :data:`REACH_SECONDS`) and, once it
     holds MLflow's tables, a write is tried and rolled back at once. A tracking server is asked
     by :func:`experiment_id`."""
-    from ...history.store import history_url, writable_file
+    from ...history.database import history_url, writable_file
 
     path = _local_path(uri)
     if path is not None and _scheme(uri) == "sql":

@@ -19,7 +19,7 @@ def _variants(variants: str | Sequence[Any]) -> tuple[list[str], dict[str, Any]]
     return model_list(variants, option="--variants", prefix="variant", what="encoder")
 
 
-@study_function("perturblab.studies.grounding.config:GroundingArgs")
+@study_function(GroundingArgs)
 def grounding(args: GroundingArgs, given: Mapping[str, Any]) -> GroundingStudyResult:
     """Which similarity measures track functionality (the ``grounding`` command; Ding et al. 2021,
     Table 1 and the warm-up tests of Figs. 1–2).

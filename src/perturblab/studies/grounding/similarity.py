@@ -63,7 +63,7 @@ def _matrices(enc_a: Any, enc_b: Any, inputs: Sequence[TextInput], measures: Seq
     on-disk state cache)."""
     la = layer_states(enc_a, inputs, pooling_a, chunk_size=chunk_size, progress=progress)
     lb = layer_states(enc_b, inputs, pooling_b, chunk_size=chunk_size, progress=progress)
-    log.info("comparing %d x %d layers under %s", len(la), len(lb), ", ".join(measures))
+    log.debug("comparing %d x %d layers under %s", len(la), len(lb), ", ".join(measures))
     return {m: np.asarray(mat, dtype=float).tolist() for m, mat in similarity_matrix(la, lb, list(measures)).items()}
 
 
@@ -206,7 +206,7 @@ def streamed_minibatch_cka(enc_a: Any, enc_b: Any, inputs: Sequence[TextInput], 
     for (rows_a, xa), (rows_b, xb) in zip(it_a, it_b):
         assert rows_a == rows_b
         if rows_a.stop - rows_a.start < 4:
-            log.info("skipping a final minibatch of %d inputs (the unbiased HSIC needs 4)", rows_a.stop - rows_a.start)
+            log.debug("skipping a final minibatch of %d inputs (the unbiased HSIC needs 4)", rows_a.stop - rows_a.start)
             continue
         acc = acc or MinibatchCKA(len(xa), len(xb))
         acc.update(xa, xb)

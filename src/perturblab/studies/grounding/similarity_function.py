@@ -7,13 +7,13 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Mapping
 
 from ...core.entry import run, study_function
+from .config import SimilarityArgs
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .config import SimilarityArgs
     from .similarity import SimilarityResult
 
 
-@study_function("perturblab.studies.grounding.config:SimilarityArgs")
+@study_function(SimilarityArgs)
 def similarity(args: "SimilarityArgs", given: Mapping[str, Any]) -> "SimilarityResult":
     """Layer × layer representation similarity of two models on the same inputs (the
     ``similarity`` command): CKA, CCA, PWCCA, Procrustes … for every pair of layers.

@@ -7,13 +7,13 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from ...core.entry import run, study_function
 from ...errors import InputError
+from .config import LearnabilityArgs
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .config import LearnabilityArgs
     from .study import LearnabilityResult
 
 
-@study_function("perturblab.studies.learnability.config:LearnabilityArgs")
+@study_function(LearnabilityArgs)
 def learnability(args: "LearnabilityArgs", given: Mapping[str, Any]) -> "LearnabilityResult":
     """Perturbation learnability, robustness and post-augmentation gain (learnability paper,
     Tables 2-3; the ``learnability`` command).

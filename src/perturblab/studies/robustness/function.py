@@ -9,14 +9,14 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from ...core.entry import run, study_function
 from ..given import model_list
+from .config import GenerationArgs, RobustnessArgs
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .config import GenerationArgs, RobustnessArgs
     from .generation import GenerationResult
     from .study import RobustnessResult
 
 
-@study_function("perturblab.studies.robustness.config:RobustnessArgs")
+@study_function(RobustnessArgs)
 def robustness(args: "RobustnessArgs", given: Mapping[str, Any]) -> "RobustnessResult":
     """Relative robustness of classifiers or regressors to perturbations (robustness paper,
     Tables 1 and 3; the ``robustness`` command).
@@ -58,7 +58,7 @@ def robustness(args: "RobustnessArgs", given: Mapping[str, Any]) -> "RobustnessR
                address=args.address, num_cpus=args.num_cpus, quiet=args.quiet)
 
 
-@study_function("perturblab.studies.robustness.config:GenerationArgs")
+@study_function(GenerationArgs)
 def generation(args: "GenerationArgs", given: Mapping[str, Any]) -> "GenerationResult":
     """Robustness of generated summaries to perturbed sources (robustness paper Sec. 3.3-3.4,
     Table 4; the ``generation`` command): ROUGE F of greedy generations from clean and perturbed

@@ -43,7 +43,7 @@ from .study import ScopeStudy
 from .tables import FLAG_LEGEND
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...history.store import Release
+    from ...history.release import Release
 
 log = logging.getLogger(__name__)
 DEFAULT_FRACTIONS = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
@@ -235,7 +235,7 @@ class CheckpointStudy(Study):
 
     def phases(self, ctx: RunContext) -> Iterator[Phase]:
         for study in self._studies:
-            log.info("SCoPE with reference %s: %d target(s)", study.reference, len(study.targets))
+            log.debug("SCoPE with reference %s: %d target(s)", study.reference, len(study.targets))
             yield from study.phases(ctx)
 
     def finish(self, ctx: RunContext) -> "CheckpointResult":
@@ -302,7 +302,7 @@ class CheckpointResult(StudyResult):
         (target ``vs_final``) and the one before (``vs_previous``), with their per-example terms,
         so that one trend page draws the training curve beside the releases. ``options``: the
         study's options, which with the final checkpoint's fingerprint make the releases' setup."""
-        from ...history.store import Release
+        from ...history.release import Release
 
         subjects = {f"{r['checkpoint']} (reference {r['reference']})": (r["checkpoint"], r["comparison"])
                     for r in self.rows}

@@ -4,23 +4,24 @@ and ``checkpoints``.
 
 from __future__ import annotations
 
-import sys
-
+import logging
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Mapping
 
 from ...core.entry import run, study_function
-from ...errors import InputError
+from ...errors import InputError, warn
 from ..given import models_of, names_of, search_splits
+from .config import CheckpointsArgs, LMScopeArgs, ScopeArgs
 
 if TYPE_CHECKING:  # pragma: no cover
     from .checkpoints import CheckpointResult
-    from .config import CheckpointsArgs, LMScopeArgs, ScopeArgs
     from .lm import LMScopeResult
     from .result import ScopeResult
 
+log = logging.getLogger(__name__)
 
-@study_function("perturblab.studies.scope.config:ScopeArgs")
+
+@study_function(ScopeArgs)
 def scope(args: "ScopeArgs", given: Mapping[str, Any]) -> "ScopeResult":
     """Shared invariances of ``targets`` with ``reference`` (SCoPE; the ``scope`` command).
 
@@ -75,7 +76,7 @@ def scope(args: "ScopeArgs", given: Mapping[str, Any]) -> "ScopeResult":
                quiet=args.quiet)
 
 
-@study_function("perturblab.studies.scope.config:LMScopeArgs")
+@study_function(LMScopeArgs)
 def scope_lm(args: "LMScopeArgs", given: Mapping[str, Any]) -> "LMScopeResult":
     """Shared invariances of language models (SCoPE App. G; the ``scope-lm`` command).
 
@@ -114,7 +115,7 @@ def scope_lm(args: "LMScopeArgs", given: Mapping[str, Any]) -> "LMScopeResult":
     return run(study, given["out"], quiet=args.quiet)
 
 
-@study_function("perturblab.studies.scope.config:CheckpointsArgs")
+@study_function(CheckpointsArgs)
 def checkpoints(args: "CheckpointsArgs", given: Mapping[str, Any]) -> "CheckpointResult":
     """Shared invariances over the checkpoints of one training run (SCoPE App. D; the
     ``checkpoints`` command).
@@ -178,14 +179,14 @@ def checkpoints(args: "CheckpointsArgs", given: Mapping[str, Any]) -> "Checkpoin
                                     for i, c in enumerate(study.checkpoints)})
     result = run(study, given["out"], quiet=args.quiet)
     if args.history:
-        from ...history.store import append_releases
+        from ...history.store import ReleaseConflictWarning, append_releases
 
         added, conflicts = append_releases(args.history, result.releases(args.release or "", args.study_options()))
         for c in conflicts:
-            print(f"warning: {c}", file=sys.stderr, flush=True)
+            warn(c, ReleaseConflictWarning)
         if not args.quiet:
             from ...core.faults import hide_password
 
-            print(f"history: {sum(added)} of {len(added)} checkpoints appended to {hide_password(args.history)} as "
-                  f"{args.release}/<checkpoint>", file=sys.stderr, flush=True)
+            log.info(f"history: {sum(added)} of {len(added)} checkpoints appended to {hide_password(args.history)} "
+                     f"as {args.release}/<checkpoint>")
     return result

@@ -165,11 +165,7 @@ class LMScopeStudy(Study):
             corpus = load_corpus(self.args.corpus, text_column=self.args.text_column,
                                  split=self.args.corpus_split).filter(*SENTENCE_WORDS)
             if self.progress:  # one console line: how many base sentences were read, and how
-                import sys
-
-                from tqdm.auto import tqdm
-
-                tqdm.write(f"corpus {self.args.corpus}: {corpus.reading}", file=sys.stderr)
+                log.info(f"corpus {self.args.corpus}: {corpus.reading}")
             self._pool = _texts(corpus.sentences, "sentences")
         return self._pool
 

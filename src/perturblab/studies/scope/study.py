@@ -213,7 +213,7 @@ class ScopeStudy(Study):
             for trial in samples:
                 self._fair_ids[trial] = {i for i, _ in samples[trial]
                                          if self._records[("fairness", trial, i)]["status"] == "perturbed"}
-                log.info("fairness, trial %d: %d of %d base samples qualify", trial, len(self._fair_ids[trial]),
+                log.debug("fairness, trial %d: %d of %d base samples qualify", trial, len(self._fair_ids[trial]),
                          len(samples[trial]))
             star = self._search_phase([(cap, trial, [(i, e) for i, e in samples[trial] if i in self._fair_ids[trial]])
                                        for trial in samples for cap in plan if cap in STAR_OF_FAIRNESS], handle)

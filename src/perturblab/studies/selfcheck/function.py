@@ -8,13 +8,13 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from ...core.entry import run, study_function
 from ..given import model_list
+from .config import SelfCheckArgs
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .config import SelfCheckArgs
     from .result import SelfCheckResult
 
 
-@study_function("perturblab.studies.selfcheck.config:SelfCheckArgs")
+@study_function(SelfCheckArgs)
 def selfcheck(args: "SelfCheckArgs", given: Mapping[str, Any]) -> "SelfCheckResult":
     """Self-supervised sensitivity scores of language models on any text (*Bring your own data!*;
     the ``selfcheck`` command): negation, toxicity, long-range context, word order, tokenization

@@ -171,11 +171,7 @@ class SelfCheckStudy(Study):
                             "uses other sentences of it, but the paper wants text without clear truth "
                             "values (e.g. fiction); pass another --benign-corpus", args.corpus)
         if progress and read:  # one console line per corpus read: how many examples, and how
-            import sys
-
-            from tqdm.auto import tqdm
-
-            tqdm.write("\n".join(read), file=sys.stderr)
+            log.info("\n".join(read))
         self.examples = Examples(args, corpus, benign if benign_name else None)
 
     def check_capabilities(self) -> None:
@@ -248,7 +244,7 @@ class SelfCheckStudy(Study):
                 log.warning("%s: %d examples longer than its context window (%d tokens) were skipped",
                             name, skipped, holder.lm.max_length if holder.lm is not None else inner.max_length)
             if phase.computed and getattr(inner, "usage", None) is not None:  # an API model: cost, faults
-                log.info("%s: API usage %s; %d failed attempts (retried or not)", name,
+                log.debug("%s: API usage %s; %d failed attempts (retried or not)", name,
                          inner.usage.as_dict(), len(getattr(inner, "faults", ())))
             if name not in self.models:
                 del inner, holder

@@ -12,7 +12,7 @@ from .result import FinetuningResult
 from .study import FinetuningStudy
 
 
-@study_function("perturblab.studies.robustness.finetuning.config:FinetuningArgs")
+@study_function(FinetuningArgs)
 def finetuning(args: FinetuningArgs, given: Mapping[str, Any]) -> FinetuningResult:
     """How fine-tuning changed each layer of ``base`` (the ``finetuning`` command; robustness paper
     Sec. 3.1, 4.1, Fig. 1): CKA, STIR both ways (and its ceiling), optional text-space STIR, and

@@ -40,7 +40,7 @@ def data_splits(data: "str | Dataset | tuple[Dataset, Dataset]", n_train: int, n
     return str(data), None
 
 
-@study_function("perturblab.studies.robustness.layer_probes.config:LayerProbesArgs")
+@study_function(LayerProbesArgs)
 def layer_probes(args: LayerProbesArgs, given: Mapping[str, Any]) -> LayerProbeResult:
     """Which layers each perturbation affects (the ``layer-probes`` command; robustness paper
     Sec. 4.4): a probe per layer trained on clean states, scored on clean and perturbed inputs.

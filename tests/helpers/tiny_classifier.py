@@ -6,14 +6,15 @@ from __future__ import annotations
 
 import transformers
 
+from helpers.tiny_bert import word_tokenizer
+
 WORDS = ["good", "great", "bad", "awful", "movie", "film", "story", "acting", "plot", "music",
          "terrible", "wonderful", "boring", "exciting", "director", "the", "a", "was", "."]
 
 
 def tiny_model_dir(path, seed):
-    vocab = {t: i for i, t in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS])}
-    tok = transformers.BertTokenizer(vocab=vocab)
-    cfg = transformers.BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2,
+    tok = word_tokenizer(WORDS)
+    cfg = transformers.BertConfig(vocab_size=len(tok), hidden_size=32, num_hidden_layers=2,
                                   num_attention_heads=2, intermediate_size=37, num_labels=2,
                                   id2label={0: "negative", 1: "positive"},
                                   label2id={"negative": 0, "positive": 1})

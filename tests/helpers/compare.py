@@ -1,11 +1,9 @@
 """What the compare tests share: options without a run, estimates made by hand, and sizes made
-tiny so that the command runs in seconds on the packaged models."""
+tiny so that the command runs in seconds on the packaged models (the ``tiny_costs`` fixture)."""
 
 from __future__ import annotations
 
 import dataclasses
-
-import pytest
 
 from perturblab.core.headline import Estimate, wilson_interval
 from perturblab.studies.compare import plan as plan_module
@@ -29,9 +27,9 @@ def share(subject, key, kept, n, flags=()):
                     key=key, flags=tuple(flags))
 
 
-@pytest.fixture
-def tiny_costs(monkeypatch):
-    """The least sizes made tiny, so that the command runs in seconds on the packaged models."""
+def make_costs_tiny(monkeypatch) -> None:
+    """Make every study's least and most sizes 8 (through ``monkeypatch``, a pytest.MonkeyPatch),
+    so that the command runs in seconds on the packaged models."""
     monkeypatch.setattr(plan_module, "cost_of",
                         lambda name, kind, args=None, cost=plan_module.cost_of:
                         dataclasses.replace(cost(name, kind, args), least=8, most=8))

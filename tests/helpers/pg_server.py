@@ -1,9 +1,10 @@
-"""A throwaway PostgreSQL server for the history tests: ``initdb`` into a temporary folder, a
-server on a free loopback port with trust authentication, stopped and removed afterwards.
+"""A throwaway PostgreSQL server for the history and tracking tests: ``initdb`` into a temporary
+folder, a server on a free loopback port with trust authentication (and, in
+:func:`password_server`, a user who logs in with a password), stopped and removed afterwards.
 
 The binaries come from PATH or Debian's ``/usr/lib/postgresql/<version>/bin`` (``./setup.sh
 --postgres`` installs them). PostgreSQL refuses to run as root, so under root the server runs as
-the ``postgres`` user (``runuser``). Without binaries the fixture skips, and fails instead under
+the ``postgres`` user (``runuser``). Without binaries the fixtures (``pg_url``, ``pg``) skip, and fails instead under
 ``PERTURBLAB_REQUIRE_POSTGRES=1`` (which ``.ci/run`` sets)."""
 
 from __future__ import annotations
@@ -93,3 +94,36 @@ def new_database(url: str, name: str) -> str:
         conn.execute(text(f'CREATE DATABASE "{name}"'))
     engine.dispose()
     return url.rsplit("/", 1)[0] + "/" + name
+
+
+#: the password of the PostgreSQL user :func:`password_server` makes: a test checks that it appears
+#: in no output and no file
+PASSWORD = "q7ZrHist0ryPw"
+USER = "writer"
+
+
+def password_server() -> Iterator:
+    """Start a server whose user :data:`USER` logs in with :data:`PASSWORD` over TCP (the
+    superuser ``postgres`` keeps trust, to make databases); yield a function: database name -> the
+    URL of a new database there, as :data:`USER` with its password (its ``admin``: the
+    superuser's URL; its ``port``: the server's port)."""
+    from sqlalchemy import create_engine, text
+
+    for admin in postgres_server():
+        engine = create_engine(admin.replace("postgresql://", "postgresql+psycopg://"), isolation_level="AUTOCOMMIT")
+        with engine.connect() as conn:
+            conn.execute(text(f"CREATE ROLE {USER} LOGIN SUPERUSER PASSWORD '{PASSWORD}'"))
+            hba = Path(conn.execute(text("SHOW hba_file")).scalar())
+            hba.write_text("local all all trust\nhost all postgres 127.0.0.1/32 trust\n"
+                           "host all all 127.0.0.1/32 scram-sha-256\n")
+            conn.execute(text("SELECT pg_reload_conf()"))
+        engine.dispose()
+        port = admin.rsplit(":", 1)[1].split("/")[0]
+
+        def database(name: str) -> str:
+            new_database(admin, name)
+            return f"postgresql://{USER}:{PASSWORD}@127.0.0.1:{port}/{name}"
+
+        database.admin = admin
+        database.port = port
+        yield database

@@ -1,5 +1,6 @@
-"""Tiny BERT encoders built from a config (no download) and a toy sentiment data set: shared by
-the tests of the representation studies on the study core."""
+"""Tiny BERT encoders built from a config (no download), word-level BERT tokenizers, and a toy
+sentiment data set: shared by the tests of the representation studies on the study core and of
+the model backends."""
 
 from __future__ import annotations
 
@@ -14,12 +15,18 @@ FILL = "the film movie plot actors story was is very and it".split()
 WORDS = sorted(set(POS + NEG + FILL))
 
 
-def tokenizer():
-    """A word-level BERT tokenizer over :data:`WORDS`."""
+def word_tokenizer(words):
+    """A word-level BERT tokenizer: ids 0 to 4 the special tokens [PAD], [UNK], [CLS], [SEP] and
+    [MASK], then ``words`` in their order."""
     import transformers
 
-    vocab = {t: i for i, t in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS])}
+    vocab = {t: i for i, t in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words])}
     return transformers.BertTokenizer(vocab=vocab)
+
+
+def tokenizer():
+    """A word-level BERT tokenizer over :data:`WORDS`."""
+    return word_tokenizer(WORDS)
 
 
 def bert(seed: int, layers: int = 2, head: bool = False):
