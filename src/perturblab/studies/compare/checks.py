@@ -26,7 +26,7 @@ from typing import Any, Sequence
 
 from ...core.headline import Estimate, defined, key_matches
 from ..part import GAP, SHARE, key_of
-from .keys import equivalence_keys
+from .keys import equivalence_keys, gap_of
 from .severity import equivalence_interval, least_n_where
 
 @dataclass
@@ -166,7 +166,7 @@ def _equivalence_of(e: Estimate, metric: str, keys: set[str], paired: Sequence[s
     gives one; ``keys``: the target's keys)."""
     if e.key.split(":", 1)[0] not in paired:
         return False
-    return (key_matches(e.key, metric) and f"{e.key}_gap" not in keys) or e.key == f"{metric}_gap"
+    return (key_matches(e.key, metric) and gap_of(e.key) not in keys) or e.key == gap_of(metric)
 
 
 def _difference(e: Estimate, ref: Estimate | None) -> tuple[float | None, float | None, float | None, str]:

@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from ...core.headline import Estimate, Headline
-from ..part import CLASSIFIER, key_of, listed, part_of
+from ..part import CLASSIFIER, GAP, key_of, listed, part_of
+from .keys import gap_of
 from .severity import (LEVELS, Severity, assign_levels, family_note, one_cause, paired_score_difference,
                        rate_finding, score_difference)
 
@@ -116,17 +117,18 @@ def study_verdicts(study: str, headline: Headline, reference: str, targets: Sequ
 def _findings(scores: bool, mine: list[Estimate], theirs: list[Estimate], kind: str) -> list[Severity]:
     """Each estimate's finding against the reference: a rate (share kept, paired gap) or, for a
     study of ``scores`` (the self-supervised scores), the paired difference from the reference's
-    score (its ``_gap`` estimate; without one, from the two scores' intervals taken as
-    independent)."""
+    score (its paired gap estimate, the key's declared :attr:`~perturblab.studies.part.Key.gap`;
+    without one, from the two scores' intervals taken as independent)."""
     by_key = {e.key: e for e in theirs}
-    gaps = {e.key for e in mine if e.key.endswith("_gap")}
+    keys = {e.key for e in mine}
     out = []
     for e in mine:
         found = rate_finding(e, kind)
         if found is None and scores:
-            if e.key in gaps:
+            declared = key_of(e.key)
+            if declared is not None and declared.kind == GAP:
                 found = paired_score_difference(e)
-            elif e.key in by_key and f"{e.key}_gap" not in gaps:
+            elif e.key in by_key and gap_of(e.key) not in keys:
                 found = score_difference(e, by_key[e.key])
         if found is not None:
             out.append(found)
