@@ -102,7 +102,7 @@ def study_command(name: str) -> Callable[[argparse.Namespace], int]:
         study = entry(name)
         options = study.options().from_cli(args)
         t0 = time.time()
-        res, paths = run_saved(study.load_function(), options, out=options.out, what=f"the {study.name} study")
+        res, paths = run_saved(study.study, options, out=options.out, what=f"the {study.name} study")
         out = Path(options.out)
         print(res.console())
         stores = ["results.sqlite"] if (out / "results.sqlite").is_file() else \

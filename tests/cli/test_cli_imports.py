@@ -23,3 +23,22 @@ def test_the_history_command_does_not_import_the_command_line_module():
     done = subprocess.run([sys.executable, "-c", CODE], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split("\n")[0] == "['perturblab.cli_history', 'perturblab.cli_report']"
+
+
+HELP = """
+import sys
+from perturblab.cli import build_parser
+from perturblab.studies.registry import entries
+
+build_parser().format_help()
+print(len(entries()), sorted(m for m in ("torch", "transformers", "sklearn", "pandas") if m in sys.modules))
+"""
+
+
+def test_the_command_list_loads_every_study_class_but_no_model_library():
+    """``perturblab --help`` builds a command from each study class: every class's module is
+    imported, none of them imports torch, transformers, scikit-learn or pandas at import time."""
+    done = subprocess.run([sys.executable, "-c", HELP], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    count, heavy = done.stdout.split(" ", 1)
+    assert int(count) >= 13 and heavy.strip() == "[]", done.stdout

@@ -241,7 +241,7 @@ class HypothesisBag:
 
 
 def test_layer_probes_on_pairs_perturb_only_the_named_field(tmp_path, monkeypatch):
-    from perturblab.studies.robustness.layer_probes import layer_probes
+    from perturblab import layer_probes
 
     monkeypatch.setenv("PERTURBLAB_HOME", str(tmp_path / "home"))
     data = str(pair_csv(tmp_path / "pairs.csv"))

@@ -1,6 +1,6 @@
 """docs/adding_a_study.md is a complete study: its code blocks marked ``<!-- study module -->``,
-put one after the other, are the module ``mypkg/truncation.py``; registered by its ``ENTRY``, it
-keeps the whole study contract (:func:`perturblab.testing.check_study`), and its numbers are the
+put one after the other, are the module ``mypkg/truncation.py``: one study class, ``Truncation``,
+in about 100 lines; registered, it keeps the whole study contract (:func:`perturblab.testing.check_study`), and its numbers are the
 ones computed by hand."""
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def guide(tmp_path_factory):
     sys.path.insert(0, str(root))
     try:
         module = importlib.import_module("mypkg.truncation")
-        register_study(module.ENTRY)
+        register_study(module.Truncation)
         try:
             yield module
         finally:
@@ -82,12 +82,42 @@ def test_its_rules_are_said_in_one_line(guide, tmp_path, capsys):
     assert main(["truncation", "--models", "tfidf-lr", "--n", "2", "--out", str(tmp_path / "o")]) == 2
     assert capsys.readouterr().err.strip() == "error: --n: must be at least 4, got 2"
     assert not (tmp_path / "o").exists()
+    import perturblab as pl
+
     with pytest.raises(InputError, match="^--n-boot: must be at least 1, got 0$"):
-        guide.truncation("tfidf-lr", n_boot=0)
+        pl.truncation("tfidf-lr", n_boot=0)
     with pytest.raises(InputError, match="--models: unknown model preset 'nosuch'"):
-        guide.truncation("nosuch")
+        pl.truncation("nosuch")
 
 
 def test_its_docstring_example_runs(guide):
     result = doctest.testmod(guide, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_it_is_one_module_of_about_100_lines():
+    """The whole study, declarations, options, result, part and work, is one module of about 100
+    lines of code (blank lines and docstrings' prose counted too)."""
+    lines = study_source(GUIDE.read_text(encoding="utf-8")).splitlines()
+    assert 80 <= len(lines) <= 130, len(lines)
+
+
+class Scorer:
+    """A classifier object of the caller's: it keeps every prediction (its labels do not depend on
+    the last word), so its kept share is 1 exactly."""
+
+    name, fingerprint, labels = "constant", "guide-constant-v1", ["negative", "positive"]
+
+    def predict_proba(self, texts):
+        return np.tile([0.25, 0.75], (len(texts), 1))
+
+
+def test_it_takes_model_objects_in_python(guide, tmp_path):
+    """``pl.truncation([model])`` with a model object: the framework hands the study the object
+    (never loaded by name), named by its ``name``, beside a spec."""
+    import perturblab as pl
+
+    res = pl.truncation([Scorer(), "tfidf-lr"], n=8, n_boot=20, quiet=True, out=tmp_path / "o")
+    rows = {r["model"]: r for r in res.rows}
+    assert set(rows) == {"constant", "tfidf-lr"}
+    assert rows["constant"]["kept"] == 1.0 and rows["constant"]["n"] == 8

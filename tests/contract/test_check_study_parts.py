@@ -6,19 +6,14 @@ the part declares must be one the study's example gives; and the registry's path
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import re
 
 import pytest
 
-from helpers import ROOT
 from perturblab.cli import build_parser
 from perturblab.studies.part import CLASSIFIER, Cost, Part
 from perturblab.studies.registry import OTHER_COMMANDS, StudyEntry, entries
 from perturblab.studies.scope.compare import KEYS, sentence
 from perturblab.testing import KEYS_NOT_IN_EXAMPLE, check_compare_options, check_part_keys, check_study
-
-HERE = __name__  # the module the entries below name their parts in
 
 
 def scope_options(args, size, plan, target=None, **changed):
@@ -41,13 +36,16 @@ UNKNOWN_KEY = _part(keys=(*KEYS, "kept_typos"))
 
 
 def _entry(part: str) -> StudyEntry:
+    """A study of SCoPE on typos (or, for ``OLD_NAME``, of robustness) whose part is ``part``."""
+    from perturblab.studies.robustness.study import RobustnessStudy
+    from perturblab.studies.scope.study import ScopeStudy
+
     if part == "OLD_NAME":  # robustness, whose --n-eval had the old name --n-test
-        return StudyEntry("typo-scope", "perturblab.studies.robustness.config:RobustnessArgs",
-                          "perturblab.studies.robustness.function:robustness", "robustness", compare=f"{HERE}:{part}")
-    return StudyEntry("typo-scope", "perturblab.studies.scope.config:ScopeArgs",
-                      "perturblab.studies.scope.function:scope", "SCoPE under typos", compare=f"{HERE}:{part}",
-                      example=dict(reference="tfidf-lr", targets="minilm-l3", capabilities="typo", n=6, trials=1,
-                                   n_boot=20))
+        return StudyEntry(type("TypoRobustness", (RobustnessStudy,), dict(
+            command="typo-scope", function="typo_scope", help="robustness", part=globals()[part], example={})))
+    return StudyEntry(type("TypoScope", (ScopeStudy,), dict(
+        command="typo-scope", function="typo_scope", help="SCoPE under typos", part=globals()[part],
+        example=dict(reference="tfidf-lr", targets="minilm-l3", capabilities="typo", n=6, trials=1, n_boot=20))))
 
 
 def test_the_options_of_a_part_are_checked_for_each_kind_it_serves_at_its_least_size():
@@ -119,20 +117,14 @@ def test_the_commands_that_are_not_studies_are_the_parsers_other_commands():
     assert OTHER_COMMANDS == set(sub.choices) - {e.name for e in entries()}
 
 
-def test_the_guides_registry_line_names_full_paths(monkeypatch):
-    """docs/adding_a_study.md's ``_add`` line gives the entry the paths it writes, each under
-    ``perturblab.studies.truncation``."""
-    from perturblab.studies import registry
+def test_the_built_in_studies_are_read_through_the_packages_entry_point():
+    """This package's studies are the classes its own entry point of ``perturblab.studies`` names
+    (:data:`perturblab.studies.builtin.STUDIES`), first in the command list, in that order."""
+    from importlib.metadata import entry_points
 
-    text = (ROOT / "docs" / "adding_a_study.md").read_text(encoding="utf-8")
-    (line,) = re.findall(r"```python\n(_add\(.*?\))\n```", text, flags=re.S)
-    added = []
-    monkeypatch.setattr(registry, "register_study", added.append)
-    exec(line, {"_add": registry._add})
-    (entry,) = added
-    assert (entry.args, entry.function, entry.compare) == (
-        "perturblab.studies.truncation.config:TruncationArgs", "perturblab.studies.truncation.function:truncation",
-        "perturblab.studies.truncation.compare:PART")
-    assert dataclasses.replace(entry, args="", function="", compare="") == StudyEntry(
-        "truncation", "", "", "how often a classifier keeps its prediction without the last word",
-        example=dict(models="tfidf-lr", n=12, n_boot=50))
+    from perturblab.studies.builtin import STUDIES
+
+    own = [p for p in entry_points(group="perturblab.studies") if p.dist is not None and p.dist.name == "perturblab"]
+    assert [p.value for p in own] == ["perturblab.studies.builtin:STUDIES"] and own[0].load() is STUDIES
+    assert [e.name for e in entries()][:len(STUDIES)] == [s.command for s in STUDIES]
+    assert [e.study for e in entries()][:len(STUDIES)] == STUDIES

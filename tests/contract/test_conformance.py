@@ -85,16 +85,16 @@ def test_empty_out_refused(entry, capsys, tmp_path, monkeypatch):
 
 
 def test_core_and_model_list_examples_run():
-    """The one entry's, the model list's and the public check's docstring examples (hand-written
+    """The one entry's, the model names' and the public check's docstring examples (hand-written
     values) hold."""
     import doctest
 
     import perturblab.core.entry
     import perturblab.core.options
-    import perturblab.studies.given
+    import perturblab.studies.names
     import perturblab.testing.contract
 
-    for module in (perturblab.core.entry, perturblab.core.options, perturblab.studies.given,
+    for module in (perturblab.core.entry, perturblab.core.options, perturblab.studies.names,
                    perturblab.testing.contract):
         result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
         assert result.attempted > 0 and result.failed == 0, module.__name__

@@ -24,36 +24,71 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterator
 
 import numpy as np
 
-from perturblab.core.entry import run, study_function
+from perturblab.core.boundary import Inputs
 from perturblab.core.files import write_json
 from perturblab.core.headline import Estimate, Headline, wilson_interval
 from perturblab.core.keys import content_key, model_fingerprint
 from perturblab.core.options import option
 from perturblab.core.study import Phase, RunContext, Study, StudyResult, Task
 from perturblab.studies.args import Args
-from perturblab.studies.given import display_name, model_list
+from perturblab.studies.names import display_name
 from perturblab.studies.part import CLASSIFIER, SHARE, Cost, Key, Part
-from perturblab.studies.registry import StudyEntry
 
 
 @dataclass(kw_only=True)
 class UpperArgs(Args):
-    models: str | None = option(required=True, role="classifier", positional=True, python="str | Sequence[Any]",
-                                help="the reference, then the targets")
+    models: str | None = option(required=True, role="classifier", many=True, positional=True,
+                                python="str | Sequence[Any]", help="the reference, then the targets")
     data: str = option("rotten_tomatoes", data=True, help="a labelled data set or file")
     n: int = option(40, min=4, help="test texts")
     seed: int = option(0, min=0, help="seed of the split and the sample")
 
 
-class UpperStudy(Study):
-    name = "upper"
+class UpperResult(StudyResult):
+    study = "upper"
 
-    def __init__(self, args: UpperArgs, names: list[str]) -> None:
-        self.args, self.names, self.models = args, names, {}
+    def table(self) -> str:
+        return "\\n".join(f"{r['model']}: {r['same']} of {r['n']}" for r in self.rows)
+
+    def headline(self) -> Headline:
+        return Headline("The share of upper-cased test texts on which a target predicts the reference's label.",
+                        [Estimate(r["model"], "same label, upper-cased", r["same"] / r["n"],
+                                  *wilson_interval(r["same"], r["n"]), n=r["n"], key="same_upper",
+                                  interval=f"95 % Wilson interval over the {r['n']} examples") for r in self.rows])
+
+    def save(self, out: str | Path) -> list[Path]:
+        return [write_json(Path(out) / "results.json", self.rows)]
+
+
+PART = Part("upper", (CLASSIFIER,), {CLASSIFIER: Cost("n", per_unit=0.01, fixed=2.0, share=0.1, least=80, most=80)},
+            keys=(Key("same_upper", SHARE, 0.0, 1.0, rate_of="upper-cased inputs labelled otherwise",
+                      sequence="share"),),
+            options=lambda args, size, plan, target=None: {
+                "models": ",".join([args.reference, *args.target_names()]), "data": args.data, "n": size,
+                "seed": args.seed})
+
+
+class UpperStudy(Study):
+    """Whether each target predicts the reference's label on upper-cased texts.
+
+    Example::
+
+        >>> import perturblab as pl
+        >>> pl.upper("tfidf-lr,twin=tfidf-lr", n=8, quiet=True).rows[0]["same"]
+        8
+    """
+
+    name = command = "upper"
+    help = "the reference's labels on upper-cased texts"
+    Args, Result, part = UpperArgs, UpperResult, PART
+    example = dict(models="tfidf-lr,twin=tfidf-lr", n=8)
+
+    def __init__(self, args: UpperArgs, inputs: Inputs) -> None:
+        self.args, self.names, self.models = args, args.models.split(","), {}
 
     def prepare(self, ctx: RunContext) -> None:
         from perturblab.models.resolve import load_model
@@ -86,45 +121,6 @@ class UpperStudy(Study):
             same = sum(a == b for a, b in zip(labels[reference], labels[t]))
             rows.append({"model": display_name(t), "same": same, "n": len(self.test)})
         return UpperResult(rows)
-
-
-class UpperResult(StudyResult):
-    study = "upper"
-
-    def table(self) -> str:
-        return "\\n".join(f"{r['model']}: {r['same']} of {r['n']}" for r in self.rows)
-
-    def headline(self) -> Headline:
-        return Headline("The share of upper-cased test texts on which a target predicts the reference's label.",
-                        [Estimate(r["model"], "same label, upper-cased", r["same"] / r["n"],
-                                  *wilson_interval(r["same"], r["n"]), n=r["n"], key="same_upper",
-                                  interval=f"95 % Wilson interval over the {r['n']} examples") for r in self.rows])
-
-    def save(self, out: str | Path) -> list[Path]:
-        return [write_json(Path(out) / "results.json", self.rows)]
-
-
-@study_function(UpperArgs)
-def upper(args: UpperArgs, given: Mapping[str, Any]) -> UpperResult:
-    """Whether each target predicts the reference's label on upper-cased texts.
-
-    Example::
-
-        >>> upper("tfidf-lr,twin=tfidf-lr", n=8, quiet=True).rows[0]["same"]
-        8
-    """
-    names, _ = model_list(given["models"])
-    return run(UpperStudy(args, names), given["out"], quiet=args.quiet)
-
-
-PART = Part("upper", (CLASSIFIER,), {CLASSIFIER: Cost("n", per_unit=0.01, fixed=2.0, share=0.1, least=80, most=80)},
-            keys=(Key("same_upper", SHARE, 0.0, 1.0, rate_of="upper-cased inputs labelled otherwise",
-                      sequence="share"),),
-            options=lambda args, size, plan, target=None: {
-                "models": ",".join([args.reference, *args.target_names()]), "data": args.data, "n": size,
-                "seed": args.seed})
-ENTRY = StudyEntry("upper", "upper_study:UpperArgs", "upper_study:upper", "the reference's labels on upper-cased texts",
-                   example=dict(models="tfidf-lr,twin=tfidf-lr", n=8), compare="upper_study:PART")
 '''
 
 PYPROJECT = '''
@@ -140,7 +136,7 @@ version = "1.0"
 py-modules = ["upper_study"]
 
 [project.entry-points."perturblab.studies"]
-upper = "upper_study:ENTRY"
+upper = "upper_study:UpperStudy"
 '''
 
 

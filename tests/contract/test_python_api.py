@@ -34,7 +34,7 @@ def test_import_is_lazy_and_exports_the_functions():
     import subprocess
     import sys
 
-    code = "import sys, perturblab; print('perturblab.studies.scope.function' in sys.modules, 'torch' in sys.modules)"
+    code = "import sys, perturblab; print('perturblab.studies.scope.study' in sys.modules, 'torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["False", "False"]  # importing the package does no work
 

@@ -1,4 +1,4 @@
-"""Studies from installed packages: a package that names a :class:`StudyEntry` in the entry-point
+"""Studies from installed packages: a package that names a study class in the entry-point
 group ``perturblab.studies`` gets its command, its config kind, ``pl.<function>`` and its place in
 the report like a built-in study; a broken plugin is left out with one warning line. Each case runs
 in a fresh process whose path holds a small package and its metadata (``*.dist-info``), as
@@ -18,9 +18,8 @@ import pytest
 PLUGIN = '''
 """A study of another package: SCoPE on typos only, under its own command."""
 from perturblab.studies.part import CLASSIFIER, Cost, Part
-from perturblab.studies.registry import StudyEntry
 from perturblab.studies.scope.compare import KEYS, sentence
-from perturblab.studies.scope.function import scope as typo_scope
+from perturblab.studies.scope.study import ScopeStudy
 
 
 def compare_options(args, size, plan, target=None):
@@ -30,11 +29,13 @@ def compare_options(args, size, plan, target=None):
 
 PART = Part("typos", (CLASSIFIER,), {CLASSIFIER: Cost("n", per_unit=0.5, fixed=5.0, share=0.1, least=6, most=6)},
             KEYS, compare_options, sentence, rates=True)
-ENTRY = StudyEntry("typo-scope", "perturblab.studies.scope.config:ScopeArgs", "typo_plugin:typo_scope",
-                   "SCoPE under typos, registered by another package",
-                   defaults={"capabilities": "typo"}, compare="typo_plugin:PART",
-                   example=dict(reference="tfidf-lr", targets="tfidf-lr", capabilities="typo", n=6, trials=1,
-                                n_boot=20))
+
+
+class TypoScope(ScopeStudy):
+    command, function = "typo-scope", "typo_scope"
+    help = "SCoPE under typos, registered by another package"
+    defaults, part = {"capabilities": "typo"}, PART
+    example = dict(reference="tfidf-lr", targets="tfidf-lr", capabilities="typo", n=6, trials=1, n_boot=20)
 '''
 
 
@@ -95,7 +96,7 @@ def test_an_installed_study_has_a_command_a_config_kind_a_function_a_report_sect
     the built-in studies by default, and its verdict and gate read its headline."""
     site = tmp_path / "site"
     site.mkdir()
-    _install(site, "typo_plugin:ENTRY")
+    _install(site, "typo_plugin:TypoScope")
     (tmp_path / "c.yaml").write_text("studies:\n  - name: t\n    kind: typo-scope\n    reference: tfidf-lr\n"
                                      "    targets: [tfidf-lr]\n    n: 6\n    trials: 1\n    n-boot: 20\n")
     opts = ["--reference", "tfidf-lr", "--targets", "tfidf-lr", "--n", "6", "--trials", "1", "--n-boot", "20"]
@@ -105,8 +106,9 @@ def test_an_installed_study_has_a_command_a_config_kind_a_function_a_report_sect
     names = ("[__import__('perturblab.studies.compare.config', fromlist=['CompareArgs']).CompareArgs("
              "reference='tfidf-lr', targets='minilm-l3', studies=s, out=None).study_names() "
              "for s in ('typos', 'typo-scope', 'scope,typos')]")
-    function = ("(__import__('perturblab').typo_scope.__wrapped__.__name__, 'typo_scope' in __import__('perturblab')"
-                ".__all__, __import__('perturblab.studies.registry', fromlist=['plugin_of']).plugin_of('typo-scope'))")
+    function = ("(__import__('perturblab').typo_scope.__study__.__bases__[0].__name__, 'typo_scope' in "
+                "__import__('perturblab').__all__, __import__('perturblab.studies.registry', fromlist=['plugin_of'])"
+                ".plugin_of('typo-scope'))")
     listing, help_, cmd, run, pl, planned, named, cmp = _steps(site, [
         ["--help"], ["typo-scope", "--help"], ["typo-scope", *opts, "--out", str(tmp_path / "cli"), "--quiet"],
         ["run", str(tmp_path / "c.yaml"), "--out", str(tmp_path / "run"), "--quiet"], function, plan, names,
@@ -120,7 +122,7 @@ def test_an_installed_study_has_a_command_a_config_kind_a_function_a_report_sect
     assert run["rc"] == 0, run["err"]
     assert (tmp_path / "run" / "t" / "results.json").read_text() == (tmp_path / "cli" / "results.json").read_text()
     assert "study-t" in (tmp_path / "run" / "report.html").read_text()  # its section in the run's report
-    assert pl["rc"] == ["scope", True, "typo-scope = typo_plugin:ENTRY"]
+    assert pl["rc"] == ["ScopeStudy", True, "typo-scope = typo_plugin:TypoScope"]
     assert planned["rc"] == ["invariances", "robustness", "typos"]
     assert named["rc"] == [["typos"], ["typos"], ["invariances", "typos"]]
     assert cmp["rc"] == 0, cmp["err"][-2000:]
@@ -132,7 +134,7 @@ def test_an_installed_study_has_a_command_a_config_kind_a_function_a_report_sect
 
 
 @pytest.mark.parametrize("value,why", [("typo_plugin:MISSING", "MISSING"), ("no_such_module:ENTRY", "no_such_module"),
-                                        ("typo_plugin:NOT_AN_ENTRY", "expected a StudyEntry")])
+                                        ("typo_plugin:NOT_AN_ENTRY", "expected a Study class")])
 def test_a_broken_plugin_is_left_out_with_one_warning(tmp_path, value, why):
     site = tmp_path / "site"
     site.mkdir()
@@ -146,30 +148,38 @@ def test_a_broken_plugin_is_left_out_with_one_warning(tmp_path, value, why):
 def test_a_plugin_cannot_replace_a_built_in_study(tmp_path):
     site = tmp_path / "site"
     site.mkdir()
-    _install(site, "typo_plugin:ENTRY", PLUGIN.replace('StudyEntry("typo-scope"', 'StudyEntry("scope"'))
+    _install(site, "typo_plugin:TypoScope", PLUGIN.replace('command, function = "typo-scope"',
+                                                            'command, function = "scope"'))
     out = _run(site, _cli("--help"), tmp_path)
     (warning,) = [line for line in out.stderr.splitlines() if line.startswith("warning:")]
-    assert out.returncode == 0 and "'typo-scope = typo_plugin:ENTRY'" in warning
+    assert out.returncode == 0 and "'typo-scope = typo_plugin:TypoScope'" in warning
     assert "its command 'scope' is already registered: perturblab's study 'scope'" in warning
 
 
 #: studies of other packages that would take names already taken
 CLASHING = '''
-from perturblab.studies.registry import StudyEntry
+from perturblab.studies.scope.study import ScopeStudy
 
-SCOPE = "perturblab.studies.scope.config:ScopeArgs"
-DOCTOR = StudyEntry("doctor", SCOPE, "clash_plugin:doctor_scope", "SCoPE under the name of perturblab doctor")
-COMPARE = StudyEntry("my-compare", SCOPE, "clash_plugin:compare", "SCoPE under the function name compare")
-MODELS = StudyEntry("my-models", SCOPE, "clash_plugin:models", "SCoPE under the function name models")
+
+class DOCTOR(ScopeStudy):
+    command, help = "doctor", "SCoPE under the name of perturblab doctor"
+
+
+class COMPARE(ScopeStudy):
+    command, function, help = "my-compare", "compare", "SCoPE under the function name compare"
+
+
+class MODELS(ScopeStudy):
+    command, function, help = "my-models", "models", "SCoPE under the function name models"
 '''
 
 
 def _twin(site: Path, dist: str) -> None:
     """The distribution ``dist`` with one plugin study named ``twin``, whose help names ``dist``."""
     module = dist.replace("-", "_")
-    (site / f"{module}.py").write_text("from perturblab.studies.registry import StudyEntry\n"
-                                       f"TWIN = StudyEntry('twin', 'perturblab.studies.scope.config:ScopeArgs', "
-                                       f"'{module}:twin_{module}', 'the twin of {dist}')\n")
+    (site / f"{module}.py").write_text("from perturblab.studies.scope.study import ScopeStudy\n\n\n"
+                                       "class TWIN(ScopeStudy):\n"
+                                       f"    command, function, help = 'twin', 'twin_{module}', 'the twin of {dist}'\n")
     meta = site / f"{module}-1.0.dist-info"
     meta.mkdir()
     (meta / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 1.0\n")
@@ -207,8 +217,8 @@ def test_plugins_that_take_a_name_are_left_out_with_one_line_each_and_of_two_the
     assert "'doctor = clash_plugin:DOCTOR' (perturblab.studies, of clash-plugin 1.0)" in said["doctor"]
     assert "its command 'doctor' is already registered: perturblab's command 'doctor', not a study" in said["doctor"]
     assert "'compare = clash_plugin:COMPARE'" in said["compare"]
-    assert ("its function 'clash_plugin:compare' would be perturblab.compare, the function of perturblab's study "
-            "'compare' (perturblab.studies.compare.function:compare)") in said["compare"]
+    assert ("its function 'clash_plugin:COMPARE' would be perturblab.compare, the function of perturblab's study "
+            "'compare' (perturblab.studies.compare.function:Compare)") in said["compare"]
     assert "'models = clash_plugin:MODELS'" in said["models"]
     assert "would be perturblab.models, a name the package has already" in said["models"]
     assert "'twin = zeta_plugin:TWIN' (perturblab.studies, of zeta-plugin 1.0)" in said["twin"]
@@ -239,7 +249,7 @@ def test_the_guides_study_installed_as_a_package_keeps_the_contract_everywhere(t
     meta = site / "mypkg-1.0.dist-info"
     meta.mkdir()
     (meta / "METADATA").write_text("Metadata-Version: 2.1\nName: mypkg\nVersion: 1.0\n")
-    (meta / "entry_points.txt").write_text("[perturblab.studies]\ntruncation = mypkg.truncation:ENTRY\n")
+    (meta / "entry_points.txt").write_text("[perturblab.studies]\ntruncation = mypkg.truncation:Truncation\n")
     (tmp_path / "c.yaml").write_text("studies:\n  - name: t\n    kind: truncation\n    models: tfidf-lr\n    n: 12\n"
                                      "    n-boot: 50\n")
     checked = ("(__import__('perturblab').truncation.__module__, __import__('perturblab.testing', "

@@ -4,21 +4,20 @@ config's entry, and its Python function has exactly the same keywords with the s
 from __future__ import annotations
 
 import argparse
-import importlib
 import inspect
-import sys
-import textwrap
 from dataclasses import dataclass
 
 import pytest
 
 from perturblab.cli import build_parser, parse_args
-from perturblab.core.entry import study_function
+from perturblab.core.entry import function_of
 from perturblab.core.options import StudyArgs, csv_list, option
 from perturblab.core.readers import OldNameWarning
 from perturblab.errors import InputError
 from perturblab.studies.args import Args
-from perturblab.studies.registry import StudyEntry, entries, entry
+from perturblab.core.study import Study, StudyResult
+from perturblab.studies.registry import STUDIES as REGISTERED
+from perturblab.studies.registry import StudyEntry, entries, entry, register_study
 from perturblab.testing import check_one_entry, check_signature, check_study
 
 STUDIES = [e.name for e in entries()]
@@ -89,142 +88,119 @@ class HandArgs(Args):
     trials: int = option(3, aliases=("seeds",), min=1, help="repetitions")
 
 
-@pytest.fixture
-def hand_study(tmp_path, monkeypatch):
-    """A study module ``hand_study`` written from the text given (its options :class:`HandArgs`,
-    imported from this module): the entry of its function ``fn``, imported afresh by each check."""
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr(sys, "dont_write_bytecode", True)  # each text is read afresh, never a cached one
+class Hand(Study):
+    """A study of the tests: its call returns what it was given."""
 
-    def write(code: str) -> StudyEntry:
-        sys.modules.pop("hand_study", None)
-        importlib.invalidate_caches()
-        (tmp_path / "hand_study.py").write_text(
-            f"from perturblab.core.entry import study_function\nfrom {__name__} import HandArgs\n\n"
-            + textwrap.dedent(code))
-        return StudyEntry("hand", "hand_study:HandArgs", "hand_study:fn", "a study of the tests")
+    command, Args, Result = "hand", HandArgs, StudyResult
 
-    yield write
-    sys.modules.pop("hand_study", None)
+    @classmethod
+    def call(cls, args, inputs):
+        return args.n, args.trials, args.models
 
 
-def test_a_body_of_args_and_given_keeps_the_contract(hand_study):
-    """The one form of a study function: a body of ``(args, given)`` made by ``study_function``
-    of the entry's options; its keywords are generated from them and its call is checked."""
-    study = hand_study('''
-        @study_function(HandArgs)
-        def fn(args, given):
-            """A study from its options."""
-            return args.n, args.trials, given["models"]
-        ''')
+def test_a_study_class_keeps_the_contract():
+    """The one form of a study: a class declaring its options; its function is generated from
+    them, with the same keywords, and its call is checked."""
+    study = StudyEntry(Hand)
     check_one_entry(study)
     check_signature(study)
     fn = study.load_function()
+    assert fn is study.load_function() and fn.__name__ == "hand" and fn.__doc__.startswith("A study of the tests")
     with pytest.warns(OldNameWarning, match="seeds= is the old name of trials="):
-        assert fn(["a", "b"], seeds=2) == (8, 2, ["a", "b"])
+        assert fn(["a", "b"], seeds=2) == (8, 2, "a,b")
     assert str(inspect.signature(fn)).startswith("(models: 'str | None', *, n: 'int' = 8, trials: 'int' = 3")
+    assert inspect.signature(fn).return_annotation == "StudyResult"
     with pytest.raises(InputError, match="--n: must be at least 1"):
         fn("m", n=0)
 
 
-FIX = r"write it as a body `def fn\(args, given\)` under `@study_function\(HandArgs\)`"
+def test_a_class_that_declares_no_command_or_options_is_refused_naming_what():
+    """A class that is no study, or declares no command or no options, is refused when it is
+    registered and by the contract, naming what it lacks."""
+    class NoArgs(Study):
+        command = "no-args"
+
+    class NoCommand(Study):
+        Args = HandArgs
+
+    with pytest.raises(TypeError, match="the study class NoArgs declares no Args"):
+        register_study(NoArgs)
+    with pytest.raises(TypeError, match="the study class NoCommand declares no command"):
+        register_study(NoCommand)
+    with pytest.raises(TypeError, match="expected a Study class"):
+        register_study(HandArgs)
+    with pytest.raises(TypeError, match="the study class NoArgs declares no Args"):
+        check_study(NoArgs, runs=False, rules=False)
+    assert "no-args" not in REGISTERED and "no-args" not in [e.name for e in entries()]
 
 
-def test_a_function_with_its_keywords_by_hand_is_refused_naming_the_fix(hand_study):
-    """A body with its keywords written by hand is refused when it is made (a TypeError naming
-    the body to write), and the contract names that refusal; a function not made by
-    ``study_function``, one made from other options and one whose signature was replaced
-    afterwards break the contract too, each naming the study, the contract and the fix."""
-    def by_hand(models, *, n=8, trials=3, out=None, quiet=False, seeds=None):
-        return n
-
-    with pytest.raises(TypeError, match=r"@study_function\(HandArgs\) makes a study's function from a body of "
-                                        r"\(args, given\), not by_hand\(models, \*, n=8.*write it as "
-                                        r"`def by_hand\(args, given\)`: its keywords are generated from HandArgs"):
-        study_function(HandArgs)(by_hand)
-    with pytest.raises(TypeError, match="takes the study's options class .* not 'perturblab.studies"):
-        study_function("perturblab.studies.scope.config:ScopeArgs")
-
-    decorated = hand_study('''
-        @study_function(HandArgs)
-        def fn(models, *, n=8, trials=3, out=None, quiet=False, seeds=None):
-            return n
-        ''')
-    for check, contract in ((check_one_entry, "one entry"), (check_signature, "keywords are the options")):
-        with pytest.raises(AssertionError, match=rf"study 'hand' breaks the contract '{contract}': hand_study:fn "
-                                                 r"cannot be loaded: TypeError: .*write it as `def fn\(args, given\)`"):
-            check(decorated)
-    with pytest.raises(AssertionError, match=r"study 'hand' breaks the contract .*TypeError: @study_function\(HandArgs\) "
-                                             r"makes .*write it as `def fn\(args, given\)`"):
-        check_study(decorated, runs=False, rules=False)
-
-    plain = hand_study('''
-        def fn(models, *, n=8, trials=3, out=None, quiet=False, seeds=None):
-            return n
-        ''')
-    for check in (check_one_entry, check_signature):
-        with pytest.raises(AssertionError, match="hand_study:fn is not made by perturblab.core.entry.study_function; "
-                                                 + FIX):
-            check(plain)
-
-    other = hand_study('''
-        from perturblab.studies.args import Args
-
-        @study_function(Args)
-        def fn(args, given):
-            return 0
-        ''')
-    with pytest.raises(AssertionError, match=r"hand_study:fn is made from Args, the entry's options are "
-                                             r"hand_study:HandArgs; " + FIX):
-        check_signature(other)
-
-    replaced = hand_study('''
-        import inspect
-
-        @study_function(HandArgs)
-        def fn(args, given):
-            return 0
-
-        fn.__signature__ = inspect.signature(lambda models, *, n=9, trials=3, out=None, quiet=False: 0)
-        ''')
-    check_one_entry(replaced)
-    with pytest.raises(AssertionError, match=r"'keywords are the options': fn\(models, \*, n=9.*is not the "
-                                             r"signature generated from its options, \(models: 'str \| None', "
-                                             r"\*, n: 'int' = 8"):
-        check_signature(replaced)
-
-
-def test_the_body_gets_the_checked_options_and_every_keyword_as_called():
+def test_the_call_is_read_once_into_checked_options_and_ready_objects():
+    """The framework owns the Python boundary: a model option takes specs and objects (the
+    options hold each object's name, the study gets the object in ``inputs.models``), a data
+    option a data object (``inputs.data``), a Python-only keyword is set on the options as
+    given, and the plain values are checked before the study is built."""
     @dataclass(kw_only=True)
     class BodyArgs(StudyArgs):
-        models: str | None = option(required=True, positional=True, python="str | Sequence[Any]", help="models")
+        models: str | None = option(required=True, positional=True, role="classifier", many=True,
+                                    python="str | Sequence[Any]", help="models")
+        data: str = option("rotten_tomatoes", data=True, python="str | Dataset", help="data")
+        base: str | None = option(None, role="classifier", python="Any", help="one more model")
         fields_: list[str] = option([], parse=csv_list, help="columns")
         trials: int = option(3, aliases=("seeds",), min=1, help="repetitions")
         hooks: dict | None = option(None, python_only=True, help="callables by name")
 
     seen = []
 
-    @study_function(BodyArgs)
-    def toy(args, given):
+    class Toy(Study):
         """Toy."""
-        seen.append((args, dict(given)))
-        return "done"
 
-    obj = object()
-    assert toy([obj], fields_=("a", "b"), seeds=2, hooks={"h": len}) == "done"
-    args, given = seen[-1]
-    assert args.models is None and args.fields_ == ["a", "b"] and args.trials == 2 and args.hooks is None
-    assert given["models"] == [obj] and given["hooks"] == {"h": len} and given["out"] is None
-    assert toy.__wrapped__(models="x", out="o") == "done" and seen[-1][0].models == "x"
+        command, Args, Result = "toy", BodyArgs, StudyResult
+
+        @classmethod
+        def call(cls, args, inputs):
+            seen.append((args, inputs))
+            return "done"
+
+    class Model:
+        fingerprint = "toy-model-v1"
+
+    class Named(Model):
+        name = "mine"
+
+    class Data:
+        name = "frame"
+
+    toy = function_of(Toy)
+    model, named, data = Model(), Named(), Data()
+    assert toy(["tfidf-lr", model, named], data=data, fields_=("a", "b"), seeds=2, hooks={"h": len}) == "done"
+    args, inputs = seen[-1]
+    assert args.models == "tfidf-lr,model1,mine" and inputs.models == {"model1": model, "mine": named}
+    assert inputs.model("model1") is model and inputs.model("tfidf-lr") is None
+    assert args.data == "frame" and inputs.data == {"data": data}
+    assert args.fields_ == ["a", "b"] and args.trials == 2 and args.hooks == {"h": len} and inputs.out is None
+    assert toy("tfidf-lr", out="o") == "done" and seen[-1][0].models == "tfidf-lr" and seen[-1][1].models == {}
+    assert seen[-1][1].out == "o" and seen[-1][0].data == "rotten_tomatoes" and seen[-1][1].data == {}
+    with pytest.raises(InputError, match=r"^--models: item 1 \(object\) is not a classifier: give a spec"):
+        toy(["tfidf-lr", object()])
+    with pytest.raises(InputError, match="two different models are named 'mine'"):
+        toy([named, Named()])
+    with pytest.raises(InputError, match="--models gives 'mine' twice"):
+        toy([named, named])
+    with pytest.raises(InputError, match="a model object is named 'mine', as a spec given beside it"):
+        toy("mine", base=named)  # the study would take the object for the spec
+    assert toy("tfidf-lr", base=model) == "done" and seen[-1][0].base == "base"
+    assert seen[-1][1].models == {"base": model}
     assert "hooks" not in {f.name for f, _ in BodyArgs.fields()} and "hooks" not in BodyArgs.names()
     parser = argparse.ArgumentParser()
     BodyArgs.add_arguments(parser)
     assert "--hooks" not in parser.format_help()
     assert "hooks = None" in toy.__doc__ and "(Python only)" in toy.__doc__ and "(also seeds=" in toy.__doc__
+    n = len(seen)
     with pytest.raises(InputError, match="--trials: must be at least 1"):
         toy("m", trials=0)
     with pytest.raises(TypeError):
         toy("m", "extra")
+    assert len(seen) == n  # neither reached the study
 
 
 @pytest.mark.parametrize("name", STUDIES)

@@ -61,6 +61,30 @@ def test_a_quiet_call_says_only_the_plans_warnings_as_python_warnings(tmp_path, 
     assert "plan (" not in capsys.readouterr().err  # quiet: no plan, no progress lines
 
 
+def test_a_study_run_by_hand_and_a_config_run_from_python_show_their_lines_too(tmp_path, capsys):
+    """``core.entry.run(study)`` (a study object run without its function) and ``runs.run(config)``
+    show their lines on stderr as a study function does, with the logger left as it was."""
+    from helpers.tiny_classifier import tiny_model_dir
+
+    from perturblab.core.entry import run
+    from perturblab.runs.config import load_config
+    from perturblab.runs.runner import run as run_config
+    from perturblab.studies.robustness.config import RobustnessArgs
+    from perturblab.studies.robustness.study import RobustnessStudy
+
+    model = tiny_model_dir(tmp_path / "m", 0)
+    args = RobustnessArgs(models=str(model), perturbations="change_char", n_train=8, n_eval=8, trials=1,
+                          metrics="accuracy", n_boot=20, out=None)
+    assert _logger_as_before()
+    run(RobustnessStudy(args), tmp_path / "by-hand")
+    assert "loading" in capsys.readouterr().err and _logger_as_before()
+    (tmp_path / "c.yaml").write_text(f"studies:\n  - {{name: r, kind: robustness, models: [{model}], "
+                                     "perturbations: [change_char], n-train: 8, n-eval: 8, trials: 1, "
+                                     "metrics: [accuracy], n-boot: 20}\n")
+    run_config(load_config(tmp_path / "c.yaml", out=tmp_path / "cfg"))
+    assert "loading model" in capsys.readouterr().err and _logger_as_before()
+
+
 def test_lines_shown_only_when_the_application_configured_no_logging(caplog):
     logger = logging.getLogger("perturblab")
     assert _logger_as_before() and not console.configured()

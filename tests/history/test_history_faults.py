@@ -6,11 +6,11 @@ twenty first writers of a new PostgreSQL database at once."""
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 
 import pytest
+from helpers.faults import closed_port, one_error_line
 from helpers.permissions import permissions_apply
 from helpers.pg_server import PASSWORD, USER, new_database
 from test_history_store import release
@@ -27,13 +27,6 @@ def _compare(out, history, label, *extra):
             "--budget", "10m", "--out", str(out), "--quiet", "--history", str(history), "--release", label, *extra]
 
 
-def _one_error_line(err: str) -> str:
-    """The one line of a refused command's stderr (no traceback, nothing else)."""
-    lines = [ln for ln in err.splitlines() if ln.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: "), err[-3000:]
-    return lines[0]
-
-
 # -- SQLite files that cannot be written -------------------------------------------------------
 def test_a_read_only_history_file_is_refused_before_any_work(tmp_path, tiny_costs, capsys):
     history = tmp_path / "history.sqlite"
@@ -48,12 +41,12 @@ def test_a_read_only_history_file_is_refused_before_any_work(tmp_path, tiny_cost
     finally:
         history.chmod(0o644)
     assert code == 2
-    line = _one_error_line(compared)
+    line = one_error_line(compared)
     assert line.startswith(f"error: --history {history}: the file cannot be written (Permission denied)")
     assert f"chmod u+w {history}" in line
     assert not (tmp_path / "out").exists()  # refused before any work
     assert accept == 2  # a command that writes later than it opens: one line too
-    line = _one_error_line(capsys.readouterr().err)
+    line = one_error_line(capsys.readouterr().err)
     assert "accepting release v0 failed (attempt to write a readonly database)" in line
     with open_history(history) as h:  # as it was
         assert [(r.label, r.accepted) for r in h.releases()] == [("v0", None)]
@@ -69,7 +62,7 @@ def test_a_new_history_in_a_read_only_folder_is_refused_before_any_work(tmp_path
     finally:
         folder.chmod(0o755)
     assert code == 2
-    line = _one_error_line(capsys.readouterr().err)
+    line = one_error_line(capsys.readouterr().err)
     assert f"its folder {folder} cannot be written (Permission denied)" in line
     assert not (tmp_path / "out").exists() and list(folder.iterdir()) == []  # no history, no probe left
 
@@ -90,11 +83,11 @@ def test_a_writable_history_passes_the_check_and_is_left_as_it_was(tmp_path):
 def test_a_port_that_is_not_a_number_is_one_line_naming_history(tmp_path, capsys):
     url = "postgresql://user:pw@host:notaport/db"
     assert main(["history", "list", url]) == 2
-    line = _one_error_line(capsys.readouterr().err)
+    line = one_error_line(capsys.readouterr().err)
     assert line == ("error: --history postgresql://user:***@host:notaport/db: the port 'notaport' is not a number; "
                     "give postgresql://user@host:5432/db (or leave the port out for 5432)")
     assert main(_compare(tmp_path / "out", url, "v1")) == 2  # refused before any work
-    assert _one_error_line(capsys.readouterr().err) == line and not (tmp_path / "out").exists()
+    assert one_error_line(capsys.readouterr().err) == line and not (tmp_path / "out").exists()
 
 
 # -- the rule of labels -----------------------------------------------------------------------
@@ -116,7 +109,7 @@ def test_a_label_that_breaks_the_rule_is_refused_before_any_work(tmp_path, tiny_
     history = tmp_path / "history.sqlite"
     for label, said in (("v" * 5000, "has 5,000 characters"), ("v1\nv2", "holds the control character '\\n'")):
         assert main(_compare(tmp_path / "out", history, label)) == 2
-        line = _one_error_line(capsys.readouterr().err)
+        line = one_error_line(capsys.readouterr().err)
         assert line.startswith("error: --release: ") and said in line
         assert not (tmp_path / "out").exists() and not history.exists()
     with open_history(history) as h:  # the store holds the rule too (the Python API, checkpoints)
@@ -137,7 +130,7 @@ def test_history_commands_check_their_labels_before_opening_the_history(tmp_path
                         (["check", str(history), "--release", "v1\nv2"], "error: --release 'v1\\nv2': holds"),
                         (["check", str(history), "--release", "v1", "--baseline", long], "error: --baseline 'vvv")):
         assert main(["history", *argv]) == 2
-        line = _one_error_line(capsys.readouterr().err)
+        line = one_error_line(capsys.readouterr().err)
         assert line.startswith(start), line
         assert ("has 300 characters" in line) == (long in argv)
     assert main(["history", "list", str(history)]) == 0
@@ -145,12 +138,6 @@ def test_history_commands_check_their_labels_before_opening_the_history(tmp_path
 
 
 # -- PostgreSQL with a password ---------------------------------------------------------------
-def _closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_passwords_are_never_shown_or_written(pg, tmp_path, tiny_costs, capsys, caplog):
     url = pg("shown")
     said = []
@@ -174,20 +161,20 @@ def test_passwords_are_never_shown_or_written(pg, tmp_path, tiny_costs, capsys, 
     failing = _compare(out_dir / "other", url, "v1")
     failing[failing.index("candidate=tfidf-lr")] = "candidate=minilm-l3"
     _, err = run(failing, 2)  # stored with other models: refused, naming the history
-    assert f"is stored already in postgresql://{USER}:***@127.0.0.1:{pg.port}/shown" in _one_error_line(err)
+    assert f"is stored already in postgresql://{USER}:***@127.0.0.1:{pg.port}/shown" in one_error_line(err)
     wrong = url.replace(PASSWORD, PASSWORD[::-1])
     _, err = run(_compare(out_dir / "wrong", wrong, "v2"), 2)
-    line = _one_error_line(err)
+    line = one_error_line(err)
     assert "password authentication failed" in line and "check the user and password of the URL" in line
     assert f"{USER}:***@" in line and PASSWORD[::-1] not in line
     _, err = run(["history", "list", url.rsplit("/", 1)[0] + "/nowhere"], 2)
-    line = _one_error_line(err)
+    line = one_error_line(err)
     assert 'database "nowhere" does not exist' in line and "createdb" in line
     t0 = time.time()
-    _, err = run(["history", "list", f"postgresql://{USER}:{PASSWORD}@127.0.0.1:{_closed_port()}/h"
+    _, err = run(["history", "list", f"postgresql://{USER}:{PASSWORD}@127.0.0.1:{closed_port()}/h"
                                      "?connect_timeout=2"], 2)
     assert time.time() - t0 < 15
-    line = _one_error_line(err)
+    line = one_error_line(err)
     assert "cannot open it (" in line and "that the database server runs" in line
     everything = "\n".join(said) + caplog.text
     assert PASSWORD not in everything and PASSWORD[::-1] not in everything

@@ -300,6 +300,7 @@ def test_key_from_env_is_sent_and_never_written(tmp_path, monkeypatch, caplog, l
     monkeypatch.setenv("MY_LLM_KEY", KEY)
     monkeypatch.setenv("OPENAI_API_KEY", "not-this-one")
     caplog.set_level(logging.DEBUG)
+    caplog.set_level(logging.DEBUG, logger="perturblab")  # configured: its records reach the capture
     plan = {SENTENCES[0]: ["429"], SENTENCES[2]: ["500", "malformed"]}
     with CompletionsServer(plan=plan, respond=serving(local)) as server:
         spec = f"api:tiny@{server.url}"

@@ -191,3 +191,15 @@ def test_checkpoint_decoding_settings_do_not_change_greedy_generation():
     beamy.generation_config.repetition_penalty = 3.0
     beamy.generation_config.min_new_tokens = 8
     assert HFCausalLM(beamy, tok).generate(SENTENCES[:3], max_new_tokens=8) == plain
+
+
+def test_a_language_model_preset_takes_a_name_of_its_own():
+    """``q=smollm2-135m-int8`` (a spec's NAME=) names the packaged language models as it names any
+    model: the loaded model is called ``q``, and its weights' fingerprint is the preset's."""
+    from perturblab.models.resolve import load_model
+
+    named, plain = load_model("q=smollm2-135m-int8", "language_model"), load_model("smollm2-135m-int8",
+                                                                                    "language_model")
+    assert (named.name, plain.name) == ("q", "smollm2-135m-int8")
+    assert named.fingerprint == plain.fingerprint
+    assert load_model("p=smollm2-135m[batch_size=4]", "language_model").name == "p"

@@ -6,13 +6,12 @@ whether the field names models or data). From that one declaration come
 
 * the command's options (:meth:`StudyArgs.add_arguments`: ``--n-boot`` for ``n_boot``, old names
   as aliases, every default shown in ``--help``; :mod:`.arguments`),
-* the command's call of the study function (:meth:`StudyArgs.from_cli` then
-  :meth:`StudyArgs.kwargs`),
+* the command's options object, which runs the study as it is (:meth:`StudyArgs.from_cli`),
 * the YAML entry of a study config (:meth:`StudyArgs.from_config`: the same names and old names,
   values read exactly as the command line reads its text; :mod:`.readers`),
 * the study's Python function: its signature and the "Options" section of its docstring
-  (:func:`~.signature.signature_of`, :func:`~.signature.options_doc`, put on the function by
-  :func:`~.entry.study_function`),
+  (:func:`~.signature.signature_of`, :func:`~.signature.options_doc`, put on the function that
+  :func:`~.entry.function_of` generates from the study's class),
 
 so the three ways of running a study cannot drift apart. An option's old names (``aliases``) are
 its one way of being renamed: each keeps working, with an :class:`~.readers.OldNameWarning`, and
@@ -109,12 +108,15 @@ class Opt:
     changes no result and is not a change of the study's options; options of one ``one_of`` group exclude each other, and one of them must be given.
 
     What the study's Python function shows (its signature is generated from the fields,
-    :func:`~.entry.study_function`): ``positional`` options are its positional parameters (in
+    :func:`~.entry.function_of`): ``positional`` options are its positional parameters (in
     field order; the others are keyword-only); ``python`` is the keyword's annotation where Python
     takes more than the command line's text (``"str | Sequence[str]"``, ``"Any"`` for model
     objects; default: the field's type); ``python_only`` fields are keywords of the Python function
-    alone (model objects, hooks): never on the command line or in a config, and never read into
-    the options (they stay at their default there; the body reads them from ``given``)."""
+    alone (hooks, ready sentences): never on the command line or in a config, set on the options
+    as given (:func:`~.boundary.read_call`); ``many``: a model option that holds a list of models
+    (an object in it without a name is named by the option and its place: ``model2``);
+    ``read_python`` reads a Python value the command line cannot give (a mapping) as the
+    option's plain value."""
 
     help: str = ""
     aliases: tuple[str, ...] = ()
@@ -137,6 +139,8 @@ class Opt:
     python: str | None = None
     positional: bool = False
     python_only: bool = False
+    many: bool = False
+    read_python: Callable[[Any], Any] | None = None
 
     def __post_init__(self) -> None:
         if self.role is not None and self.role not in ROLES:
@@ -183,7 +187,8 @@ def option(default: Any = None, *, help: str = "", aliases: Sequence[str] = (), 
            flag: bool = False, repeat: bool = False, role: str | None = None, data: bool = False,
            runner: bool = False, in_config: bool = False, one_of: str | None = None, min: float | None = None,
            max: float | None = None, above: float | None = None, below: float | None = None, check: Callable[[Any], Any] | None = None,
-           python: str | None = None, positional: bool = False, python_only: bool = False) -> Any:
+           python: str | None = None, positional: bool = False, python_only: bool = False, many: bool = False,
+           read_python: Callable[[Any], Any] | None = None) -> Any:
     """A field of a :class:`StudyArgs` dataclass (see :class:`Opt`); a list default is copied
     for each instance.
 
@@ -193,7 +198,8 @@ def option(default: Any = None, *, help: str = "", aliases: Sequence[str] = (), 
                           choices=tuple(choices) if choices is not None else None, metavar=metavar,
                           required=required, flag=flag, repeat=repeat, role=role, data=data, runner=runner,
                           in_config=in_config, one_of=one_of, min=min, max=max, above=above, below=below,
-                          check=check, python=python, positional=positional, python_only=python_only)}
+                          check=check, python=python, positional=positional, python_only=python_only,
+                          many=many, read_python=read_python)}
     if isinstance(default, (list, dict)):
         return field(default_factory=lambda: type(default)(default), metadata=meta)
     return field(default=default, metadata=meta)

@@ -213,16 +213,20 @@ class Readers:
     @classmethod
     def from_python(cls: type[R], kwargs: Mapping[str, Any]) -> R:
         """The options of a Python call of the study function: each plain value (text, number,
-        switch, list of those) read as a config entry reads it (:meth:`value`); objects (models,
-        data sets, mappings) and Python-only keywords are left at None, so :meth:`problems` checks
+        switch, list of those) read as a config entry reads it (:meth:`value`; a value an option's
+        ``read_python`` reads, such as a mapping, first read by it); objects (models, data sets)
+        and Python-only keywords are left at None, so :meth:`problems` checks
         every value that a command line could also have given. Old names are accepted (an old
         name given None is not given); a call that gives an option by two names is refused before
         (:meth:`check_given_once`), where the call's own keywords are known."""
         names = cls.names()  # type: ignore[attr-defined]
         values = {f.name: None for f, o in cls.fields() if not o.flag}  # type: ignore[attr-defined]
         old = []
+        read = {f.name: o.read_python for f, o in cls.fields() if o.read_python}  # type: ignore[attr-defined]
         for key, v in kwargs.items():
             name = names.get(key)
+            if name in read and v is not None and not _plain(v):
+                v = read[name](v)
             if name is None or not _plain(v):
                 continue
             if v is None and key != name:  # an old name not given

@@ -1,6 +1,6 @@
 """The Python function of a study, generated from its options (:class:`~.options.StudyArgs`):
 its signature and the "Options" section of its docstring, so that no option is written twice
-(:func:`~.entry.study_function` puts them on the function)."""
+(:func:`~.entry.function_of` puts them on the function it generates from a study class)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,14 @@
-"""The study noun: a typed config, a plan of work in phases, and a finish step.
+"""The study noun: one class that says what a study is and does.
 
-A :class:`Study` is driven by :func:`perturblab.core.driver.run_study`:
+What it is, declared on the class (:class:`Study`'s class attributes): its command (also its
+kind in a study config), its options (``Args``, a :class:`~.options.StudyArgs` built from the
+shared option groups), its result (``Result``), its part in ``perturblab compare`` (``part``)
+and an example that runs it in seconds. From these the registry makes the command, the config
+kind and the Python function ``perturblab.<name>`` (:func:`~.entry.function_of`); the framework
+owns the Python boundary: a model or data option takes a spec or an object, and the study is
+built from its checked options and the ready objects (:class:`~.boundary.Inputs`, :meth:`Study.of`).
+
+What it does, driven by :func:`perturblab.core.driver.run_study`:
 
 0. :meth:`Study.check` refuses input that cannot run, before the output directory or its
    results store is touched and before any model is loaded;
@@ -25,12 +33,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import wraps
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Hashable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Hashable, Iterator, Mapping, Sequence
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
     from .headline import Headline
+    from .options import StudyArgs
     from .store import ResultStore
 
 log = logging.getLogger(__name__)
@@ -192,9 +201,48 @@ class StudyResult:
 
 
 class Study(ABC):
-    """Base class of the studies (see the module docstring)."""
+    """Base class of the studies (see the module docstring). The class docstring of a registered
+    study is the docstring of its Python function (the "Options" section is added to it)."""
 
+    #: the name its runs are stored under (part of the run id)
     name: ClassVar[str] = ""
+    #: its command and its kind in a study config ("": not registered, as a test's own study)
+    command: ClassVar[str] = ""
+    #: the command's one line of help
+    help: ClassVar[str] = ""
+    #: its options: one schema for the command, a config entry and the Python function
+    Args: ClassVar["type[StudyArgs]"]
+    #: what it returns (the Python function's return annotation)
+    Result: ClassVar[type["StudyResult"]]
+    #: its part in ``perturblab compare`` (:class:`~perturblab.studies.part.Part`; None: none)
+    part: ClassVar[Any] = None
+    #: options (beside ``out``) that run it in seconds on the packaged models: the conformance
+    #: suite (:func:`perturblab.testing.check_study`) runs every study with them
+    example: ClassVar[Mapping[str, Any]] = {}
+    #: defaults of its command that differ from the options' (``demo``'s)
+    defaults: ClassVar[Mapping[str, Any]] = {}
+    #: whether it may be an entry of a study config
+    config: ClassVar[bool] = True
+    #: the name of its Python function, ``perturblab.<function>`` (default: the command's, ``-`` as ``_``)
+    function: ClassVar[str] = ""
+
+    @classmethod
+    def function_name(cls) -> str:
+        """The name of its Python function (:attr:`function`, else its command's)."""
+        return cls.function or cls.command.replace("-", "_")
+
+    @classmethod
+    def of(cls, args: Any, inputs: Any) -> "Study":
+        """The study to run for the checked options ``args`` and the call's ready objects
+        ``inputs`` (:class:`~.boundary.Inputs`; default: ``cls(args, inputs)``; a study whose constructor takes them apart
+        says how)."""
+        return cls(args, inputs)  # type: ignore[call-arg]
+
+    @classmethod
+    def call(cls, args: Any, inputs: Any) -> "StudyResult":
+        """Run the study for ``args`` and ``inputs`` in ``inputs.out`` (:meth:`Inputs.run`); a
+        study that runs other studies (``compare``) or records its result somewhere says how."""
+        return inputs.run(cls.of(args, inputs), args)
 
     def check(self) -> None:
         """Refuse input that cannot run (a sample larger than the data, …) before anything costly

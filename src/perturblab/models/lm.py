@@ -43,10 +43,9 @@ from __future__ import annotations
 
 import inspect
 from pathlib import Path
-from typing import Any, Iterator, Protocol, Sequence, Union, runtime_checkable
+from typing import TYPE_CHECKING, Any, Iterator, Protocol, Sequence, Union, runtime_checkable
 
 import numpy as np
-import torch
 
 from ..errors import InputError
 from .base import fingerprint_of
@@ -55,6 +54,9 @@ from .batching import batches, token_budget
 from .device import loading, model_dtype, placed, split_on_oom, with_dtype
 from .lm_capabilities import (ALL_CAPABILITIES, CAPABILITIES, capabilities_of, check_metric_capabilities,
                               describe_capabilities, require)
+
+if TYPE_CHECKING:  # pragma: no cover
+    import torch
 
 __all__ = ["ALL_CAPABILITIES", "AUTO", "CAPABILITIES", "HFCausalLM", "LMInput", "LanguageModel",
            "capabilities_of", "check_metric_capabilities", "describe_capabilities", "generate_with_next",
@@ -319,6 +321,8 @@ class HFCausalLM(LocalLanguageModel):
         config's final logit soft-capping, if any) reproduces ``model(...).logits`` on a probe;
         otherwise every call falls back to ``logits_to_keep`` over the batch's positions.
         """
+        import torch
+
         if self._gather is None:
             self._gather = False
             decoder = getattr(self.model, "get_decoder", lambda: None)()
@@ -339,6 +343,8 @@ class HFCausalLM(LocalLanguageModel):
 
     def _capped(self, logits: torch.Tensor) -> torch.Tensor:
         """The output layer's ``logits`` with the config's final soft-capping, if any."""
+        import torch
+
         cap = getattr(self.model.config, "final_logit_softcapping", None)
         return torch.tanh(logits / cap) * cap if cap else logits
 
@@ -346,6 +352,8 @@ class HFCausalLM(LocalLanguageModel):
                      targets: list[np.ndarray] | None = None) -> Iterator[tuple[int, torch.Tensor]]:
         """Per input, batch by batch: (index, float32 log-softmax at its ``positions``, shape (m, V)),
         or with ``targets`` only the log-probabilities of those tokens, shape (m,)."""
+        import torch
+
         device = next(self.model.parameters()).device
         pad = self.tokenizer.pad_token_id
         pad = 0 if pad is None else int(pad)
@@ -438,6 +446,8 @@ class HFCausalLM(LocalLanguageModel):
         """Continuations of ``prompts``, batch by batch (left-padded), and with ``first`` the
         float32 log-softmax of the logits of each batch's first forward at its last position: the
         output layer's first output, caught by a hook, with the config's soft-capping."""
+        import torch
+
         _check_generation(max_new_tokens, sample, temperature)
         seqs = self._ids(list(prompts))
         for i, s in enumerate(seqs):

@@ -158,7 +158,7 @@ def quantise_dynamic_int8(lm: HFCausalLM, name: str) -> HFCausalLM:
 
 
 def _smollm2(**kw: Any) -> HFCausalLM:
-    return from_gguf(smollm2_gguf(), "smollm2-135m", **kw)
+    return from_gguf(smollm2_gguf(), kw.pop("name", None) or "smollm2-135m", **kw)
 
 
 def _smollm2_int8(**kw: Any) -> HFCausalLM:
@@ -166,7 +166,8 @@ def _smollm2_int8(**kw: Any) -> HFCausalLM:
     own_placement("smollm2-135m-int8", kw.pop("device", None), kw.pop("dtype", None),
                   "runs torch's dynamic int8 kernels, on the CPU from float32 weights",
                   "(or compare smollm2-135m in bfloat16 on a GPU)")
-    return quantise_dynamic_int8(_smollm2(device="cpu", dtype="float32", **kw), "smollm2-135m-int8")
+    name = kw.pop("name", None) or "smollm2-135m-int8"  # a spec's NAME= (q=smollm2-135m-int8)
+    return quantise_dynamic_int8(_smollm2(device="cpu", dtype="float32", **kw), name)
 
 
 def refuse_placement(name: str, device: str | None, dtype: str | None, why: str, instead: str = "") -> None:
@@ -192,7 +193,7 @@ def own_placement(name: str, device: str | None, dtype: str | None, why: str, in
 
 
 def _gemma3(**kw: Any) -> HFCausalLM:
-    return from_gguf(gemma3_gguf(), "gemma3-270m", **kw)
+    return from_gguf(gemma3_gguf(), kw.pop("name", None) or "gemma3-270m", **kw)
 
 
 LM_PRESETS: Registry[LMPreset] = Registry("language model preset")
@@ -374,7 +375,7 @@ def load_language_model(name: str, /, **kwargs: Any) -> HFCausalLM | HFSeq2SeqLM
     if path.suffix == ".gguf":
         if not path.is_file():
             raise InputError(f"GGUF file {path} does not exist")
-        return from_gguf(path, path.stem, **kwargs)
+        return from_gguf(path, kwargs.pop("name", None) or path.stem, **kwargs)
     if path.is_dir() or HUB_ID.match(name):
         source = str(path) if path.is_dir() else name
         if _is_encoder_decoder(source):

@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
+from ..core.console import lines_shown
 from ..core.files import atomic_write_text, write_json
 from ..errors import InputError
 from ..core.executor import make_executor
@@ -94,6 +95,7 @@ def _check_unchanged(cfg: RunConfig) -> None:
                              f"{', '.join(diff) or 'kind'}); give the study a new name or use another out directory")
 
 
+@lines_shown()
 def run(cfg: RunConfig, *, executor: str | None = None, address: str | None = None, num_cpus: int | None = None,
         workers: int | None = None, only: Sequence[str] | None = None, progress: bool = True,
         keep_going: bool = False) -> dict[str, Any]:
@@ -101,6 +103,8 @@ def run(cfg: RunConfig, *, executor: str | None = None, address: str | None = No
 
     ``executor``/``address``/``num_cpus``/``workers`` override the config's ``executor:``;
     ``only`` runs a subset of the studies by name; ``keep_going`` goes on after a failed study.
+    Its lines show on stderr as the command's do, unless the application configured perturblab's
+    log (:func:`~perturblab.core.console.lines_shown`).
     """
     names = [s.name for s in cfg.studies]
     unknown = [n for n in only or [] if n not in names]
@@ -172,7 +176,7 @@ def _run_study(s: StudySpec, out: Path, ex: Any, progress: bool, state: dict) ->
 
 def _call_study(s: StudySpec, sdir: Path, ex: Any, progress: bool) -> int:
     """Run one study of the config through the one entry (:func:`~perturblab.core.entry.run_saved`):
-    its Python function with the entry's options, the run's executor where the study takes one,
+    the study's class with the entry's options, the run's executor where the study takes one,
     then the result's files and what its command prints; returns the exit status its command
     would have (``compare``: 1 when a check failed)."""
     from ..core.entry import run_saved
@@ -182,7 +186,7 @@ def _call_study(s: StudySpec, sdir: Path, ex: Any, progress: bool) -> int:
     args = study.options()
     names = {f.name for f, _ in args.fields()}
     options = args(**{k: v for k, v in s.options.items() if k in names}, quiet=not progress)
-    res, _ = run_saved(study.load_function(), options, out=sdir, what=f"study {s.name}", executor=ex,
+    res, _ = run_saved(study.study, options, out=sdir, what=f"study {s.name}", executor=ex,
                        prefix=f"{s.name}: ")
     print(f"{s.name} ({s.kind}):\n{res.console()}\n")
     return res.exit_code()

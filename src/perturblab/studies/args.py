@@ -29,13 +29,13 @@ import typing
 from dataclasses import MISSING, dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Sequence
+from typing import Any, Callable, ClassVar, Mapping, Sequence
 
 from ..core.options import TEXT_FIELDS_HELP, Opt, StudyArgs, csv_list, option
 from ..errors import InputError
 from ..measures.stats import N_BOOT
 from ..models.base import POOLINGS
-from .given import clashing, items, name_clash
+from .names import clashing, items, name_clash
 
 _CORPUS_FIELDS = ("corpus", "benign_corpus")
 #: the help of every study's ``--max-seconds`` (a fine-tune's wall-clock budget)
@@ -123,13 +123,23 @@ def _annotation(cls: type, owner: type, declared: dataclasses.Field) -> Any:
     """The annotation of a field ``cls`` places: as ``owner`` wrote it where it reads the same in
     ``cls``'s module (``"int"``, ``"list[str]"``: the Python signature shows it as in ``owner``),
     else the type it names there."""
-    if isinstance(declared.type, str):
-        try:
-            eval(declared.type, dict(vars(sys.modules[cls.__module__])))
-            return declared.type
-        except (NameError, AttributeError):
-            pass
+    if isinstance(declared.type, str) and _names_resolve(declared.type, vars(sys.modules[cls.__module__])):
+        return declared.type
     return typing.get_type_hints(owner)[declared.name]
+
+
+def _names_resolve(annotation: str, namespace: Mapping[str, Any]) -> bool:
+    """Whether every name the annotation text uses (``Sequence`` of ``Sequence[str] | None``) is
+    one of ``namespace`` or a builtin (the text is parsed, never run)."""
+    import ast
+    import builtins
+
+    try:
+        tree = ast.parse(annotation, mode="eval")
+    except SyntaxError:
+        return False
+    used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    return all(name in namespace or hasattr(builtins, name) for name in used)
 
 
 @lru_cache(maxsize=None)
@@ -158,7 +168,7 @@ class Args(StudyArgs, Group):
     """A study's options (see the module docstring)."""
 
     #: the model options a study reports side by side (its reference and targets, its models A
-    #: and B): two different specs among them may not share a name (:func:`~.given.name_clash`),
+    #: and B): two different specs among them may not share a name (:func:`~.names.name_clash`),
     #: as two of one model list may not
     shown_together: ClassVar[tuple[str, ...]] = ()
 

@@ -113,3 +113,44 @@ def labelled_split(data: "str | Dataset", n_train: int, n_eval: int, seed: int =
                          "classification data set (e.g. rotten_tomatoes)")
     train, test = train_test_split(ds, test_size=0.25, seed=seed)
     return train.sample(n_train, seed=seed), test.sample(n_eval, seed=seed)
+
+
+def given_splits(data: "Dataset | tuple[Dataset, Dataset] | None", n_train: int, n_eval: int,
+                 seed: int) -> tuple[Dataset, Dataset] | None:
+    """(train, eval) of a labelled data object given in Python: a pair as it is, one
+    :class:`Dataset` split 3:1 and sampled like a data spec (:func:`labelled_split`); None when
+    none was given (the study loads its data spec)."""
+    if data is None:
+        return None
+    if isinstance(data, tuple):
+        if len(data) != 2 or not all(isinstance(d, Dataset) for d in data):
+            raise InputError("data as a tuple must be (train, eval) Dataset objects; or give a data spec or one "
+                             "Dataset (split and sampled by n_train / n_eval)")
+        return data
+    if isinstance(data, Dataset):
+        return labelled_split(data, n_train, n_eval, seed)
+    raise InputError(f"data: give a data set name, a file, a Dataset or a (train, eval) pair of them, not a "
+                     f"{type(data).__name__}")
+
+
+def search_splits(data: "str | Dataset | tuple[Dataset, Dataset]", *, text_column: str | None,
+            text_fields: Sequence[str] | str, label_column: str | None, perturb_field: str, seed: int,
+            test_size: float) -> "tuple[Dataset, Dataset]":
+    """The (train, test) split of a search study's data: a spec read with its columns, or a
+    :class:`Dataset` (split 3:1 as a spec's is, ``test_size`` held out), or a ready
+    ``(train, test)`` pair as it is. ``--perturb-field b`` or ``both`` needs pairs."""
+    from ..data.loaders import train_test_split
+
+    if isinstance(data, tuple) and len(data) == 2 and all(isinstance(d, Dataset) for d in data):
+        ds, splits = data[1], data
+    else:
+        if isinstance(data, Dataset):
+            ds = data
+        else:  # --text-fields with --text-column is refused by the options' rules (one_text_option)
+            ds = load_study_data(str(data), text_fields=text_columns(text_fields, text_column),
+                                 label_column=label_column)
+        splits = None
+    if perturb_field in ("b", "both") and not ds.is_pair:
+        raise InputError(f"--perturb-field {perturb_field} needs the two texts of a pair, but the data have one "
+                         "text field; name two columns with --text-fields A,B or use --perturb-field a")
+    return splits or train_test_split(ds, test_size=test_size, seed=seed)

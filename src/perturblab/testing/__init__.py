@@ -1,13 +1,12 @@
 """The study contract, as a public check (as scikit-learn's ``check_estimator``).
 
-:func:`check_study` puts one study (a registered name or a
-:class:`~perturblab.studies.registry.StudyEntry`) through every contract a study of this package
+:func:`check_study` puts one study (a registered name or a study class,
+:class:`~perturblab.core.study.Study`) through every contract a study of this package
 keeps, and raises :class:`AssertionError` naming the study and the contract it broke:
 
 * ``perturblab <name> --help`` renders;
-* the Python function is made by the one entry (:func:`~perturblab.core.entry.study_function`
-  of the entry's options, from a body of ``(args, given)``) and the options class is a dataclass
-  subclassing :class:`~perturblab.studies.args.Args`;
+* the Python function is generated from the study's class
+  (:func:`~perturblab.core.entry.function_of`) and the options class is a dataclass subclassing :class:`~perturblab.studies.args.Args`;
 * the function's keywords are the ones generated from the options: their names, with the
   options' defaults;
 * a study with a part in ``compare``: for each model kind the part serves, the options it builds

@@ -13,6 +13,7 @@ from .rules import check_rule_by_command, check_rule_by_function, check_rules_by
 from .runs import ExampleRuns
 
 if TYPE_CHECKING:  # pragma: no cover
+    from ..core.study import Study
     from ..studies.registry import StudyEntry
 
 
@@ -35,28 +36,28 @@ KEYS_NOT_IN_EXAMPLE: dict[str, dict[str, str]] = {
 @contextlib.contextmanager
 def _registered(entry: "StudyEntry") -> Iterator[None]:
     """``entry`` registered while the block runs (it is already, or it is for the block)."""
-    from ..studies.registry import STUDIES, register_study, unregister_study
+    from ..studies.registry import is_registered, register_study, unregister_study
     from ..studies.registry import entry as registered
 
     key = entry.name.strip().lower()
-    if key in STUDIES:
+    if is_registered(key):
         if registered(key) != entry:
             raise ValueError(f"another study is registered as {entry.name!r}; unregister it or rename this one")
         yield
         return
-    register_study(entry)
+    register_study(entry.study)
     try:
         yield
     finally:
         unregister_study(key)
 
 
-def check_study(study: "str | StudyEntry", *, out: str | Path | None = None, runs: bool = True,
+def check_study(study: "str | type[Study] | StudyEntry", *, out: str | Path | None = None, runs: bool = True,
                 rules: bool = True, changed: Mapping[str, Any] | None = None,
                 keys_not_in_example: Mapping[str, str] | None = None) -> StudyReport:
-    """Check that ``study`` (a registered name, or a
-    :class:`~perturblab.studies.registry.StudyEntry`, registered for the check when it is not; a
-    different study registered under its name is a ValueError)
+    """Check that ``study`` (a registered name, or a study class,
+    :class:`~perturblab.core.study.Study`, registered for the check when it is not; a different
+    study registered under its name is a ValueError)
     keeps the study contract (see the module docstring); raises :class:`AssertionError` naming
     the study and the broken contract.
 
@@ -77,10 +78,11 @@ def check_study(study: "str | StudyEntry", *, out: str | Path | None = None, run
         >>> report.skipped
         [("its compare part's keys are the example's", 'runs=False'), ('run contracts a-e', 'runs=False')]
     """
-    from ..studies.registry import StudyEntry
+    from ..studies.registry import StudyEntry, _study_class
     from ..studies.registry import entry as registered
 
-    entry = study if isinstance(study, StudyEntry) else registered(study)
+    entry = study if isinstance(study, StudyEntry) else registered(study) if isinstance(study, str) \
+        else StudyEntry(_study_class(study))
     report = StudyReport(entry.name)
     with contextlib.ExitStack() as stack:
         root = Path(out) if out is not None else Path(stack.enter_context(tempfile.TemporaryDirectory(

@@ -17,10 +17,10 @@ def check_help(entry: "StudyEntry") -> str:
     break it); returns the text."""
     import argparse
 
-    from ..studies.registry import STUDIES
+    from ..studies.registry import is_registered
 
     try:
-        if entry.name.strip().lower() in STUDIES:
+        if is_registered(entry.name):
             from ..cli import build_parser
 
             sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
@@ -38,28 +38,26 @@ def check_help(entry: "StudyEntry") -> str:
 
 
 def _study_function_of(entry: "StudyEntry", contract: str) -> Any:
-    """The entry's function, made by :func:`~perturblab.core.entry.study_function` from a body of
-    ``(args, given)`` with the entry's options; a function that cannot be loaded (a body with its
-    keywords by hand is refused when it is made) or is made otherwise breaks ``contract``, with the
-    fix named."""
+    """The study's Python function, generated from its class by
+    :func:`~perturblab.core.entry.function_of`; a class whose function cannot be made (no options
+    declared) or a function made otherwise breaks ``contract``, with the fix named."""
     try:
         fn = entry.load_function()
-    except Exception as e:  # noqa: BLE001 - any failure to load the function is the finding
-        raise _fail(entry.name, contract, f"{entry.function} cannot be loaded: {type(e).__name__}: {e}") from e
-    args = entry.options()
-    made = getattr(fn, "__study_args__", None)
-    fix = (f"write it as a body `def {getattr(fn, '__name__', 'fn')}(args, given)` under "
-           f"`@study_function({args.__name__})` (perturblab.core.entry): its keywords are generated from the options")
-    _require(made is not None, entry.name, contract,
-             lambda: f"{entry.function} is not made by perturblab.core.entry.study_function; {fix}")
-    _require(made is args, entry.name, contract,
-             lambda: f"{entry.function} is made from {made.__qualname__}, the entry's options are {entry.args}; {fix}")
+    except Exception as e:  # noqa: BLE001 - any failure to make the function is the finding
+        raise _fail(entry.name, contract, f"{entry.function}: its function cannot be made: {type(e).__name__}: {e}") from e
+    from ..studies.registry import function_names
+
+    made = getattr(fn, "__study__", None)
+    owner = function_names().get(entry.function_name())  # demo's function is compare's
+    _require(made is entry.study or (owner is not None and made is owner.study), entry.name, contract,
+             lambda: f"the function of {entry.function} is not generated from the class by "
+                     "perturblab.core.entry.function_of; register the class, not a function")
     return fn
 
 
 def check_one_entry(entry: "StudyEntry") -> None:
-    """The function is made by the one entry from the entry's options
-    (:func:`_study_function_of`) and the options class is a dataclass with the package's base
+    """The function is generated from the study's class (:func:`_study_function_of`) and its
+    options class is a dataclass with the package's base
     (:class:`~perturblab.studies.args.Args`: model and data options checked without loading)."""
     from ..studies.args import Args
 
@@ -67,14 +65,13 @@ def check_one_entry(entry: "StudyEntry") -> None:
     _study_function_of(entry, contract)
     args = entry.options()
     _require(isinstance(args, type) and issubclass(args, Args), entry.name, contract,
-             f"{entry.args} does not subclass perturblab.studies.args.Args")
-    _require(dataclasses.is_dataclass(args), entry.name, contract, f"{entry.args} is not a dataclass")
+             f"{args.__qualname__} does not subclass perturblab.studies.args.Args")
+    _require(dataclasses.is_dataclass(args), entry.name, contract, f"{args.__qualname__} is not a dataclass")
 
 
 def check_signature(entry: "StudyEntry") -> None:
-    """The function's keywords are its options': it is made by
-    :func:`~perturblab.core.entry.study_function` from a body of ``(args, given)`` with the entry's
-    options (:func:`_study_function_of`), and its signature is the one generated from them
+    """The function's keywords are its options': it is generated from the study's class
+    (:func:`_study_function_of`), and its signature is the one generated from them
     (:func:`~perturblab.core.signature.signature_of`: the options' names and defaults, the
     ``positional`` ones first, the Python-only fields and the old names), not one put on it
     afterwards."""
@@ -99,7 +96,7 @@ def _models(entry: "StudyEntry", kind: str, own: bool) -> list[str]:
     """A reference and targets for a comparison of ``kind``: with ``own``, the example's models (its
     options that name models, of any role, in order, once each), completed to two from
     :data:`STAND_IN_MODELS`."""
-    from ..studies.given import items
+    from ..studies.names import items
 
     fields = {f.name for f, o in entry.options().fields() if o.role is not None}
     given = [m for k, v in entry.example.items() if k in fields for m in items(v)] if own else []

@@ -202,3 +202,22 @@ def test_a_dataframe_is_a_data_set_read_with_its_own_columns(reviews, tmp_path, 
         pl.compare("tfidf-lr", ["twin=tfidf-lr"], data=frame, text_column="review", label_column="mood", quiet=True)
     with pytest.raises(InputError, match="a pandas DataFrame or a perturblab Dataset, not dict"):
         pl.compare("tfidf-lr", ["twin=tfidf-lr"], data={"text": ["a"]}, quiet=True)
+
+
+def test_model_and_corpus_objects_are_refused_before_anything_runs(tmp_path):
+    """compare loads every model and corpus in each of its studies itself: objects are refused,
+    naming what to give instead, and nothing is written."""
+    from perturblab.data.corpus import Corpus
+    from perturblab.errors import InputError
+
+    class Model:
+        name, fingerprint = "mine", "test-mine-v1"
+
+    out = tmp_path / "c"
+    with pytest.raises(InputError, match=r"compare takes model specs \(names, directories, hub ids\), not objects: "
+                                         r"give 'mine' as specs"):
+        pl.compare("tfidf-lr", [Model()], out=str(out), quiet=True)
+    with pytest.raises(InputError, match="--benign-corpus: give a corpus name or a file, not a Corpus object"):
+        pl.compare("tfidf-lr", ["twin=tfidf-lr"], benign_corpus=Corpus(["a b c d."], [0], name="b"), out=str(out),
+                   quiet=True)
+    assert not out.exists()

@@ -13,6 +13,7 @@ import threading
 import time
 
 import pytest
+from helpers.faults import closed_port, one_error_line
 from helpers.permissions import permissions_apply
 from helpers.pg_server import PASSWORD, USER
 
@@ -26,19 +27,6 @@ mlflow = pytest.importorskip("mlflow", reason="the mlflow extra is not installed
 def _compare(out, *extra):
     return ["compare", "--reference", "tfidf-lr", "--targets", "candidate=tfidf-lr", "--studies", "robustness",
             "--budget", "10m", "--out", str(out), "--quiet", *extra]
-
-
-def _one_error_line(err: str) -> str:
-    """The one line of a refused command's stderr (no traceback, no warnings, nothing else)."""
-    lines = [ln for ln in err.splitlines() if ln.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: "), err[-3000:]
-    return lines[0]
-
-
-def _closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _within(seconds: float, call):
@@ -71,10 +59,10 @@ SETTINGS = ("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "MLFLOW_HTTP_REQUEST_TIMEOUT")
 def test_an_unreachable_server_is_refused_in_one_line_in_seconds(tmp_path, tiny_costs, capsys, monkeypatch):
     for name in SETTINGS:
         monkeypatch.delenv(name, raising=False)
-    uri = f"http://127.0.0.1:{_closed_port()}"
+    uri = f"http://127.0.0.1:{closed_port()}"
     code, took = _within(60, lambda: main(_compare(tmp_path / "out", "--mlflow", uri)))
     assert code == 2 and took < 20, took  # MLflow's own settings: seven retries over about 279 s
-    line = _one_error_line(capsys.readouterr().err)
+    line = one_error_line(capsys.readouterr().err)
     assert line == (f"error: --mlflow {uri}: opening the tracking store failed (Connection refused); check the URI "
                     "and that the tracking server runs (mlflow server --host HOST --port PORT)")
     assert not (tmp_path / "out").exists()
@@ -133,14 +121,14 @@ def test_a_sqlite_store_in_a_missing_folder_is_refused_as_history_refuses_it(tmp
     folder = tmp_path / "missing" / "dir"
     uri = f"sqlite:///{folder / 'mlflow.db'}"
     assert main(_compare(tmp_path / "out", "--mlflow", uri)) == 2
-    line = _one_error_line(capsys.readouterr().err)
+    line = one_error_line(capsys.readouterr().err)
     assert main(_compare(tmp_path / "out", "--history", str(folder / "mlflow.db"), "--release", "v1")) == 2
-    history = _one_error_line(capsys.readouterr().err)
+    history = one_error_line(capsys.readouterr().err)
     reason = f": the folder {folder} does not exist; create it or give another path"
     assert line == f"error: --mlflow {uri}{reason}" and history == f"error: --history {folder / 'mlflow.db'}{reason}"
     assert not (tmp_path / "missing").exists() and not (tmp_path / "out").exists()  # nothing made
     assert main(_compare(tmp_path / "out", "--mlflow", f"sqlite:///{tmp_path}")) == 2
-    assert _one_error_line(capsys.readouterr().err) == (f"error: --mlflow sqlite:///{tmp_path}: is a directory; give "
+    assert one_error_line(capsys.readouterr().err) == (f"error: --mlflow sqlite:///{tmp_path}: is a directory; give "
                                                         "a database file (sqlite:///mlflow.db) or a URL")
 
 
@@ -160,10 +148,10 @@ def test_a_sqlite_store_that_cannot_be_written_is_refused_before_any_work(tmp_pa
     finally:
         ro.chmod(0o755)
         store.chmod(0o644)
-    assert new == 2 and _one_error_line(new_err) == (
+    assert new == 2 and one_error_line(new_err) == (
         f"error: --mlflow sqlite:///{ro / 'mlflow.db'}: its folder {ro} cannot be written (Permission denied), and "
         "SQLite writes the database and its journal there; give a file in a folder you may write")
-    assert old == 2 and _one_error_line(old_err) == (
+    assert old == 2 and one_error_line(old_err) == (
         f"error: --mlflow sqlite:///{store}: the file cannot be written (Permission denied); make it writable "
         f"(chmod u+w {store}) or give another file")
     assert not (tmp_path / "out").exists() and list(ro.iterdir()) == []
@@ -180,12 +168,12 @@ def test_a_read_only_file_store_names_the_real_reason(tmp_path, tiny_costs, caps
     finally:
         store.chmod(0o755)
     assert code == 2
-    assert _one_error_line(capsys.readouterr().err) == (
+    assert one_error_line(capsys.readouterr().err) == (
         f"error: --mlflow file://{store}: the folder {store} cannot be written (Permission denied), and MLflow "
         "writes the store's runs there; give a folder you may write")
     # a writable one: this MLflow opens no file store, and the line says so and what to give instead
     assert main(_compare(tmp_path / "out", "--mlflow", str(store))) == 2
-    line = _one_error_line(capsys.readouterr().err)
+    line = one_error_line(capsys.readouterr().err)
     assert line.startswith(f"error: --mlflow {store}: opening the tracking store failed (MLflow no longer opens a "
                            "file store); give a database (sqlite:///mlflow.db)"), line
     assert "maintenance mode" not in line and not (tmp_path / "out").exists()
@@ -198,7 +186,7 @@ def test_a_wrong_postgresql_password_is_one_line_in_seconds_and_never_shown(pg, 
     code, took = _within(60, lambda: main(_compare(tmp_path / "out", "--mlflow", url)))
     err = capsys.readouterr().err
     assert code == 2 and took < 20, took  # MLflow alone: ten tries over about 100 s, 37 lines
-    line = _one_error_line(err)
+    line = one_error_line(err)
     assert line.startswith(f"error: --mlflow postgresql://{USER}:***@127.0.0.1:{pg.port}/tracked: opening the "
                            "tracking store failed (")
     assert "password authentication failed" in line and line.endswith("; check the user and password of the URL")
@@ -220,7 +208,7 @@ def test_a_read_only_postgresql_user_is_refused_before_any_work(pg, tmp_path, ti
     code, took = _within(60, lambda: main(_compare(tmp_path / "out", "--mlflow", reader)))
     err = capsys.readouterr().err
     assert code == 2 and took < 20, took
-    line = _one_error_line(err)
+    line = one_error_line(err)
     assert line == (f"error: --mlflow postgresql://reader:***@127.0.0.1:{pg.port}/readonly: opening the tracking "
                     "store failed (cannot execute UPDATE in a read-only transaction); give a store this user may "
                     "write, or make it writable")

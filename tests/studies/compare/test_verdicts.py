@@ -264,11 +264,11 @@ def test_the_statistics_examples_run():
     import perturblab.studies.compare.power
     import perturblab.studies.compare.severity
     import perturblab.studies.compare.verdict
-    import perturblab.studies.given
+    import perturblab.studies.names
     import perturblab.studies.part
 
     for module in (perturblab.core.headline, perturblab.measures.stats, perturblab.studies.compare.severity,
-                   perturblab.studies.compare.verdict, perturblab.studies.given,
+                   perturblab.studies.compare.verdict, perturblab.studies.names,
                    perturblab.studies.compare.power, perturblab.studies.part):
         result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
         assert result.attempted > 0 and result.failed == 0, module.__name__

@@ -18,7 +18,8 @@ from perturblab.data import Dataset  # noqa: E402
 from perturblab.measures.layerwise import PAIRWISE  # noqa: E402
 from perturblab.measures.probe import fit_probe  # noqa: E402
 from perturblab.models.states import layer_states  # noqa: E402
-from perturblab.studies.grounding import GroundingStudy, grounding  # noqa: E402
+from perturblab import grounding  # noqa: E402
+from perturblab.studies.grounding import GroundingStudy  # noqa: E402
 
 KW = dict(measures="cka,procrustes", pc_layers=[2], pc_fractions=[0.0, 0.5, 0.75], n_boot=100, quiet=True)
 
@@ -139,3 +140,31 @@ def test_bad_input_is_refused_before_anything_runs(tmp_path, capsys):
     assert "at least two variants" in capsys.readouterr().err
     assert main(["grounding", "--variants", "a,ft:x", "--out", str(tmp_path / "x")]) == 2
     assert "ft:<integer seed>" in capsys.readouterr().err
+
+
+def test_python_boundary_names_variants_and_reads_pc_fractions_none(monkeypatch):
+    """Objects without a name are ``variant<i>`` by their place, named ones keep their name, and
+    ``pc_fractions=None`` is the benchmark's fractions; the study is built, nothing runs."""
+    from perturblab.core.boundary import Inputs
+    from perturblab.studies.grounding import PC_FRACTIONS
+
+    built = {}
+    monkeypatch.setattr(Inputs, "run", lambda self, study, args: built.setdefault("study", study))
+    from types import SimpleNamespace
+
+    unnamed = SimpleNamespace(fingerprint="unnamed-encoder-v1")  # no name: named by its place
+    named = tiny_bert.encoder(1, name="b")
+    kw = {k: v for k, v in KW.items() if k != "pc_fractions"}
+    study = grounding([unnamed, named, "minilm-l3"], data=splits(), pc_fractions=None, **kw)
+    assert study is built["study"] and isinstance(study, GroundingStudy)
+    assert study.variants == ["variant0", "b", "minilm-l3"]
+    assert study._given == {"variant0": unnamed, "b": named}  # the spec is loaded by the study
+    assert study.args.pc_fractions == list(PC_FRACTIONS)
+    assert study._splits is not None and len(study._splits[0]) == 100
+
+
+def test_a_base_object_is_refused_when_ft_variants_fine_tune_it():
+    from perturblab.errors import InputError
+
+    with pytest.raises(InputError, match="--base: the ft:<seed> variants fine-tune it"):
+        grounding(["minilm-l3", "ft:0"], base=tiny_bert.encoder(0, name="a"), data=splits(), **KW)

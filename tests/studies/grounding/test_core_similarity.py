@@ -52,3 +52,29 @@ def test_other_weights_or_edited_inputs_are_compared_afresh(tmp_path):
     assert other.rows != first.rows and matrices(tmp_path / "o") == 4
     edited = pl.similarity(a, b, out=tmp_path / "o", **{**kw, "data": write(tmp_path / "t.txt", "EDITED ")})
     assert edited.rows != first.rows and matrices(tmp_path / "o") == 6
+
+
+def test_one_object_as_both_models_is_compared_with_itself_under_its_name(tmp_path):
+    """The same object as ``a`` and ``b``: one name in every row, the same-index layers identical
+    (linear CKA 1 up to float rounding, ~1e-15 on these small matrices); two different objects of
+    one name are refused before anything runs."""
+    from perturblab.errors import InputError
+
+    data = write(tmp_path / "t.txt")
+    c = Counts(1.0, "c")
+    res = pl.similarity(c, c, data=data, n=40, measures="cka", quiet=True)
+    assert {(r["a"], r["b"]) for r in res.rows} == {("c", "c")}
+    assert [r["value"] for r in res.rows if r["layer_a"] == r["layer_b"]] == pytest.approx([1.0, 1.0], abs=1e-9)
+    calls, other = c.calls, Counts(2.0, "c")
+    with pytest.raises(InputError, match="two different models are named 'c'"):
+        pl.similarity(c, other, data=data, n=40, measures="cka", quiet=True)
+    assert (c.calls, other.calls) == (calls, 0)  # refused before anything was encoded
+
+
+def test_a_data_object_is_refused_with_the_fix(tmp_path):
+    from perturblab.data import Dataset, Example
+    from perturblab.errors import InputError
+
+    data = Dataset([Example(f"text {i}", i % 2) for i in range(40)], ["no", "yes"])
+    with pytest.raises(InputError, match="--data: give a data set name, a file or a corpus, not a Dataset"):
+        pl.similarity(Counts(1.0, "a"), Counts(2.0, "b"), data=data, n=30, measures="cka", quiet=True)

@@ -84,7 +84,8 @@ def test_similarity_cli_rows_values_and_reuse(data_file, tmp_path, monkeypatch):
 
 
 def test_layer_probes_drops_and_ranks(data_file, tmp_path):
-    from perturblab.studies.robustness.layer_probes import layer_probes, top_layers
+    from perturblab import layer_probes
+    from perturblab.studies.robustness.layer_probes import top_layers
 
     res = layer_probes("tiny-b", data=data_file, perturbations=["random_typo", "swap_words"], n_train=150, n_eval=60,
                        top=2, quiet=True)
@@ -115,7 +116,7 @@ def test_layer_probes_drops_and_ranks(data_file, tmp_path):
 
 
 def test_finetuning_study_rows(data_file, tmp_path, monkeypatch):
-    from perturblab.studies.robustness.finetuning import finetuning
+    from perturblab import finetuning
 
     res = finetuning("tiny-a", data=data_file, n_train=150, n_eval=60, k=5, text_stir=True, capability="typo",
                      epochs=1, lr=1e-3, out=tmp_path / "ft", quiet=True)

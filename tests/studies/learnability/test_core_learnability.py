@@ -66,3 +66,18 @@ def test_the_function_saves_what_the_command_writes(tmp_path, capsys):
         p.name for p in (tmp_path / "cli").iterdir() if p.suffix in (".json", ".md", ".png"))
     for name in ("results.json", "summary.json", "table.md"):
         assert (tmp_path / "api" / name).read_bytes() == (tmp_path / "cli" / name).read_bytes(), name
+
+
+def test_workers_must_be_a_positive_whole_number(tmp_path):
+    """``workers`` (the models trained at once) left unset as None, or below 1, is refused before
+    anything is written."""
+    import pytest
+
+    from perturblab.errors import InputError
+
+    data = write_data(tmp_path / "d.csv")
+    kw = {**KW, "data": data}
+    for i, workers in enumerate((None, 0)):
+        with pytest.raises(InputError, match="--workers: must be"):
+            pl.learnability(["bow"], trainers={"bow": bow(1.0)}, **{**kw, "workers": workers}, out=tmp_path / f"o{i}")
+        assert not (tmp_path / f"o{i}").exists()

@@ -19,7 +19,8 @@ from helpers.observe import record_calls  # noqa: E402
 from perturblab.cli import main  # noqa: E402
 from perturblab.measures.similarity import linear_cka  # noqa: E402
 from perturblab.models.states import layer_states  # noqa: E402
-from perturblab.studies.robustness.finetuning import FinetuningStudy, finetuning  # noqa: E402
+from perturblab import finetuning  # noqa: E402
+from perturblab.studies.robustness.finetuning import FinetuningStudy  # noqa: E402
 from perturblab.studies.robustness.finetuning.result import FILES  # noqa: E402
 
 ALL = ["cka", "stir_ft|pre", "stir_pre|ft", "stir_pre|pre", "probe_acc_pre", "probe_acc_ft"]

@@ -97,3 +97,19 @@ def test_bad_input_is_refused(tmp_path, capsys):
     assert "rouge1" in capsys.readouterr().err
     with pytest.raises(InputError, match="not a language model"):
         pl.generation([object()], data=data, source_column="article", reference_column="summary")
+
+
+def test_a_model_object_that_cannot_generate_is_refused_naming_it(tmp_path):
+    """An object with a fingerprint but no ``generate`` method is no language model: refused,
+    naming --models and its place in the list, before anything is written."""
+
+    class Encoder:
+        name, fingerprint = "enc", "encoder-v1"
+
+        def hidden_states(self, texts, pooling="mean"):  # pragma: no cover - never called
+            raise AssertionError
+
+    data = write_pairs(tmp_path / "pairs.jsonl", DOCS[:3])
+    with pytest.raises(InputError, match=r"--models: item 1 \(Encoder\) is not a language model: .*generate\(\)"):
+        pl.generation([copier(), Encoder()], data=data, out=tmp_path / "out", **KW)
+    assert not (tmp_path / "out").exists()

@@ -16,7 +16,8 @@ pytest.importorskip("transformers")
 from helpers import tiny_bert  # noqa: E402
 from helpers.observe import record_calls  # noqa: E402
 from perturblab.cli import main  # noqa: E402
-from perturblab.studies.robustness.layer_probes import LayerProbeStudy, layer_probes  # noqa: E402
+from perturblab import layer_probes  # noqa: E402
+from perturblab.studies.robustness.layer_probes import LayerProbeStudy  # noqa: E402
 from perturblab.studies.robustness.layer_probes.result import FILES  # noqa: E402
 
 PERTURBATIONS = "swap_words,change_char"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 
 import perturblab as pl
 from helpers.observe import count_cells
@@ -75,3 +76,47 @@ def test_the_function_saves_what_the_command_writes(tmp_path, capsys):
     for name in ("results.json", "summary.json", "table.md"):
         assert (tmp_path / "api" / name).read_bytes() == (tmp_path / "cli" / name).read_bytes(), name
     assert res.table() in capsys.readouterr().out
+
+
+def first_word_data(path):
+    """16 rows: "good film number i" (pos) and "bad film number i" (neg), alternating."""
+    rows = ["text,label"] + [f"{w} film number {i},{'pos' if w == 'good' else 'neg'}"
+                             for i, w in enumerate(["good", "bad"] * 8)]
+    path.write_text("\n".join(rows) + "\n")
+    return str(path)
+
+
+class FirstWord:
+    """A classifier without a name: POS when the text starts with "good", else NEG."""
+
+    labels = ["NEG", "POS"]
+    fingerprint = "first-word-v1"
+
+    def predict_proba(self, texts):
+        return np.array([[0.1, 0.9] if str(t).startswith("good") else [0.9, 0.1] for t in texts])
+
+
+FIRST_KW = dict(perturbations="drop_first", n_train=8, n_eval=8, trials=1, metrics="accuracy", n_boot=20,
+                quiet=True)
+
+
+def test_a_model_object_without_a_name_is_named_by_its_place_and_a_label_map_mapping_reads_as_entries(tmp_path):
+    """One object without a name (not in a list) is ``model0``, as the first of a list is; a
+    label map given as a mapping {model: {model label: data label}} maps as its entries do. On the
+    perturbed inputs every text starts with "film", so the classifier says NEG (neg) for all: the
+    perturbed accuracy is the share of neg rows, 4 of 8, and the clean one 8 of 8."""
+    from perturblab.errors import InputError
+
+    data = first_word_data(tmp_path / "d.csv")
+    by_mapping = pl.robustness(FirstWord(), data=data, label_map={"model0": {"NEG": "neg", "POS": "pos"}},
+                               **FIRST_KW)
+    by_entries = pl.robustness([FirstWord()], data=data, label_map=["model0:NEG=neg,POS=pos"], **FIRST_KW)
+    row = by_mapping.rows[0]
+    assert (row["model"], row["clean"], row["perturbed"], row["relative_robustness"]) == ("model0", 1.0, 0.5, 0.5)
+    assert by_mapping.rows == by_entries.rows
+    # a mapping for a model that is not given, or one its entries cannot spell: refused before any work
+    with pytest.raises(InputError, match="names the model 'other', which is not one of --models"):
+        pl.robustness(FirstWord(), data=data, label_map={"other": {"NEG": "neg"}}, out=tmp_path / "o1", **FIRST_KW)
+    with pytest.raises(InputError, match="labels may not contain"):
+        pl.robustness(FirstWord(), data=data, label_map={"*": {"NEG=1": "neg"}}, out=tmp_path / "o2", **FIRST_KW)
+    assert not (tmp_path / "o1").exists() and not (tmp_path / "o2").exists()

@@ -55,3 +55,31 @@ def test_the_function_saves_what_the_command_writes(tmp_path):
         p.name for p in (tmp_path / "cli").iterdir() if p.suffix in (".json", ".csv", ".png"))
     for name in ("results.json", "examples.csv", "most_sensitive.csv"):
         assert (tmp_path / "api" / name).read_bytes() == (tmp_path / "cli" / name).read_bytes(), name
+
+
+def test_python_objects_reach_the_study_by_their_names(monkeypatch):
+    """A model object without a name is ``model<i>`` by its place; Corpus objects are used as given,
+    the options holding their names (the study is built, nothing is scored)."""
+    from perturblab.core.boundary import Inputs
+
+    monkeypatch.setattr(Inputs, "run", lambda self, study, args: study)
+    lm = tiny_lm(seed=0)
+    lm.name = ""
+    benign = Corpus([s.replace("The", "Some") for s in SENTENCES], list(range(len(SENTENCES))), name="tales")
+    study = pl.selfcheck(["tiny-spec", lm], corpus=corpus(SENTENCES), benign_corpus=benign, metrics="negation",
+                         n=2, quiet=True)
+    assert study.model_names == ["tiny-spec", "model1"] and study.models == {"model1": lm}
+    assert (study.args.corpus, study.args.benign_corpus) == ("hand", "tales")
+    assert study.examples.benign is not None
+    assert set(study.examples.get("negation", "benign")) <= set(benign.sentences)
+
+
+def test_a_corpus_of_another_type_is_refused_with_the_fix():
+    import pytest
+
+    from perturblab.errors import InputError
+
+    with pytest.raises(InputError, match="--benign-corpus: give a corpus name, a file or a perturblab.data.corpus"
+                                         ".Corpus, not a dict"):
+        pl.selfcheck([tiny_lm(seed=0)], corpus=corpus(SENTENCES), benign_corpus={"text": list(SENTENCES)}, **{
+            k: v for k, v in KW.items() if k != "benign_corpus"})

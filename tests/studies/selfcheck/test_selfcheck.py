@@ -273,6 +273,7 @@ def test_texts_longer_than_the_context_window_are_skipped(tmp_path, caplog):
     from perturblab.models.lm import HFCausalLM
 
     short = HFCausalLM(tiny_causal_model(len(tiny_tokenizer()), max_positions=47), tiny_tokenizer(), name="short")
+    caplog.set_level("WARNING", logger="perturblab")  # a level on perturblab's logger: its records reach logging
     rows = _run(_study(short, metrics="word_order", no_ablations=True), tmp_path / "out").rows
     assert 0 < rows[0]["n"] < 5  # the long sentences were left out ...
     assert "context window" in caplog.text  # ... and said so

@@ -146,14 +146,14 @@ class CompareArgs(HistoryArgs, LabelledDataArgs, SynonymSetArgs, SeedArgs, Args)
 
     def reference_name(self) -> str:
         """The name the studies report for the reference (its ``NAME=``, else its source)."""
-        from ..given import display_name
+        from ..names import display_name
 
         return display_name(self.reference or "")
 
     def target_labels(self) -> list[str]:
         """The names the studies report for the targets, in the order given (:meth:`target_names`
         are the specs as given)."""
-        from ..given import display_name
+        from ..names import display_name
 
         return [display_name(t) for t in self.target_names()]
 

@@ -1,5 +1,6 @@
-""":func:`perturblab.compare` (the ``compare`` study of the registry): the plan, each study
-through the one entry, the verdicts; its result saves ``compare.json`` and the report."""
+""":func:`perturblab.compare` (the ``compare`` study of the registry, :class:`Compare`, and its
+``demo``): the plan, each study through the one entry, the verdicts; its result saves
+``compare.json`` and the report."""
 
 from __future__ import annotations
 
@@ -10,16 +11,18 @@ import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterator
 
 from ...core.console import named_by
 from ...core.faults import hide_password
-from ...core.entry import check_out, run_saved, study_function, workspace
+from ...core.boundary import Inputs
+from ...core.entry import check_out, run_saved, workspace
 from ...core.files import all_or_nothing, atomic_write_bytes, atomic_write_text
 from ...core.lock import output_lock
 from ...core.placement import placement
-from ...core.study import StudyResult
-from ...errors import warn
+from ...core.readers import option_name
+from ...core.study import Study, StudyResult
+from ...errors import InputError, warn
 from .config import CompareArgs
 from ..part import CLASSIFIER
 from .plan import Plan, PlanWarning, make_plan
@@ -44,7 +47,7 @@ UNTIL_RATES = (" --until decided: the run looked after every round and stopped w
 
 
 class CompareResult(StudyResult):
-    """What :func:`compare` returns: the ``plan``, the ``verdicts`` per target and study, the
+    """What :func:`perturblab.compare` returns: the ``plan``, the ``verdicts`` per target and study, the
     ``checks`` (``--fail-under`` and ``--equivalent``) and ``passed`` (every check passed; True
     when there are none); ``results``: each study's own result by its folder name; ``rows``: one
     per estimate of a target (its study, key, value, interval, n and the level of its finding).
@@ -216,8 +219,7 @@ class CompareResult(StudyResult):
     save._all_or_nothing = True  # type: ignore[attr-defined]  # its own: the report reads the staged files
 
 
-@study_function(CompareArgs)
-def compare(args: CompareArgs, given: Mapping[str, Any]) -> CompareResult:
+class Compare(Study):
     """Compare ``targets`` (a comma list, or a list) with ``reference``: run the studies their
     kind supports, sized to ``budget``, each into ``out/<study>`` through the one entry (a re-run,
     or one with a larger budget, reads back what is stored and computes the rest), and
@@ -226,7 +228,8 @@ def compare(args: CompareArgs, given: Mapping[str, Any]) -> CompareResult:
     (``["agreement=0.05"]``) passes only targets shown within the margin of the reference;
     ``detect`` sizes each study to detect a difference of that size (docs/compare.md). ``out``
     keeps the studies' stores (``None``: a temporary directory); ``device=`` and ``dtype=`` place
-    every model it loads (``--device`` / ``--dtype``).
+    every model it loads (``--device`` / ``--dtype``). The models are given as specs (names,
+    directories, hub ids): every study of the comparison loads them itself.
 
     Example: the plan of a comparison (which studies, at which sizes; nothing runs)::
 
@@ -244,31 +247,65 @@ def compare(args: CompareArgs, given: Mapping[str, Any]) -> CompareResult:
         ...                fail_under=["hard_scope:typo=0.9"])  # doctest: +SKIP
         >>> r.passed, [c.key for c in r.checks if not c.passed]  # doctest: +SKIP
         >>> r.save("out/cmp")  # doctest: +SKIP
+
+    (It runs other studies, each through :func:`~perturblab.core.entry.run_saved`, and is never
+    built itself: :meth:`call` is the comparison.)
     """
-    from ...models.resolve import shared_loads
 
-    if given.get("data") is not None and not isinstance(given["data"], str):  # a DataFrame or a Dataset
-        args = replace(args, data=str(data_file(given["data"])))
-        args.check()  # its columns, as a file's are checked
-    if args.history:  # a history that cannot be written, or a label stored with other models: refused before any work
-        from ...history.store import check_labels
+    command = "compare"
+    help = ("how models differ from the one you trust: the studies their kind supports, verdicts with intervals, and "
+            "thresholds for CI")
+    Args = CompareArgs
+    Result = CompareResult
 
-        notes = check_labels(args.history, {args.release or "": dict(zip(args.target_labels(), args.target_names()))})
-        if not args.quiet:
-            for note in notes:
-                log.info(note)
-    if args.mlflow:  # and a tracking store that cannot be opened, before any model is loaded
-        from .tracker import experiment_id
+    @classmethod
+    def call(cls, args: CompareArgs, inputs: Inputs) -> CompareResult:
+        from ...models.resolve import shared_loads
 
-        experiment_id(args.mlflow)
-    with shared_loads():  # each model loaded once: for its timing and for every study
-        with placement(*args.placement()):  # each model timed where it will run, before any directory is made
-            plan = make_plan(args, measure=True)
-        with workspace(given["out"]) as (where, _):
-            result = run_compare(replace(args, out=str(where)), plan)
-            if args.history or args.mlflow:
-                record(result, saved=given["out"] is not None)
-            return result
+        if inputs.models:
+            raise InputError(f"compare takes model specs (names, directories, hub ids), not objects: give "
+                             f"{', '.join(repr(n) for n in inputs.models)} as specs; each study of the comparison "
+                             "loads them itself")
+        other = [f for f in inputs.data if f != "data"]
+        if other:
+            raise InputError(f"{option_name(other[0])}: give a corpus name or a file, not a "
+                             f"{type(inputs.data[other[0]]).__name__} object")
+        if "data" in inputs.data:  # a DataFrame or a Dataset
+            args = replace(args, data=str(data_file(inputs.data["data"])))
+            args.check()  # its columns, as a file's are checked
+        if args.history:  # a history that cannot be written, or a label stored with other models: refused first
+            from ...history.store import check_labels
+
+            notes = check_labels(args.history, {args.release or "": dict(zip(args.target_labels(),
+                                                                             args.target_names()))})
+            if not args.quiet:
+                for note in notes:
+                    log.info(note)
+        if args.mlflow:  # and a tracking store that cannot be opened, before any model is loaded
+            from .tracker import experiment_id
+
+            experiment_id(args.mlflow)
+        with shared_loads():  # each model loaded once: for its timing and for every study
+            with placement(*args.placement()):  # each model timed where it will run, before any directory is made
+                plan = make_plan(args, measure=True)
+            with workspace(inputs.out) as (where, _):
+                result = run_compare(replace(args, out=str(where)), plan)
+                if args.history or args.mlflow:
+                    record(result, saved=inputs.out is not None)
+                return result
+
+
+class Demo(Compare):
+    """The ``demo`` command: :class:`Compare` with its defaults (MiniLM-L6 against its int8 copy
+    and MiniLM-L3 on packaged data, until the findings are decided or about five minutes)."""
+
+    command = "demo"
+    function = "compare"
+    help = ("compare MiniLM-L6 with its int8 copy and MiniLM-L3 on packaged data until its findings are decided, in at "
+            "most about five minutes: a verdict and its report")
+    defaults = dict(reference="minilm-l6", targets="minilm-l6-int8,minilm-l3", budget="5m", until="decided",
+                    out="out/demo")
+    config = False
 
 
 def data_file(data: Any) -> Path:
@@ -426,7 +463,7 @@ def run_planned(result: CompareResult, p: Any, options: Any, planned: float | No
     atomic_write_text(sdir / MANIFEST, p.manifest())
     t0 = time.time()
     with named_by(p.name):  # its bars and lines say which study they belong to
-        res, _ = run_saved(entry(p.kind).load_function(), options, out=sdir, what=f"study {p.name}",
+        res, _ = run_saved(entry(p.kind).study, options, out=sdir, what=f"study {p.name}",
                            prefix=f"{p.name}: ")
     took = time.time() - t0
     result.seconds[p.name] = result.seconds.get(p.name, 0.0) + took

@@ -32,7 +32,7 @@ from typing import Any
 from ...errors import InputError, PerturblabWarning
 from ...report.html import MANIFEST
 from ...report.plots import safe_name
-from ..given import display_name
+from ..names import display_name
 from .config import CompareArgs
 from .keys import check_metrics, keys_of
 

@@ -4,7 +4,7 @@
 
 Targets are matched to the studies' estimates by the one name every study reports: a spec's
 ``NAME=`` or else its source (``l3=minilm-l3`` is ``l3``; ``models/ft[batch_size=8]`` is
-``models/ft``), :func:`perturblab.studies.given.display_name`.
+``models/ft``), :func:`perturblab.studies.names.display_name`.
 
 A finding of the target against the reference is a paired difference wherever both are scored
 on the same examples (Hard-SCoPE and agreement are already paired; the accuracy and robustness
@@ -92,7 +92,7 @@ def pool_flags(headlines: dict[str, Headline], reference: str) -> dict[tuple[str
 def study_verdicts(study: str, headline: Headline, reference: str, targets: Sequence[str],
                    result: Any = None) -> list[Verdict]:
     """The verdicts of one study's headline for each target (display names,
-    :func:`~perturblab.studies.given.display_name`),
+    :func:`~perturblab.studies.names.display_name`),
     graded within the study (:func:`grade` grades a target's findings of every study together);
     ``result`` (the study's result, when at hand) gives examples of the invariances a target does
     not share."""

@@ -2,9 +2,8 @@
 functionality of the representations (:mod:`.study`)."""
 
 from .config import MEASURES, PC_FRACTIONS, VARIANTS, GroundingArgs, SimilarityArgs
-from .function import grounding
 from .result import GroundingStudyResult, render_table
 from .study import GroundingStudy, Member
 
 __all__ = ["MEASURES", "PC_FRACTIONS", "VARIANTS", "GroundingArgs", "GroundingStudy", "GroundingStudyResult",
-           "Member", "SimilarityArgs", "grounding", "render_table"]
+           "Member", "SimilarityArgs", "render_table"]

@@ -15,7 +15,7 @@ from ...models.base import POOLINGS
 from ...models.finetune import FinetuneConfig
 from ..args import (Args, BootstrapArgs, EncoderArgs, LabelledDataArgs, SeedArgs, TextFieldsArgs, finetune_options,
                     one_text_option, place)
-from ..given import items
+from ..names import items
 from ..robustness.layer_probes.config import PROBE_C_HELP
 
 #: the measures of the paper's Table 1
@@ -89,9 +89,10 @@ class SimilarityArgs(TextFieldsArgs, EncoderArgs, SeedArgs, Args):
 
 @dataclass(kw_only=True)
 class GroundingArgs(LabelledDataArgs, EncoderArgs, BootstrapArgs, SeedArgs, Args):
-    """The options of ``perturblab grounding`` and :func:`~.function.grounding` (the one schema)."""
+    """The options of ``perturblab grounding`` and :func:`perturblab.grounding` (the one schema)."""
 
-    variants: str = option(",".join(VARIANTS), role="encoder", positional=True, python="str | Sequence[Any]",
+    variants: str = option(",".join(VARIANTS), role="encoder", positional=True, many=True,
+                           python="str | Sequence[Any]",
                            help="comma list of encoders; ft:<seed> = --base fine-tuned with that seed")
     base: str = option("minilm-l6", role="encoder", help="the encoder that the ft:<seed> variants fine-tune")
     measures: str = option("procrustes,cka,pwcca", python="str | Sequence[str]", help="comma list of similarity measures (names or short names "

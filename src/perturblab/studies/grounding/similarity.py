@@ -23,6 +23,7 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
+from ...core.boundary import Inputs
 from ...core.files import write_json
 from ...core.headline import Estimate, Headline
 from ...core.keys import content_key, model_fingerprint
@@ -33,7 +34,8 @@ from ...measures.similarity import CCA_MEASURES, INFO, cca_forced_count, check_c
 from ...models.base import Pooling, TextInput
 from ...models.states import inputs_hash, layer_states
 from ..inputs import study_inputs
-from ..given import reported_name
+from ..names import reported_name
+from .compare import LAYERS
 from .config import SimilarityArgs
 
 log = logging.getLogger(__name__)
@@ -68,12 +70,50 @@ def _matrices(enc_a: Any, enc_b: Any, inputs: Sequence[TextInput], measures: Seq
 
 
 class SimilarityStudy(Study):
-    """The layer × layer comparison of :class:`~.config.SimilarityArgs` (run by
-    :func:`perturblab.core.entry.run`): one task per measure, keyed on both encoders' fingerprints,
-    the inputs and the poolings; the missing measures are computed together. ``encoders`` are
-    ready objects by name (``args.a`` / ``args.b``; the others are loaded)."""
+    """Layer × layer representation similarity of two models on the same inputs (the
+    ``similarity`` command): CKA, CCA, PWCCA, Procrustes … for every pair of layers.
 
-    name = "similarity"
+    ``a`` and ``b`` are encoder specs (encoder or language-model presets, ``.gguf`` files,
+    directories, hub ids) or :class:`~perturblab.models.base.Encoder` objects (one object given
+    as both compares it with itself, under its one name); ``data`` a data set, file or corpus
+    (``text_column`` / ``text_fields`` name a file's text column(s)).
+
+    Example (a tiny encoder against itself: linear CKA 1 on the same layer)::
+
+        >>> import numpy as np, perturblab as pl
+        >>> class Words:  # an encoder of its own: two layers from word counts
+        ...     fingerprint, num_layers, name = "doctest-words-v3", 1, "words"
+        ...     def hidden_states(self, inputs, pooling="mean"):
+        ...         x = np.array([[t.count(w) for w in ("a", "e", "o", " ")] for t in inputs], float)
+        ...         return [x, np.sqrt(x) + x ** 2]
+        >>> texts = [f"text number {i} says {'a' * (i % 5)} and {'o' * (i % 3)}" for i in range(40)]
+        >>> import tempfile, pathlib
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "t.txt"
+        >>> _ = path.write_text("\\n\\n".join(texts))
+        >>> words = Words()
+        >>> res = pl.similarity(words, words, data=str(path), n=30, measures="cka", quiet=True)
+        >>> [round(r["value"], 6) for r in res.rows if r["layer_a"] == r["layer_b"]]
+        [1.0, 1.0]
+        >>> {(r["a"], r["b"]) for r in res.rows}
+        {('words', 'words')}
+
+    (The study: one task per measure, keyed on both encoders' fingerprints, the inputs and the
+    poolings; the missing measures are computed together. ``encoders`` are ready objects by
+    name, ``args.a`` / ``args.b``; the others are loaded.)
+    """
+
+    name = command = "similarity"
+    help = "layer x layer representation similarity of two models"
+    Args = SimilarityArgs
+    part = LAYERS
+    example = dict(a="minilm-l3", b="minilm-l6", measures="cka", n=40)
+
+    @classmethod
+    def of(cls, args: SimilarityArgs, inputs: Inputs) -> "SimilarityStudy":
+        if "data" in inputs.data:
+            raise InputError(f"--data: give a data set name, a file or a corpus, not a "
+                             f"{type(inputs.data['data']).__name__} object")
+        return cls(args, encoders=inputs.models, progress=not args.quiet)
 
     def __init__(self, args: SimilarityArgs, *, encoders: dict[str, Any] | None = None,
                  progress: bool = True) -> None:
@@ -190,6 +230,9 @@ class SimilarityResult(StudyResult):
         out = Path(out)
         return [write_json(out / "results.json", self.rows)] + [save_figure(fig, out / name)
                                                                  for name, fig in self.figures().items()]
+
+
+SimilarityStudy.Result = SimilarityResult  # what it returns, declared once the class is defined
 
 
 def streamed_minibatch_cka(enc_a: Any, enc_b: Any, inputs: Sequence[TextInput], *, pooling_a: Pooling = "mean",

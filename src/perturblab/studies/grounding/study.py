@@ -37,11 +37,12 @@ from __future__ import annotations
 
 import logging
 import threading
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Hashable, Iterator, Sequence
 
 import numpy as np
 
+from ...core.boundary import Inputs
 from ...core.keys import content_key, examples_fingerprint, model_fingerprint
 from ...core.study import Phase, RunContext, Study, Task
 from ...data.examples import Dataset
@@ -53,8 +54,8 @@ from ...measures.similarity import check_cca_size, measure_key
 from ...measures.probe import fit_probe
 from ...models.finetune import FinetuneConfig
 from ...models.states import layer_states
-from ..inputs import labelled_split
-from .config import GroundingArgs
+from ..inputs import given_splits, labelled_split
+from .config import PC_FRACTIONS, GroundingArgs
 from .result import GroundingStudyResult
 
 log = logging.getLogger(__name__)
@@ -76,15 +77,64 @@ class Member:
 
 
 class GroundingStudy(Study):
-    """The grounding study of :class:`~.config.GroundingArgs` over its variants (run by
-    :func:`perturblab.core.entry.run`).
+    """Which similarity measures track functionality (the ``grounding`` command; Ding et al. 2021,
+    Table 1 and the warm-up tests of Figs. 1–2).
 
-    ``encoders`` are ready objects by variant name (the others are loaded, ``ft:<seed>`` ones
-    fine-tuned with ``finetune``, default :meth:`~.config.GroundingArgs.finetune_config`);
-    ``splits`` gives (train, eval) directly (default: ``args.data`` sampled to ``n_train`` /
-    ``n_eval``)."""
+    ``variants`` are encoder specs, ``ft:<seed>`` (``base`` fine-tuned on the training split with
+    that seed: ``epochs``, ``max_seconds`` of CPU time, learning rate ``lr``; saved under
+    ``data_home()/finetuned`` and reused) or encoder objects (``hidden_states``, ``fingerprint``,
+    ``name``). ``data`` is a data spec, a :class:`~perturblab.data.Dataset` (split 3:1 and sampled
+    to ``n_train`` / ``n_eval``) or a ready ``(train, eval)`` pair. ``out`` keeps the results
+    store, so calling again recomputes only what changed (``None``: a temporary directory);
+    nothing but the store is written until you call ``.save(dir)``.
 
-    name = "grounding"
+    Example (three encoders of two "layers" counting words, on data of your own)::
+
+        >>> import numpy as np
+        >>> from perturblab import grounding
+        >>> from perturblab.data import Dataset, Example
+        >>> class Counts:
+        ...     num_layers = 2
+        ...     def __init__(self, name, noise):
+        ...         self.name, self.noise, self.fingerprint = name, noise, f"doctest-grounding-{name}"
+        ...     def hidden_states(self, texts, pooling="mean"):
+        ...         rng = np.random.default_rng(len(self.name))
+        ...         h = np.array([[t.split().count(w) for w in ("good", "bad", "a", "film")] for t in texts], float)
+        ...         h = h + self.noise * rng.normal(size=h.shape)
+        ...         return [h.astype(np.float32), (h @ rng.normal(size=(4, 4))).astype(np.float32), (2 * h).astype(np.float32)]
+        >>> texts = ["a good film", "a bad film", "good acting", "bad plot", "a good story", "dull and bad"]
+        >>> data = Dataset([Example(t, int("good" in t)) for t in texts * 10], ["negative", "positive"])
+        >>> res = grounding([Counts("clean", 0.0), Counts("noisy", 0.5), Counts("noisier", 2.0)], data=data,
+        ...                 n_train=40, n_eval=20, measures="cka,procrustes", pc_layers=[2], n_boot=50, quiet=True)
+        >>> sorted({(r["benchmark"], r["measure"]) for r in res.summary})
+        [('layer_depth', 'linear_cka'), ('layer_depth', 'procrustes_distance'), ('pc_deletion', 'linear_cka'), ('pc_deletion', 'procrustes_distance')]
+        >>> [r["n"] for r in res.summary if r["benchmark"] == "layer_depth"]
+        [5, 5]
+
+    (The study: ``encoders`` are ready objects by variant name, the others are loaded, ``ft:<seed>``
+    ones fine-tuned with ``finetune``, default :meth:`~.config.GroundingArgs.finetune_config`;
+    ``splits`` gives (train, eval) directly, else ``args.data`` is sampled to ``n_train`` /
+    ``n_eval``.)
+    """
+
+    name = command = "grounding"
+    help = "rank correlation of similarity measures with probe accuracy (Table 1)"
+    Args = GroundingArgs
+    Result = GroundingStudyResult
+    example = dict(variants="minilm-l6,minilm-l6-int8,minilm-l3", measures="cka", n_train=40, n_eval=20,
+                   pc_layers=[6], pc_fractions=[0.0, 0.5], n_boot=50)
+
+    @classmethod
+    def of(cls, args: GroundingArgs, inputs: Inputs) -> "GroundingStudy":
+        if args.pc_fractions is None:  # None in Python: the benchmark's fractions
+            args = replace(args, pc_fractions=GroundingArgs.value("pc_fractions", PC_FRACTIONS))
+        variants = args.variant_names()
+        if inputs.model(args.base) is not None and any(v.startswith("ft:") for v in variants):
+            raise InputError(f"--base: the ft:<seed> variants fine-tune it, so give it as an encoder spec (a preset, a "
+                             f"directory or a hub id), not a {type(inputs.model(args.base)).__name__} object")
+        splits = given_splits(inputs.data.get("data"), args.n_train, args.n_eval, args.seed)
+        encoders = {v: inputs.models[v] for v in variants if v in inputs.models}
+        return cls(args, encoders=encoders, splits=splits, progress=not args.quiet)
 
     def __init__(self, args: GroundingArgs, *, encoders: dict[str, Any] | None = None,
                  splits: tuple[Dataset, Dataset] | None = None, progress: bool = True,

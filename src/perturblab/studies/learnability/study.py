@@ -29,6 +29,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
+from ...core.boundary import Inputs
 from ...core.files import atomic_write_text, write_json
 from ...core.headline import Estimate, Headline, t_interval
 from ...core.keys import content_key, examples_fingerprint
@@ -94,22 +95,137 @@ def trainer_fingerprint(fit: Fit) -> str:
                          "could (e.g. fit.fingerprint = 'my-trainer-v1')") from None
 
 
+LABELS = {"avg_learnability": "learnability", "robustness": "robustness",
+          "post_aug_delta": "gain from augmentation"}
+HEADLINE_SENTENCE = (
+    "Learnability: how readily a model trained on a few perturbed examples learns to tell perturbed from "
+    "clean text (the area under its learnability curve over p); robustness: its accuracy on perturbed test "
+    "text minus on clean text; gain from augmentation: the accuracy that training on perturbed text wins "
+    "back. Spearman ρ < 0 of learnability with robustness says the perturbations a model learns readily are "
+    "the ones it is less robust to; ρ > 0 with the gain, that augmentation helps most against them. n: the "
+    "pairs for ρ, the evaluation examples otherwise.")
+
+
+class LearnabilityResult(StudyResult):
+    """The result of :func:`perturblab.learnability`: ``rows`` (``model, perturbation, metric, p,
+    seed, value``) and ``summary`` (Table 2 means and s.d. over seeds, Table 3 Spearman tests)."""
+
+    study = "learnability"
+
+    def table(self) -> str:
+        """The Markdown of ``table.md``."""
+        return learnability_markdown(self.summary)
+
+    def console(self) -> str:
+        """What the command prints: per model and perturbation the mean learnability, robustness
+        and post-augmentation change, the Spearman tests between them, and the sizes."""
+        lines = [f"{'model':14s} {'perturbation':24s} {'avg_learn':>10s} {'robustness':>11s} {'post_aug_Δ':>11s}"]
+        for t in self.summary["table"]:
+            lines.append(f"{t['model']:14s} {t['perturbation']:24s} {t['avg_learnability']:10.3f} "
+                         f"{t['robustness']:11.3f} {t['post_aug_delta']:11.3f}")
+        for c in self.summary["spearman"]:
+            rho = "n/a" if c["spearman"] is None else f"{c['spearman']:.3f} (p={c['p_value']:.2g})"
+            lines.append(f"Spearman {c['x']} vs {c['y']}: {rho} over {c['n_pairs']} pairs")
+        return "\n".join(lines + [self.sizes()])
+
+    def headline(self) -> Headline:
+        """The Spearman correlations across model × perturbation pairs (with their bootstrap
+        intervals), then each pair's average learnability, robustness and post-augmentation change
+        (t-intervals over seeds)."""
+        estimates = []
+        for c in self.summary["spearman"]:
+            ci = c.get("ci") or (None, None)
+            estimates.append(Estimate(
+                "all model × perturbation pairs", f"Spearman ρ, {LABELS[c['x']]} vs {LABELS[c['y']]}", c["spearman"],
+                ci[0], ci[1], n=c["n_pairs"], key=f"spearman:{c['x']}:{c['y']}",
+                interval="95 % percentile bootstrap over the pairs" if c.get("ci") else
+                         "no interval (fewer than 3 pairs, or undefined values)"))
+        seeds = len({r["seed"] for r in self.rows if r.get("seed") is not None})
+        n_eval = (self.split_sizes or {}).get("eval")
+        for t in self.summary["table"]:
+            for m in ("avg_learnability", "robustness", "post_aug_delta"):
+                low, high = t_interval(t[m], t.get(m + "_se"), seeds)
+                estimates.append(Estimate(
+                    t["model"], f"{LABELS[m]}, {t['perturbation']}", t[m], low, high, n=n_eval,
+                    interval=f"95 % t-interval over {seeds} seeds" if low is not None else "no interval (one seed)",
+                    key=f"{m}:{t['perturbation']}"))
+        return Headline(HEADLINE_SENTENCE, estimates)
+
+    def figures(self) -> dict[str, Any]:
+        """``curves_<model>.png``, ``correlations.png``, ``robustness_heatmap.png`` -> figure."""
+        from .plots import learnability_figure_set
+
+        return learnability_figure_set(self.rows, self.summary)
+
+    def save(self, out: str | Path) -> list[Path]:
+        """``results.json``, ``summary.json``, ``table.md`` and the figures, each atomically."""
+        from ...report.plots import save_figure
+
+        out = Path(out)
+        paths = [write_json(out / "results.json", self.rows), write_json(out / "summary.json", self.summary),
+                 atomic_write_text(out / "table.md", learnability_markdown(self.summary))]
+        return paths + [save_figure(fig, out / name) for name, fig in self.figures().items()]
+
+
 class LearnabilityStudy(Study):
-    """The learnability study of :class:`~.config.LearnabilityArgs` on the study core (run by
-    :func:`perturblab.core.entry.run`): one phase whose tasks are the trained models' results (per
-    model × perturbation × seed: the clean/perturbed/augmented accuracies, and each p of the
-    learnability curve), keyed on the trainer, the train and test
-    examples, the field perturbed, the perturbation, the setting and the seed. Tasks of one
-    (model, seed) robustness cell or one (model, perturbation, seed) curve are computed together,
-    so the clean model is trained once for all its missing perturbations.
+    """Perturbation learnability, robustness and post-augmentation gain (learnability paper,
+    Tables 2-3; the ``learnability`` command).
 
-    ``trainers`` maps model names to ``fit(texts, labels, seed)`` functions (default: the
-    trainable zoo, :mod:`perturblab.models.zoo`). The cells run on the run's executor (a local one
-    with ``workers`` threads trains that many models at once; trainers must then be thread-safe,
-    as the zoo's are); the outputs are assembled in grid order, so any executor writes the same
-    files."""
+    ``models`` are trainable model names (``tfidf-lr``, ``textrnn``, ``minilm-probe``,
+    ``hf-finetune``), or names given a ``fit(texts, labels, seed)`` function in ``trainers``;
+    ``perturbations`` a list or ``all`` (the paper's eight) / ``robustness`` / ``every``; ``ps`` the
+    perturbation probabilities (default: the paper's grid); ``trials`` training seeds;
+    ``n_eval`` evaluation examples; ``n_boot`` bootstrap resamples of the Spearman intervals.
+    ``workers`` models train at once in threads.
+    ``out`` keeps the results store (``None``: a temporary directory). ``seeds`` and ``n_test``
+    are the old names of ``trials`` and ``n_eval``.
 
-    name = "learnability"
+    Example (a trainer of your own: a bag-of-words logistic regression)::
+
+        >>> import numpy as np, perturblab as pl, pathlib, tempfile
+        >>> from perturblab.models.sklearn_backend import SklearnClassifier
+        >>> from sklearn.feature_extraction.text import CountVectorizer
+        >>> from sklearn.linear_model import LogisticRegression
+        >>> from sklearn.pipeline import make_pipeline
+        >>> def fit(texts, labels, seed):
+        ...     pipe = make_pipeline(CountVectorizer(), LogisticRegression()).fit(texts, labels)
+        ...     return SklearnClassifier(pipe, labels=["0", "1"])
+        >>> rng = np.random.default_rng(0)
+        >>> words = "good bad film plot actor scene music story".split()
+        >>> lines = ["text,label"] + [" ".join(rng.choice(words, 6)) + f",{i % 2}" for i in range(80)]
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "d.csv"
+        >>> _ = path.write_text("\\n".join(lines) + "\\n")
+        >>> res = pl.learnability(["bow"], trainers={"bow": fit}, perturbations="leet_letters", data=str(path),
+        ...                       trials=1, n_train=40, n_eval=20, ps=[0.1, 1.0], workers=1, quiet=True)
+        >>> sorted({r["metric"] for r in res.rows})[:3]
+        ['acc_augmented', 'acc_clean', 'acc_perturbed']
+
+    (The study: one phase whose tasks are the trained models' results, per model × perturbation ×
+    seed: the clean/perturbed/augmented accuracies, and each p of the learnability curve, keyed on
+    the trainer, the train and test examples, the field perturbed, the perturbation, the setting and
+    the seed. Tasks of one (model, seed) robustness cell or one (model, perturbation, seed) curve are
+    computed together, so the clean model is trained once for all its missing perturbations.
+    ``trainers`` maps model names to ``fit(texts, labels, seed)`` functions, default the trainable
+    zoo, :mod:`perturblab.models.zoo`. The cells run on the run's executor (a local one with
+    ``workers`` threads trains that many models at once; trainers must then be thread-safe, as the
+    zoo's are); the outputs are assembled in grid order, so any executor writes the same files.)
+    """
+
+    name = command = "learnability"
+    help = "perturbation learnability, robustness and post-augmentation gain"
+    Args = LearnabilityArgs
+    Result = LearnabilityResult
+    example = dict(models="tfidf-lr", perturbations="leet_letters", trials=1, n_train=40, n_eval=20, ps=[0.1, 1.0],
+                   workers=1)
+
+    @classmethod
+    def of(cls, args: LearnabilityArgs, inputs: Inputs) -> "LearnabilityStudy":
+        """The study of ``args`` with the trainers given (``args.trainers``); ``workers`` must be
+        a positive whole number (it is the number of threads that train models at once)."""
+        if not isinstance(args.workers, int) or args.workers < 1:
+            raise InputError(f"--workers: must be a positive integer (the models trained at once, e.g. 2), got "
+                             f"{args.workers!r}")
+        return cls(args, trainers=dict(args.trainers or {}))
 
     def __init__(self, args: LearnabilityArgs, *, trainers: dict[str, Fit] | None = None) -> None:
         self.args = args
@@ -195,78 +311,6 @@ def _learnability_cell(fits: dict[str, Fit], x_train: list[TextInput], ytr: np.n
     by_p = {setting: res for _, _, setting, _, res in _curve_results(fits[model], model, x_train, x_test, pert,
                                                                        payloads, seed, field)}
     return [by_p[f"p={float(p)}"] for p in payloads]
-
-
-LABELS = {"avg_learnability": "learnability", "robustness": "robustness",
-          "post_aug_delta": "gain from augmentation"}
-HEADLINE_SENTENCE = (
-    "Learnability: how readily a model trained on a few perturbed examples learns to tell perturbed from "
-    "clean text (the area under its learnability curve over p); robustness: its accuracy on perturbed test "
-    "text minus on clean text; gain from augmentation: the accuracy that training on perturbed text wins "
-    "back. Spearman ρ < 0 of learnability with robustness says the perturbations a model learns readily are "
-    "the ones it is less robust to; ρ > 0 with the gain, that augmentation helps most against them. n: the "
-    "pairs for ρ, the evaluation examples otherwise.")
-
-
-class LearnabilityResult(StudyResult):
-    """The result of :func:`perturblab.learnability`: ``rows`` (``model, perturbation, metric, p,
-    seed, value``) and ``summary`` (Table 2 means and s.d. over seeds, Table 3 Spearman tests)."""
-
-    study = "learnability"
-
-    def table(self) -> str:
-        """The Markdown of ``table.md``."""
-        return learnability_markdown(self.summary)
-
-    def console(self) -> str:
-        """What the command prints: per model and perturbation the mean learnability, robustness
-        and post-augmentation change, the Spearman tests between them, and the sizes."""
-        lines = [f"{'model':14s} {'perturbation':24s} {'avg_learn':>10s} {'robustness':>11s} {'post_aug_Δ':>11s}"]
-        for t in self.summary["table"]:
-            lines.append(f"{t['model']:14s} {t['perturbation']:24s} {t['avg_learnability']:10.3f} "
-                         f"{t['robustness']:11.3f} {t['post_aug_delta']:11.3f}")
-        for c in self.summary["spearman"]:
-            rho = "n/a" if c["spearman"] is None else f"{c['spearman']:.3f} (p={c['p_value']:.2g})"
-            lines.append(f"Spearman {c['x']} vs {c['y']}: {rho} over {c['n_pairs']} pairs")
-        return "\n".join(lines + [self.sizes()])
-
-    def headline(self) -> Headline:
-        """The Spearman correlations across model × perturbation pairs (with their bootstrap
-        intervals), then each pair's average learnability, robustness and post-augmentation change
-        (t-intervals over seeds)."""
-        estimates = []
-        for c in self.summary["spearman"]:
-            ci = c.get("ci") or (None, None)
-            estimates.append(Estimate(
-                "all model × perturbation pairs", f"Spearman ρ, {LABELS[c['x']]} vs {LABELS[c['y']]}", c["spearman"],
-                ci[0], ci[1], n=c["n_pairs"], key=f"spearman:{c['x']}:{c['y']}",
-                interval="95 % percentile bootstrap over the pairs" if c.get("ci") else
-                         "no interval (fewer than 3 pairs, or undefined values)"))
-        seeds = len({r["seed"] for r in self.rows if r.get("seed") is not None})
-        n_eval = (self.split_sizes or {}).get("eval")
-        for t in self.summary["table"]:
-            for m in ("avg_learnability", "robustness", "post_aug_delta"):
-                low, high = t_interval(t[m], t.get(m + "_se"), seeds)
-                estimates.append(Estimate(
-                    t["model"], f"{LABELS[m]}, {t['perturbation']}", t[m], low, high, n=n_eval,
-                    interval=f"95 % t-interval over {seeds} seeds" if low is not None else "no interval (one seed)",
-                    key=f"{m}:{t['perturbation']}"))
-        return Headline(HEADLINE_SENTENCE, estimates)
-
-    def figures(self) -> dict[str, Any]:
-        """``curves_<model>.png``, ``correlations.png``, ``robustness_heatmap.png`` -> figure."""
-        from .plots import learnability_figure_set
-
-        return learnability_figure_set(self.rows, self.summary)
-
-    def save(self, out: str | Path) -> list[Path]:
-        """``results.json``, ``summary.json``, ``table.md`` and the figures, each atomically."""
-        from ...report.plots import save_figure
-
-        out = Path(out)
-        paths = [write_json(out / "results.json", self.rows), write_json(out / "summary.json", self.summary),
-                 atomic_write_text(out / "table.md", learnability_markdown(self.summary))]
-        return paths + [save_figure(fig, out / name) for name, fig in self.figures().items()]
 
 
 def _trainer(name: str, trainers: dict[str, Fit] | None) -> Fit:

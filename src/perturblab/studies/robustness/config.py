@@ -85,6 +85,7 @@ class RobustnessArgs(ModelList, PerturbationList, LabelledDataArgs, PerturbField
     """The options of ``perturblab robustness`` and :func:`perturblab.robustness` (the one schema)."""
 
     models: str | None = option(required=True, role="classifier", check=nonempty, positional=True, python="Any",
+                                many=True,
                                 help="comma list of classifiers: presets (minilm-l6, minilm-l3, tfidf-lr, ...), "
                                      "trainable models (textrnn, minilm-probe, hf-finetune) or fine-tuned HF "
                                      "sequence classifiers (local directory or hub id); on a regression task encoder "
@@ -109,6 +110,7 @@ class RobustnessArgs(ModelList, PerturbationList, LabelledDataArgs, PerturbField
     perturb_field = place()
     label_map: list[str] | None = option(None, repeat=True, metavar="[MODEL:]LABEL=DATA_LABEL,...",
                                          python="Sequence[str] | Mapping[str, Mapping[str, str]] | None",
+                                         read_python=label_map_entries,
                                          help="map a model's output labels to the data's labels (repeatable; "
                                               "without MODEL: for every model that has these labels); needed only "
                                               "when names do not match")
@@ -145,6 +147,7 @@ class GenerationArgs(ModelList, PerturbationList, SeedArgs, BootstrapArgs, Args)
     """The options of ``perturblab generation`` and :func:`perturblab.generation` (the one schema)."""
 
     models: str | None = option(required=True, role="language_model", check=nonempty, positional=True, python="Any",
+                                many=True,
                                 help="comma list of language models: presets (smollm2-135m, smollm2-135m-int8), "
                                      "local HF directories, .gguf files, hub ids or api:MODEL@URL")
     data: str = option("lead:conll2010", data=True,

@@ -24,6 +24,7 @@ from typing import Any, Hashable, Iterator, Mapping, Sequence
 
 import numpy as np
 
+from ...core.boundary import Inputs
 from ...core.files import atomic_write_text, save_figure, write_csv, write_json
 from ...core.keys import content_key, model_fingerprint
 from ...core.headline import Headline
@@ -48,16 +49,98 @@ def first_line(text: str) -> str:
     return text.strip().split("\n", 1)[0].strip()
 
 
-class GenerationStudy(Study):
-    """The generation study of :class:`~.config.GenerationArgs` on the study core (run by
-    :func:`perturblab.core.entry.run`): one task per model and setting (clean, or one draw of one
-    perturbation), keyed on the model's fingerprint, the examples, the prompt, the generation
-    length and the setting. The perturbed sources are made only for tasks that must run, each
-    draw once for all models. ``models`` maps names to ready
-    :class:`~perturblab.models.lm.LanguageModel` objects (else the names are loaded as
-    language-model specs)."""
+class GenerationResult(StudyResult):
+    """The result of :func:`perturblab.generation`: one row per model × perturbation × metric ×
+    draw (``clean``, ``perturbed``, ``relative_robustness``, ``change_rate``, ``n``); the summary
+    with paired-bootstrap intervals; the first examples of every model and setting side by side."""
 
-    name = STUDY
+    study = STUDY
+
+    def __init__(self, rows: Sequence[dict[str, Any]], summary: dict[str, Any], *,
+                 examples: Sequence[Sequence[str]] = (), run_id: str | None = None) -> None:
+        super().__init__(rows, summary, run_id=run_id)
+        self.examples = [list(e) for e in examples]
+
+    def table(self) -> str:
+        """The Markdown of ``table.md`` (Table 4 style)."""
+        return generation_markdown(self.summary)
+
+    def figures(self) -> dict[str, Any]:
+        """``generation_heatmap_<metric>.png`` -> figure."""
+        return relative_robustness_figures(self.summary, "generation_heatmap")
+
+    def headline(self) -> Headline:
+        """Each model's relative robustness per perturbation and metric, with intervals and n
+        (:func:`~.headline.robustness_headline`)."""
+        return robustness_headline(self.summary, self.rows, more=(
+            "Scores are of the generations against the reference texts; a perturbation is applied to "
+            "the source only."))
+
+    def save(self, out: str | Path) -> list[Path]:
+        """``results.json``, ``summary.json``, ``table.md``, ``examples.csv`` and one heatmap per
+        metric, each written atomically."""
+        out = Path(out)
+        paths = [write_json(out / "results.json", self.rows), write_json(out / "summary.json", self.summary),
+                 atomic_write_text(out / "table.md", self.table()),
+                 write_csv(out / "examples.csv", EXAMPLE_COLUMNS, self.examples)]
+        return paths + [save_figure(fig, out / name) for name, fig in self.figures().items()]
+
+
+class GenerationStudy(Study):
+    """Robustness of generated summaries to perturbed sources (robustness paper Sec. 3.3-3.4,
+    Table 4; the ``generation`` command): ROUGE F of greedy generations from clean and perturbed
+    prompts, relative robustness 1 − (m_c − m_p) / m_c with paired-bootstrap intervals.
+
+    ``models`` are language-model specs (presets, directories, ``.gguf`` files, hub ids,
+    ``NAME=SOURCE``; one comma-separated string or a list) or objects with ``generate(prompts,
+    max_new_tokens)``, ``name`` and ``fingerprint``; ``data`` is ``lead:<corpus>`` or a file of
+    source/reference pairs; ``prompt`` a template with ``{source}`` (default: the study's);
+    ``trials`` draws of each random perturbation (``seeds`` is its old name); ``seed`` the sample
+    of ``n`` examples. ``out`` keeps the results store, so calling again generates only what is
+    missing (``None``: a temporary directory); ``.save(dir)`` writes what the command writes.
+
+    Example (a "model" that copies the source, against dropping the first word)::
+
+        >>> import perturblab as pl, pathlib, tempfile
+        >>> class Copier:
+        ...     name, fingerprint = "copier", "doctest-copier-v1"
+        ...     def generate(self, prompts, max_new_tokens=40):
+        ...         return [" " + p.split("Text: ")[1].split("\\n")[0] + "\\n" for p in prompts]
+        >>> lines = ["source,reference"] + [f"the film number {i} was good,the film number {i} was good"
+        ...                                 for i in range(6)]
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "pairs.csv"
+        >>> _ = path.write_text("\\n".join(lines) + "\\n")
+        >>> res = pl.generation([Copier()], data=str(path), perturbations="drop_first", metrics="rouge1",
+        ...                     n_boot=50, quiet=True)
+        >>> r = res.rows[0]
+        >>> (r["perturbation"], r["clean"], round(r["perturbed"], 3), r["n"])
+        ('drop_first', 1.0, 0.909, 6)
+
+    (The study: one task per model and setting (clean, or one draw of one perturbation), keyed on
+    the model's fingerprint, the examples, the prompt, the generation length and the setting. The
+    perturbed sources are made only for tasks that must run, each draw once for all models.
+    ``models`` maps names to ready :class:`~perturblab.models.lm.LanguageModel` objects, else the
+    names are loaded as language-model specs.)
+    """
+
+    name = command = STUDY
+    help = "robustness of generated summaries to perturbed sources (ROUGE, Table 4)"
+    Args = GenerationArgs
+    Result = GenerationResult
+    example = dict(models="smollm2-135m", data="lead:conll2010", perturbations="drop_first", metrics="rouge1", n=2,
+                   trials=1, max_new_tokens=4, n_boot=50)
+
+    @classmethod
+    def of(cls, args: GenerationArgs, inputs: Inputs) -> "GenerationStudy":
+        """The study of ``args``; a model object without a ``generate`` method is refused (it
+        could not generate a summary)."""
+        for i, name in enumerate(args.model_names()):
+            model = inputs.model(name)
+            if model is not None and not callable(getattr(model, "generate", None)):
+                raise InputError(f"--models: item {i} ({type(model).__name__}) is not a language model: give a "
+                                 "spec (a preset name, a directory or a hub id) or an object with a `fingerprint` "
+                                 "string and generate()")
+        return cls(args, models=inputs.models, progress=not args.quiet)
 
     def __init__(self, args: GenerationArgs, *, models: Mapping[str, Any] | None = None,
                  progress: bool = True) -> None:
@@ -146,43 +229,6 @@ class GenerationStudy(Study):
         summary = summarise(rows, intervals)
         summary["config"] = self.args.study_options()
         return GenerationResult(rows, summary, examples=_examples(self.data, sources, generations), run_id=ctx.run_id)
-
-
-class GenerationResult(StudyResult):
-    """The result of :func:`perturblab.generation`: one row per model × perturbation × metric ×
-    draw (``clean``, ``perturbed``, ``relative_robustness``, ``change_rate``, ``n``); the summary
-    with paired-bootstrap intervals; the first examples of every model and setting side by side."""
-
-    study = STUDY
-
-    def __init__(self, rows: Sequence[dict[str, Any]], summary: dict[str, Any], *,
-                 examples: Sequence[Sequence[str]] = (), run_id: str | None = None) -> None:
-        super().__init__(rows, summary, run_id=run_id)
-        self.examples = [list(e) for e in examples]
-
-    def table(self) -> str:
-        """The Markdown of ``table.md`` (Table 4 style)."""
-        return generation_markdown(self.summary)
-
-    def figures(self) -> dict[str, Any]:
-        """``generation_heatmap_<metric>.png`` -> figure."""
-        return relative_robustness_figures(self.summary, "generation_heatmap")
-
-    def headline(self) -> Headline:
-        """Each model's relative robustness per perturbation and metric, with intervals and n
-        (:func:`~.headline.robustness_headline`)."""
-        return robustness_headline(self.summary, self.rows, more=(
-            "Scores are of the generations against the reference texts; a perturbation is applied to "
-            "the source only."))
-
-    def save(self, out: str | Path) -> list[Path]:
-        """``results.json``, ``summary.json``, ``table.md``, ``examples.csv`` and one heatmap per
-        metric, each written atomically."""
-        out = Path(out)
-        paths = [write_json(out / "results.json", self.rows), write_json(out / "summary.json", self.summary),
-                 atomic_write_text(out / "table.md", self.table()),
-                 write_csv(out / "examples.csv", EXAMPLE_COLUMNS, self.examples)]
-        return paths + [save_figure(fig, out / name) for name, fig in self.figures().items()]
 
 
 def _sources(data: Sequence[GenerationExample], pert: str | None, seed: int) -> tuple[list[str], float | None]:

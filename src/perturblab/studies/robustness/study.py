@@ -56,6 +56,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
+from ...core.boundary import Inputs
 from ...core.executor import once_per_process
 from ...core.files import atomic_write_text, save_figure, write_json
 from ...core.keys import content_key, examples_fingerprint, model_fingerprint
@@ -73,6 +74,7 @@ from ...models.resolve import load_model
 from ...models.spec import ModelSpec
 from ...models.states import inputs_hash
 from ...perturb.catalogue import get_perturbation, perturb_inputs, perturbation_key
+from .compare import ROBUSTNESS
 from .config import RobustnessArgs
 from .headline import robustness_headline
 from .summary import most_robust, paired_gaps, relative_robustness_figures, robustness_markdown, summarise
@@ -119,16 +121,93 @@ def _task_metrics(given: Sequence[str] | None, regression: bool) -> list[str]:
     return [get_task_metric(m).name for m in metrics]
 
 
+class RobustnessResult(StudyResult):
+    """The result of :func:`perturblab.robustness`: ``rows`` (model × perturbation × metric × draw:
+    clean and perturbed scores, relative robustness, share of inputs changed, n) and ``summary``
+    (means, standard deviations over draws, bootstrap intervals, the tables; a dict)."""
+
+    study = STUDY
+
+    def __init__(self, rows: Sequence[dict[str, Any]], summary: dict[str, Any], run_id: str | None = None,
+                 outcomes: dict[tuple[str, str], dict[str, float]] | None = None) -> None:
+        super().__init__(rows, summary, run_id=run_id)
+        self._outcomes = dict(outcomes or {})
+
+    def outcomes(self) -> dict[tuple[str, str], dict[str, float]]:
+        """(model, key) -> test example -> term of each classifier's clean ``accuracy`` and its
+        ``accuracy_gap`` to the first model (:meth:`StudyResult.outcomes`); relative robustness, a
+        ratio of two accuracies, has no per-example term."""
+        return self._outcomes
+
+    def table(self) -> str:
+        """The Markdown tables of ``table.md`` (Tables 1 and 3 style)."""
+        return robustness_markdown(self.summary)
+
+    def figures(self) -> dict[str, Any]:
+        """``robustness_heatmap_<metric>.png`` -> matplotlib figure (what :meth:`save` writes)."""
+        return relative_robustness_figures(self.summary, "robustness_heatmap")
+
+    def headline(self) -> Headline:
+        """Each model's clean accuracy and relative robustness per perturbation, with intervals
+        and n (:func:`~.headline.robustness_headline`)."""
+        return robustness_headline(self.summary, self.rows)
+
+    def save(self, out: str | Path) -> list[Path]:
+        """``results.json``, ``summary.json``, ``table.md`` and one heatmap per metric."""
+        out = Path(out)
+        paths = [write_json(out / "results.json", self.rows), write_json(out / "summary.json", self.summary),
+                 atomic_write_text(out / "table.md", robustness_markdown(self.summary))]
+        return paths + [save_figure(fig, out / name) for name, fig in self.figures().items()]
+
+
 class RobustnessStudy(Study):
-    """The robustness study of :class:`~.config.RobustnessArgs` on the study core (run by
-    :func:`perturblab.core.entry.run`): one phase of prediction tasks, each a model's predictions
-    on the clean test set or one (perturbation, draw) of it, keyed on the model's fingerprint, the
-    test examples, the field perturbed, the draw and the label alignment.
+    """Relative robustness of classifiers or regressors to perturbations (robustness paper,
+    Tables 1 and 3; the ``robustness`` command).
 
-    ``classifiers`` gives ready models by name (used instead of loading the spec of that name); a
-    Ray worker resolves any other model itself, once per worker process."""
+    ``models`` are specs (presets, trainable zoo models, model directories, hub ids, ``NAME=SOURCE``;
+    one comma-separated string or a list) or model objects; ``perturbations`` a list or
+    ``robustness`` / ``all`` / ``every``; ``trials`` draws of each random perturbation;
+    ``n_eval`` evaluation examples; ``label_map`` ``[MODEL:]LABEL=DATA_LABEL,...`` entries or a
+    mapping {model or "*": {model label: data label}}. ``out`` keeps the results store (``None``: a
+    temporary directory); ``.save(dir)`` writes what the command writes. ``seeds`` and ``n_test``
+    are the old names of ``trials`` and ``n_eval``.
 
-    name = STUDY
+    Example (a classifier that only reads the first word, against dropping the first word)::
+
+        >>> import numpy as np, perturblab as pl
+        >>> from perturblab.models import CallableClassifier
+        >>> def first_word(texts):
+        ...     p = np.array([0.9 if t.split()[0] == "good" else 0.1 for t in texts])
+        ...     return np.stack([1 - p, p], axis=1)
+        >>> clf = CallableClassifier(first_word, ["neg", "pos"], name="first")
+        >>> rows = ["text,label"] + [f"{w} film number {i},{'pos' if w == 'good' else 'neg'}"
+        ...                          for i, w in enumerate(["good", "bad"] * 20)]
+        >>> import tempfile, pathlib
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "d.csv"
+        >>> _ = path.write_text("\\n".join(rows) + "\\n")
+        >>> res = pl.robustness([clf], perturbations="drop_first", data=str(path), n_train=8, n_eval=10,
+        ...                     metrics="accuracy", quiet=True, n_boot=50)
+        >>> (res.rows[0]["clean"], res.rows[0]["perturbed"], res.rows[0]["relative_robustness"])
+        (1.0, 0.5, 0.5)
+
+    (The study: one phase of prediction tasks, each a model's predictions on the clean test set or
+    one (perturbation, draw) of it, keyed on the model's fingerprint, the test examples, the field
+    perturbed, the draw and the label alignment. ``classifiers`` gives ready models by name, used
+    instead of loading the spec of that name; a Ray worker resolves any other model itself, once
+    per worker process.)
+    """
+
+    name = command = STUDY
+    help = "relative robustness of classifiers and regressors to perturbations (Table 3 style)"
+    Args = RobustnessArgs
+    Result = RobustnessResult
+    part = ROBUSTNESS
+    example = dict(models="tfidf-lr", perturbations="change_char", n_train=20, n_eval=20, trials=1,
+                   metrics="accuracy", n_boot=50)
+
+    @classmethod
+    def of(cls, args: RobustnessArgs, inputs: Inputs) -> "RobustnessStudy":
+        return cls(args, classifiers=inputs.models)
 
     def __init__(self, args: RobustnessArgs, *, classifiers: Mapping[str, Classifier] | None = None) -> None:
         self.args, self._ready = args, dict(classifiers or {})
@@ -268,45 +347,6 @@ def _cell_payload(handle: Any, columns: list | None, inputs_of: Callable, pert: 
 def _predict_cells(group: Any, payloads: list[tuple[Any, list | None, list, float | None]]) -> list[dict[str, Any]]:
     """The phase function: :func:`_predict_cell` of each payload."""
     return [_predict_cell(*p) for p in payloads]
-
-
-class RobustnessResult(StudyResult):
-    """The result of :func:`perturblab.robustness`: ``rows`` (model × perturbation × metric × draw:
-    clean and perturbed scores, relative robustness, share of inputs changed, n) and ``summary``
-    (means, standard deviations over draws, bootstrap intervals, the tables; a dict)."""
-
-    study = STUDY
-
-    def __init__(self, rows: Sequence[dict[str, Any]], summary: dict[str, Any], run_id: str | None = None,
-                 outcomes: dict[tuple[str, str], dict[str, float]] | None = None) -> None:
-        super().__init__(rows, summary, run_id=run_id)
-        self._outcomes = dict(outcomes or {})
-
-    def outcomes(self) -> dict[tuple[str, str], dict[str, float]]:
-        """(model, key) -> test example -> term of each classifier's clean ``accuracy`` and its
-        ``accuracy_gap`` to the first model (:meth:`StudyResult.outcomes`); relative robustness, a
-        ratio of two accuracies, has no per-example term."""
-        return self._outcomes
-
-    def table(self) -> str:
-        """The Markdown tables of ``table.md`` (Tables 1 and 3 style)."""
-        return robustness_markdown(self.summary)
-
-    def figures(self) -> dict[str, Any]:
-        """``robustness_heatmap_<metric>.png`` -> matplotlib figure (what :meth:`save` writes)."""
-        return relative_robustness_figures(self.summary, "robustness_heatmap")
-
-    def headline(self) -> Headline:
-        """Each model's clean accuracy and relative robustness per perturbation, with intervals
-        and n (:func:`~.headline.robustness_headline`)."""
-        return robustness_headline(self.summary, self.rows)
-
-    def save(self, out: str | Path) -> list[Path]:
-        """``results.json``, ``summary.json``, ``table.md`` and one heatmap per metric."""
-        out = Path(out)
-        paths = [write_json(out / "results.json", self.rows), write_json(out / "summary.json", self.summary),
-                 atomic_write_text(out / "table.md", robustness_markdown(self.summary))]
-        return paths + [save_figure(fig, out / name) for name, fig in self.figures().items()]
 
 
 def _output_columns(model: Classifier | Regressor, test: Any, label_maps: Mapping[str, Mapping[str, str]],

@@ -24,19 +24,23 @@ checkpoints with a trained linear probe.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
+from ...core.boundary import Inputs
 from ...core.files import atomic_write_text, write_json
 from ...core.headline import Headline
+from ...core.keys import model_fingerprint
 from ...core.study import Phase, RunContext, Study, StudyResult
 from ...data.examples import Dataset
-from ...errors import InputError
+from ...errors import InputError, warn
 from ...measures.scope import METRICS
 from ...models.base import Classifier
 from ...models.checkpoints import list_checkpoints, read_checkpoint_meta
 from ...models.finetune import FinetuneConfig
+from ..inputs import search_splits
+from ..names import items
 from .analysis import summarise
 from .config import COMPARISONS, CheckpointsArgs
 from .study import ScopeStudy
@@ -58,6 +62,24 @@ class Checkpoint:
     name: str
     model: Classifier | str | Path
     percent: float | None = None
+
+    @property
+    def fingerprint(self) -> str:
+        """What its weights are: its classifier's fingerprint, or for a directory the fingerprint
+        of the weight files and configuration in it. A directory that does not exist or holds
+        none of these is an :class:`InputError`."""
+        if not isinstance(self.model, (str, Path)):
+            return model_fingerprint(self.model)
+        path = Path(self.model).expanduser()
+        if not path.is_dir():
+            raise InputError(f"checkpoint {self.name!r}: {str(self.model)!r} is not a directory")
+        from ...models.hf import _files_fingerprint
+
+        found = _files_fingerprint(str(path))
+        if found is None:
+            raise InputError(f"checkpoint {self.name!r}: {str(self.model)!r} holds no model (config.json, *.safetensors "
+                             "or *.bin); give directories written by save_pretrained")
+        return found
 
 
 def checkpoints_from_dirs(dirs: Sequence[str | Path]) -> list[Checkpoint]:
@@ -109,18 +131,105 @@ def finetune_checkpoints(base: str, train: Dataset, *, seed: int = 0,
 
 
 class CheckpointStudy(Study):
-    """SCoPE between the checkpoints of one training run (App. D) under the options of
-    :class:`~.config.CheckpointsArgs`: one :class:`~.study.ScopeStudy` per reference of the plan
-    (:meth:`plan`), their phases run in turn as this study's, in one run of one output directory
-    (run by :func:`perturblab.core.entry.run`).
+    """Shared invariances over the checkpoints of one training run (SCoPE App. D; the
+    ``checkpoints`` command).
 
-    ``checkpoints`` are in training order, the last one the final model; they are
-    :class:`Checkpoint` objects or directories. ``splits`` gives (train, test) directly
-    (default: ``args.data`` split like the SCoPE study). ``cache`` keeps model outputs in the
-    output directory's ``cache.sqlite``.
+    ``checkpoints`` are in training order, the last the final model: classifier directories (one
+    string, comma-separated, or a list; one directory holding ``checkpoint-*`` subdirectories
+    stands for those), :class:`~perturblab.studies.scope.checkpoints.Checkpoint` objects or
+    classifier objects (named by their ``name``), or ``None`` with ``finetune=BASE`` to fine-tune
+    an encoder here with checkpoints at ``fractions``.
+
+    Example (three checkpoints that drift from the final one)::
+
+        >>> import numpy as np, perturblab as pl
+        >>> from perturblab.data import Dataset, Example
+        >>> from perturblab.models import CallableClassifier
+        >>> from perturblab.studies.scope.checkpoints import Checkpoint
+        >>> def lexicon(weight):
+        ...     def proba(texts):
+        ...         s = np.array([weight * ("good" in t) - 0.5 + 0.1 * len(t) % 1 for t in texts])
+        ...         p = 1 / (1 + np.exp(-s))
+        ...         return np.stack([1 - p, p], axis=1)
+        ...     return proba
+        >>> labels = ["negative", "positive"]
+        >>> cks = [Checkpoint(f"step{i}", CallableClassifier(lexicon(w), labels, name=f"step{i}"), 50.0 * i)
+        ...        for i, w in enumerate([0.2, 1.0, 3.0])]
+        >>> texts = ["a good film", "a bad film", "good acting here", "the plot was weak", "a good story"]
+        >>> data = Dataset([Example(t, int("good" in t)) for t in texts * 4], labels)
+        >>> res = pl.checkpoints(cks, capabilities="typo", data=data, n=4, trials=1, quiet=True)
+        >>> [(r["comparison"], r["checkpoint"]) for r in res.rows][:3]
+        [('vs_final', 'step0'), ('vs_final', 'step1'), ('vs_final', 'step2')]
+        >>> res.rows[2]["hard_scope"]  # the final checkpoint against itself
+        1.0
+
+    (The study: one :class:`~.study.ScopeStudy` per reference of the plan (:meth:`plan`), their
+    phases run in turn as this study's, in one run of one output directory. ``checkpoints`` are
+    :class:`Checkpoint` objects or directories; ``splits`` gives (train, test) directly (default:
+    ``args.data`` split like the SCoPE study); ``cache`` keeps model outputs in the output
+    directory's ``cache.sqlite``.)
     """
 
-    name = "checkpoints"
+    name = command = "checkpoints"
+    help = "shared invariances over training checkpoints (SCoPE App. D, Figs. 9-10)"
+    Args = CheckpointsArgs
+
+    @classmethod
+    def of(cls, args: CheckpointsArgs, inputs: Inputs) -> "CheckpointStudy":
+        """The study of the checkpoints ``args`` names (directories, or ready objects by name in
+        ``inputs``), or of those a fine-tune of ``args.finetune`` saves here."""
+        splits = search_splits(inputs.data.get("data", args.data), text_column=args.text_column,
+                               text_fields=args.text_fields, label_column=args.label_column,
+                               perturb_field=args.perturb_field, seed=args.seed, test_size=args.test_size)
+        if args.finetune is not None:
+            if inputs.model(args.finetune) is not None:
+                raise InputError("--finetune: give the encoder to fine-tune here as a preset name (e.g. minilm-l3) "
+                                 "or a local directory, not a model object")
+            train = splits[0] if args.n_train is None else splits[0].sample(args.n_train, seed=args.seed)
+            ft = FinetuneConfig(epochs=args.epochs, max_seconds=args.max_seconds, lr=args.lr)
+            cks: list[Any] = finetune_checkpoints(args.finetune, train, seed=args.seed,
+                                                  fractions=[float(x) for x in items(args.fractions)], config=ft,
+                                                  progress=not args.quiet)
+        else:
+            listed = items(args.checkpoints)
+            given = [inputs.model(c) for c in listed]
+            if all(m is None for m in given):
+                cks = checkpoints_from_dirs(listed)
+            else:  # directories beside objects are one checkpoint each; the options name no directories
+                cks = [c if m is None else m if isinstance(m, Checkpoint) else Checkpoint(c, m)
+                       for c, m in zip(listed, given)]
+                args = replace(args, checkpoints=None)
+        return cls(args, cks, splits=splits, progress=not args.quiet)
+
+    @classmethod
+    def call(cls, args: CheckpointsArgs, inputs: Inputs) -> "CheckpointResult":
+        """Run the study (:meth:`of`) and, with ``history``, append each checkpoint to it as a
+        release ``<release>/<checkpoint>``: a label stored with other checkpoints is refused
+        before any work."""
+        if (args.checkpoints is None) == (args.finetune is None):
+            raise InputError("give either checkpoints (--checkpoints DIR,DIR,...) or a model to fine-tune "
+                             "(--finetune BASE), not both and not neither")
+        study = cls.of(args, inputs)
+        if args.history:
+            from ...history.store import check_labels
+
+            check_labels(args.history, {f"{args.release}/{c.name}": {comp: c.name for comp in args.comparison_list()
+                                                                      if comp == "vs_final" or i > 0}
+                                        for i, c in enumerate(study.checkpoints)})
+        result = inputs.run(study, args)
+        if args.history:
+            from ...history.store import ReleaseConflictWarning, append_releases
+
+            added, conflicts = append_releases(args.history,
+                                               result.releases(args.release or "", args.study_options()))
+            for c in conflicts:
+                warn(c, ReleaseConflictWarning)
+            if not args.quiet:
+                from ...core.faults import hide_password
+
+                log.info(f"history: {sum(added)} of {len(added)} checkpoints appended to "
+                         f"{hide_password(args.history)} as {args.release}/<checkpoint>")
+        return result
 
     def __init__(self, args: CheckpointsArgs, checkpoints: Sequence[Checkpoint | str | Path],
                  splits: tuple[Dataset, Dataset] | None = None, progress: bool = True, cache: bool = True):
@@ -398,3 +507,6 @@ def checkpoint_table(rows: Sequence[dict[str, Any]]) -> str:
             lines.append("| " + " | ".join(cells) + " |")
         parts.append("\n".join(lines))
     return "\n\n".join(parts + ([FLAG_LEGEND] if flagged else [])) + "\n"
+
+
+CheckpointStudy.Result = CheckpointResult  # what it returns, declared once the class is defined

@@ -73,7 +73,7 @@ def _lm_invariances(args: "CompareArgs", size: int, plan: "Plan", target: str | 
 
 
 def _sentence_words() -> tuple[int, int]:
-    from .lm import SENTENCE_WORDS
+    from .config import SENTENCE_WORDS
 
     return SENTENCE_WORDS
 
@@ -82,7 +82,7 @@ def _lm_fit(models: list[str], plan: "Plan") -> dict[str, Any] | None:
     """Every model must give next-token distributions (a model behind an API gives none)."""
     from ...models.lm_capabilities import describe_capabilities
     from ...models.spec_check import spec_capabilities
-    from .lm import METRIC_NEEDS
+    from .config import METRIC_NEEDS
 
     need = frozenset().union(*METRIC_NEEDS.values())
     caps = {m: spec_capabilities(m) for m in models}

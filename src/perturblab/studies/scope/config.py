@@ -12,11 +12,21 @@ from typing import Any, ClassVar, Mapping, Sequence
 
 from ...core.options import ExecutorArgs, count_or_all, option
 from ...measures.scope import DEFAULT_CUTOFF, DEFAULT_TOLERANCE
+from ...measures.scope_lm import LM_METRICS
 from ...perturb.search_settings import SearchGoalArgs, SearchLimitArgs, SynonymArgs
 from ..args import (MAX_SECONDS_HELP, Args, BootstrapArgs, Group, HistoryArgs, LabelledDataArgs, PerturbFieldArgs,
                     SeedArgs, capability_names, corpus_split_option, fraction_list, max_text_chars_option, nonempty,
                     one_text_option, place, soft_decay, some_of)
-from ..given import items
+from ..names import items
+
+#: the model capabilities each quantity of the LM study (scope-lm) calls, every model's (the
+#: reference's search too); ``encode``: the shared-vocabulary check
+_DIST = frozenset({"next_token_logprobs", "encode"})
+METRIC_NEEDS: dict[str, frozenset[str]] = {
+    "gap_iid_acc": frozenset({"span_logprobs", "encode"}),  # teacher-forced top-1 accuracy
+    **{m: _DIST for m in LM_METRICS if m != "gap_iid_acc"}}
+#: the lengths of the corpus sentences the LM study takes as base sentences (words, both ends included)
+SENTENCE_WORDS = (5, 40)
 
 #: the capabilities run on the samples fairness qualifies (App. C)
 STAR_OF_FAIRNESS = ("synonym*", "typo*")
@@ -79,7 +89,8 @@ class ScopeArgs(SearchGoalArgs, SynonymArgs, SearchLimitArgs, SearchDataArgs, Se
 
     reference: str | None = option(required=True, role="classifier", positional=True, python="Any",
                                    help="reference model m1: a preset name (see `perturblab models`) or HF path/id")
-    targets: str | None = option(required=True, role="classifier", check=nonempty, positional=True, python="Any",
+    targets: str | None = option(required=True, role="classifier", many=True, check=nonempty, positional=True,
+                                 python="Any",
                                  help="comma-separated target models m2")
     capabilities: str = option("synonym,typo", check=capability_names, python="str | Sequence[str]",
                                help="comma-separated capabilities (see `perturblab capabilities`)")
@@ -119,7 +130,7 @@ class LMScopeArgs(SearchGoalArgs, SynonymArgs, SearchLimitArgs, SeedArgs, Bootst
 
     reference: str | None = option(required=True, role="language_model", positional=True, python="Any",
                                    help="reference language model (e.g. smollm2-135m)")
-    targets: str | None = option(required=True, role="language_model", positional=True, python="Any",
+    targets: str | None = option(required=True, role="language_model", many=True, positional=True, python="Any",
                                  check=nonempty, help="comma-separated target language models sharing the reference's vocabulary "
                                       "(e.g. smollm2-135m-int8)")
     capabilities: str = option("synonym,typo", check=capability_names, python="str | Sequence[str]",
@@ -166,7 +177,7 @@ class CheckpointsArgs(HistoryArgs, SynonymArgs, SearchLimitArgs, SearchDataArgs,
     """The options of ``perturblab checkpoints`` and :func:`perturblab.checkpoints` (the one schema):
     ``--checkpoints`` or ``--finetune``, exactly one."""
 
-    checkpoints: str | None = option(None, one_of="source", role="classifier", positional=True,
+    checkpoints: str | None = option(None, one_of="source", role="classifier", many=True, positional=True,
                                      python="str | Sequence[str | Checkpoint] | None",
                                      help="comma-separated classifier directories in training order (the last is "
                                           "the final model), or one fine-tune directory holding checkpoint-* "

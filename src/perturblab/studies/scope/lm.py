@@ -28,12 +28,14 @@ from __future__ import annotations
 import json
 import logging
 import math
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
+from ...core.boundary import Inputs
 from ...core.headline import Headline
 from ...core.files import write_json
 from ...core.keys import content_key, example_ids, model_fingerprint
@@ -55,17 +57,14 @@ from ...perturb.goals import InvarianceGoal
 from ...perturb.search import PERTURBED, SearchProblem, positions_cut_note
 from ...perturb.search_settings import SearchSettings
 from .analysis import agreement_and_accuracy
-from .config import LMScopeArgs
+from .compare import LM_INVARIANCES
+from .config import METRIC_NEEDS, SENTENCE_WORDS, LMScopeArgs
+from .study import reported_models
 from .tables import fmt, mark_changes
 
 log = logging.getLogger(__name__)
 SEARCHES, PAIRS, TOKEN_ACC = "scope-lm.search", "scope-lm.pair", "scope-lm.token-acc"
 _ON_XP = ("ref_top1_xp", "top1_xp", "cos_xp", "change_l1")  # NULL when no perturbation was found
-_DIST = frozenset({"next_token_logprobs", "encode"})  # encode: the shared-vocabulary check
-#: The model capabilities each reported quantity calls (every model; the reference's search too).
-METRIC_NEEDS: dict[str, frozenset[str]] = {
-    "gap_iid_acc": frozenset({"span_logprobs", "encode"}),  # teacher-forced top-1 accuracy
-    **{m: _DIST for m in LM_METRICS if m != "gap_iid_acc"}}
 
 
 class NextTokenClassifier:
@@ -107,8 +106,6 @@ class NextTokenClassifier:
 
 #: the examples of invariances not shared a result keeps per (target, capability, trial)
 BROKEN_KEPT = 20
-#: the lengths of the corpus sentences taken as base sentences (words, both ends included)
-SENTENCE_WORDS = (5, 40)
 
 
 def _texts(texts: Sequence[str], what: str) -> list[str]:
@@ -122,16 +119,61 @@ def _texts(texts: Sequence[str], what: str) -> list[str]:
 
 
 class LMScopeStudy(Study):
-    """The SCoPE study of language models of :class:`~.config.LMScopeArgs` (run by
-    :func:`perturblab.core.entry.run`; the language models run in this process, one work cell after
-    the other).
+    """Shared invariances of language models (SCoPE App. G; the ``scope-lm`` command).
 
-    ``models`` maps names to ready language models (other names are loaded with
-    :func:`perturblab.models.lm_presets.load_language_model`); ``sentences`` is the pool of
-    base texts (otherwise ``args.corpus`` is read).
+    ``reference`` and ``targets`` are language-model specs (``"smollm2-135m"``, a directory, a
+    ``.gguf`` file; targets also as one comma-separated string) or
+    :class:`~perturblab.models.lm.LanguageModel` objects sharing one vocabulary. The base sentences
+    come from ``corpus`` (a name, a file or a :class:`~perturblab.data.corpus.Corpus`) or are given
+    as ``sentences``. ``chunk_size`` base sentences are searched and scored together (one work
+    cell); about ``max_batch`` texts are scored at once (smaller: less memory). ``out`` keeps the
+    results store (``None``: a temporary directory); ``.save(dir)`` writes ``results.json``.
+
+    Example (a language model against itself scores 1)::
+
+        >>> import perturblab as pl, transformers
+        >>> from tokenizers import Tokenizer, models, pre_tokenizers
+        >>> from perturblab.models.lm import HFCausalLM
+        >>> texts = ["the cat sat on the warm mat today", "a dog ran in the big green park",
+        ...          "she read the old book by the window", "we walked along the quiet river bank"]
+        >>> vocab = {w: i for i, w in enumerate(["<unk>", *sorted({w for t in texts for w in t.split()})])}
+        >>> words = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+        >>> words.pre_tokenizer = pre_tokenizers.Whitespace()
+        >>> tok = transformers.PreTrainedTokenizerFast(tokenizer_object=words, unk_token="<unk>", pad_token="<unk>")
+        >>> config = transformers.LlamaConfig(vocab_size=len(vocab), hidden_size=16, intermediate_size=32,
+        ...                                   num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=2)
+        >>> lm = HFCausalLM(transformers.LlamaForCausalLM(config), tok, name="tiny")
+        >>> res = pl.scope_lm(lm, [lm], capabilities="typo", sentences=texts, n=4, trials=1, max_words=1,
+        ...                   n_boot=50, quiet=True)
+        >>> res.rows[0]["hard_scope"], res.rows[0]["soft_scope"]
+        (1.0, 1.0)
+
+    (The study: ``models`` maps names to ready language models, other names are loaded with
+    :func:`~perturblab.models.resolve.load_model` from ``specs[name]``; ``sentences`` is the pool
+    of base texts, otherwise ``args.corpus`` is read. The language models run in this process,
+    one work cell after the other.)
     """
 
-    name = "scope-lm"
+    name = command = "scope-lm"
+    help = "shared invariances of language models (SCoPE App. G)"
+    Args = LMScopeArgs
+    part = LM_INVARIANCES
+    example = dict(reference="smollm2-135m", targets="smollm2-135m-int8", capabilities="typo", corpus="conll2010",
+                   n=2, trials=1, n_boot=50, max_words=1, max_candidates=1)
+
+    @classmethod
+    def of(cls, args: LMScopeArgs, inputs: Inputs) -> "LMScopeStudy":
+        reference, targets, specs = reported_models(args, inputs)
+        args = replace(args, reference=reference, targets=",".join(targets))
+        sentences, corpus = args.sentences, inputs.data.get("corpus")
+        if sentences is None and corpus is not None:
+            from ...data.corpus import Corpus
+
+            if not isinstance(corpus, Corpus):
+                raise InputError("--corpus: give a corpus name, a file or a perturblab.data.corpus.Corpus, not a "
+                                 f"{type(corpus).__name__} (or the base sentences as sentences=)")
+            sentences = corpus.filter(*SENTENCE_WORDS).sentences
+        return cls(args, models=dict(inputs.models), sentences=sentences, progress=not args.quiet, specs=specs)
 
     def __init__(self, args: LMScopeArgs,
                  models: Mapping[str, LanguageModel] | None = None,
@@ -421,6 +463,9 @@ class LMScopeResult(StudyResult):
     def save(self, out: str | Path) -> list[Path]:
         """Write ``results.json`` (the per-trial rows) into ``out``."""
         return [write_json(Path(out) / "results.json", self.rows)]
+
+
+LMScopeStudy.Result = LMScopeResult  # what it returns, declared once the class is defined
 
 
 def summarise(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:

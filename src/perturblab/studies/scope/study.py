@@ -22,12 +22,13 @@ from __future__ import annotations
 import json
 import logging
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any, Iterator, Mapping
 
 import numpy as np
 
+from ...core.boundary import Inputs
 from ...core.keys import content_key, examples_fingerprint, model_fingerprint
 from ...core.study import Phase, RunContext, Study, Task
 from ...data.draws import nested_draw
@@ -45,7 +46,10 @@ from ...perturb.engine import run_searches
 from ...perturb.goals import InvarianceGoal
 from ...perturb.search import SearchProblem, positions_cut_note
 from ...perturb.search_settings import SearchSettings
+from ..inputs import search_splits
+from ..names import display_name, items
 from .analysis import classifier_agreement
+from .compare import INVARIANCES
 from .config import STAR_OF_FAIRNESS, ScopeArgs
 from .result import ScopeResult
 
@@ -77,16 +81,88 @@ def _from_json(s: str | None, pair: bool):
     return (a, b)
 
 
-class ScopeStudy(Study):
-    """The SCoPE study of :class:`~.config.ScopeArgs` against models and data (run by
-    :func:`perturblab.core.entry.run` into its directory, which also holds the prediction cache).
+def reported_models(args: Any, inputs: Inputs) -> tuple[str, list[str], dict[str, str]]:
+    """The names the SCoPE study of ``args`` reports its reference and its targets by (a ready
+    object's name as it is, a spec's :func:`~perturblab.studies.names.display_name`) and the
+    specs by their names. A spec that would be reported under the name of a ready object is an
+    :class:`InputError`: one name may not stand for two models."""
+    names: list[str] = []
+    specs: dict[str, str] = {}
+    for spec in items(args.reference)[:1] + items(args.targets):
+        if spec in inputs.models:
+            names.append(spec)
+            continue
+        name = display_name(spec)
+        if name in inputs.models:
+            raise InputError(f"two different models are named {name!r}; give one of them another name "
+                             "(NAME=SOURCE for a spec, the name attribute of an object)")
+        names.append(name)
+        specs[name] = spec
+    return names[0], names[1:], specs
 
-    ``models`` maps names to ready classifiers; other names are loaded by
+
+class ScopeStudy(Study):
+    """Shared invariances of ``targets`` with ``reference`` (SCoPE; the ``scope`` command).
+
+    ``reference`` and ``targets`` are model specs (``"minilm-l6"``, a directory, a hub id; targets
+    also as one comma-separated string) or classifier objects (``labels``, ``predict_proba``,
+    ``fingerprint``). ``out`` keeps the results store and prediction cache, so calling again
+    resumes and computes only what changed (``None``: a temporary directory). Nothing but the
+    store is written until you call ``.save(dir)``. Eligible words follow SCoPE Sec. 3.2 (no
+    stopwords, none shorter than four, none changed twice) and our alphabetic-only constraint;
+    ``allow_non_alphabetic=True`` (as in :func:`perturblab.scope_lm` and :func:`perturblab.checkpoints`)
+    drops the latter. ``synonym_min_similarity`` (a cosine, e.g. 0.85) and ``reinflect_synonyms`` keep
+    synonym swaps' meaning and grammar (:class:`~perturblab.perturb.search_settings.SynonymOptions`; both
+    off by default, as in the paper). ``search_order="saliency"`` walks the words by leave-one-out
+    saliency instead of scoring every candidate first (``"best-swap"``): fewer model calls, other
+    perturbations.
+
+    Example (two small classifiers from :mod:`perturblab.models`, on data of your own)::
+
+        >>> import perturblab as pl
+        >>> from perturblab.data import Dataset, Example
+        >>> from perturblab.models import CallableClassifier
+        >>> import numpy as np
+        >>> def lexicon(words):
+        ...     def proba(texts):
+        ...         s = np.array([sum(w in t for w in words) for t in texts], float)
+        ...         p = 1 / (1 + np.exp(-(s - 0.5)))
+        ...         return np.stack([1 - p, p], axis=1)
+        ...     return proba
+        >>> texts = ["a good film", "a bad film", "good acting", "bad plot", "a good story", "dull and bad"]
+        >>> data = Dataset([Example(t, int("good" in t)) for t in texts * 4], ["negative", "positive"])
+        >>> ref = CallableClassifier(lexicon(["good"]), labels=["negative", "positive"], name="ref")
+        >>> tgt = CallableClassifier(lexicon(["good", "story"]), labels=["negative", "positive"], name="tgt")
+        >>> res = pl.scope(ref, [tgt], capabilities="typo", data=data, n=6, trials=1, quiet=True)
+        >>> sorted(res.summary[0])[:3]
+        ['capability', 'flags', 'gap_iid_acc']
+        >>> res.summary[0]["flags"]  # neither model predicts one class or is at chance level
+        []
+        >>> 0 <= res.rows[0]["soft_scope"] <= res.rows[0]["hard_scope"] <= 1
+        True
+
+    (The study: ``models`` maps names to ready classifiers; other names are loaded by
     :func:`~perturblab.models.resolve.load_model` from ``specs[name]`` (default: the name itself
-    as a spec), heads trained on the training split. ``splits`` gives (train, test) directly.
+    as a spec), heads trained on the training split; ``splits`` gives (train, test) directly. It
+    runs into its directory, which also holds the prediction cache.)
     """
 
-    name = "scope"
+    name = command = "scope"
+    help = "shared-invariance study (SCoPE)"
+    Args = ScopeArgs
+    Result = ScopeResult
+    part = INVARIANCES
+    example = dict(reference="tfidf-lr", targets="minilm-l3", capabilities="typo", n=8, trials=1, n_boot=50)
+
+    @classmethod
+    def of(cls, args: ScopeArgs, inputs: Inputs) -> "ScopeStudy":
+        reference, targets, specs = reported_models(args, inputs)
+        models = {**inputs.models, **(args.models or {})}
+        args = replace(args, reference=reference, targets=",".join(targets))
+        splits = search_splits(inputs.data.get("data", args.data), text_column=args.text_column,
+                               text_fields=args.text_fields, label_column=args.label_column,
+                               perturb_field=args.perturb_field, seed=args.seed, test_size=args.test_size)
+        return cls(args, models=models, splits=splits, progress=not args.quiet, specs=specs)
 
     def __init__(self, args: ScopeArgs,
                  models: Mapping[str, Classifier] | None = None,

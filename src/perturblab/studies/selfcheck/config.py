@@ -11,7 +11,7 @@ from ...core.options import count_or_all, option
 from ...errors import InputError
 from ...perturb.selfcheck import NEGATION_RULES
 from ..args import Args, ModelList, SeedArgs, corpus_split_option, place
-from ..given import items
+from ..names import items
 
 METRICS: tuple[str, ...] = ("negation", "toxicity", "long_range", "word_order", "tokenization", "entropy")
 #: The model capabilities each metric's scoring calls (see the module docstring).
@@ -54,7 +54,7 @@ def sentence_limit(value: Any) -> None:
 class SelfCheckArgs(ModelList, SeedArgs, Args):
     """The options of ``perturblab selfcheck`` and :func:`perturblab.selfcheck` (the one schema)."""
 
-    models: str | None = option(required=True, role="language_model", positional=True, python="Any",
+    models: str | None = option(required=True, role="language_model", positional=True, many=True, python="Any",
                                 help="comma-separated language models: presets (smollm2-135m, smollm2-135m-int8, "
                                      "gemma3-270m), local HF directories, .gguf files or hub ids")
     corpus: str = option("conll2010", data=True, python="str | Corpus",

@@ -201,7 +201,7 @@ class SelfCheckResult(StudyResult):
         """Each model's score per metric in its headline setting with its 95 % interval
         (:func:`headline_interval`: Student-t for means, Wilson for the percent of drops, cut to
         the score's range :data:`BOUNDS`), with n."""
-        from ..given import reported_name as name
+        from ..names import reported_name as name
         from .plots import SPIDER_AXES
 
         better = {m: ("higher" if up else "lower") for m, up, _ in SPIDER_AXES}

@@ -50,7 +50,9 @@ import logging
 from functools import partial
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
+from ...core.boundary import Inputs
 from ...core.keys import content_key, model_fingerprint
+from ...core.readers import option_name
 from ...core.study import Phase, RunContext, Study, Task
 from ...data.corpus import Corpus, load_corpus
 from ...errors import InputError
@@ -58,7 +60,9 @@ from ...models.lm import LanguageModel
 from ...models.lm_cache import MemoLanguageModel
 from ...models.lm_capabilities import capabilities_of, check_metric_capabilities
 from ...perturb.selfcheck import Negate, ReplaceContext, SwapWords
+from .compare import SELFCHECK
 from .config import ABLATION_LEAST, ABLATIONS, METRIC_NEEDS, METRICS, SelfCheckArgs
+from .result import SelfCheckResult
 from .scoring import Scorer, profane_token_ids, seeded_rng, setting_value
 
 __all__ = ["METRICS", "METRIC_NEEDS", "Examples", "Scorer", "SelfCheckStudy", "profane_token_ids"]
@@ -139,17 +143,66 @@ def _fits(lm: LanguageModel, metric: str, example: Any, max_new_tokens: int) -> 
 
 
 class SelfCheckStudy(Study):
-    """Scores every model on every unit through the study core (see the module docstring) under
-    the options of :class:`~.config.SelfCheckArgs` (run by :func:`perturblab.core.entry.run`).
+    """Self-supervised sensitivity scores of language models on any text (*Bring your own data!*;
+    the ``selfcheck`` command): negation, toxicity, long-range context, word order, tokenization
+    and entropy, with the ablations unless ``no_ablations``.
 
-    ``models`` maps names to ready :class:`LanguageModel` objects; names not in it are
-    loaded with :func:`~perturblab.models.resolve.load_model` one at a time (each is released
-    before the next is loaded). ``corpus`` / ``benign`` may be given as :class:`Corpus` objects
-    instead of names. ``ablation_values`` replaces the ablation values of some metrics (metric ->
-    values; default the paper's, :data:`~.config.ABLATIONS`; each headline value always runs).
+    ``models`` are language-model specs or :class:`~perturblab.models.lm.LanguageModel` objects;
+    ``corpus`` and ``benign_corpus`` corpus names, files or :class:`~perturblab.data.corpus.Corpus`
+    objects (``benign_corpus=None`` or ``"none"`` leaves out the normalised negation score).
+    Sentences of more than ``max_sentence_words`` whitespace words (``None``: no limit) are left
+    out of every metric but long-range context. ``negation_rule`` is ``"paper"`` (Sec. 4's text,
+    the default) or ``"byod-code"`` (the authors' released code, for comparisons with the
+    published numbers); see :class:`~perturblab.perturb.selfcheck.Negate`.
+    ``chunk`` examples are scored and stored together (smaller: less lost to a crash; the scores
+    do not depend on it). ``out`` keeps the results store (``None``: a temporary directory).
+
+    Example (the entropy of a tiny random language model on a few sentences)::
+
+        >>> import perturblab as pl, transformers
+        >>> from tokenizers import Tokenizer, models, pre_tokenizers
+        >>> from perturblab.data.corpus import Corpus
+        >>> from perturblab.models.lm import HFCausalLM
+        >>> texts = ["the cat sat on the warm mat today .", "a dog ran in the big green park .",
+        ...          "she read the old book by the window .", "we walked along the quiet river bank ."]
+        >>> vocab = {w: i for i, w in enumerate(["<unk>", *sorted({w for t in texts for w in t.split()})])}
+        >>> words = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+        >>> words.pre_tokenizer = pre_tokenizers.Whitespace()
+        >>> tok = transformers.PreTrainedTokenizerFast(tokenizer_object=words, unk_token="<unk>", pad_token="<unk>")
+        >>> config = transformers.LlamaConfig(vocab_size=len(vocab), hidden_size=16, intermediate_size=32,
+        ...                                   num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=2)
+        >>> lm = HFCausalLM(transformers.LlamaForCausalLM(config), tok, name="tiny")
+        >>> res = pl.selfcheck([lm], corpus=Corpus(texts, [0, 0, 1, 1], name="tiny"), benign_corpus=None,
+        ...                    metrics="entropy", n=4, quiet=True)
+        >>> [(r["metric"], r["n"]) for r in res.rows]
+        [('next_token_entropy', 4), ('token_entropy', 4)]
+
+    (The study scores every model on every unit through the study core, see the module docstring.
+    ``models`` maps names to ready :class:`LanguageModel` objects; names not in it are loaded with
+    :func:`~perturblab.models.resolve.load_model` one at a time, each released before the next is
+    loaded. ``corpus`` / ``benign`` may be given as :class:`Corpus` objects instead of names.
+    ``ablation_values`` replaces the ablation values of some metrics, metric -> values; default the
+    paper's, :data:`~.config.ABLATIONS`; each headline value always runs.)
     """
 
-    name = "selfcheck"
+    name = command = "selfcheck"
+    help = "self-supervised LM evaluation (five sensitivity scores)"
+    Args = SelfCheckArgs
+    Result = SelfCheckResult
+    part = SELFCHECK
+    example = dict(models="smollm2-135m", corpus="conll2010", benign_corpus="none", metrics="negation,entropy", n=2,
+                   max_new_tokens=4)
+
+    @classmethod
+    def of(cls, args: SelfCheckArgs, inputs: Inputs) -> "SelfCheckStudy":
+        corpora = {}
+        for field, value in inputs.data.items():  # corpus and benign_corpus given as objects
+            if not isinstance(value, Corpus):
+                raise InputError(f"{option_name(field)}: give a corpus name, a file or a "
+                                 f"perturblab.data.corpus.Corpus, not a {type(value).__name__}")
+            corpora[field] = value
+        return cls(args, models=inputs.models, corpus=corpora.get("corpus"), benign=corpora.get("benign_corpus"),
+                   progress=not args.quiet)
 
     def __init__(self, args: SelfCheckArgs, *, models: dict[str, LanguageModel] | None = None,
                  corpus: Corpus | None = None, benign: Corpus | None = None, progress: bool = True,

@@ -15,7 +15,7 @@ from ..layer_probes.config import PROBE_C_HELP
 
 @dataclass(kw_only=True)
 class FinetuningArgs(LabelledDataArgs, EncoderArgs, SeedArgs, Args):
-    """The options of ``perturblab finetuning`` and :func:`~.function.finetuning` (the one schema)."""
+    """The options of ``perturblab finetuning`` and :func:`perturblab.finetuning` (the one schema)."""
 
     base: str = option("minilm-l6", role="encoder", positional=True, python="Any", help="the pretrained encoder")
     finetuned: str | None = option(None, role="classifier", python="Any",

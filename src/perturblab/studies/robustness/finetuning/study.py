@@ -32,6 +32,7 @@ from typing import Any, Hashable, Iterator
 
 import numpy as np
 
+from ....core.boundary import Inputs
 from ....core.keys import content_key, examples_fingerprint, model_fingerprint
 from ....core.study import Phase, RunContext, Study, Task
 from ....data.examples import Dataset
@@ -41,7 +42,7 @@ from ....measures.similarity import linear_cka
 from ....measures.stir import stir_layers
 from ....models.finetune import FinetuneConfig, read_finetune_meta
 from ....models.states import layer_states
-from ...inputs import labelled_split
+from ...inputs import given_splits, labelled_split
 from .config import FinetuningArgs
 from .result import FinetuningResult
 
@@ -54,15 +55,57 @@ COUNTERPARTS_FILE = "text_counterparts.json"
 
 
 class FinetuningStudy(Study):
-    """The fine-tuning study of :class:`~.config.FinetuningArgs` on ``base`` and its fine-tuned
-    copy (run by :func:`perturblab.core.entry.run`).
+    """How fine-tuning changed each layer of ``base`` (the ``finetuning`` command; robustness paper
+    Sec. 3.1, 4.1, Fig. 1): CKA, STIR both ways (and its ceiling), optional text-space STIR, and
+    per-layer probe accuracy of the pretrained and the fine-tuned encoder on the evaluation split.
 
-    ``pre`` / ``ft`` are ready encoder objects (otherwise ``args.base`` is loaded as a preset,
-    directory or hub id, and ``args.finetuned`` loaded, or ``base`` fine-tuned here with
-    ``finetune``, default :meth:`~.config.FinetuningArgs.finetune_config`); ``splits`` gives
-    (train, eval) directly (default: ``args.data`` sampled to ``n_train`` / ``n_eval``)."""
+    ``base`` is an encoder spec (preset, directory, hub id) or an encoder object; ``finetuned``
+    the fine-tuned copy (a spec or an encoder object), or ``None`` to fine-tune ``base`` here on
+    the training split (``epochs``, ``max_seconds`` of CPU time, learning rate ``lr``; saved
+    under ``data_home()/finetuned`` and reused). ``data`` is a data spec, a
+    :class:`~perturblab.data.Dataset` (split 3:1, sampled to ``n_train`` / ``n_eval``) or a
+    ready ``(train, eval)`` pair. ``out`` keeps the results store, so calling again recomputes only
+    what changed (``None``: a temporary directory); nothing but the store (and the text-STIR
+    counterparts cache) is written until you call ``.save(dir)``.
 
-    name = "finetuning"
+    Example (two encoders of three "layers" counting words, on data of your own)::
+
+        >>> import numpy as np
+        >>> from perturblab import finetuning
+        >>> from perturblab.data import Dataset, Example
+        >>> class Counts:
+        ...     num_layers = 2
+        ...     def __init__(self, name, words):
+        ...         self.name, self.words, self.fingerprint = name, words, f"doctest-counts-{'-'.join(words)}"
+        ...     def hidden_states(self, texts, pooling="mean"):
+        ...         h = np.array([[t.split().count(w) + 0.1 * len(t) for w in self.words] for t in texts], np.float32)
+        ...         return [h, h ** 2, 2 * h]
+        >>> texts = ["a good film", "a bad film", "good acting", "bad plot", "a good story", "dull and bad"]
+        >>> data = Dataset([Example(t, int("good" in t)) for t in texts * 8], ["negative", "positive"])
+        >>> pre, ft = Counts("pre", ["a", "film", "plot"]), Counts("ft", ["good", "bad", "a"])
+        >>> res = finetuning(pre, finetuned=ft, data=data, n_train=30, n_eval=12, k=3, quiet=True)
+        >>> [round(v, 2) for v in res.series("probe_acc_ft")]
+        [1.0, 1.0, 1.0]
+        >>> all(0 <= v <= 1 for v in res.series("cka")), res.finetune["steps"]
+        (True, 'given')
+
+    (The study: ``pre`` / ``ft`` are ready encoder objects, otherwise ``args.base`` is loaded as a
+    preset, directory or hub id, and ``args.finetuned`` loaded, or ``base`` fine-tuned here with
+    ``finetune``, default :meth:`~.config.FinetuningArgs.finetune_config`; ``splits`` gives
+    (train, eval) directly, else ``args.data`` sampled to ``n_train`` / ``n_eval``.)
+    """
+
+    name = command = "finetuning"
+    help = "pretrained vs fine-tuned encoder per layer: CKA, STIR both ways, probes"
+    Args = FinetuningArgs
+    Result = FinetuningResult
+    example = dict(base="minilm-l6", finetuned="minilm-l6-int8", n_train=40, n_eval=20, k=2)
+
+    @classmethod
+    def of(cls, args: FinetuningArgs, inputs: Inputs) -> "FinetuningStudy":
+        splits = given_splits(inputs.data.get("data"), args.n_train, args.n_eval, args.seed)
+        ft = None if args.finetuned is None else inputs.model(args.finetuned)
+        return cls(args, pre=inputs.model(args.base), ft=ft, splits=splits, progress=not args.quiet)
 
     def __init__(self, args: FinetuningArgs, *, pre: Any = None, ft: Any = None,
                  splits: tuple[Dataset, Dataset] | None = None, progress: bool = True,

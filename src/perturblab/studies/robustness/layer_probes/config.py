@@ -32,7 +32,7 @@ def distinct_perturbations(value: Any) -> None:
 
 @dataclass(kw_only=True)
 class LayerProbesArgs(PerturbationList, LabelledDataArgs, PerturbFieldArgs, EncoderArgs, SeedArgs, Args):
-    """The options of ``perturblab layer-probes`` and :func:`~.function.layer_probes` (the one schema)."""
+    """The options of ``perturblab layer-probes`` and :func:`perturblab.layer_probes` (the one schema)."""
 
     model: str = option("minilm-l6", role="encoder", positional=True, python="Any",
                         help="the encoder: a preset (see `perturblab models`), a local directory or a hub id")

@@ -18,6 +18,7 @@ from typing import Any, Hashable, Iterator, Mapping
 
 import numpy as np
 
+from ....core.boundary import Inputs
 from ....core.keys import content_key, examples_fingerprint, model_fingerprint
 from ....core.study import Phase, RunContext, Study, Task
 from ....data.examples import Dataset
@@ -25,7 +26,7 @@ from ....errors import InputError
 from ....measures.probe import Probe, fit_probe
 from ....models.states import layer_states
 from ....perturb.catalogue import get_perturbation, perturb_inputs, perturbation_key
-from ...inputs import labelled_split
+from ...inputs import given_splits, labelled_split
 from .config import LayerProbesArgs
 from .result import LayerProbeResult
 
@@ -44,15 +45,51 @@ def decode_correct(s: str) -> np.ndarray:
 
 
 class LayerProbeStudy(Study):
-    """The layer-probe study of :class:`~.config.LayerProbesArgs` against one encoder (run by
-    :func:`perturblab.core.entry.run`).
+    """Which layers each perturbation affects (the ``layer-probes`` command; robustness paper
+    Sec. 4.4): a probe per layer trained on clean states, scored on clean and perturbed inputs.
 
-    ``encoder`` is a ready object (else ``args.model`` is loaded as a preset, directory or hub id);
-    ``splits`` gives (train, eval) directly (default: ``args.data`` sampled to ``n_train`` /
-    ``n_eval``); ``perturbation_params`` maps a perturbation's name to its keyword arguments
-    (checked here: a perturbation that refuses them fails before anything runs)."""
+    ``model`` is an encoder spec (preset, directory, hub id) or an encoder object (``hidden_states``,
+    ``fingerprint``, ``name``); ``data`` a data spec, a :class:`~perturblab.data.Dataset` (split 3:1
+    and sampled to ``n_train`` / ``n_eval``) or a ready ``(train, eval)`` pair. ``out`` keeps the
+    results store, so calling again recomputes only what changed (``None``: a temporary
+    directory). Nothing but the store is written until you call ``.save(dir)``.
 
-    name = "layer-probes"
+    Example (an encoder of two "layers" counting words, on data of your own)::
+
+        >>> import numpy as np
+        >>> from perturblab import layer_probes
+        >>> from perturblab.data import Dataset, Example
+        >>> class Counts:
+        ...     name, fingerprint, num_layers = "counts", "doctest-counts-v1", 1
+        ...     def hidden_states(self, texts, pooling="mean"):
+        ...         h = np.array([[t.split().count(w) for w in ("good", "bad", "a")] for t in texts], np.float32)
+        ...         return [h, 2 * h]
+        >>> texts = ["a good film", "a bad film", "good acting", "bad plot", "a good story", "dull and bad"]
+        >>> data = Dataset([Example(t, int("good" in t)) for t in texts * 8], ["negative", "positive"])
+        >>> res = layer_probes(Counts(), perturbations="drop_first", data=data, n_train=30, n_eval=12,
+        ...                    top=1, quiet=True)
+        >>> [r["value"] for r in res.rows if r["metric"] == "clean_acc"]
+        [1.0, 1.0]
+        >>> res.summary[0]["perturbation"], len(res.summary[0]["top_layers"])
+        ('drop_first', 1)
+
+    (The study: ``encoder`` is a ready object, else ``args.model`` is loaded as a preset,
+    directory or hub id; ``splits`` gives (train, eval) directly, else ``args.data`` sampled to
+    ``n_train`` / ``n_eval``; ``perturbation_params`` maps a perturbation's name to its keyword
+    arguments, checked here: a perturbation that refuses them fails before anything runs.)
+    """
+
+    name = command = "layer-probes"
+    help = "per-layer probes on clean vs perturbed inputs; top affected layers"
+    Args = LayerProbesArgs
+    Result = LayerProbeResult
+    example = dict(model="minilm-l3", perturbations="change_char", n_train=40, n_eval=20, top=1)
+
+    @classmethod
+    def of(cls, args: LayerProbesArgs, inputs: Inputs) -> "LayerProbeStudy":
+        splits = given_splits(inputs.data.get("data"), args.n_train, args.n_eval, args.seed)
+        return cls(args, encoder=inputs.model(args.model), splits=splits, progress=not args.quiet,
+                   perturbation_params=args.perturbation_params)
 
     def __init__(self, args: LayerProbesArgs, *, encoder: Any = None,
                  splits: tuple[Dataset, Dataset] | None = None, progress: bool = True,
