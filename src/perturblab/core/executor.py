@@ -221,6 +221,18 @@ class RayExecutor:
                              "or drop it to start a local instance") from e
         self._started = True
 
+    def resources(self) -> str:
+        """The cluster in words, starting or joining it first: ``Ray (3 nodes, 6 CPUs)`` (and
+        its GPUs, where it has some)."""
+        import ray
+
+        self.start()
+        alive = [n for n in ray.nodes() if n.get("Alive")]
+        total = ray.cluster_resources()
+        cpus, gpus = int(total.get("CPU", 0)), int(total.get("GPU", 0))
+        nodes = f"{len(alive)} node{'s' if len(alive) != 1 else ''}"
+        return f"Ray ({nodes}, {cpus} CPUs" + (f", {gpus} GPUs)" if gpus else ")")
+
     def shutdown(self) -> None:
         """Stop the local Ray instance this executor started (a joined cluster is left running)."""
         import ray

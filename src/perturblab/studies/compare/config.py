@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ...core.options import option
+from ...core.options import ExecutorArgs, option
 from ...errors import InputError
 from ...perturb.search_settings import SynonymSetArgs
 from ..args import (Args, HistoryArgs, LabelledDataArgs, SeedArgs, items, max_text_chars_option, nonempty,
@@ -71,7 +71,7 @@ def duration(value: str) -> float:
 
 
 @dataclass(kw_only=True)
-class CompareArgs(HistoryArgs, LabelledDataArgs, SynonymSetArgs, SeedArgs, Args):
+class CompareArgs(HistoryArgs, LabelledDataArgs, SynonymSetArgs, SeedArgs, ExecutorArgs, Args):
     """The options of ``perturblab compare`` and :func:`perturblab.compare`."""
 
     reference: str | None = option(required=True, role="model", positional=True, python="str", help="the model you trust: a classifier (minilm-l6, a fine-tuned "

@@ -65,6 +65,8 @@ class CompareResult(StudyResult):
         #: with ``--until decided``: each round's sizes, seconds and findings decided (:func:`run_rounds`)
         self.rounds: list[dict[str, Any]] = []
         self._saved: tuple[Path, list[Path]] | None = None  # where save() wrote, and what
+        #: where the cells of the studies that take an executor run (None: in this process)
+        self.executor: Any = None
         super().__init__(self._rows())
 
     def __repr__(self) -> str:
@@ -285,11 +287,13 @@ class Compare(Study):
             from .tracker import experiment_id
 
             experiment_id(args.mlflow)
+        executor = inputs.executor or args.executor
         with shared_loads():  # each model loaded once: for its timing and for every study
-            with placement(*args.placement()):  # each model timed where it will run, before any directory is made
-                plan = make_plan(args, measure=True)
-            with workspace(inputs.out) as (where, _):
-                result = run_compare(replace(args, out=str(where)), plan)
+            # the executor first: a cluster that cannot be reached is refused before any model is timed
+            with workspace(inputs.out, executor, address=args.address, num_cpus=args.num_cpus) as (where, ex):
+                with placement(*args.placement()):  # each model timed where it will run, before any directory
+                    plan = make_plan(args, measure=True)
+                result = run_compare(replace(args, out=str(where)), plan, executor=ex)
                 if args.history or args.mlflow:
                     record(result, saved=inputs.out is not None)
                 return result
@@ -421,9 +425,10 @@ def stale_report_removed(out: Path) -> None:
             pass
 
 
-def run_compare(args: CompareArgs, plan: Plan) -> CompareResult:
+def run_compare(args: CompareArgs, plan: Plan, executor: Any = None) -> CompareResult:
     """The comparison of checked options: each study of ``plan`` run and saved into
-    ``args.out/<study>``, then the verdicts and checks."""
+    ``args.out/<study>``, then the verdicts and checks. ``executor`` (an object; None: each study
+    runs its cells here) runs the cells of the studies that take one (:func:`on_executor`)."""
 
     out = check_out(args.out)
     notes = [n for n in (check_range(m, v) for m, v in args.threshold_list()) if n]
@@ -437,6 +442,9 @@ def run_compare(args: CompareArgs, plan: Plan) -> CompareResult:
             if n.startswith("warning:"):
                 warn(n.removeprefix("warning: "), PlanWarning)
     result = CompareResult(args, plan, out=out)
+    result.executor = executor
+    if executor is not None and executor.name != "local" and not args.quiet:
+        log.info(executor_line(executor, plan))
     planned = {p.name: p.study_args(out / p.name, args.quiet) for p in plan.studies}
     for options in planned.values():  # every study's options refused, if at all, before the first one runs
         options.check()
@@ -464,13 +472,31 @@ def run_planned(result: CompareResult, p: Any, options: Any, planned: float | No
     t0 = time.time()
     with named_by(p.name):  # its bars and lines say which study they belong to
         res, _ = run_saved(entry(p.kind).study, options, out=sdir, what=f"study {p.name}",
-                           prefix=f"{p.name}: ")
+                           executor=result.executor, prefix=f"{p.name}: ")
     took = time.time() - t0
     result.seconds[p.name] = result.seconds.get(p.name, 0.0) + took
     result.results[p.name] = res
     atomic_write_text(sdir / MANIFEST, p.manifest(finished=True))
     if not args.quiet:
         log.info(f"{p.name}: done in {took:.0f} s (planned ~{p.seconds if planned is None else planned:.0f} s)")
+
+
+def on_executor(kind: str) -> bool:
+    """Whether the study ``kind`` runs its cells on the comparison's executor (its options take
+    one: ``--executor``); the others run theirs in this process."""
+    from ...studies.registry import entry
+
+    return any(f.name == "executor" for f, _ in entry(kind).options().fields())
+
+
+def executor_line(executor: Any, plan: Plan) -> str:
+    """What the comparison's executor is and which studies' cells run on it, in one line:
+    ``on Ray (3 nodes, 6 CPUs): the cells of invariances and robustness run there; layers here``."""
+    there = [p.name for p in plan.studies if on_executor(p.kind)]
+    here = [p.name for p in plan.studies if not on_executor(p.kind)]
+    where = executor.resources() if hasattr(executor, "resources") else executor.name
+    line = f"on {where}: " + (f"the cells of {' and '.join(there)} run there" if there else "no study runs cells there")
+    return line + (f"; {', '.join(here)} here" if here else "")
 
 
 def judge(result: CompareResult) -> None:
