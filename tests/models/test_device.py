@@ -239,7 +239,7 @@ def test_worker_threads_and_processes_load_models_where_the_command_placed_them(
 
     threads = torch.get_num_threads()  # a worker's cell sets torch's threads: restored here
     try:
-        assert contextvars.Context().run(_run_cell, defaults, 1, state) == ("cpu", "bfloat16")  # a fresh worker
+        assert contextvars.Context().run(_run_cell, defaults, 1, state)[1] == ("cpu", "bfloat16")  # a fresh worker
     finally:
         torch.set_num_threads(threads)
 

@@ -150,7 +150,10 @@ share_with_workers(placement.defaults, placement.restore)
 
 def _run_cell(fn: Callable[[], Any], num_cpus: float, state: list[tuple[Callable[[Any], None], Any]]) -> Any:
     """Body of a Ray task: the driver's shared state is restored (:func:`share_with_workers`),
-    torch gets the cell's CPUs as intra-op threads."""
+    torch gets the cell's CPUs as intra-op threads; returns the node it ran on (the first 8
+    characters of its id; "" outside Ray) and the cell's result."""
+    import ray
+
     for restore, value in state:
         restore(value)
     try:
@@ -159,7 +162,8 @@ def _run_cell(fn: Callable[[], Any], num_cpus: float, state: list[tuple[Callable
         torch.set_num_threads(max(1, int(num_cpus)))
     except ImportError:  # pragma: no cover - torch is a dependency
         pass
-    return fn()
+    node = ray.get_runtime_context().get_node_id()[:8] if ray.is_initialized() else ""
+    return node, fn()
 
 
 def check_reachable(address: str, timeout: float = 10.0) -> None:
@@ -198,6 +202,8 @@ class RayExecutor:
         self.address, self.num_cpus = address, num_cpus
         self.max_in_flight = max_in_flight
         self._started = False
+        #: the cells each node ran (by the first 8 characters of its id), over this executor's life
+        self.cells_by_node: dict[str, int] = {}
 
     def __repr__(self) -> str:
         return f"RayExecutor(address={self.address!r}, num_cpus={self.num_cpus})"
@@ -224,6 +230,10 @@ class RayExecutor:
     def resources(self) -> str:
         """The cluster in words, starting or joining it first: ``Ray (3 nodes, 6 CPUs)`` (and
         its GPUs, where it has some)."""
+        return self.cluster()[0]
+
+    def cluster(self) -> tuple[str, float]:
+        """The cluster in words (:meth:`resources`) and its CPUs, starting or joining it first."""
         import ray
 
         self.start()
@@ -231,7 +241,7 @@ class RayExecutor:
         total = ray.cluster_resources()
         cpus, gpus = int(total.get("CPU", 0)), int(total.get("GPU", 0))
         nodes = f"{len(alive)} node{'s' if len(alive) != 1 else ''}"
-        return f"Ray ({nodes}, {cpus} CPUs" + (f", {gpus} GPUs)" if gpus else ")")
+        return f"Ray ({nodes}, {cpus} CPUs" + (f", {gpus} GPUs)" if gpus else ")"), float(total.get("CPU", 0))
 
     def shutdown(self) -> None:
         """Stop the local Ray instance this executor started (a joined cluster is left running)."""
@@ -264,9 +274,10 @@ class RayExecutor:
                 for ref in done:
                     cell = pending.pop(ref)
                     try:
-                        result = ray.get(ref)
+                        node, result = ray.get(ref)
                     except ray.exceptions.RayTaskError as e:  # re-raise the cell's own error
                         raise e.as_instanceof_cause() from None
+                    self.cells_by_node[node] = self.cells_by_node.get(node, 0) + 1
                     yield cell, result
         finally:
             for ref in pending:

@@ -12,12 +12,14 @@ import signal
 import sqlite3
 import threading
 import time
+from contextlib import contextmanager
 
 import pytest
 from helpers.faults import closed_port, one_error_line
 
 import perturblab as pl
 from perturblab.cli import main
+from perturblab.core.executor import RayExecutor
 from perturblab.testing import contents
 
 #: ten targets, each the bag of words under a name of its own, against the bag of words: one job
@@ -72,35 +74,67 @@ class _Killer(threading.Thread):
             time.sleep(0.005)
 
 
-@pytest.mark.slow  # a three-node Ray cluster, two comparisons of ten targets: about two minutes on 2 cores
-def test_ten_targets_on_a_three_node_cluster_write_the_local_bytes_even_when_a_worker_is_killed(
-        tmp_path, tiny_costs):
-    """Ten targets as one comparison on a cluster of three nodes (a head and two workers, one CPU
-    each): every verdict, check, study file and stored cell is the local run's, although one
-    worker was killed in the middle of a cell (Ray ran the cell again; nothing is stored twice),
-    and the history gets one release holding every target."""
+@pytest.fixture(scope="module")
+def local_ten(tmp_path_factory):
+    """The ten targets compared on the local executor (tiny sizes): its folder and result."""
+    from helpers.compare import make_costs_tiny
+
+    out = tmp_path_factory.mktemp("local")
+    with pytest.MonkeyPatch.context() as mp:
+        make_costs_tiny(mp)
+        result = pl.compare(targets=TARGETS, out=out, **SMALL)
+    result.save(out)
+    return out, result
+
+
+@contextmanager
+def three_nodes():
+    """A Ray cluster of three nodes on this machine: a head without CPUs and two workers of one
+    CPU each (the cells run on the workers; the cluster has this machine's two cores, so the plan
+    is the local run's). Yields the cluster and its two worker nodes."""
     from ray.cluster_utils import Cluster
 
-    local = pl.compare(targets=TARGETS, out=tmp_path / "local", **SMALL)
-    local.save(tmp_path / "local")
-    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
-    killer = _Killer()
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 0})
     try:
-        for _ in range(2):
-            cluster.add_node(num_cpus=1)
+        workers = [cluster.add_node(num_cpus=1) for _ in range(2)]
         cluster.wait_for_nodes()
-        killer.start()
-        on_ray = pl.compare(targets=TARGETS, out=tmp_path / "ray", executor="ray", address=cluster.address,
-                            history=str(tmp_path / "h.sqlite"), release="r1", **SMALL)
-        on_ray.save(tmp_path / "ray")
+        yield cluster, workers
     finally:
-        killer.stop.set()
         cluster.shutdown()
+
+
+def _on(cluster, out, **kw):
+    """The ten targets compared on ``cluster`` into ``out`` (saved); the result and the executor."""
+    executor = RayExecutor(address=cluster.address)
+    try:
+        result = pl.compare(targets=TARGETS, out=out, executor=executor, **SMALL, **kw)
+    finally:
+        executor.shutdown()
+    result.save(out)
+    return result, executor
+
+
+@pytest.mark.slow  # a three-node Ray cluster and a comparison of ten targets: about a minute on 2 cores
+def test_ten_targets_on_a_three_node_cluster_write_the_local_bytes_even_when_a_worker_is_killed(
+        tmp_path, tiny_costs, local_ten):
+    """Ten targets as one comparison on a cluster of three nodes: every verdict, check, study
+    file and stored cell is the local run's, although one worker was killed in the middle of a
+    cell (Ray ran the cell again; nothing is stored twice), both workers ran cells, and the
+    history gets one release holding every target."""
+    local, result = local_ten
+    killer = _Killer()
+    with three_nodes() as (cluster, _):
+        killer.start()
+        try:
+            on_ray, executor = _on(cluster, tmp_path / "ray", history=str(tmp_path / "h.sqlite"), release="r1")
+        finally:
+            killer.stop.set()
     assert killer.killed is not None, "no worker was caught running a cell"
-    assert local.args.target_labels() == [f"t{i}" for i in range(10)]
-    assert contents(tmp_path / "ray") == contents(tmp_path / "local")
-    assert _stores(tmp_path / "ray") == _stores(tmp_path / "local")
-    assert [v.target for v in on_ray.verdicts] == [v.target for v in local.verdicts]
+    assert len(executor.cells_by_node) == 2 and min(executor.cells_by_node.values()) > 0
+    assert result.args.target_labels() == [f"t{i}" for i in range(10)]
+    assert contents(tmp_path / "ray") == contents(local)
+    assert _stores(tmp_path / "ray") == _stores(local)
+    assert [v.target for v in on_ray.verdicts] == [v.target for v in result.verdicts]
     with sqlite3.connect(tmp_path / "h.sqlite") as con:
         releases = [r[0] for r in con.execute("SELECT label FROM releases")]
     assert releases == ["r1"]
@@ -108,7 +142,89 @@ def test_ten_targets_on_a_three_node_cluster_write_the_local_bytes_even_when_a_w
     assert sorted({v["target"] for v in saved["verdicts"]}) == sorted(f"t{i}" for i in range(10))
 
 
-@pytest.mark.slow  # a local Ray instance: about a minute on 2 cores
+@pytest.mark.slow  # a three-node Ray cluster and a comparison of ten targets: about a minute on 2 cores
+def test_a_node_removed_in_the_middle_of_the_run_loses_nothing(tmp_path, tiny_costs, local_ten):
+    """One of the two worker nodes is removed once cells ran: its cells run again on the other,
+    and the outputs and stores are the local run's."""
+    local, _ = local_ten
+    with three_nodes() as (cluster, workers):
+        executor = RayExecutor(address=cluster.address)
+        removed, stop = threading.Event(), threading.Event()
+
+        def remove_one() -> None:
+            while not (stop.is_set() or removed.is_set()):
+                if sum(executor.cells_by_node.values()) >= 2:
+                    cluster.remove_node(workers[1])
+                    removed.set()
+                time.sleep(0.01)
+
+        remover = threading.Thread(target=remove_one, daemon=True)
+        remover.start()
+        try:
+            result = pl.compare(targets=TARGETS, out=tmp_path / "ray", executor=executor, **SMALL)
+        finally:
+            stop.set()
+            remover.join()
+            executor.shutdown()
+        result.save(tmp_path / "ray")
+        assert removed.is_set(), "the node was not removed during the run"
+    assert contents(tmp_path / "ray") == contents(local)
+    assert _stores(tmp_path / "ray") == _stores(local)
+
+
+#: a comparison run by a driver of its own (tiny sizes), to be killed
+DRIVER = """
+import sys
+import pytest
+from helpers.compare import make_costs_tiny
+from perturblab.cli import main
+make_costs_tiny(pytest.MonkeyPatch())
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.slow  # a three-node Ray cluster, a killed driver and its resumption: about a minute on 2 cores
+def test_a_driver_killed_in_the_middle_of_the_run_resumes_from_the_stores(tmp_path, tiny_costs, local_ten):
+    """The driver (``perturblab compare`` itself) is killed once cells were stored; the same
+    comparison run again reads them back (each stored cell as it was) and writes the local run's
+    outputs and stores."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    local, _ = local_ten
+    out = tmp_path / "ray"
+    tests = str(Path(__file__).resolve().parents[2])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([tests, os.environ.get("PYTHONPATH", "")])}
+    with three_nodes() as (cluster, _):
+        argv = ["compare", "--reference", "tfidf-lr", "--targets", TARGETS, "--studies", "invariances,robustness",
+                "--budget", "10m", "--executor", "ray", "--address", cluster.address, "--out", str(out), "--quiet"]
+        driver = subprocess.Popen([sys.executable, "-c", DRIVER, *argv], env=env, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL)
+        stored: dict = {}
+        try:
+            deadline = time.time() + 240
+            while driver.poll() is None and time.time() < deadline:
+                try:
+                    stored = _stores(out)
+                except sqlite3.Error:  # a store being created
+                    stored = {}
+                if sum(len(cells) for cells in stored.values()) >= 5:
+                    break
+                time.sleep(0.05)
+        finally:
+            driver.kill()
+            driver.wait()
+        stored = _stores(out)
+        assert sum(len(cells) for cells in stored.values()) >= 5 and not (out / "compare.json").exists()
+        _on(cluster, out)
+    after = _stores(out)
+    assert all(after[study][key] == value for study, cells in stored.items() for key, value in cells.items())
+    assert contents(out) == contents(local)
+    assert after == _stores(local)
+
+
+@pytest.mark.slow  # a local Ray instance, three comparisons: about a minute on 2 cores
 def test_the_command_on_a_local_ray_instance_says_where_cells_run_and_writes_the_local_bytes(tmp_path, tiny_costs,
                                                                                             capsys):
     argv = ["compare", "--reference", "tfidf-lr", "--targets", "minilm-l3,twin=tfidf-lr", "--budget", "10m"]
@@ -118,8 +234,19 @@ def test_the_command_on_a_local_ray_instance_says_where_cells_run_and_writes_the
     err = capsys.readouterr().err
     (line,) = [x for x in err.splitlines() if x.startswith("on Ray (")]
     assert line == "on Ray (1 node, 2 CPUs): the cells of invariances and robustness run there", line
+    for study in ("invariances", "robustness"):  # how many cells each node ran, after each study
+        (ran,) = [x for x in err.splitlines() if x.startswith(f"{study}: ") and " cells on 1 Ray node: " in x]
+        count, node = int(ran.split()[1]), ran.rsplit(": ", 1)[1].split()
+        assert count > 0 and len(node[0]) == 8 and int(node[1]) == count, ran
     assert contents(tmp_path / "ray") == contents(tmp_path / "local")
     assert _stores(tmp_path / "ray") == _stores(tmp_path / "local")
+    # a study config's executor gives its compare entry the same
+    (tmp_path / "c.yaml").write_text("executor: {kind: ray, num_cpus: 2}\nstudies:\n  - name: cmp\n    kind: compare\n"
+                                     "    reference: tfidf-lr\n    targets: [minilm-l3, twin=tfidf-lr]\n"
+                                     "    budget: 10m\n")
+    assert main(["run", str(tmp_path / "c.yaml"), "--out", str(tmp_path / "cfg")]) == 0
+    assert "on Ray (1 node, 2 CPUs): the cells of invariances and robustness run there" in capsys.readouterr().err
+    assert contents(tmp_path / "cfg" / "cmp") == contents(tmp_path / "local")
 
 
 def test_the_line_names_the_studies_whose_cells_run_on_the_executor():
@@ -127,7 +254,7 @@ def test_the_line_names_the_studies_whose_cells_run_on_the_executor():
     (invariances, robustness); layers runs here."""
     from helpers.compare import args_of
 
-    from perturblab.studies.compare.function import executor_line, on_executor
+    from perturblab.studies.compare.cluster import executor_line, on_executor
     from perturblab.studies.compare.plan import make_plan
 
     class Cluster:
@@ -141,3 +268,51 @@ def test_the_line_names_the_studies_whose_cells_run_on_the_executor():
     assert [on_executor(p.kind) for p in plan.studies] == [True, True, False]
     assert executor_line(Cluster(), plan) == ("on Ray (4 nodes, 32 CPUs): the cells of invariances and robustness "
                                               "run there; layers here")
+
+
+def test_a_cluster_with_more_cores_than_this_machine_sizes_its_studies_for_them(monkeypatch):
+    """Joined to a cluster of 32 CPUs from a machine of 2 cores, the studies whose cells run there
+    get 16 times the seconds per sample (a larger n for the same budget, the same seconds per
+    sample over 16), the others none, and the plan says so; a cluster of this machine's cores
+    leaves the plan as it is."""
+    import os
+
+    from helpers.compare import args_of
+
+    from perturblab.studies.compare.plan import make_plan
+
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    args = args_of(reference="minilm-l6", targets="minilm-l3", budget="10m")
+    here = {p.name: p for p in make_plan(args).studies}
+    big = make_plan(args, cluster=("Ray (4 nodes, 32 CPUs)", 32.0))
+    there = {p.name: p for p in big.studies}
+    for name in ("invariances", "robustness"):
+        assert there[name].per_sample == pytest.approx(here[name].per_sample / 16, rel=1e-12)
+        assert there[name].count >= here[name].count
+    assert there["invariances"].count > here["invariances"].count  # the budget buys more there
+    assert there["layers"].per_sample == pytest.approx(here["layers"].per_sample, rel=1e-12)
+    assert ("on Ray (4 nodes, 32 CPUs): invariances and robustness sized for 16 times this machine's 2 cores "
+            "(their cells run there at once)") in big.notes
+    same = make_plan(args, cluster=("Ray (2 nodes, 2 CPUs)", 2.0))
+    assert same.table() == make_plan(args).table()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="needs CUDA: each cell reserves a GPU")
+def test_on_cuda_each_cell_reserves_a_gpu_and_writes_the_local_bytes(tmp_path, tiny_costs):
+    """With ``--device cuda`` every Ray cell reserves one GPU, and the comparison's files are those
+    of the local executor on the same device."""
+    argv = ["compare", "--reference", "minilm-l3", "--targets", "minilm-l6", "--studies", "robustness",
+            "--budget", "10m", "--device", "cuda", "--quiet"]
+    assert main([*argv, "--out", str(tmp_path / "local")]) == 0
+    executor = RayExecutor()
+    try:
+        pl.compare("minilm-l3", "minilm-l6", studies="robustness", budget="10m", device="cuda", quiet=True,
+                   executor=executor, out=tmp_path / "ray").save(tmp_path / "ray")
+        import ray
+
+        assert ray.cluster_resources().get("GPU", 0) >= 1
+    finally:
+        executor.shutdown()
+    assert sum(executor.cells_by_node.values()) > 0
+    assert contents(tmp_path / "ray") == contents(tmp_path / "local")

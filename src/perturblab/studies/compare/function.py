@@ -25,6 +25,7 @@ from ...core.study import Study, StudyResult
 from ...errors import InputError, warn
 from .config import CompareArgs
 from ..part import CLASSIFIER
+from .cluster import executor_line
 from .plan import Plan, PlanWarning, make_plan
 from ...report.html import MANIFEST, render_report
 from ...report.html_compare import COMPARE_FILE
@@ -291,8 +292,9 @@ class Compare(Study):
         with shared_loads():  # each model loaded once: for its timing and for every study
             # the executor first: a cluster that cannot be reached is refused before any model is timed
             with workspace(inputs.out, executor, address=args.address, num_cpus=args.num_cpus) as (where, ex):
+                cluster = ex.cluster() if getattr(ex, "address", None) else None  # joined: sized for its CPUs
                 with placement(*args.placement()):  # each model timed where it will run, before any directory
-                    plan = make_plan(args, measure=True)
+                    plan = make_plan(args, measure=True, cluster=cluster)
                 result = run_compare(replace(args, out=str(where)), plan, executor=ex)
                 if args.history or args.mlflow:
                     record(result, saved=inputs.out is not None)
@@ -470,33 +472,21 @@ def run_planned(result: CompareResult, p: Any, options: Any, planned: float | No
     sdir.mkdir(parents=True, exist_ok=True)
     atomic_write_text(sdir / MANIFEST, p.manifest())
     t0 = time.time()
+    before = dict(getattr(result.executor, "cells_by_node", {}))
     with named_by(p.name):  # its bars and lines say which study they belong to
         res, _ = run_saved(entry(p.kind).study, options, out=sdir, what=f"study {p.name}",
                            executor=result.executor, prefix=f"{p.name}: ")
     took = time.time() - t0
+    ran = {n: c - before.get(n, 0) for n, c in getattr(result.executor, "cells_by_node", {}).items()
+           if c > before.get(n, 0)}
+    if ran and not args.quiet:
+        log.info(f"{p.name}: {sum(ran.values())} cells on {len(ran)} Ray node{'s' if len(ran) > 1 else ''}: "
+                 + ", ".join(f"{n} {c}" for n, c in sorted(ran.items())))
     result.seconds[p.name] = result.seconds.get(p.name, 0.0) + took
     result.results[p.name] = res
     atomic_write_text(sdir / MANIFEST, p.manifest(finished=True))
     if not args.quiet:
         log.info(f"{p.name}: done in {took:.0f} s (planned ~{p.seconds if planned is None else planned:.0f} s)")
-
-
-def on_executor(kind: str) -> bool:
-    """Whether the study ``kind`` runs its cells on the comparison's executor (its options take
-    one: ``--executor``); the others run theirs in this process."""
-    from ...studies.registry import entry
-
-    return any(f.name == "executor" for f, _ in entry(kind).options().fields())
-
-
-def executor_line(executor: Any, plan: Plan) -> str:
-    """What the comparison's executor is and which studies' cells run on it, in one line:
-    ``on Ray (3 nodes, 6 CPUs): the cells of invariances and robustness run there; layers here``."""
-    there = [p.name for p in plan.studies if on_executor(p.kind)]
-    here = [p.name for p in plan.studies if not on_executor(p.kind)]
-    where = executor.resources() if hasattr(executor, "resources") else executor.name
-    line = f"on {where}: " + (f"the cells of {' and '.join(there)} run there" if there else "no study runs cells there")
-    return line + (f"; {', '.join(here)} here" if here else "")
 
 
 def judge(result: CompareResult) -> None:

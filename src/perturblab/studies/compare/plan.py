@@ -39,6 +39,7 @@ from .keys import check_metrics, keys_of
 from ..part import CLASSIFIER, LANGUAGE_MODEL, Cost, Part, parts, studies_of
 from .model_costs import EitherKind, LEAST_RELATIVE, measured_cost, models_kind, relative_cost
 from .power import POWER, detectable, levelled, needed
+from .cluster import spread_over
 
 
 def cost_of(name: str, kind: str, args: Any = None) -> Cost:
@@ -197,16 +198,19 @@ def _minutes(seconds: float) -> str:
     return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.1f} min"
 
 
-def make_plan(args: CompareArgs, *, measure: bool = False) -> Plan:
+def make_plan(args: CompareArgs, *, measure: bool = False, cluster: "tuple[str, float] | None" = None) -> Plan:
     """The studies to run for ``args`` and their sizes (see the module docstring); ``measure``
     times each model where it runs (call it within the comparison's :func:`~perturblab.core.placement.placement`)
     instead of scaling the costs by parameter counts. ``--fail-under`` and ``--equivalent`` must
-    name measures of the chosen studies: checked before any model is timed."""
+    name measures of the chosen studies: checked before any model is timed. ``cluster``: the
+    cluster the cells run on, ``(its description, its CPUs)`` (:func:`~.cluster.spread_over`)."""
     known = parts()
     plan = Plan(_plan_kind(args, known))
     chosen, allowed, fitting = _fitting_studies(args, known, plan)
     _check_gates(args, known, chosen, plan)
     sizing = _sizing(args, known, chosen, fitting, plan, measure)
+    if cluster is not None:
+        sizing.spread = spread_over(cluster, chosen, plan)
     if plan.kind == CLASSIFIER and any(known[name].labels for name in chosen):
         plan.notes += label_notes(args)
     budget = args.budget_seconds()
@@ -383,6 +387,8 @@ class Sizing:
     costs: dict[str, Cost]
     raw: dict[str, float]
     available: dict[str, "tuple[int, str] | None"]
+    #: how many times this machine's cores each study's cells have on the executor (1 when absent)
+    spread: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.targets = self.args.target_names()
@@ -405,8 +411,8 @@ class Sizing:
         """Seconds per unit of size of one run of the study (of ``target``'s, for a part run per
         target): the models' part and the study's own work (:attr:`~perturblab.studies.part.Cost.own`)."""
         cost = self.costs[name]
-        return cost.per_unit * self.weight(name, target) + cost.own * (self.raw[cost.own_model] if cost.own_model
-                                                                       else 1.0)
+        own = cost.own * (self.raw[cost.own_model] if cost.own_model else 1.0)
+        return (cost.per_unit * self.weight(name, target) + own) / self.spread.get(name, 1.0)
 
     def units(self, name: str) -> float:
         """Seconds per unit of the study's size, over all its runs."""
