@@ -89,12 +89,13 @@ def test_core_and_model_list_examples_run():
     values) hold."""
     import doctest
 
+    import perturblab.core.boundary
     import perturblab.core.entry
     import perturblab.core.options
     import perturblab.studies.names
     import perturblab.testing.contract
 
-    for module in (perturblab.core.entry, perturblab.core.options, perturblab.studies.names,
+    for module in (perturblab.core.boundary, perturblab.core.entry, perturblab.core.options, perturblab.studies.names,
                    perturblab.testing.contract):
         result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
         assert result.attempted > 0 and result.failed == 0, module.__name__

@@ -57,8 +57,7 @@ class Inputs:
         study has them)."""
         from .running import run
 
-        takes = any(f.name == "executor" for f, _ in args.fields())
-        executor = (self.executor or getattr(args, "executor", None) or "local") if takes else "local"
+        executor = (self.executor or getattr(args, "executor", None) or "local") if takes_executor(args) else "local"
         return run(study, self.out, executor=executor, address=getattr(args, "address", None),
                    num_cpus=getattr(args, "num_cpus", None), workers=getattr(args, "workers", 1) or 1,
                    quiet=bool(getattr(args, "quiet", False)))
@@ -83,7 +82,7 @@ def read_call(options: "type[StudyArgs]", values: Mapping[str, Any]) -> "tuple[S
             inputs.data[f.name] = value
             named[f.name] = _data_name(f.name, value)
     specs = {str(v) for f, o in options.python_fields() if o.role is not None
-             for v in _items(values.get(f.name)) if isinstance(v, str)}
+             for v in items_of(values.get(f.name)) if isinstance(v, str)}
     clash = next((name for name in inputs.models if name in specs), None)
     if clash is not None:
         raise InputError(f"a model object is named {clash!r}, as a spec given beside it; give the object another "
@@ -91,10 +90,13 @@ def read_call(options: "type[StudyArgs]", values: Mapping[str, Any]) -> "tuple[S
     return (dataclasses.replace(args, **named) if named else args), inputs
 
 
-def _items(value: Any) -> list[Any]:
-    """The items of a model option's value (a comma list of specs, a list, one object)."""
-    if value is None:
-        return []
+def items_of(value: Any) -> list[Any]:
+    """The items of a model option's value: a comma-separated string (commas inside a spec's
+    ``[...]`` options belong to it), a list or tuple of specs and objects, or one object.
+
+    >>> items_of("tfidf-lr,m[batch_size=8,max_length=64]"), items_of(("a", 1)), items_of(None)
+    (['tfidf-lr', 'm[batch_size=8,max_length=64]'], ['a', 1], [None])
+    """
     if isinstance(value, str):
         from .options import csv_list
 
@@ -102,18 +104,21 @@ def _items(value: Any) -> list[Any]:
     return list(value) if isinstance(value, (list, tuple)) else [value]
 
 
+def takes_executor(options: "type[StudyArgs] | StudyArgs") -> bool:
+    """Whether a study's options take an executor (``--executor``): its cells can run on one."""
+    return any(f.name == "executor" for f, _ in options.fields())
+
+
 def _has_object(value: Any) -> bool:
     """Whether an option's value holds an object (not only specs)."""
-    if value is None or isinstance(value, str):
-        return False
-    return any(not isinstance(v, str) for v in (value if isinstance(value, (list, tuple)) else [value]))
+    return value is not None and any(not isinstance(v, str) for v in items_of(value))
 
 
 def _model_names(name: str, opt: "Opt", value: Any, models: dict[str, Any]) -> str:
     """The option ``name``'s value as the names of its models (a spec as it is, an object by its
     name), the objects put in ``models``; an object without a ``fingerprint`` string, a name
     given twice in the option, or one name for two different objects is an :class:`InputError`."""
-    items = list(value) if isinstance(value, (list, tuple)) else [value]
+    items = items_of(value)  # not a string: it holds an object
     many = isinstance(value, (list, tuple)) or opt.many
     what = (opt.role or "model").replace("_", " ")
     names: list[str] = []

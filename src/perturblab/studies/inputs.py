@@ -3,11 +3,14 @@ unlabelled samples and labelled train/eval splits."""
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from ..data.examples import Dataset
 from ..errors import InputError
 from ..models.base import TextInput
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..data.corpus import Corpus
 
 
 def sample_size(n: int | None, available: int, what: str = "examples", option: str = "--n",
@@ -154,3 +157,17 @@ def search_splits(data: "str | Dataset | tuple[Dataset, Dataset]", *, text_colum
         raise InputError(f"--perturb-field {perturb_field} needs the two texts of a pair, but the data have one "
                          "text field; name two columns with --text-fields A,B or use --perturb-field a")
     return splits or train_test_split(ds, test_size=test_size, seed=seed)
+
+
+def given_corpora(inputs: Any, hint: str = "") -> "dict[str, Corpus]":
+    """The corpora a Python call gave as objects (``inputs.data`` by option: ``corpus``,
+    ``benign_corpus``); anything else there is an :class:`InputError` naming the option (``hint``
+    ends it with what else the study takes)."""
+    from ..core.readers import option_name
+    from ..data.corpus import Corpus
+
+    for field, value in inputs.data.items():
+        if not isinstance(value, Corpus):
+            raise InputError(f"{option_name(field)}: give a corpus name, a file or a perturblab.data.corpus.Corpus, "
+                             f"not a {type(value).__name__}{hint}")
+    return dict(inputs.data)

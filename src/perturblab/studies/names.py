@@ -5,24 +5,14 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from ..core.boundary import items_of
 from ..errors import InputError
 
 
-def names_of(value: str | Sequence[Any] | Any) -> list[Any]:
-    """A comma-separated string (commas inside a spec's ``[...]`` options belong to it) or a list
-    of specs / model objects, as a list."""
-    if isinstance(value, str):
-        from ..core.options import csv_list
-
-        return csv_list(value)
-    if isinstance(value, (list, tuple)):
-        return list(value)
-    return [value]
-
-
 def items(value: Any) -> list[str]:
-    """:func:`names_of` as strings: the names of a comma list or a list (option values)."""
-    return [str(v) for v in names_of(value)]
+    """:func:`~perturblab.core.boundary.items_of` as strings: the names of a comma list or a list
+    (option values)."""
+    return [str(v) for v in items_of(value)]
 
 
 def display_name(spec: str) -> str:

@@ -12,9 +12,10 @@ from ..part import studies_of
 def on_executor(kind: str) -> bool:
     """Whether the study ``kind`` runs its cells on the comparison's executor (its options take
     one: ``--executor``); the others run theirs in the driver's process."""
+    from ...core.boundary import takes_executor
     from ..registry import entry
 
-    return any(f.name == "executor" for f, _ in entry(kind).options().fields())
+    return takes_executor(entry(kind).options())
 
 
 def spread_over(cluster: "tuple[str, float]", chosen: list[str], plan: Any) -> dict[str, float]:

@@ -56,6 +56,7 @@ from ...perturb.engine import run_searches
 from ...perturb.goals import InvarianceGoal
 from ...perturb.search import PERTURBED, SearchProblem, positions_cut_note
 from ...perturb.search_settings import SearchSettings
+from ..inputs import given_corpora
 from .analysis import agreement_and_accuracy
 from .compare import LM_INVARIANCES
 from .config import METRIC_NEEDS, SENTENCE_WORDS, LMScopeArgs
@@ -165,13 +166,9 @@ class LMScopeStudy(Study):
     def of(cls, args: LMScopeArgs, inputs: Inputs) -> "LMScopeStudy":
         reference, targets, specs = reported_models(args, inputs)
         args = replace(args, reference=reference, targets=",".join(targets))
-        sentences, corpus = args.sentences, inputs.data.get("corpus")
-        if sentences is None and corpus is not None:
-            from ...data.corpus import Corpus
-
-            if not isinstance(corpus, Corpus):
-                raise InputError("--corpus: give a corpus name, a file or a perturblab.data.corpus.Corpus, not a "
-                                 f"{type(corpus).__name__} (or the base sentences as sentences=)")
+        sentences = args.sentences
+        if sentences is None and "corpus" in inputs.data:
+            corpus = given_corpora(inputs, " (or the base sentences as sentences=)")["corpus"]
             sentences = corpus.filter(*SENTENCE_WORDS).sentences
         return cls(args, models=dict(inputs.models), sentences=sentences, progress=not args.quiet, specs=specs)
 

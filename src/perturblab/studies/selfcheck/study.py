@@ -52,7 +52,6 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from ...core.boundary import Inputs
 from ...core.keys import content_key, model_fingerprint
-from ...core.readers import option_name
 from ...core.study import Phase, RunContext, Study, Task
 from ...data.corpus import Corpus, load_corpus
 from ...errors import InputError
@@ -61,6 +60,7 @@ from ...models.lm_cache import MemoLanguageModel
 from ...models.lm_capabilities import capabilities_of, check_metric_capabilities
 from ...perturb.selfcheck import Negate, ReplaceContext, SwapWords
 from .compare import SELFCHECK
+from ..inputs import given_corpora
 from .config import ABLATION_LEAST, ABLATIONS, METRIC_NEEDS, METRICS, SelfCheckArgs
 from .result import SelfCheckResult
 from .scoring import Scorer, profane_token_ids, seeded_rng, setting_value
@@ -195,12 +195,7 @@ class SelfCheckStudy(Study):
 
     @classmethod
     def of(cls, args: SelfCheckArgs, inputs: Inputs) -> "SelfCheckStudy":
-        corpora = {}
-        for field, value in inputs.data.items():  # corpus and benign_corpus given as objects
-            if not isinstance(value, Corpus):
-                raise InputError(f"{option_name(field)}: give a corpus name, a file or a "
-                                 f"perturblab.data.corpus.Corpus, not a {type(value).__name__}")
-            corpora[field] = value
+        corpora = given_corpora(inputs)  # corpus and benign_corpus given as objects
         return cls(args, models=inputs.models, corpus=corpora.get("corpus"), benign=corpora.get("benign_corpus"),
                    progress=not args.quiet)
 
