@@ -159,8 +159,9 @@ def test_a_search_cell_moves_the_bar_at_least_once_per_sample_and_finds_the_same
 
     args = ScopeArgs(reference="ref", targets="tgt", capabilities="typo", n=8, trials=1, n_boot=20)
     shown = run(ScopeStudy(args, models=models(), splits=make_splits(), chunk_size=8), tmp_path / "shown")
-    (bar,) = bars
+    bar, scored = bars  # the searches, then the predictions: a cell per model and list of inputs
     assert bar.total == 8 and bar.desc == "searches" and bar.seen[-1] == pytest.approx(8)
+    assert scored.desc == "predictions" and scored.total == 4  # ref and tgt: the base samples, what typo found
     within = [n for n in bar.seen if n < 8 - 1e-9]  # the moves while the one cell ran
     assert len(within) >= 8
     assert {int(n + 1e-9) for n in bar.seen} == set(range(9))  # every whole sample shown on the way

@@ -23,7 +23,9 @@
 
 from __future__ import annotations
 
+import logging
 import threading
+import time
 from contextlib import contextmanager, nullcontext
 from functools import partial
 from pathlib import Path
@@ -37,6 +39,7 @@ from .lock import output_lock
 from .study import Lazy, Phase, RunContext, Study, StudyResult
 
 STORE_NAME = "results.sqlite"
+log = logging.getLogger(__name__)
 
 
 def run_study(study: Study, out: str | Path, *, executor: Any = None, progress: bool = True,
@@ -112,6 +115,7 @@ def run_phase(phase: Phase, ctx: RunContext) -> Phase:
             if ctx.executor.name == "local":  # here a cell's work moves the bar as it goes
                 fn = partial(_reported, partial(moved.within, ck, len(chunk)), fn)
             cells.append(Cell(ck, fn, num_cpus=phase.num_cpus, num_gpus=phase.num_gpus))
+    t0 = time.perf_counter()
     try:
         for cell, results in ctx.executor.run(cells):
             ks = cell_keys[cell.key]
@@ -121,6 +125,9 @@ def run_phase(phase: Phase, ctx: RunContext) -> Phase:
             moved.finished(cell.key, len(ks))
     finally:
         bar.close()
+    if cells:  # what a benchmark of an executor reads (with -v)
+        log.debug("phase %s: %d cells of %d tasks in %.2f s on the %s executor", phase.name, len(cells), len(todo),
+                  time.perf_counter() - t0, ctx.executor.name)
     phase.computed = len(todo)
     phase.results = ctx.store.cells_of(phase.name, keys)
     return phase

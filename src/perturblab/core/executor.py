@@ -7,8 +7,10 @@ finish. Cells never write the results store: the study's calling thread writes e
 receives, in one transaction per cell, keyed by the cell's key. So a result is either stored
 whole or not at all (a killed run loses at most the cells in flight, which the next run
 recomputes), and no key is stored twice. Because every cell is deterministic for its seeds and
-studies assemble their outputs in key order, not completion order, a Ray run writes the same
-bytes as a local run.
+inputs (it scores batches made from its own inputs) and studies assemble their outputs in key
+order, not completion order, a Ray run writes the same bytes as a local run whose cells compute
+with the same intra-op threads (a Ray cell: one per CPU it reserves); a transformer's scores
+can move in their last bits with the threads (docs/cluster.md).
 
 * :class:`LocalExecutor` — ``workers=1`` runs cells one after the other in this thread;
   ``workers=N`` runs N at once in threads, each with ``torch.get_num_threads() // N`` intra-op

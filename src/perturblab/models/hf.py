@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import threading
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
@@ -147,6 +148,11 @@ def _model_fingerprint(model: Any, files: str | None) -> str:
     return h.hexdigest()[:16]
 
 
+#: held while a tokenizer encodes, and while a forward pass runs with a hook on a block: cells run
+#: at once in threads may share a model (and its tokenizer)
+_TOKENIZING, _HOOKED = threading.Lock(), threading.Lock()
+
+
 class _Batching:
     """Tokenisation, length-sorted dynamic-padding batches and fingerprints (shared base)."""
 
@@ -212,16 +218,17 @@ class _Batching:
         singles = [i for i, x in enumerate(inputs) if isinstance(x, str)]
         pairs = [i for i, x in enumerate(inputs) if not isinstance(x, str)]
         kw = dict(truncation=True, max_length=self.max_length)
-        for idx, enc in (
-            (singles, self.tokenizer([inputs[i] for i in singles], **kw) if singles else None),
-            (pairs, self.tokenizer([inputs[i][0] for i in pairs], [inputs[i][1] for i in pairs], **kw)
-             if pairs else None),
-        ):
-            if enc is None:
-                continue
-            keys = [k for k in ("input_ids", "token_type_ids") if k in enc]
-            for j, i in enumerate(idx):
-                encs[i] = {k: enc[k][j] for k in keys}
+        with _TOKENIZING:  # a fast tokenizer sets its truncation on a call: one call at a time, for threads
+            for idx, enc in (
+                (singles, self.tokenizer([inputs[i] for i in singles], **kw) if singles else None),
+                (pairs, self.tokenizer([inputs[i][0] for i in pairs], [inputs[i][1] for i in pairs], **kw)
+                 if pairs else None),
+            ):
+                if enc is None:
+                    continue
+                keys = [k for k in ("input_ids", "token_type_ids") if k in enc]
+                for j, i in enumerate(idx):
+                    encs[i] = {k: enc[k][j] for k in keys}
         return encs
 
     def _batches(self, inputs: list[TextInput]) -> Iterator[tuple[np.ndarray, dict[str, torch.Tensor]]]:
@@ -371,13 +378,14 @@ class HFEncoder(_Batching):
             got["h"] = output[0] if isinstance(output, (tuple, list)) else output
             raise _StopForward
 
-        handle = target.register_forward_hook(hook)
-        try:
-            self.model(**batch)
-        except _StopForward:
-            pass
-        finally:
-            handle.remove()
+        with _HOOKED:  # a hook on a shared module would catch another thread's forward pass
+            handle = target.register_forward_hook(hook)
+            try:
+                self.model(**batch)
+            except _StopForward:
+                pass
+            finally:
+                handle.remove()
         return got["h"]
 
     def pooled(self, inputs: Sequence[TextInput], layer: int = -1, pooling: Pooling = "mean") -> np.ndarray:

@@ -15,6 +15,7 @@ be loaded is not silently skipped: it raises :class:`~perturblab.errors.AssetLoa
 
 from __future__ import annotations
 
+import threading
 import warnings
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
@@ -62,6 +63,7 @@ def load_tagger() -> Language | None:
 
 
 _warned_missing = False  # warn_tagger_missing has spoken in this process
+_TAGGING = threading.Lock()
 
 
 def warn_tagger_missing(consequence: str) -> None:
@@ -123,4 +125,5 @@ def pos_tags_many(sentences: Iterable[Sequence[str]], *, fine: bool = False,
 
     docs = (Doc(nlp.vocab, words=ws) for ws in checked)
     attr = "tag_" if fine else "pos_"
-    return [[getattr(tok, attr) for tok in doc] for doc in nlp.pipe(docs, batch_size=batch_size)]
+    with _TAGGING:  # one spaCy pipeline per process, shared by the cells run at once in threads
+        return [[getattr(tok, attr) for tok in doc] for doc in nlp.pipe(docs, batch_size=batch_size)]

@@ -11,13 +11,16 @@ the order is deterministic (synset order, then lemma order) and the input's capi
 swap would break (``coffee maker``, ``in person``, ``nine years old``), from the same database.
 
 WordNet 3.0 is read with nltk from the offline assets (``perturblab assets install``); the
-database is loaded on the first call (a few seconds), never at import time.
+database is loaded on the first call (a few seconds), never at import time. nltk's reader seeks
+and reads shared open files, so every function here reads it under one lock (search cells run at
+once in threads).
 """
 
 from __future__ import annotations
 
+import threading
 import warnings
-from functools import lru_cache
+from functools import lru_cache, wraps
 from itertools import product
 from typing import TYPE_CHECKING, Sequence
 
@@ -26,6 +29,17 @@ from ..errors import AssetLoadError, InputError
 
 if TYPE_CHECKING:  # pragma: no cover
     from nltk.corpus.reader.wordnet import WordNetCorpusReader
+
+_READING = threading.RLock()
+
+
+def _one_at_a_time(fn):
+    """``fn`` called under the reader's lock (reentrant: one such function may call another)."""
+    @wraps(fn)
+    def locked(*args, **kwargs):
+        with _READING:
+            return fn(*args, **kwargs)
+    return locked
 
 __all__ = ["synonyms", "wordnet_pos", "load_wordnet", "collocation", "word_forms", "is_number", "is_measure",
            "UPOS_TAGS", "PENN_TAGS"]
@@ -72,6 +86,7 @@ def wordnet_pos(tag: str) -> str | None:
 
 
 @lru_cache(maxsize=1)
+@_one_at_a_time
 def load_wordnet() -> WordNetCorpusReader:
     """The nltk WordNet 3.0 reader over our offline assets (loaded once, then cached).
 
@@ -131,6 +146,7 @@ def _by_form_frequency(wn: WordNetCorpusReader, word: str, pos: str | None) -> l
 
 
 @lru_cache(maxsize=65536)
+@_one_at_a_time
 def _candidates(word: str, pos: str | None, senses: int | None = None) -> tuple[str, ...]:
     wn = load_wordnet()
     seen: set[str] = set()
@@ -198,6 +214,7 @@ COLLOCATION_WORDS = 4
 
 
 @lru_cache(maxsize=65536)
+@_one_at_a_time
 def word_forms(word: str) -> tuple[str, ...]:
     """``word`` (lower case) and its base forms in every part of speech, by WordNet's morphology
     (``brings`` -> ``("brings", "bring")``, ``oddest`` -> ``("oddest", "odd")``)."""
@@ -225,6 +242,7 @@ def collocation(words: Sequence[str], index: int, longest: int = COLLOCATION_WOR
 
 
 @lru_cache(maxsize=65536)
+@_one_at_a_time
 def _collocation(words: tuple[str, ...], index: int, longest: int) -> str | None:
     index_map = load_wordnet()._lemma_pos_offset_map
     for size in range(2, longest + 1):
@@ -246,6 +264,7 @@ _MEASURE = "measure.n.02"
 
 
 @lru_cache(maxsize=65536)
+@_one_at_a_time
 def is_number(word: str) -> bool:
     """Whether ``word`` is a cardinal number: digits (``9``, ``1,000``, ``2.5``) or a word WordNet lists
     as a cardinal adjective (``nine``, ``twenty-five``, ``hundred``, ``dozen``; not ``first``)."""
@@ -259,6 +278,7 @@ def is_number(word: str) -> bool:
 
 
 @lru_cache(maxsize=65536)
+@_one_at_a_time
 def is_measure(word: str) -> bool:
     """Whether a sense of the noun ``word`` (or of its singular) is a unit or period of measurement:
     a kind of WordNet's ``measure.n.02`` (``years``, ``hours``, ``miles``, ``dollars``; not ``people``)."""

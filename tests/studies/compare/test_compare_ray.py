@@ -14,6 +14,7 @@ import threading
 import time
 from contextlib import contextmanager
 
+import numpy as np
 import pytest
 from helpers.faults import closed_port, one_error_line
 
@@ -172,6 +173,94 @@ def test_a_node_removed_in_the_middle_of_the_run_loses_nothing(tmp_path, tiny_co
     assert _stores(tmp_path / "ray") == _stores(local)
 
 
+@contextmanager
+def one_thread():
+    """This process's torch computing with one intra-op thread, as each Ray cell does (the cells
+    of a local run, and the models' speeds its plan measures, then compute as on a worker)."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def _local_and_cluster(tmp_path, **kw):
+    """The comparison ``kw`` on the local executor and on a three-node cluster (saved in ``local``
+    and ``ray``); the executor that ran the cluster's."""
+    pl.compare(out=tmp_path / "local", **kw).save(tmp_path / "local")
+    with three_nodes() as (cluster, _):
+        executor = RayExecutor(address=cluster.address)
+        try:
+            pl.compare(out=tmp_path / "ray", executor=executor, **kw).save(tmp_path / "ray")
+        finally:
+            executor.shutdown()
+    return executor
+
+
+def _probabilities(out) -> dict[str, np.ndarray]:
+    """The stored predictions of a comparison's invariances, by key."""
+    from perturblab.studies.scope.cells import probabilities
+
+    return {key: probabilities(json.loads(result)) for (study, key), result in _stores(out)["invariances"].items()
+            if study == "scope.predict"}
+
+
+@pytest.mark.slow  # a three-node cluster, each worker loading two transformers: about three minutes on 2 cores
+def test_transformers_on_a_three_node_cluster_write_the_local_bytes_to_the_last_bit(tmp_path, tiny_costs):
+    """MiniLM-L3 against an int8 MiniLM-L6, whose scores move in their last bits with the batch a
+    text is scored in and with the threads that compute it: the searches and every model's
+    predictions run on the two workers (one thread each), each cell scoring batches of its own
+    inputs, and every output file and stored cell, every probability behind Soft-SCoPE to its last
+    bit, is a local run's whose torch computes with one thread too. A local run with all of this
+    machine's threads stores the same searches, and probabilities within float32 round-off."""
+    kw = dict(reference="minilm-l3", targets="q=minilm-l6-int8", studies="invariances,robustness", budget="10m",
+              quiet=True)
+    with one_thread():
+        executor = _local_and_cluster(tmp_path, **kw)
+    assert len(executor.cells_by_node) == 2 and min(executor.cells_by_node.values()) > 0
+    stores = _stores(tmp_path / "ray")
+    assert {study for study, _ in stores["invariances"]} == {"scope.search", "scope.predict"}
+    assert contents(tmp_path / "ray") == contents(tmp_path / "local")
+    assert stores == _stores(tmp_path / "local")
+
+    pl.compare(out=tmp_path / "threads", **kw)  # this machine's threads (the sizes are the same: 8)
+    threaded = _stores(tmp_path / "threads")["invariances"]
+    assert threaded.keys() == stores["invariances"].keys()
+    for key, value in stores["invariances"].items():
+        if key[0] == "scope.search":  # the same perturbations; the reference's loss within round-off
+            mine, theirs = json.loads(threaded[key]), json.loads(value)
+            assert {k: v for k, v in mine.items() if k != "ref_loss"} == {k: v for k, v in theirs.items()
+                                                                          if k != "ref_loss"}
+            assert (mine["ref_loss"] is None) == (theirs["ref_loss"] is None)
+            assert mine["ref_loss"] is None or abs(mine["ref_loss"] - theirs["ref_loss"]) < 1e-6
+    many, single = _probabilities(tmp_path / "threads"), _probabilities(tmp_path / "ray")
+    # float32 probabilities <= 1: a sum taken in another order moves them by a few units in the last
+    # place (2^-24 ~ 6e-8 below 1); measured up to 2.1e-7
+    assert max(float(np.abs(many[k] - single[k]).max()) for k in single) < 1e-6
+
+
+@pytest.mark.slow  # a three-node cluster and a language-model comparison: about three minutes on 2 cores
+def test_a_language_model_comparison_on_a_three_node_cluster_writes_the_local_bytes(tmp_path, tiny_costs):
+    """SmolLM2 against its int8 copy: lm-invariances runs its searches, pair scores and token
+    counts on the two workers (each loads both language models once), selfcheck and layers run in
+    the driver, and every output file and stored cell is a local run's (torch computing with one
+    thread in this process, as in each Ray cell)."""
+    with one_thread():
+        executor = _local_and_cluster(tmp_path, reference="smollm2-135m", targets="q=smollm2-135m-int8",
+                                      budget="10m", quiet=True)
+    assert len(executor.cells_by_node) == 2 and min(executor.cells_by_node.values()) > 0
+    assert sorted(p.name for p in (tmp_path / "ray").iterdir() if p.is_dir()) == ["layers", "lm-invariances",
+                                                                                 "selfcheck"]
+    stores = _stores(tmp_path / "ray")
+    assert {study for study, _ in stores["lm-invariances"]} == {"scope-lm.search", "scope-lm.pair",
+                                                                "scope-lm.token-acc"}
+    assert contents(tmp_path / "ray") == contents(tmp_path / "local")
+    assert stores == _stores(tmp_path / "local")
+
+
 #: a comparison run by a driver of its own (tiny sizes), to be killed
 DRIVER = """
 import sys
@@ -227,6 +316,14 @@ def test_a_driver_killed_in_the_middle_of_the_run_resumes_from_the_stores(tmp_pa
 @pytest.mark.slow  # a local Ray instance, three comparisons: about a minute on 2 cores
 def test_the_command_on_a_local_ray_instance_says_where_cells_run_and_writes_the_local_bytes(tmp_path, tiny_costs,
                                                                                             capsys):
+    """The command and a config on a local Ray instance: the line that says where cells run, the
+    cells per node, and the bytes of a local run (torch computing with one thread in this process,
+    as in each Ray cell: the MiniLM target's probabilities move in their last bits with threads)."""
+    with one_thread():
+        _command_on_a_local_ray_instance(tmp_path, capsys)
+
+
+def _command_on_a_local_ray_instance(tmp_path, capsys):
     argv = ["compare", "--reference", "tfidf-lr", "--targets", "minilm-l3,twin=tfidf-lr", "--budget", "10m"]
     assert main([*argv, "--out", str(tmp_path / "local"), "--quiet"]) == 0
     capsys.readouterr()
@@ -251,7 +348,7 @@ def test_the_command_on_a_local_ray_instance_says_where_cells_run_and_writes_the
 
 def test_the_line_names_the_studies_whose_cells_run_on_the_executor():
     """Which studies of a plan run their cells on the executor: those whose options take one
-    (invariances, robustness); layers runs here."""
+    (invariances, robustness, lm-invariances); layers and selfcheck run here."""
     from helpers.compare import args_of
 
     from perturblab.studies.compare.cluster import executor_line, on_executor
@@ -268,6 +365,11 @@ def test_the_line_names_the_studies_whose_cells_run_on_the_executor():
     assert [on_executor(p.kind) for p in plan.studies] == [True, True, False]
     assert executor_line(Cluster(), plan) == ("on Ray (4 nodes, 32 CPUs): the cells of invariances and robustness "
                                               "run there; layers here")
+    lm = make_plan(args_of(reference="smollm2-135m", targets="smollm2-135m-int8"))
+    assert [(p.name, on_executor(p.kind)) for p in lm.studies] == [("lm-invariances", True), ("selfcheck", False),
+                                                                   ("layers", False)]
+    assert executor_line(Cluster(), lm) == ("on Ray (4 nodes, 32 CPUs): the cells of lm-invariances run there; "
+                                            "selfcheck, layers here")
 
 
 def test_a_cluster_with_more_cores_than_this_machine_sizes_its_studies_for_them(monkeypatch):

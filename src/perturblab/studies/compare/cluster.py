@@ -22,8 +22,8 @@ def spread_over(cluster: "tuple[str, float]", chosen: list[str], plan: Any) -> d
     """How many times this machine's cores the studies whose cells run on ``cluster`` (its
     description and CPUs) have: its CPUs over this machine's (at least 1: a local Ray instance
     has this machine's cores), by study; the plan notes it. Their time per sample is divided by
-    it, so the budget buys them that much more (their cells run at once there; what they do in
-    the driver, such as scoring SCoPE's targets, is counted as spread too)."""
+    it, so the budget buys them that much more (their cells run at once there; what they still do
+    in the driver, loading models and assembling their outputs, is counted as spread too)."""
     import os
 
     text, cpus = cluster

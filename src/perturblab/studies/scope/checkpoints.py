@@ -166,8 +166,9 @@ class CheckpointStudy(Study):
     (The study: one :class:`~.study.ScopeStudy` per reference of the plan (:meth:`plan`), their
     phases run in turn as this study's, in one run of one output directory. ``checkpoints`` are
     :class:`Checkpoint` objects or directories; ``splits`` gives (train, test) directly (default:
-    ``args.data`` split like the SCoPE study); ``cache`` keeps model outputs in the output
-    directory's ``cache.sqlite``.)
+    ``args.data`` split like the SCoPE study); ``cache`` scores the checkpoints as float32
+    behind a prediction cache in each cell, as models loaded by name are; their predictions are
+    stored in the results store.)
     """
 
     name = command = "checkpoints"
@@ -278,7 +279,7 @@ class CheckpointStudy(Study):
         return plan
 
     def models(self, out: Path) -> dict[str, Classifier]:
-        """The checkpoints' classifiers (loaded once; their outputs cached in ``out``), after
+        """The checkpoints' classifiers (loaded once), after
         checking they share one label set."""
         if self._models is None:
             from ...models.cache import CachedClassifier
@@ -291,7 +292,7 @@ class CheckpointStudy(Study):
                     if not Path(m).expanduser().is_dir():
                         raise InputError(f"checkpoint {c.name!r}: {str(m)!r} is not a directory")
                     m = HFSequenceClassifier(Path(m).expanduser(), name=c.name)
-                models[c.name] = CachedClassifier(m, path=Path(out) / "cache.sqlite") if self.cache else m
+                models[c.name] = CachedClassifier(m) if self.cache else m
             self._check_labels(models)
             self._models = models
         return self._models

@@ -125,7 +125,7 @@ class ScopeArgs(SearchGoalArgs, SynonymArgs, SearchLimitArgs, SearchDataArgs, Se
 
 
 @dataclass(kw_only=True)
-class LMScopeArgs(SearchGoalArgs, SynonymArgs, SearchLimitArgs, SeedArgs, BootstrapArgs, Args):
+class LMScopeArgs(SearchGoalArgs, SynonymArgs, SearchLimitArgs, SeedArgs, BootstrapArgs, ExecutorArgs, Args):
     """The options of ``perturblab scope-lm`` and :func:`perturblab.scope_lm` (the one schema)."""
 
     reference: str | None = option(required=True, role="language_model", positional=True, python="Any",

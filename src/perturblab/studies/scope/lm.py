@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 import logging
 import math
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
@@ -36,6 +36,7 @@ from typing import Any, Iterator, Mapping, Sequence
 import numpy as np
 
 from ...core.boundary import Inputs
+from ...core.executor import once_per_process
 from ...core.headline import Headline
 from ...core.files import write_json
 from ...core.keys import content_key, example_ids, model_fingerprint
@@ -152,7 +153,8 @@ class LMScopeStudy(Study):
     (The study: ``models`` maps names to ready language models, other names are loaded with
     :func:`~perturblab.models.resolve.load_model` from ``specs[name]``; ``sentences`` is the pool
     of base texts, otherwise ``args.corpus`` is read. The language models run in this process,
-    one work cell after the other.)
+    one work cell after the other, or on the executor of ``executor``: each Ray worker loads them
+    once, :class:`RemoteLanguageModel`.)
     """
 
     name = command = "scope-lm"
@@ -180,6 +182,7 @@ class LMScopeStudy(Study):
         self.reference, self.targets = str(args.reference), args.target_names()
         self.settings = args.search_settings()
         self._models: dict[str, LanguageModel] = dict(models or {})
+        self._given = set(self._models)  # ready models handed in (not loaded by name)
         self._specs = dict(specs or {})
         self.check_capabilities()
         self._clfs: dict[str, NextTokenClassifier] = {}
@@ -255,9 +258,18 @@ class LMScopeStudy(Study):
         return content_key(SEARCHES, self.classifier(self.reference).fingerprint, cap, trial, i, text,
                            self.settings.key(cap, pairs=False))
 
+    def _handle(self, name: str, executor: Any) -> "NextTokenClassifier | RemoteLanguageModel":
+        """What a cell scores language model ``name`` with: its next-token classifier in this
+        process; for a remote executor a :class:`RemoteLanguageModel` each worker loads once."""
+        if executor.name == "local":
+            return self.classifier(name)
+        lm = self.model(name)
+        return RemoteLanguageModel(self._specs.get(name, name), model_fingerprint(lm), self.args.max_batch,
+                                   lm if name in self._given else None)
+
     def phases(self, ctx: RunContext) -> Iterator[Phase]:
         caps, chunk = self.args.capability_list(), self.args.chunk_size
-        ref = self.classifier(self.reference)
+        ref = self._handle(self.reference, ctx.executor)
         search = Phase(SEARCHES, [Task(self._search_key(cap, trial, i, t), (i, t), group=(cap, trial))
                                   for trial, samples in self._trials.items() for cap in caps for i, t in samples],
                        partial(_search_chunk, ref, self.settings, self.args.max_batch), batch_size=chunk, label="LM SCoPE searches")
@@ -272,12 +284,12 @@ class LMScopeStudy(Study):
                         s = self._searches[(cap, trial, i)]
                         pair_tasks.append(Task(self._pair_key(cap, trial, i, t, clf), (s["original"], s["perturbed"]),
                                                group=(cap, trial, target)))
-        pairs = Phase(PAIRS, pair_tasks, partial(_pair_chunk, ref, {t: self.classifier(t) for t in self.targets}),
+        pairs = Phase(PAIRS, pair_tasks, partial(_pair_chunk, ref, {t: self._handle(t, ctx.executor) for t in self.targets}),
                       batch_size=chunk, label="LM SCoPE scoring")
         yield pairs
         self._pairs = pairs
         self._acc: dict[str, tuple[int, int]] = {}  # content key -> (correct, scored)
-        models = {n: self.model(n) for n in [self.reference, *self.targets]}
+        models = {n: self._handle(n, ctx.executor) for n in [self.reference, *self.targets]}
         for trial, samples in self._trials.items():  # token counts, one trial's new texts at a time
             tasks: dict[str, Task] = {}
             for name in dict.fromkeys([self.reference, *self.targets]):
@@ -367,9 +379,37 @@ class LMScopeStudy(Study):
         return out
 
 
-def _search_chunk(ref: NextTokenClassifier, settings: SearchSettings, max_batch: int, group: tuple[str, int],
-                  chunk: list[tuple[int, str]]) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class RemoteLanguageModel:
+    """How a cell in another process gets a language model of the study: ``model`` itself when
+    the study was handed a ready (picklable) one, else ``load_model(spec, "language_model")``
+    with the driver's placement, once per process; one that loads with another fingerprint than
+    the driver's (``fingerprint``) is refused. A cell scores it through a
+    :class:`NextTokenClassifier` of ``max_rows`` (which keeps nothing across calls)."""
+
+    spec: str
+    fingerprint: str
+    max_rows: int
+    model: LanguageModel | None = None
+
+    def load(self) -> LanguageModel:
+        if self.model is not None:
+            return self.model
+        return once_per_process(("scope-lm-model", self.spec), lambda: load_model(self.spec, "language_model"),
+                                fingerprint=self.fingerprint, what=f"language model {self.spec!r}")
+
+
+def _classifier(model: "NextTokenClassifier | RemoteLanguageModel") -> NextTokenClassifier:
+    """The next-token classifier a cell scores with (a remote model loaded in this process)."""
+    if isinstance(model, RemoteLanguageModel):
+        return NextTokenClassifier(model.load(), max_rows=model.max_rows)
+    return model
+
+
+def _search_chunk(ref: NextTokenClassifier | RemoteLanguageModel, settings: SearchSettings, max_batch: int,
+                  group: tuple[str, int], chunk: list[tuple[int, str]]) -> list[dict[str, Any]]:
     """Eq. 1 for a chunk of (pool index, sentence) of one capability and trial."""
+    ref = _classifier(ref)
     cap_name, trial = group
     cap, goal = get_capability(cap_name, alphabetic_only=settings.alphabetic_only), InvarianceGoal(settings.loss)
     swap, checks = settings.synonym_setup(cap)
@@ -385,10 +425,11 @@ def _search_chunk(ref: NextTokenClassifier, settings: SearchSettings, max_batch:
             for (i, t), r in zip(chunk, results)]
 
 
-def _pair_chunk(ref: NextTokenClassifier, clfs: Mapping[str, NextTokenClassifier], group: tuple[str, int, str],
+def _pair_chunk(ref: NextTokenClassifier | RemoteLanguageModel,
+                clfs: Mapping[str, NextTokenClassifier | RemoteLanguageModel], group: tuple[str, int, str],
                 chunk: list[tuple[str, str | None]]) -> list[dict[str, Any]]:
     """Per-sample scalars of one target against the reference on a chunk of (x, x' or None)."""
-    clf = clfs[group[2]]
+    ref, clf = _classifier(ref), _classifier(clfs[group[2]])
     xs, pert = [x for x, _ in chunk], [k for k, (_, xp) in enumerate(chunk) if xp]
     xps = [chunk[k][1] for k in pert]
     r_x = ref.predict_proba(xs)
@@ -402,9 +443,10 @@ def _pair_chunk(ref: NextTokenClassifier, clfs: Mapping[str, NextTokenClassifier
              **{c: on_xp[c][at[k]].item() if k in at else None for c in _ON_XP}} for k in range(len(chunk))]
 
 
-def _token_counts(models: Mapping[str, LanguageModel], name: str, texts: list[str]) -> list[list[int]]:
+def _token_counts(models: Mapping[str, NextTokenClassifier | RemoteLanguageModel], name: str,
+                  texts: list[str]) -> list[list[int]]:
     """Teacher-forced (correct, scored) token counts of model ``name`` per text."""
-    c, n = token_accuracy_counts(models[name], texts)
+    c, n = token_accuracy_counts(_classifier(models[name]).lm, texts)
     return [[int(a), int(b)] for a, b in zip(c, n)]
 
 

@@ -12,17 +12,19 @@ samples so the three capabilities can be compared.
 The study runs through :func:`perturblab.core.run_study`: every search result is stored under
 the content key of what it depends on (the reference's fingerprint, the sample's texts and
 position, the capability, trial and search options), in work cells of ``chunk_size`` samples
-(here, or as Ray tasks), and model outputs come from a prediction cache keyed on each model's
-fingerprint and the input. A re-run computes exactly what changed: nothing when nothing did, the
-searches of edited samples after a data edit, everything of a model whose weights changed.
+(here, or as Ray tasks), and so is every model's prediction on a list of inputs (the model's
+fingerprint and the inputs): one cell per model for each trial's base samples and for what each
+capability's searches found, so that the targets are scored in parallel on an executor. A cell
+scores its inputs in batches made from them alone (:mod:`.cells`), so it gives the same bits
+wherever it runs. A re-run computes exactly what changed: nothing when nothing did, the searches
+and predictions of edited samples after a data edit, everything of a model whose weights changed.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import math
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import partial
 from typing import Any, Iterator, Mapping
 
@@ -34,27 +36,23 @@ from ...core.study import Phase, RunContext, Study, Task
 from ...data.draws import nested_draw
 from ...data.examples import Dataset, Example
 from ...errors import InputError
-from ...core.executor import once_per_process
 from ...measures.scope import (gap_iid_accuracy, hard_scope_terms, iid_agreement, ood_agreement,
                                reference_invariant, soft_scope_terms)
 from ...measures.quality import ONE_CLASS, classification_quality
 from ...measures.stats import bounded_mean_ci, proportion_ci
 from ...models.base import Classifier, is_regressor
-from ...models.states import inputs_hash
-from ...perturb.capabilities import get_capability
-from ...perturb.engine import run_searches
-from ...perturb.goals import InvarianceGoal
-from ...perturb.search import SearchProblem, positions_cut_note
-from ...perturb.search_settings import SearchSettings
+from ...perturb.search import positions_cut_note
 from ..inputs import search_splits
 from ..names import display_name, items
 from .analysis import classifier_agreement
+from .cells import from_json, predict_cells, probabilities, remote_model, search_group
 from .compare import INVARIANCES
 from .config import STAR_OF_FAIRNESS, ScopeArgs
 from .result import ScopeResult
 
 log = logging.getLogger(__name__)
 SEARCHES = "scope.search"
+PREDICTIONS = "scope.predict"
 CLASSIFIERS_ONLY = ("Hard-/Soft-SCoPE are defined for classifiers only: Eq. 1 compares the two models' class-"
                     "probability vectors and a capability is defined through predicted labels, which a regressor "
                     "does not have. Score regressors with `perturblab robustness --task regression` (relative "
@@ -63,22 +61,6 @@ CLASSIFIERS_ONLY = ("Hard-/Soft-SCoPE are defined for classifiers only: Eq. 1 co
 
 def _as_input(ex: Example):
     return ex.text if ex.text_b is None else (ex.text, ex.text_b)
-
-
-def _to_json(x):
-    """How a search record holds an input: a text as itself, a text pair as the JSON list of its
-    two texts (read back with :func:`_from_json` and the example's number of fields)."""
-    return json.dumps(list(x)) if isinstance(x, (tuple, list)) else x
-
-
-def _from_json(s: str | None, pair: bool):
-    """The input a search record holds: a pair when the example searched is a pair, else the
-    text as stored, even one that reads as a JSON list (whether an input is a pair is known from
-    the example, which is part of the record's key, never guessed from the stored string)."""
-    if s is None or not pair:
-        return s
-    a, b = json.loads(s)
-    return (a, b)
 
 
 def reported_models(args: Any, inputs: Inputs) -> tuple[str, list[str], dict[str, str]]:
@@ -205,7 +187,7 @@ class ScopeStudy(Study):
                                  data_name=self.args.data)
             if is_regressor(clf):
                 raise InputError(f"model {name!r} is a regressor. " + CLASSIFIERS_ONLY)
-            self._models[name] = CachedClassifier(clf, path=self._ctx.out / "cache.sqlite")
+            self._models[name] = CachedClassifier(clf)  # float32 as stored; each cell caches for itself
         return self._models[name]
 
     def n_base(self) -> int:
@@ -250,16 +232,15 @@ class ScopeStudy(Study):
                 "models": {n: model_fingerprint(self.model(n)) for n in [self.reference, *self.targets]},
                 "train": examples_fingerprint(train), "test": examples_fingerprint(test)}
 
-    def _reference_handle(self, executor: Any) -> Any:
-        """What a search cell scores with: the loaded reference in this process; for a remote
-        executor a :class:`RemoteReference` that each worker loads once."""
-        ref = self.reference
-        model = self.model(ref)
+    def _handle(self, name: str, executor: Any) -> Any:
+        """What a cell scores model ``name`` with: the model this process holds; for a remote
+        executor a :class:`~.cells.RemoteModel` that each worker loads once."""
+        model = self.model(name)
         if executor.name == "local":
             return model
         train, _ = self.splits()
-        return RemoteReference(self._specs.get(ref, ref), train, self.args.seed, self.args.data,
-                               model_fingerprint(model), self._given.get(ref))
+        return remote_model(model, self._specs.get(name, name), train, self.args.seed, self.args.data,
+                            name in self._given)
 
     def _search_phase(self, jobs: list[tuple[str, int, list[tuple[int, Example]]]], handle: Any) -> Phase:
         ref_fp = model_fingerprint(self.model(self.reference))
@@ -279,7 +260,7 @@ class ScopeStudy(Study):
         self._records = {}
         self._samples = samples = {trial: self.base_samples(trial) for trial in range(self.args.trials)}
         plan = self.capability_plan()
-        handle = self._reference_handle(ctx.executor)
+        handle = self._handle(self.reference, ctx.executor)
         first = self._search_phase([(cap, trial, samples[trial]) for trial in samples for cap in plan
                                     if cap not in STAR_OF_FAIRNESS], handle)
         yield first
@@ -295,12 +276,14 @@ class ScopeStudy(Study):
                                        for trial in samples for cap in plan if cap in STAR_OF_FAIRNESS], handle)
             yield star
             self._collect(star)
+        predictions = self._prediction_phase(ctx.executor)
+        yield predictions
+        self._predictions = predictions.results
 
-    def finish(self, ctx: RunContext) -> ScopeResult:
+    def _cap_samples(self) -> Iterator[tuple[str, int, list[tuple[int, Example]], int]]:
+        """(capability, trial, its samples, the trial's number of base samples) of every scored
+        capability: fairness and its starred controls on the samples fairness qualifies (App. C)."""
         plan = self.capability_plan()
-        rows: list[dict[str, Any]] = []
-        terms: dict[tuple[str, str, int], tuple[np.ndarray, np.ndarray]] = {}
-        outcomes: dict[tuple[str, str], dict[str, float]] = {}
         for trial, trial_samples in self._samples.items():
             for cap in plan:
                 if cap in STAR_OF_FAIRNESS and "fairness" not in plan:
@@ -309,7 +292,59 @@ class ScopeStudy(Study):
                     cap_samples = [(i, e) for i, e in trial_samples if i in self._fair_ids[trial]]
                 else:
                     cap_samples = trial_samples
-                rows.extend(self._scores(cap, trial, cap_samples, len(trial_samples), terms, outcomes))
+                yield cap, trial, cap_samples, len(trial_samples)
+
+    def _searched(self, cap: str, trial: int, samples: list[tuple[int, Example]]) -> list[tuple[Example, dict]]:
+        """(example, search record) of the ``samples`` the capability perturbed, in sample order."""
+        searched = [(ex, self._records[(cap, trial, i)]) for i, ex in samples]
+        return [(ex, r) for ex, r in searched if r["status"] == "perturbed"]
+
+    def _prediction_phase(self, executor: Any) -> Phase:
+        """One cell per model and list of inputs: each trial's base samples, and what each
+        capability's searches found (x', then any original that is not its example's input),
+        keyed on the model's fingerprint and the inputs. Every model of the study, the reference
+        too, is scored in these cells (:func:`~.cells.predict_cell`), here or on the workers."""
+        from ...models.cache import CachedClassifier
+
+        tasks: list[Task] = []
+        self._prediction_keys: dict[tuple, str] = {}
+        for name in dict.fromkeys([self.reference, *self.targets]):
+            handle, model = self._handle(name, executor), self.model(name)
+            head = (PREDICTIONS, model_fingerprint(model), isinstance(model, CachedClassifier))
+            jobs = [((trial,), [_as_input(ex) for _, ex in samples]) for trial, samples in self._samples.items()]
+            for cap, trial, samples, _ in self._cap_samples():
+                found = self._searched(cap, trial, samples)
+                xs = [from_json(r["perturbed"], ex.text_b is not None) for ex, r in found]
+                jobs.append(((cap, trial), xs + [x for x in (_original(ex, r) for ex, r in found) if x is not None]))
+            for where, inputs in jobs:
+                if not inputs:
+                    continue
+                plain = [x if isinstance(x, str) else list(x) for x in inputs]
+                key = content_key(*head, plain)
+                tasks.append(Task(key, (handle, plain), group=name))
+                self._prediction_keys[(name, *where)] = key
+        return Phase(PREDICTIONS, tasks, predict_cells, label="predictions")
+
+    def _probs(self, name: str, cap: str, trial: int, samples: list[tuple[int, Example]],
+               found: list[tuple[Example, dict]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Model ``name``'s probabilities on the capability's samples, on the originals it
+        perturbed and on what it found, read from the prediction cells."""
+        base = probabilities(self._predictions[self._prediction_keys[(name, trial)]])
+        row = {i: k for k, (i, _) in enumerate(self._samples[trial])}
+        pa = base if len(samples) == len(row) else base[[row[i] for i, _ in samples]]
+        if not found:
+            return pa, np.zeros((0, pa.shape[1])), np.zeros((0, pa.shape[1]))
+        scored = probabilities(self._predictions[self._prediction_keys[(name, cap, trial)]])
+        pp_xp, extra = scored[:len(found)], iter(scored[len(found):])
+        pp_x = np.stack([base[row[r["sample_id"]]] if _original(ex, r) is None else next(extra) for ex, r in found])
+        return pa, pp_x, pp_xp
+
+    def finish(self, ctx: RunContext) -> ScopeResult:
+        rows: list[dict[str, Any]] = []
+        terms: dict[tuple[str, str, int], tuple[np.ndarray, np.ndarray]] = {}
+        outcomes: dict[tuple[str, str], dict[str, float]] = {}
+        for cap, trial, cap_samples, n_base in self._cap_samples():
+            rows.extend(self._scores(cap, trial, cap_samples, n_base, terms, outcomes))
         pairs = {(trial, i): ex.text_b is not None for trial, samples in self._samples.items() for i, ex in samples}
         records = [{"reference": self.reference, **r, "pair": pairs[(trial, i)]}
                    for (_, trial, i), r in sorted(self._records.items())]
@@ -323,20 +358,11 @@ class ScopeStudy(Study):
                 terms: dict[tuple[str, str, int], tuple[np.ndarray, np.ndarray]],
                 outcomes: dict[tuple[str, str], dict[str, float]]) -> list[dict]:
         tolerance, cutoff = self.args.decay()
-        searched = [(ex, self._records[(cap_name, trial, i)]) for i, ex in samples]
-        searched = [(ex, r) for ex, r in searched if r["status"] == "perturbed"]
+        searched = self._searched(cap_name, trial, samples)
         pert = [r for _, r in searched]
-        x_all = [_as_input(ex) for _, ex in samples]
         y = np.asarray([ex.label for _, ex in samples]) if all(ex.label is not None for _, ex in samples) else None
-        x_pert = [_from_json(r["original"], ex.text_b is not None) for ex, r in searched]
-        xp = [_from_json(r["perturbed"], ex.text_b is not None) for ex, r in searched]
-        probs: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
-        for name in dict.fromkeys([self.reference, *self.targets]):
-            m = self.model(name)
-            pa = np.asarray(m.predict_proba(x_all))
-            pp_x = np.asarray(m.predict_proba(x_pert)) if pert else np.zeros((0, pa.shape[1]))
-            pp_xp = np.asarray(m.predict_proba(xp)) if pert else np.zeros((0, pa.shape[1]))
-            probs[name] = (pa, pp_x, pp_xp)
+        probs = {name: self._probs(name, cap_name, trial, samples, searched)
+                 for name in dict.fromkeys([self.reference, *self.targets])}
         names = self.splits()[1].label_names
         for k, (ex, r) in enumerate(searched):  # each model's prediction on x and x', by label name; the gold label
             self._records[(cap_name, trial, r["sample_id"])] = {**r, "predictions": {
@@ -413,6 +439,13 @@ def _per_example(outcomes: dict[tuple[str, str], dict[str, float]], target: str,
             gap[ids[i]] = float(t_pred[k] == y[k]) - float(r_pred[k] == y[k])
 
 
+def _original(ex: Example, record: dict[str, Any]) -> Any:
+    """The input a search started from when it is not the example's own input (None when it
+    is, and its probabilities are the base sample's)."""
+    x = from_json(record["original"], ex.text_b is not None)
+    return None if x == _as_input(ex) else x
+
+
 def _label(names: Any, probs: np.ndarray) -> str:
     """The label name of the argmax of one example's ``probs`` (its index when unnamed)."""
     k = int(np.argmax(probs))
@@ -429,70 +462,3 @@ def _quality(y: np.ndarray | None, probs: np.ndarray, names: Any = None) -> dict
         return classification_quality(y, pred, names)
     one = len(pred) > 0 and len(np.unique(pred)) == 1
     return {"accuracy": math.nan, "mcc": None, "majority_rate": math.nan, "flags": [ONE_CLASS] if one else []}
-
-
-@dataclass(frozen=True)
-class RemoteReference:
-    """How a search cell on another process gets the reference: ``model`` itself when the study
-    was handed a ready (picklable) model, else ``load_model(name, train=train, seed=seed)`` (``name``
-    is the reference's spec). ``fingerprint`` is the reference's fingerprint in the driver (the
-    searches are stored under it): a worker keeps the loaded reference under it and refuses one
-    that loads with another."""
-
-    name: str
-    train: Dataset
-    seed: int
-    data: str
-    fingerprint: str
-    model: Classifier | None = None
-
-    def load(self) -> Classifier:
-        """The reference as the driver scores it (so results are bit-identical to a local run),
-        loaded once per process and fingerprint: a model loaded by name behind the same float32
-        cache layer as in the driver (:meth:`ScopeStudy.model`), a ready model as it is (the
-        driver scores a given object unwrapped)."""
-        from ...models.cache import CachedClassifier
-        from ...models.resolve import load_model
-
-        def make() -> Classifier:
-            if self.model is not None:
-                return self.model
-            return CachedClassifier(load_model(self.name, "classifier", train=self.train, seed=self.seed,
-                                               data_name=self.data), max_entries=100_000)
-
-        key = ("scope-reference", self.name, inputs_hash(list(self.train.texts)), self.seed, self.data)
-        return once_per_process(key, make, fingerprint=self.fingerprint, what=f"reference model {self.name!r}")
-
-
-def search_group(reference: Classifier | RemoteReference, settings: SearchSettings, group: tuple[str, int],
-                 chunk: list[tuple[int, tuple]]) -> list[dict[str, Any]]:
-    """The phase function of the searches: ``group`` is (capability, trial)."""
-    cap_name, trial = group
-    return search_chunk(reference, settings, cap_name, trial, chunk)
-
-
-def search_chunk(reference: Classifier | RemoteReference, settings: SearchSettings, cap_name: str,
-                 trial: int, chunk: list[tuple[int, tuple]]) -> list[dict[str, Any]]:
-    """One search cell: x' = C(x; m1) (Eq. 1) for each ``(sample id, fields)`` of ``chunk``, all
-    searches in lock-step with one batched reference call per round. Each sample's random
-    choices come from ``default_rng([seed, trial, sample id])``, so a result does not depend on
-    how samples are chunked or where the cell runs. Returns JSON-able records (a text pair as
-    the JSON list of its two texts)."""
-    if isinstance(reference, RemoteReference):
-        reference = reference.load()
-    cap = get_capability(cap_name.rstrip("*"), alphabetic_only=settings.alphabetic_only)
-    goal = InvarianceGoal(settings.loss)
-    swap, checks = settings.synonym_setup(cap)
-    problems = [SearchProblem(fields=fields, transformation=swap, constraints=cap.constraints, checks=checks,
-                              goal=goal, rng=np.random.default_rng([settings.seed, trial, i]),
-                              field_index=settings.perturb_field, max_candidates=settings.max_candidates,
-                              max_positions=settings.max_positions)
-                for i, fields in chunk]
-    results = run_searches(problems, settings.search_method(), reference, progress=False)
-    return [{"capability": cap_name, "trial": trial, "sample_id": i, "original": _to_json(r.original),
-             "perturbed": _to_json(r.perturbed), "changes": [list(c) for c in r.changes],
-             "ref_loss": None if math.isnan(r.loss) else r.loss,
-             "argmax_invariant": None if r.argmax_invariant is None else int(r.argmax_invariant),
-             "status": r.status, "queries": r.queries,
-             **({"positions_cut": r.positions_cut} if r.positions_cut else {})}  # only where the cap cut positions
-            for (i, _), r in zip(chunk, results)]
