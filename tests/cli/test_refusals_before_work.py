@@ -202,3 +202,15 @@ def test_an_encoder_given_a_dtype_is_cast_and_the_similarity_study_runs_on_it(tm
                         out=tmp_path / "o", quiet=True)
     same_layer = [r for r in res.rows if r["layer_a"] == r["layer_b"]]
     assert same_layer and all(r["value"] > 0.95 for r in same_layer), same_layer
+
+
+def test_a_data_option_too_long_for_a_file_name_is_refused_in_one_short_line(capsys, tmp_path):
+    """A text given where a data set belongs (longer than any file name) is refused as neither a
+    file nor a registered data set, in one line that shows its start and its length, not the
+    operating system's "File name too long"."""
+    text = "a very long review of a film " * 20  # 580 characters: more than a file name may hold
+    line = refused(capsys, tmp_path, ["scope", "--reference", "tfidf-lr", "--targets", "minilm-l3", "--data", text],
+                   "is neither an existing file nor a registered data set or corpus", "(579 characters)")
+    assert len(line) < 400
+    refused(capsys, tmp_path, ["scope", "--reference", "tfidf-lr", "--targets", "x" * 600],
+            "--targets: unknown model preset 'xxx")  # a model name no file system holds: not a directory

@@ -10,9 +10,18 @@ from pathlib import Path
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
 
+def is_local_dir(name: str) -> bool:
+    """Whether ``name`` is an existing directory (False for a name no file system holds, such as
+    one longer than a file name may be, where ``Path.is_dir`` raises)."""
+    try:
+        return Path(name).expanduser().is_dir()
+    except OSError:
+        return False
+
+
 def local_or_hub(name: str) -> str | None:
     """``name`` as a local model directory or hub id, or None when it is neither."""
-    if Path(name).expanduser().is_dir():
+    if is_local_dir(name):
         return str(Path(name).expanduser())
     if HUB_ID.match(name):
         return name

@@ -522,9 +522,14 @@ def check_data(name: str, value: str, values: dict[str, Any]) -> None:
     if not text:
         raise InputError("is empty; give a data set name or a data file")
     path = Path(text).expanduser()
-    if not path.exists():
+    try:
+        exists = path.exists()
+    except OSError:  # a name no file system holds (too long): not a file
+        exists = False
+    if not exists:
         known = sorted(set(DATASETS.names()) | set(CORPORA.names()))
-        raise InputError(f"{text!r} is neither an existing file nor a registered data set or corpus "
+        shown = text if len(text) <= 80 else text[:60] + f"... ({len(text)} characters)"
+        raise InputError(f"{shown!r} is neither an existing file nor a registered data set or corpus "
                          f"({', '.join(known)}); check the path or the spelling")
     if path.is_dir():
         raise InputError(f"{text!r} is a directory; give a data file (CSV, TSV, JSONL, JSON, Parquet or .txt)")
