@@ -245,9 +245,9 @@ def test_transformers_on_a_three_node_cluster_write_the_local_bytes_to_the_last_
 @pytest.mark.slow  # a three-node cluster and a language-model comparison: about three minutes on 2 cores
 def test_a_language_model_comparison_on_a_three_node_cluster_writes_the_local_bytes(tmp_path, tiny_costs):
     """SmolLM2 against its int8 copy: lm-invariances runs its searches, pair scores and token
-    counts on the two workers (each loads both language models once), selfcheck and layers run in
-    the driver, and every output file and stored cell is a local run's (torch computing with one
-    thread in this process, as in each Ray cell)."""
+    counts, and selfcheck its chunks of examples, on the two workers (each loads both language
+    models once), layers runs in the driver, and every output file and stored cell is a local run's
+    (torch computing with one thread in this process, as in each Ray cell)."""
     with one_thread():
         executor = _local_and_cluster(tmp_path, reference="smollm2-135m", targets="q=smollm2-135m-int8",
                                       budget="10m", quiet=True)
@@ -257,6 +257,7 @@ def test_a_language_model_comparison_on_a_three_node_cluster_writes_the_local_by
     stores = _stores(tmp_path / "ray")
     assert {study for study, _ in stores["lm-invariances"]} == {"scope-lm.search", "scope-lm.pair",
                                                                 "scope-lm.token-acc"}
+    assert {study for study, _ in stores["selfcheck"]} == {"selfcheck.score"}
     assert contents(tmp_path / "ray") == contents(tmp_path / "local")
     assert stores == _stores(tmp_path / "local")
 
@@ -348,7 +349,7 @@ def _command_on_a_local_ray_instance(tmp_path, capsys):
 
 def test_the_line_names_the_studies_whose_cells_run_on_the_executor():
     """Which studies of a plan run their cells on the executor: those whose options take one
-    (invariances, robustness, lm-invariances); layers and selfcheck run here."""
+    (invariances, robustness, lm-invariances, selfcheck); layers runs here."""
     from helpers.compare import args_of
 
     from perturblab.studies.compare.cluster import executor_line, on_executor
@@ -366,10 +367,10 @@ def test_the_line_names_the_studies_whose_cells_run_on_the_executor():
     assert executor_line(Cluster(), plan) == ("on Ray (4 nodes, 32 CPUs): the cells of invariances and robustness "
                                               "run there; layers here")
     lm = make_plan(args_of(reference="smollm2-135m", targets="smollm2-135m-int8"))
-    assert [(p.name, on_executor(p.kind)) for p in lm.studies] == [("lm-invariances", True), ("selfcheck", False),
+    assert [(p.name, on_executor(p.kind)) for p in lm.studies] == [("lm-invariances", True), ("selfcheck", True),
                                                                    ("layers", False)]
-    assert executor_line(Cluster(), lm) == ("on Ray (4 nodes, 32 CPUs): the cells of lm-invariances run there; "
-                                            "selfcheck, layers here")
+    assert executor_line(Cluster(), lm) == ("on Ray (4 nodes, 32 CPUs): the cells of lm-invariances and selfcheck "
+                                            "run there; layers here")
 
 
 def test_a_cluster_with_more_cores_than_this_machine_sizes_its_studies_for_them(monkeypatch):

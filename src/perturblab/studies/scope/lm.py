@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 import logging
 import math
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
@@ -36,7 +36,6 @@ from typing import Any, Iterator, Mapping, Sequence
 import numpy as np
 
 from ...core.boundary import Inputs
-from ...core.executor import once_per_process
 from ...core.headline import Headline
 from ...core.files import write_json
 from ...core.keys import content_key, example_ids, model_fingerprint
@@ -58,6 +57,7 @@ from ...perturb.goals import InvarianceGoal
 from ...perturb.search import PERTURBED, SearchProblem, positions_cut_note
 from ...perturb.search_settings import SearchSettings
 from ..inputs import given_corpora
+from ..remote import RemoteLanguageModel, language_model
 from .analysis import agreement_and_accuracy
 from .compare import LM_INVARIANCES
 from .config import METRIC_NEEDS, SENTENCE_WORDS, LMScopeArgs
@@ -154,7 +154,7 @@ class LMScopeStudy(Study):
     :func:`~perturblab.models.resolve.load_model` from ``specs[name]``; ``sentences`` is the pool
     of base texts, otherwise ``args.corpus`` is read. The language models run in this process,
     one work cell after the other, or on the executor of ``executor``: each Ray worker loads them
-    once, :class:`RemoteLanguageModel`.)
+    once, :class:`~..remote.RemoteLanguageModel`.)
     """
 
     name = command = "scope-lm"
@@ -258,14 +258,15 @@ class LMScopeStudy(Study):
         return content_key(SEARCHES, self.classifier(self.reference).fingerprint, cap, trial, i, text,
                            self.settings.key(cap, pairs=False))
 
-    def _handle(self, name: str, executor: Any) -> "NextTokenClassifier | RemoteLanguageModel":
-        """What a cell scores language model ``name`` with: its next-token classifier in this
-        process; for a remote executor a :class:`RemoteLanguageModel` each worker loads once."""
+    def _handle(self, name: str, executor: Any, lm: bool = False) -> Any:
+        """What a cell scores language model ``name`` with: in this process its next-token
+        classifier (the model itself with ``lm``); for a remote executor a
+        :class:`~..remote.RemoteLanguageModel` each worker loads once."""
         if executor.name == "local":
-            return self.classifier(name)
-        lm = self.model(name)
-        return RemoteLanguageModel(self._specs.get(name, name), model_fingerprint(lm), self.args.max_batch,
-                                   lm if name in self._given else None)
+            return self.model(name) if lm else self.classifier(name)
+        model = self.model(name)
+        return RemoteLanguageModel(self._specs.get(name, name), model_fingerprint(model),
+                                   model if name in self._given else None)
 
     def phases(self, ctx: RunContext) -> Iterator[Phase]:
         caps, chunk = self.args.capability_list(), self.args.chunk_size
@@ -284,12 +285,13 @@ class LMScopeStudy(Study):
                         s = self._searches[(cap, trial, i)]
                         pair_tasks.append(Task(self._pair_key(cap, trial, i, t, clf), (s["original"], s["perturbed"]),
                                                group=(cap, trial, target)))
-        pairs = Phase(PAIRS, pair_tasks, partial(_pair_chunk, ref, {t: self._handle(t, ctx.executor) for t in self.targets}),
+        pairs = Phase(PAIRS, pair_tasks, partial(_pair_chunk, ref, {t: self._handle(t, ctx.executor) for t in self.targets},
+                              self.args.max_batch),
                       batch_size=chunk, label="LM SCoPE scoring")
         yield pairs
         self._pairs = pairs
         self._acc: dict[str, tuple[int, int]] = {}  # content key -> (correct, scored)
-        models = {n: self._handle(n, ctx.executor) for n in [self.reference, *self.targets]}
+        models = {n: self._handle(n, ctx.executor, lm=True) for n in [self.reference, *self.targets]}
         for trial, samples in self._trials.items():  # token counts, one trial's new texts at a time
             tasks: dict[str, Task] = {}
             for name in dict.fromkeys([self.reference, *self.targets]):
@@ -379,37 +381,17 @@ class LMScopeStudy(Study):
         return out
 
 
-@dataclass(frozen=True)
-class RemoteLanguageModel:
-    """How a cell in another process gets a language model of the study: ``model`` itself when
-    the study was handed a ready (picklable) one, else ``load_model(spec, "language_model")``
-    with the driver's placement, once per process; one that loads with another fingerprint than
-    the driver's (``fingerprint``) is refused. A cell scores it through a
-    :class:`NextTokenClassifier` of ``max_rows`` (which keeps nothing across calls)."""
-
-    spec: str
-    fingerprint: str
-    max_rows: int
-    model: LanguageModel | None = None
-
-    def load(self) -> LanguageModel:
-        if self.model is not None:
-            return self.model
-        return once_per_process(("scope-lm-model", self.spec), lambda: load_model(self.spec, "language_model"),
-                                fingerprint=self.fingerprint, what=f"language model {self.spec!r}")
-
-
-def _classifier(model: "NextTokenClassifier | RemoteLanguageModel") -> NextTokenClassifier:
+def _classifier(model: "NextTokenClassifier | RemoteLanguageModel", max_rows: int) -> NextTokenClassifier:
     """The next-token classifier a cell scores with (a remote model loaded in this process)."""
     if isinstance(model, RemoteLanguageModel):
-        return NextTokenClassifier(model.load(), max_rows=model.max_rows)
+        return NextTokenClassifier(model.load(), max_rows=max_rows)
     return model
 
 
 def _search_chunk(ref: NextTokenClassifier | RemoteLanguageModel, settings: SearchSettings, max_batch: int,
                   group: tuple[str, int], chunk: list[tuple[int, str]]) -> list[dict[str, Any]]:
     """Eq. 1 for a chunk of (pool index, sentence) of one capability and trial."""
-    ref = _classifier(ref)
+    ref = _classifier(ref, max_batch)
     cap_name, trial = group
     cap, goal = get_capability(cap_name, alphabetic_only=settings.alphabetic_only), InvarianceGoal(settings.loss)
     swap, checks = settings.synonym_setup(cap)
@@ -426,10 +408,10 @@ def _search_chunk(ref: NextTokenClassifier | RemoteLanguageModel, settings: Sear
 
 
 def _pair_chunk(ref: NextTokenClassifier | RemoteLanguageModel,
-                clfs: Mapping[str, NextTokenClassifier | RemoteLanguageModel], group: tuple[str, int, str],
-                chunk: list[tuple[str, str | None]]) -> list[dict[str, Any]]:
+                clfs: Mapping[str, NextTokenClassifier | RemoteLanguageModel], max_rows: int,
+                group: tuple[str, int, str], chunk: list[tuple[str, str | None]]) -> list[dict[str, Any]]:
     """Per-sample scalars of one target against the reference on a chunk of (x, x' or None)."""
-    ref, clf = _classifier(ref), _classifier(clfs[group[2]])
+    ref, clf = _classifier(ref, max_rows), _classifier(clfs[group[2]], max_rows)
     xs, pert = [x for x, _ in chunk], [k for k, (_, xp) in enumerate(chunk) if xp]
     xps = [chunk[k][1] for k in pert]
     r_x = ref.predict_proba(xs)
@@ -443,10 +425,10 @@ def _pair_chunk(ref: NextTokenClassifier | RemoteLanguageModel,
              **{c: on_xp[c][at[k]].item() if k in at else None for c in _ON_XP}} for k in range(len(chunk))]
 
 
-def _token_counts(models: Mapping[str, NextTokenClassifier | RemoteLanguageModel], name: str,
+def _token_counts(models: Mapping[str, LanguageModel | RemoteLanguageModel], name: str,
                   texts: list[str]) -> list[list[int]]:
     """Teacher-forced (correct, scored) token counts of model ``name`` per text."""
-    c, n = token_accuracy_counts(_classifier(models[name]).lm, texts)
+    c, n = token_accuracy_counts(language_model(models[name]), texts)
     return [[int(a), int(b)] for a, b in zip(c, n)]
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from ...core.options import count_or_all, option
+from ...core.options import ExecutorArgs, count_or_all, option
 from ...errors import InputError
 from ...perturb.selfcheck import NEGATION_RULES
 from ..args import Args, ModelList, SeedArgs, corpus_split_option, place
@@ -51,7 +51,7 @@ def sentence_limit(value: Any) -> None:
 
 
 @dataclass(kw_only=True)
-class SelfCheckArgs(ModelList, SeedArgs, Args):
+class SelfCheckArgs(ModelList, SeedArgs, ExecutorArgs, Args):
     """The options of ``perturblab selfcheck`` and :func:`perturblab.selfcheck` (the one schema)."""
 
     models: str | None = option(required=True, role="language_model", positional=True, many=True, python="Any",

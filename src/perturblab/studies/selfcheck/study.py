@@ -61,6 +61,7 @@ from ...models.lm_capabilities import capabilities_of, check_metric_capabilities
 from ...perturb.selfcheck import Negate, ReplaceContext, SwapWords
 from .compare import SELFCHECK
 from ..inputs import given_corpora
+from ..remote import RemoteLanguageModel, language_model
 from .config import ABLATION_LEAST, ABLATIONS, METRIC_NEEDS, METRICS, SelfCheckArgs
 from .result import SelfCheckResult
 from .scoring import Scorer, profane_token_ids, seeded_rng, setting_value
@@ -266,36 +267,39 @@ class SelfCheckStudy(Study):
         return content_key(*parts, *([options] if options else []))
 
     def phases(self, ctx: RunContext) -> Iterator[Phase]:
-        """One phase per model (the model loaded before it and released after it); its tasks in
-        the order the memo of original-text distributions needs: chunk by chunk over example ids,
-        every unit within a chunk."""
+        """One phase per model (the model loaded before it and released after it), one cell per
+        chunk of example ids holding every unit of those examples: a cell scores the original
+        texts once for all its units (:class:`_ModelScorer`, made in the cell), so its numbers
+        depend on its own inputs only, here or on a Ray worker
+        (:class:`~..remote.RemoteLanguageModel`, loaded once per worker)."""
         args = self.args
         self._results: dict[str, dict[tuple[str, str, int], dict | None]] = {}
         for name in self.model_names:
             with ctx.step(f"loading language model {name}"):
                 inner = self._load(name)
             fingerprint = model_fingerprint(inner)
-            holder = _ModelScorer(inner, args)
-            tasks = [Task(self._key(fingerprint, metric, setting, i, ex), (i, ex), group=(name, start, metric, setting))
+            handle = inner if ctx.executor.name == "local" else \
+                RemoteLanguageModel(name, fingerprint, inner if name in self.models else None)
+            tasks = [Task(self._key(fingerprint, metric, setting, i, ex), (metric, setting, i, ex), group=(name, start))
                      for start in range(0, args.n, args.chunk) for metric, setting, examples in self._units
                      for i, ex in enumerate(examples) if start <= i < start + args.chunk]
-            phase = Phase("selfcheck.score", tasks, partial(_score_chunk, holder), batch_size=args.chunk,
-                          label=f"selfcheck {name}")
+            phase = Phase("selfcheck.score", tasks, partial(_score_chunk, handle, args),
+                          batch_size=max(1, args.chunk * len(self._units)), label=f"selfcheck {name}")
             yield phase
             by_unit = {}
             for t in tasks:
-                _, _, metric, setting = t.group
-                by_unit[(metric, setting, t.payload[0])] = phase.results[t.key]
+                metric, setting, i, _ = t.payload
+                by_unit[(metric, setting, i)] = phase.results[t.key]
             self._results[name] = by_unit
             skipped = sum(1 for r in by_unit.values() if r is None)
             if skipped and phase.computed:
                 log.warning("%s: %d examples longer than its context window (%d tokens) were skipped",
-                            name, skipped, holder.lm.max_length if holder.lm is not None else inner.max_length)
+                            name, skipped, inner.max_length)
             if phase.computed and getattr(inner, "usage", None) is not None:  # an API model: cost, faults
                 log.debug("%s: API usage %s; %d failed attempts (retried or not)", name,
                          inner.usage.as_dict(), len(getattr(inner, "faults", ())))
             if name not in self.models:
-                del inner, holder
+                del inner, handle
                 gc.collect()
 
     def finish(self, ctx: RunContext) -> Any:
@@ -344,12 +348,18 @@ class _ModelScorer:
         return self.lm, self.scorer
 
 
-def _score_chunk(holder: _ModelScorer, group: tuple[str, int, str, str], items: list[tuple[int, Any]]
-                 ) -> list[dict[str, Any] | None]:
-    """The phase function: one unit on one chunk of (example id, example); an example longer
-    than the model's context window gets None (skipped)."""
-    _, _, metric, setting = group
-    lm, scorer = holder.get()
-    fits = [it for it in items if _fits(lm, metric, it[1], holder.args.max_new_tokens)]
-    rows = {r["example_id"]: r for r in (scorer(metric, setting, fits) if fits else [])}
-    return [rows.get(i) for i, _ in items]
+def _score_chunk(model: LanguageModel | RemoteLanguageModel, args: SelfCheckArgs, group: tuple[str, int],
+                 items: list[tuple[str, str, int, Any]]) -> list[dict[str, Any] | None]:
+    """The phase function: every unit of one chunk of (metric, setting, example id, example), unit
+    by unit with one memo of the original texts; an example longer than the model's context
+    window gets None (skipped)."""
+    lm, scorer = _ModelScorer(language_model(model), args).get()
+    units: dict[tuple[str, str], list[tuple[int, Any]]] = {}
+    for metric, setting, i, ex in items:
+        units.setdefault((metric, setting), []).append((i, ex))
+    rows: dict[tuple[str, str, int], dict[str, Any]] = {}
+    for (metric, setting), examples in units.items():
+        fits = [it for it in examples if _fits(lm, metric, it[1], args.max_new_tokens)]
+        for r in (scorer(metric, setting, fits) if fits else []):
+            rows[(metric, setting, r["example_id"])] = r
+    return [rows.get((metric, setting, i)) for metric, setting, i, _ in items]
