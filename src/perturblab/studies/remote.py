@@ -1,5 +1,6 @@
-"""What a work cell on another process (a Ray worker) loads by name: a language model of a study,
-once per process, refused when it loads with other weights than the driver's."""
+"""What a work cell on another process (a Ray worker) loads by name: a language model or an
+encoder of a study, once per process, refused when it loads with other weights than the
+driver's."""
 
 from __future__ import annotations
 
@@ -10,13 +11,15 @@ from ..core.executor import once_per_process
 
 
 @dataclass(frozen=True)
-class RemoteLanguageModel:
-    """How a cell in another process gets a language model: ``model`` itself when the study was
-    handed a ready (picklable) one, else ``load_model(spec, "language_model")`` with the driver's
-    placement, once per process and fingerprint; one that loads with another fingerprint than
-    the driver's (``fingerprint``: its cells are stored under it) is refused."""
+class RemoteLoad:
+    """How a cell in another process gets a model: ``model`` itself when the study was handed a
+    ready (picklable) one, else ``load_model(spec, role)`` with the driver's placement, once per
+    process and fingerprint; one that loads with another fingerprint than the driver's
+    (``fingerprint``: its cells are stored under it) is refused. ``role``: ``language_model`` or
+    ``encoder``."""
 
     spec: str
+    role: str
     fingerprint: str
     model: Any = None
 
@@ -25,10 +28,10 @@ class RemoteLanguageModel:
             return self.model
         from ..models.resolve import load_model
 
-        return once_per_process(("language-model", self.spec), lambda: load_model(self.spec, "language_model"),
-                                fingerprint=self.fingerprint, what=f"language model {self.spec!r}")
+        return once_per_process((self.role, self.spec), lambda: load_model(self.spec, self.role),
+                                fingerprint=self.fingerprint, what=f"{self.role.replace('_', ' ')} {self.spec!r}")
 
 
-def language_model(model: Any) -> Any:
-    """The language model a cell computes with: a remote one loaded in this process, else as given."""
-    return model.load() if isinstance(model, RemoteLanguageModel) else model
+def loaded(model: Any) -> Any:
+    """The model a cell computes with: a remote one loaded in this process, else as given."""
+    return model.load() if isinstance(model, RemoteLoad) else model

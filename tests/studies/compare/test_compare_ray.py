@@ -349,7 +349,10 @@ def _command_on_a_local_ray_instance(tmp_path, capsys):
 
 def test_the_line_names_the_studies_whose_cells_run_on_the_executor():
     """Which studies of a plan run their cells on the executor: those whose options take one
-    (invariances, robustness, lm-invariances, selfcheck); layers runs here."""
+    (invariances, robustness, lm-invariances, selfcheck); layers runs here, and the line lists
+    three or more names with commas."""
+    from types import SimpleNamespace
+
     from helpers.compare import args_of
 
     from perturblab.studies.compare.cluster import executor_line, on_executor
@@ -371,6 +374,9 @@ def test_the_line_names_the_studies_whose_cells_run_on_the_executor():
                                                                    ("layers", False)]
     assert executor_line(Cluster(), lm) == ("on Ray (4 nodes, 32 CPUs): the cells of lm-invariances and selfcheck "
                                             "run there; layers here")
+    three = SimpleNamespace(studies=[*plan.studies[:2], SimpleNamespace(name="lm-invariances", kind="scope-lm")])
+    assert executor_line(Cluster(), three) == ("on Ray (4 nodes, 32 CPUs): the cells of invariances, robustness and "
+                                               "lm-invariances run there")
 
 
 def test_a_cluster_with_more_cores_than_this_machine_sizes_its_studies_for_them(monkeypatch):

@@ -9,6 +9,16 @@ from typing import Any
 from ..part import studies_of
 
 
+def listed(names: "list[str] | dict[str, Any]") -> str:
+    """Names in words: ``a``, ``a and b``, ``a, b and c``.
+
+    >>> listed(["invariances", "robustness", "layers"])
+    'invariances, robustness and layers'
+    """
+    names = list(names)
+    return " and ".join(names) if len(names) < 3 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
 def on_executor(kind: str) -> bool:
     """Whether the study ``kind`` runs its cells on the comparison's executor (its options take
     one: ``--executor``); the others run theirs in the driver's process."""
@@ -32,7 +42,7 @@ def spread_over(cluster: "tuple[str, float]", chosen: list[str], plan: Any) -> d
     registered = studies_of()
     spread = {name: factor for name in chosen if on_executor(registered[name])}
     if factor > 1.0 and spread:
-        plan.notes.append(f"on {text}: {' and '.join(spread)} sized for {factor:g} times this machine's {here} "
+        plan.notes.append(f"on {text}: {listed(spread)} sized for {factor:g} times this machine's {here} "
                           "cores (their cells run there at once)")
     return spread
 
@@ -43,5 +53,5 @@ def executor_line(executor: Any, plan: Any) -> str:
     there = [p.name for p in plan.studies if on_executor(p.kind)]
     here = [p.name for p in plan.studies if not on_executor(p.kind)]
     where = executor.resources() if hasattr(executor, "resources") else executor.name
-    line = f"on {where}: " + (f"the cells of {' and '.join(there)} run there" if there else "no study runs cells there")
+    line = f"on {where}: " + (f"the cells of {listed(there)} run there" if there else "no study runs cells there")
     return line + (f"; {', '.join(here)} here" if here else "")

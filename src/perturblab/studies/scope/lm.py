@@ -57,7 +57,7 @@ from ...perturb.goals import InvarianceGoal
 from ...perturb.search import PERTURBED, SearchProblem, positions_cut_note
 from ...perturb.search_settings import SearchSettings
 from ..inputs import given_corpora
-from ..remote import RemoteLanguageModel, language_model
+from ..remote import RemoteLoad, loaded
 from .analysis import agreement_and_accuracy
 from .compare import LM_INVARIANCES
 from .config import METRIC_NEEDS, SENTENCE_WORDS, LMScopeArgs
@@ -154,7 +154,7 @@ class LMScopeStudy(Study):
     :func:`~perturblab.models.resolve.load_model` from ``specs[name]``; ``sentences`` is the pool
     of base texts, otherwise ``args.corpus`` is read. The language models run in this process,
     one work cell after the other, or on the executor of ``executor``: each Ray worker loads them
-    once, :class:`~..remote.RemoteLanguageModel`.)
+    once, :class:`~..remote.RemoteLoad`.)
     """
 
     name = command = "scope-lm"
@@ -261,12 +261,12 @@ class LMScopeStudy(Study):
     def _handle(self, name: str, executor: Any, lm: bool = False) -> Any:
         """What a cell scores language model ``name`` with: in this process its next-token
         classifier (the model itself with ``lm``); for a remote executor a
-        :class:`~..remote.RemoteLanguageModel` each worker loads once."""
+        :class:`~..remote.RemoteLoad` each worker loads once."""
         if executor.name == "local":
             return self.model(name) if lm else self.classifier(name)
         model = self.model(name)
-        return RemoteLanguageModel(self._specs.get(name, name), model_fingerprint(model),
-                                   model if name in self._given else None)
+        return RemoteLoad(self._specs.get(name, name), "language_model", model_fingerprint(model),
+                          model if name in self._given else None)
 
     def phases(self, ctx: RunContext) -> Iterator[Phase]:
         caps, chunk = self.args.capability_list(), self.args.chunk_size
@@ -381,14 +381,14 @@ class LMScopeStudy(Study):
         return out
 
 
-def _classifier(model: "NextTokenClassifier | RemoteLanguageModel", max_rows: int) -> NextTokenClassifier:
+def _classifier(model: "NextTokenClassifier | RemoteLoad", max_rows: int) -> NextTokenClassifier:
     """The next-token classifier a cell scores with (a remote model loaded in this process)."""
-    if isinstance(model, RemoteLanguageModel):
+    if isinstance(model, RemoteLoad):
         return NextTokenClassifier(model.load(), max_rows=max_rows)
     return model
 
 
-def _search_chunk(ref: NextTokenClassifier | RemoteLanguageModel, settings: SearchSettings, max_batch: int,
+def _search_chunk(ref: NextTokenClassifier | RemoteLoad, settings: SearchSettings, max_batch: int,
                   group: tuple[str, int], chunk: list[tuple[int, str]]) -> list[dict[str, Any]]:
     """Eq. 1 for a chunk of (pool index, sentence) of one capability and trial."""
     ref = _classifier(ref, max_batch)
@@ -407,8 +407,8 @@ def _search_chunk(ref: NextTokenClassifier | RemoteLanguageModel, settings: Sear
             for (i, t), r in zip(chunk, results)]
 
 
-def _pair_chunk(ref: NextTokenClassifier | RemoteLanguageModel,
-                clfs: Mapping[str, NextTokenClassifier | RemoteLanguageModel], max_rows: int,
+def _pair_chunk(ref: NextTokenClassifier | RemoteLoad,
+                clfs: Mapping[str, NextTokenClassifier | RemoteLoad], max_rows: int,
                 group: tuple[str, int, str], chunk: list[tuple[str, str | None]]) -> list[dict[str, Any]]:
     """Per-sample scalars of one target against the reference on a chunk of (x, x' or None)."""
     ref, clf = _classifier(ref, max_rows), _classifier(clfs[group[2]], max_rows)
@@ -425,10 +425,10 @@ def _pair_chunk(ref: NextTokenClassifier | RemoteLanguageModel,
              **{c: on_xp[c][at[k]].item() if k in at else None for c in _ON_XP}} for k in range(len(chunk))]
 
 
-def _token_counts(models: Mapping[str, LanguageModel | RemoteLanguageModel], name: str,
+def _token_counts(models: Mapping[str, LanguageModel | RemoteLoad], name: str,
                   texts: list[str]) -> list[list[int]]:
     """Teacher-forced (correct, scored) token counts of model ``name`` per text."""
-    c, n = token_accuracy_counts(language_model(models[name]), texts)
+    c, n = token_accuracy_counts(loaded(models[name]), texts)
     return [[int(a), int(b)] for a, b in zip(c, n)]
 
 

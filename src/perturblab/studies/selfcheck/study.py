@@ -61,7 +61,7 @@ from ...models.lm_capabilities import capabilities_of, check_metric_capabilities
 from ...perturb.selfcheck import Negate, ReplaceContext, SwapWords
 from .compare import SELFCHECK
 from ..inputs import given_corpora
-from ..remote import RemoteLanguageModel, language_model
+from ..remote import RemoteLoad, loaded
 from .config import ABLATION_LEAST, ABLATIONS, METRIC_NEEDS, METRICS, SelfCheckArgs
 from .result import SelfCheckResult
 from .scoring import Scorer, profane_token_ids, seeded_rng, setting_value
@@ -271,7 +271,7 @@ class SelfCheckStudy(Study):
         chunk of example ids holding every unit of those examples: a cell scores the original
         texts once for all its units (:class:`_ModelScorer`, made in the cell), so its numbers
         depend on its own inputs only, here or on a Ray worker
-        (:class:`~..remote.RemoteLanguageModel`, loaded once per worker)."""
+        (:class:`~..remote.RemoteLoad`, loaded once per worker)."""
         args = self.args
         self._results: dict[str, dict[tuple[str, str, int], dict | None]] = {}
         for name in self.model_names:
@@ -279,7 +279,7 @@ class SelfCheckStudy(Study):
                 inner = self._load(name)
             fingerprint = model_fingerprint(inner)
             handle = inner if ctx.executor.name == "local" else \
-                RemoteLanguageModel(name, fingerprint, inner if name in self.models else None)
+                RemoteLoad(name, "language_model", fingerprint, inner if name in self.models else None)
             tasks = [Task(self._key(fingerprint, metric, setting, i, ex), (metric, setting, i, ex), group=(name, start))
                      for start in range(0, args.n, args.chunk) for metric, setting, examples in self._units
                      for i, ex in enumerate(examples) if start <= i < start + args.chunk]
@@ -348,12 +348,12 @@ class _ModelScorer:
         return self.lm, self.scorer
 
 
-def _score_chunk(model: LanguageModel | RemoteLanguageModel, args: SelfCheckArgs, group: tuple[str, int],
+def _score_chunk(model: LanguageModel | RemoteLoad, args: SelfCheckArgs, group: tuple[str, int],
                  items: list[tuple[str, str, int, Any]]) -> list[dict[str, Any] | None]:
     """The phase function: every unit of one chunk of (metric, setting, example id, example), unit
     by unit with one memo of the original texts; an example longer than the model's context
     window gets None (skipped)."""
-    lm, scorer = _ModelScorer(language_model(model), args).get()
+    lm, scorer = _ModelScorer(loaded(model), args).get()
     units: dict[tuple[str, str], list[tuple[int, Any]]] = {}
     for metric, setting, i, ex in items:
         units.setdefault((metric, setting), []).append((i, ex))
