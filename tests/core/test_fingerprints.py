@@ -266,7 +266,7 @@ def test_a_worker_reference_of_a_directory_retrained_in_place_is_loaded_again(tm
 
     from perturblab.data import Dataset, Example
     from perturblab.models.resolve import load_model
-    from perturblab.studies.scope import RemoteReference
+    from perturblab.studies.scope import RemoteModel
 
     rng = np.random.default_rng(0)
     train = Dataset([Example(" ".join(rng.choice(WORDS[:15], size=6)), i % 2) for i in range(20)],
@@ -276,19 +276,22 @@ def test_a_worker_reference_of_a_directory_retrained_in_place_is_loaded_again(tm
     def driver_fingerprint():
         return load_model(model, "classifier", train=train, seed=0).fingerprint
 
+    def remote(fingerprint):  # what a search cell is handed for the reference
+        return RemoteModel(model, "classifier", fingerprint, train=train, seed=0, data="d")
+
     fp0 = driver_fingerprint()
-    ref0 = RemoteReference(model, train, 0, "d", fp0).load()
-    assert ref0.fingerprint == fp0 and RemoteReference(model, train, 0, "d", fp0).load() is ref0
+    ref0 = remote(fp0).load()
+    assert ref0.fingerprint == fp0 and remote(fp0).load() is ref0
     tiny_model_dir(tmp_path / "model", seed=1)  # retrained in place
     fp1 = driver_fingerprint()
     assert fp1 != fp0
-    ref1 = RemoteReference(model, train, 0, "d", fp1).load()
+    ref1 = remote(fp1).load()
     assert ref1 is not ref0 and ref1.fingerprint == fp1
     texts = ["the good film .", "the bad plot ."]
     np.testing.assert_allclose(ref1.predict_proba(texts), load_model(model, "classifier", train=train).predict_proba(
         texts), atol=1e-6)
     with pytest.raises(InputError, match="other weights than the driver"):
-        RemoteReference(model, train, 0, "d", fp0).load()  # the driver's model is not what this process sees
+        remote(fp0).load()  # the driver's model is not what this process sees
 
 
 def test_a_perturbation_is_keyed_on_what_it_does_not_its_name():

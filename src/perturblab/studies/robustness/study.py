@@ -57,7 +57,6 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 import numpy as np
 
 from ...core.boundary import Inputs
-from ...core.executor import once_per_process
 from ...core.files import atomic_write_text, save_figure, write_json
 from ...core.keys import content_key, examples_fingerprint, model_fingerprint
 from ...core.headline import Headline
@@ -74,6 +73,7 @@ from ...models.resolve import load_model
 from ...models.spec import ModelSpec
 from ...models.states import inputs_hash
 from ...perturb.catalogue import get_perturbation, perturb_inputs, perturbation_key
+from ..remote import RemoteLoad, loaded
 from .compare import ROBUSTNESS
 from .config import RobustnessArgs
 from .headline import robustness_headline
@@ -250,7 +250,8 @@ class RobustnessStudy(Study):
                 clf = ready
             columns = _output_columns(clf, test, self.label_maps, spec)
             # a local cell uses the loaded model; a remote one loads it from its spec
-            handle = (ms, role, train, args.train_seed, model_fingerprint(clf)) if remote and ready is None else clf
+            handle = RemoteLoad(ms, role, model_fingerprint(clf), train=train, seed=args.train_seed) \
+                if remote and ready is None else clf
             self.loaded.append((spec, clf, handle, columns))
 
     def identity(self) -> dict[str, Any]:
@@ -363,19 +364,13 @@ def _output_columns(model: Classifier | Regressor, test: Any, label_maps: Mappin
     return align_labels(model.labels, test.label_names, _label_map(label_maps, spec, model.labels), model=spec)
 
 
-def _predict_cell(model: Classifier | Regressor | tuple[ModelSpec, str, Any, int, str], columns: list | None,
+def _predict_cell(model: Classifier | Regressor | RemoteLoad, columns: list | None,
                   xs: list, change_rate: float | None) -> dict[str, Any]:
     """One cell: the model's predictions on ``xs`` (the clean or one perturbed test set): class
     indices in the data's label order, or a regressor's values (``columns`` None); with the share
-    of inputs the perturbation changed. A ``(spec, role, train, train_seed, fingerprint)`` model is
-    loaded once per process (a Ray worker's) and fingerprint, the driver's (its predictions are
-    stored under it)."""
-    if isinstance(model, tuple):
-        ms, role, train, train_seed, fingerprint = model
-        key = ("robustness", ms.source, ms.options, role, inputs_hash(train.inputs()),
-               tuple(np.asarray(train.labels).tolist()), train_seed)
-        model = once_per_process(key, partial(load_model, ms, role, train=train, seed=train_seed),
-                                 fingerprint=fingerprint, what=f"model {ms.source!r}")
+    of inputs the perturbation changed. A :class:`~..remote.RemoteLoad` model is loaded once per
+    process (a Ray worker's) and fingerprint, the driver's (its predictions are stored under it)."""
+    model = loaded(model)
     if columns is None:
         return {"pred": np.asarray(model.predict_values(xs), dtype=np.float64).tolist(), "change_rate": change_rate}
     return {"pred": aligned_predictions(model.predict_proba(xs), columns).tolist(), "change_rate": change_rate}

@@ -23,15 +23,14 @@ from typing import Any
 
 import numpy as np
 
-from ...core.executor import once_per_process
 from ...data.examples import Dataset
 from ...models.base import Classifier
-from ...models.states import inputs_hash
 from ...perturb.capabilities import get_capability
 from ...perturb.engine import run_searches
 from ...perturb.goals import InvarianceGoal
 from ...perturb.search import SearchProblem
 from ...perturb.search_settings import SearchSettings
+from ..remote import RemoteLoad
 
 
 def to_json(x: Any) -> Any:
@@ -51,33 +50,13 @@ def from_json(s: str | None, pair: bool) -> Any:
 
 
 @dataclass(frozen=True)
-class RemoteModel:
-    """How a cell in another process gets a model of the study: ``model`` itself when the study
-    was handed a ready (picklable) model, else ``load_model(name, train=train, seed=seed)``
-    (``name`` is the model's spec). ``fingerprint`` is the model's fingerprint in the driver (the
-    cells are stored under it): a worker keeps the loaded model under it and refuses one that
-    loads with another. ``cached``: the driver scores the model behind a float32 prediction cache
-    (a model loaded by name), so each cell does too (:func:`cell_scorer`)."""
+class RemoteModel(RemoteLoad):
+    """A model of the SCoPE study as a cell in another process gets it (:class:`~..remote.RemoteLoad`:
+    loaded once per process, with its head trained on ``train``). ``cached``: the driver scores
+    the model behind a float32 prediction cache (a model loaded by name), so each cell does too
+    (:func:`cell_scorer`)."""
 
-    name: str
-    train: Dataset
-    seed: int
-    data: str
-    fingerprint: str
-    model: Classifier | None = None
     cached: bool = True
-
-    def load(self) -> Classifier:
-        """The model, loaded once per process and fingerprint (a ready model as it is)."""
-        from ...models.resolve import load_model
-
-        def make() -> Classifier:
-            if self.model is not None:
-                return self.model
-            return load_model(self.name, "classifier", train=self.train, seed=self.seed, data_name=self.data)
-
-        key = ("scope-model", self.name, inputs_hash(list(self.train.texts)), self.seed, self.data)
-        return once_per_process(key, make, fingerprint=self.fingerprint, what=f"model {self.name!r}")
 
 
 #: the name this class had when it carried the reference only
@@ -106,7 +85,8 @@ def remote_model(model: Classifier, spec: str, train: Dataset, seed: int, data: 
 
     cached = isinstance(model, CachedClassifier)
     inner = model.inner if cached else model
-    return RemoteModel(spec, train, seed, data, model_fingerprint(model), inner if given else None, cached)
+    return RemoteModel(spec, "classifier", model_fingerprint(model), inner if given else None, train=train, seed=seed,
+                       data=data, cached=cached)
 
 
 def search_group(reference: Classifier | RemoteModel, settings: SearchSettings, group: tuple[str, int],
