@@ -204,6 +204,7 @@ class RayExecutor:
         self.address, self.num_cpus = address, num_cpus
         self.max_in_flight = max_in_flight
         self._started = False
+        self._lock = threading.Lock()  # a comparison runs several studies' cells at once, from threads
         #: the cells each node ran (by the first 8 characters of its id), over this executor's life
         self.cells_by_node: dict[str, int] = {}
 
@@ -214,8 +215,11 @@ class RayExecutor:
         """Start or join Ray now (:meth:`run` does it at its first cells otherwise)."""
         import ray
 
-        if ray.is_initialized():
-            return
+        with self._lock:
+            if not ray.is_initialized():
+                self._start(ray)
+
+    def _start(self, ray: Any) -> None:
         kw: dict[str, Any] = {"ignore_reinit_error": True, "log_to_driver": False, "include_dashboard": False}
         if self.address:
             check_reachable(self.address)
@@ -279,7 +283,8 @@ class RayExecutor:
                         node, result = ray.get(ref)
                     except ray.exceptions.RayTaskError as e:  # re-raise the cell's own error
                         raise e.as_instanceof_cause() from None
-                    self.cells_by_node[node] = self.cells_by_node.get(node, 0) + 1
+                    with self._lock:
+                        self.cells_by_node[node] = self.cells_by_node.get(node, 0) + 1
                     yield cell, result
         finally:
             for ref in pending:

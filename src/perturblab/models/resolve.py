@@ -8,6 +8,7 @@ before for the same purpose is returned again (:func:`loaded_fingerprints` names
 
 from __future__ import annotations
 
+import threading
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Iterator
@@ -22,6 +23,9 @@ if TYPE_CHECKING:  # pragma: no cover
 
 #: the models loaded within :func:`shared_loads`, by what they were loaded for (None: outside it)
 _SHARED: ContextVar["dict[tuple, Any] | None"] = ContextVar("perturblab_shared_loads", default=None)
+#: held while a shared load runs: studies run at once (a comparison's layers on a cluster) load a
+#: model they share once, not each its own
+_SHARED_LOCK = threading.RLock()
 
 
 @contextmanager
@@ -79,9 +83,10 @@ def load_model(spec: "str | ModelSpec | Any", role: str = "classifier", *, train
     from .presets import data_fingerprint
 
     key = (repr(ms), role, None if train is None else data_fingerprint(train), seed, defaults())
-    if key not in memo:
-        memo[key] = _load(ms, role, train, seed, data_name)
-    return memo[key]
+    with _SHARED_LOCK:
+        if key not in memo:
+            memo[key] = _load(ms, role, train, seed, data_name)
+        return memo[key]
 
 
 def _load(ms: "ModelSpec", role: str, train: "Dataset | None", seed: int, data_name: str | None) -> Any:

@@ -173,7 +173,10 @@ class Part:
     decided; a part without runs once, at its planned size; ``labels``: it reads the data's labels
     (the plan notes a problem with them); ``quality``: the key of its estimates that shows each
     model's own quality on held-out examples (``accuracy``), from which a quality flag another
-    part raised on fewer examples is lifted."""
+    part raised on fewer examples is lifted; ``cells``: the most work cells one of its runs has
+    (0: more than any cluster has CPUs): on a cluster, a run gains from that many CPUs at most
+    (the runs of a part run per target go at once there, so it gains from ``cells`` times its
+    targets)."""
 
     name: str
     kinds: tuple[str, ...]
@@ -192,6 +195,7 @@ class Part:
     slower: Callable[[Any], float] | None = None
     labels: bool = False
     quality: str = ""
+    cells: int = 0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "keys", tuple(k if isinstance(k, Key) else Key(str(k)) for k in self.keys))

@@ -175,14 +175,17 @@ def test_a_node_removed_in_the_middle_of_the_run_loses_nothing(tmp_path, tiny_co
 
 @contextmanager
 def one_thread():
-    """This process's torch computing with one intra-op thread, as each Ray cell does (the cells
-    of a local run, and the models' speeds its plan measures, then compute as on a worker)."""
+    """This process's torch and numpy's BLAS computing with one thread, as each Ray cell does (the
+    cells of a local run, and the models' speeds its plan measures, then compute as on a worker;
+    the layers' similarities, sums of float64 products, move in their last bit with BLAS threads)."""
     import torch
+    from threadpoolctl import threadpool_limits
 
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        yield
+        with threadpool_limits(1):
+            yield
     finally:
         torch.set_num_threads(before)
 
@@ -246,7 +249,8 @@ def test_transformers_on_a_three_node_cluster_write_the_local_bytes_to_the_last_
 def test_a_language_model_comparison_on_a_three_node_cluster_writes_the_local_bytes(tmp_path, tiny_costs):
     """SmolLM2 against its int8 copy: lm-invariances runs its searches, pair scores and token
     counts, and selfcheck its chunks of examples, on the two workers (each loads both language
-    models once), layers runs in the driver, and every output file and stored cell is a local run's
+    models once), layers its one cell (each worker loads them as encoders), and every output file and
+    stored cell is a local run's
     (torch computing with one thread in this process, as in each Ray cell)."""
     with one_thread():
         executor = _local_and_cluster(tmp_path, reference="smollm2-135m", targets="q=smollm2-135m-int8",
@@ -258,6 +262,7 @@ def test_a_language_model_comparison_on_a_three_node_cluster_writes_the_local_by
     assert {study for study, _ in stores["lm-invariances"]} == {"scope-lm.search", "scope-lm.pair",
                                                                 "scope-lm.token-acc"}
     assert {study for study, _ in stores["selfcheck"]} == {"selfcheck.score"}
+    assert {study for study, _ in stores["layers"]} == {"similarity.matrix"}
     assert contents(tmp_path / "ray") == contents(tmp_path / "local")
     assert stores == _stores(tmp_path / "local")
 
@@ -348,9 +353,9 @@ def _command_on_a_local_ray_instance(tmp_path, capsys):
 
 
 def test_the_line_names_the_studies_whose_cells_run_on_the_executor():
-    """Which studies of a plan run their cells on the executor: those whose options take one
-    (invariances, robustness, lm-invariances, selfcheck); layers runs here, and the line lists
-    three or more names with commas."""
+    """Which studies of a plan run their cells on the executor: those whose options take one (every
+    built-in part: invariances, robustness, layers, lm-invariances, selfcheck); the line lists three
+    or more names with commas, and names those that run here."""
     from types import SimpleNamespace
 
     from helpers.compare import args_of
@@ -366,14 +371,17 @@ def test_the_line_names_the_studies_whose_cells_run_on_the_executor():
 
     plan = make_plan(args_of(reference="minilm-l6", targets="minilm-l3"))
     assert [p.name for p in plan.studies] == ["invariances", "robustness", "layers"]
-    assert [on_executor(p.kind) for p in plan.studies] == [True, True, False]
-    assert executor_line(Cluster(), plan) == ("on Ray (4 nodes, 32 CPUs): the cells of invariances and robustness "
-                                              "run there; layers here")
+    assert [on_executor(p.kind) for p in plan.studies] == [True, True, True]
+    assert executor_line(Cluster(), plan) == ("on Ray (4 nodes, 32 CPUs): the cells of invariances, robustness and "
+                                              "layers run there")
     lm = make_plan(args_of(reference="smollm2-135m", targets="smollm2-135m-int8"))
     assert [(p.name, on_executor(p.kind)) for p in lm.studies] == [("lm-invariances", True), ("selfcheck", True),
-                                                                   ("layers", False)]
-    assert executor_line(Cluster(), lm) == ("on Ray (4 nodes, 32 CPUs): the cells of lm-invariances and selfcheck "
-                                            "run there; layers here")
+                                                                   ("layers", True)]
+    assert executor_line(Cluster(), lm) == ("on Ray (4 nodes, 32 CPUs): the cells of lm-invariances, selfcheck and "
+                                            "layers run there")
+    here = SimpleNamespace(studies=[*plan.studies[:2], SimpleNamespace(name="own", kind="generation")])
+    assert executor_line(Cluster(), here) == ("on Ray (4 nodes, 32 CPUs): the cells of invariances and robustness "
+                                              "run there; own here")
     three = SimpleNamespace(studies=[*plan.studies[:2], SimpleNamespace(name="lm-invariances", kind="scope-lm")])
     assert executor_line(Cluster(), three) == ("on Ray (4 nodes, 32 CPUs): the cells of invariances, robustness and "
                                                "lm-invariances run there")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..part import studies_of
+from ..part import parts as all_parts, studies_of
 
 
 def listed(names: "list[str] | dict[str, Any]") -> str:
@@ -28,23 +28,66 @@ def on_executor(kind: str) -> bool:
     return takes_executor(entry(kind).options())
 
 
-def spread_over(cluster: "tuple[str, float]", chosen: list[str], plan: Any) -> dict[str, float]:
+def spread_over(cluster: "tuple[str, float]", chosen: list[str], plan: Any,
+                runs: "dict[str, int] | None" = None) -> dict[str, float]:
     """How many times this machine's cores the studies whose cells run on ``cluster`` (its
-    description and CPUs) have: its CPUs over this machine's (at least 1: a local Ray instance
-    has this machine's cores), by study; the plan notes it. Their time per sample is divided by
-    it, so the budget buys them that much more (their cells run at once there; what they still do
-    in the driver, loading models and assembling their outputs, is counted as spread too)."""
+    description and CPUs) have, by study; the plan notes it. ``runs``: how many runs of each study
+    the plan makes (one per target of a part run per target; default 1). A study gains from the
+    cluster's CPUs up to the cells it has at once (:attr:`~..part.Part.cells` times its runs,
+    which go at once there; unbounded when it declares none), over this machine's cores (at least
+    1: a local Ray instance has this machine's cores). Their time per sample is divided by it, so
+    the budget buys them that much more (what they still do in the driver, loading models and
+    assembling their outputs, is counted as spread too)."""
     import os
 
     text, cpus = cluster
     here = os.cpu_count() or 1
-    factor = max(1.0, float(cpus) / here)
-    registered = studies_of()
-    spread = {name: factor for name in chosen if on_executor(registered[name])}
-    if factor > 1.0 and spread:
-        plan.notes.append(f"on {text}: {listed(spread)} sized for {factor:g} times this machine's {here} "
+    registered, parts = studies_of(), all_parts()
+    spread: dict[str, float] = {}
+    for name in chosen:
+        if not on_executor(registered[name]):
+            continue
+        cells = parts[name].cells * (runs or {}).get(name, 1)
+        spread[name] = max(1.0, min(float(cpus), cells or float(cpus)) / here)
+    many = [n for n in spread if not parts[n].cells]
+    if many and spread[many[0]] > 1.0:
+        plan.notes.append(f"on {text}: {listed(many)} sized for {spread[many[0]]:g} times this machine's {here} "
                           "cores (their cells run there at once)")
+    for name in (n for n in spread if parts[n].cells and spread[n] > 1.0):
+        count, each = (runs or {}).get(name, 1), parts[name].cells
+        plan.notes.append(f"on {text}: {name} sized for {spread[name]:g} times this machine's {here} cores ("
+                          + (f"its {count} runs go there at once, " if count > 1 else "")
+                          + f"{each} cell{'s' if each > 1 else ''} each)")
     return spread
+
+
+def at_once(studies: list[Any], executor: Any) -> list[list[Any]]:
+    """The plan's ``studies`` in the order they run, grouped: the runs of a part run per target
+    (:attr:`~..part.Part.per_target`) whose cells go to an executor elsewhere (a cluster: not
+    ``local``) make one group, run at once (each waits on its own cells there); every other study
+    is a group of its own.
+
+    >>> from types import SimpleNamespace as S
+    >>> plan = [S(name="invariances", kind="scope"), S(name="layers-a", kind="similarity"),
+    ...         S(name="layers-b", kind="similarity")]
+    >>> [[p.name for p in g] for g in at_once(plan, S(name="ray"))]
+    [['invariances'], ['layers-a', 'layers-b']]
+    >>> [[p.name for p in g] for g in at_once(plan, S(name="local"))]
+    [['invariances'], ['layers-a'], ['layers-b']]
+    """
+    from ..part import part_of
+
+    groups: list[list[Any]] = []
+    elsewhere = executor is not None and executor.name != "local"
+    for p in studies:
+        part = part_of(p.name)
+        joins = (elsewhere and part is not None and part.per_target and on_executor(p.kind) and groups
+                 and part_of(groups[-1][0].name) is part)
+        if joins:
+            groups[-1].append(p)
+        else:
+            groups.append([p])
+    return groups
 
 
 def executor_line(executor: Any, plan: Any) -> str:

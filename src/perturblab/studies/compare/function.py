@@ -25,7 +25,7 @@ from ...core.study import Study, StudyResult
 from ...errors import InputError, warn
 from .config import CompareArgs
 from ..part import CLASSIFIER
-from .cluster import executor_line
+from .cluster import at_once, executor_line
 from .plan import Plan, PlanWarning, make_plan
 from ...report.html import MANIFEST, render_report
 from ...report.html_compare import COMPARE_FILE
@@ -453,18 +453,45 @@ def run_compare(args: CompareArgs, plan: Plan, executor: Any = None) -> CompareR
     with output_lock(out, name=".compare.lock", what="the comparison"), placement(*args.placement()):
         stale_report_removed(out)
         started = time.time()
-        for p in plan.studies:
-            run_planned(result, p, planned[p.name])
+        for group in at_once(plan.studies, executor):
+            run_together(result, group, planned)
         judge(result)
         if args.until:
             run_rounds(result, planned, started, run_planned, judge)
     return result
 
 
-def run_planned(result: CompareResult, p: Any, options: Any, planned: float | None = None) -> None:
+def run_together(result: CompareResult, group: list[Any], planned: dict[str, Any]) -> None:
+    """Run the planned studies of ``group`` (:func:`~.cluster.at_once`): one in this thread, several
+    at once, each in a thread of its own waiting on its cells on the executor; a study that fails
+    fails the comparison once all have stopped (what the others stored stays)."""
+    if len(group) == 1:
+        run_planned(result, group[0], planned[group[0].name])
+        return
+    import contextvars
+    from concurrent.futures import ThreadPoolExecutor
+
+    before = dict(getattr(result.executor, "cells_by_node", {}))
+    with ThreadPoolExecutor(len(group), thread_name_prefix="perturblab-study") as pool:
+        # each study in the comparison's context (its placement, its console)
+        futures = [pool.submit(contextvars.copy_context().run, run_planned, result, p, planned[p.name], None, False)
+                   for p in group]
+        for f in futures:
+            f.exception()  # every study stopped before any failure is raised
+        for f in futures:
+            f.result()
+    for p in group:  # in the plan's order, whichever finished first
+        result.results[p.name] = result.results.pop(p.name)
+        result.seconds[p.name] = result.seconds.pop(p.name)
+    _cells_line(result, ", ".join(p.name for p in group), before)
+
+
+def run_planned(result: CompareResult, p: Any, options: Any, planned: float | None = None,
+                nodes: bool = True) -> None:
     """Run study ``p`` of the plan with its checked ``options`` into its folder (what its store
     holds is read back, the rest computed), its manifest saying whether it finished; ``planned``:
-    the seconds planned for this run (a round's new samples), else the study's."""
+    the seconds planned for this run (a round's new samples), else the study's; ``nodes``: say
+    how many cells ran on each Ray node (not for studies run at once: their group says it)."""
     from ...studies.registry import entry
 
     args, out = result.args, Path(result.out)
@@ -477,16 +504,22 @@ def run_planned(result: CompareResult, p: Any, options: Any, planned: float | No
         res, _ = run_saved(entry(p.kind).study, options, out=sdir, what=f"study {p.name}",
                            executor=result.executor, prefix=f"{p.name}: ")
     took = time.time() - t0
-    ran = {n: c - before.get(n, 0) for n, c in getattr(result.executor, "cells_by_node", {}).items()
-           if c > before.get(n, 0)}
-    if ran and not args.quiet:
-        log.info(f"{p.name}: {sum(ran.values())} cells on {len(ran)} Ray node{'s' if len(ran) > 1 else ''}: "
-                 + ", ".join(f"{n} {c}" for n, c in sorted(ran.items())))
+    if nodes:
+        _cells_line(result, p.name, before)
     result.seconds[p.name] = result.seconds.get(p.name, 0.0) + took
     result.results[p.name] = res
     atomic_write_text(sdir / MANIFEST, p.manifest(finished=True))
     if not args.quiet:
         log.info(f"{p.name}: done in {took:.0f} s (planned ~{p.seconds if planned is None else planned:.0f} s)")
+
+
+def _cells_line(result: CompareResult, names: str, before: dict[str, int]) -> None:
+    """Say how many cells the studies ``names`` ran on each Ray node (since ``before``)."""
+    ran = {n: c - before.get(n, 0) for n, c in getattr(result.executor, "cells_by_node", {}).items()
+           if c > before.get(n, 0)}
+    if ran and not result.args.quiet:
+        log.info(f"{names}: {sum(ran.values())} cells on {len(ran)} Ray node{'s' if len(ran) > 1 else ''}: "
+                 + ", ".join(f"{n} {c}" for n, c in sorted(ran.items())))
 
 
 def judge(result: CompareResult) -> None:

@@ -210,7 +210,8 @@ def make_plan(args: CompareArgs, *, measure: bool = False, cluster: "tuple[str, 
     _check_gates(args, known, chosen, plan)
     sizing = _sizing(args, known, chosen, fitting, plan, measure)
     if cluster is not None:
-        sizing.spread = spread_over(cluster, chosen, plan)
+        sizing.spread = spread_over(cluster, chosen, plan,
+                                    {n: len(fitting[n]) if known[n].per_target else 1 for n in chosen})
     if plan.kind == CLASSIFIER and any(known[name].labels for name in chosen):
         plan.notes += label_notes(args)
     budget = args.budget_seconds()

@@ -38,8 +38,9 @@ def sentence(v: "Verdict") -> str:
 
 
 #: seconds measured on 2 CPU cores with the packaged encoders and SmolLM2-135M (a language model's
-#: layers cost more than an encoder's)
+#: layers cost more than an encoder's); a run is one work cell (both models' states, every measure)
 LAYERS = Part("layers", (CLASSIFIER, LANGUAGE_MODEL),
               {CLASSIFIER: Cost("n", per_unit=0.009, fixed=5.0, share=0.2, least=200, most=2000),
                LANGUAGE_MODEL: Cost("n", per_unit=0.155, fixed=5.0, share=0.15, least=200, most=2000)},
-              (Key("linear_cka", SCORE, 0.0, 1.0),), _options, sentence, fit=_fit, per_target=True, available=data_examples)
+              (Key("linear_cka", SCORE, 0.0, 1.0),), _options, sentence, fit=_fit, per_target=True, available=data_examples,
+              cells=1)

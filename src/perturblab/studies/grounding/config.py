@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar, Sequence
 
-from ...core.options import csv_list, float_list, int_list, option
+from ...core.options import ExecutorArgs, csv_list, float_list, int_list, option
 from ...errors import InputError
 from ...measures.grounding import GROUNDING_N_BOOT
 from ...models.base import POOLINGS
@@ -46,7 +46,7 @@ def warmup_pair(value: Any) -> None:
 
 
 @dataclass(kw_only=True)
-class SimilarityArgs(TextFieldsArgs, EncoderArgs, SeedArgs, Args):
+class SimilarityArgs(TextFieldsArgs, EncoderArgs, SeedArgs, ExecutorArgs, Args):
     """The options of ``perturblab similarity`` and :func:`perturblab.similarity` (the one schema)."""
 
     a: str | None = option(required=True, role="encoder", positional=True, python="Any",

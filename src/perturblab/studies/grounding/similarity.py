@@ -35,6 +35,7 @@ from ...models.base import Pooling, TextInput
 from ...models.states import inputs_hash, layer_states
 from ..inputs import study_inputs
 from ..names import reported_name
+from ..remote import RemoteLoad, loaded
 from .compare import LAYERS
 from .config import SimilarityArgs
 
@@ -165,8 +166,12 @@ class SimilarityStudy(Study):
         base = [model_fingerprint(enc_a), model_fingerprint(enc_b), inputs_hash(self.inputs), len(self.inputs),
                 *self.poolings]
         self._keys = {m: content_key("similarity", *base, measure_key(m)) for m in self.measures}
-        compute = partial(_matrix_cell, enc_a, enc_b, self.inputs, self.poolings, self.args.chunk_size,
-                          self.progress)
+        remote = ctx.executor.name != "local"
+        # a local cell computes with the loaded encoders; a remote one loads them from their specs
+        handles = [RemoteLoad(name, "encoder", model_fingerprint(e)) if remote and name not in self._given else e
+                   for name, e in zip((str(self.args.a), str(self.args.b)), self.encoders)]
+        compute = partial(_matrix_cell, *handles, self.inputs, self.poolings, self.args.chunk_size,
+                          self.progress and not remote)
         self._phase = Phase("similarity.matrix", [Task(k, m) for m, k in self._keys.items()], compute,
                             batch_size=len(self.measures), label="layer x layer comparisons")
         yield self._phase
@@ -181,7 +186,9 @@ class SimilarityStudy(Study):
 
 def _matrix_cell(enc_a: Any, enc_b: Any, inputs: Sequence[TextInput], poolings: tuple[Pooling, Pooling],
                  chunk_size: int, progress: bool, group: Any, measures: list[str]) -> list[list[list[float]]]:
-    mats = _matrices(enc_a, enc_b, inputs, measures, poolings[0], poolings[1], chunk_size, progress)
+    """Every measure's layer x layer matrix of the two encoders (either a
+    :class:`~..remote.RemoteLoad`: loaded once in this process)."""
+    mats = _matrices(loaded(enc_a), loaded(enc_b), inputs, measures, poolings[0], poolings[1], chunk_size, progress)
     return [mats[m] for m in measures]
 
 
