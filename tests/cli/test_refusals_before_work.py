@@ -214,3 +214,40 @@ def test_a_data_option_too_long_for_a_file_name_is_refused_in_one_short_line(cap
     assert len(line) < 400
     refused(capsys, tmp_path, ["scope", "--reference", "tfidf-lr", "--targets", "x" * 600],
             "--targets: unknown model preset 'xxx")  # a model name no file system holds: not a directory
+
+
+#: a name longer than a file name may be
+LONG = "m" * 300
+
+
+@pytest.mark.parametrize("role", ["classifier", "encoder", "language_model", "regressor"])
+@pytest.mark.parametrize("spec", [f"{LONG}.gguf", f"x={LONG}", f"./{LONG}", f"/tmp/{LONG}", f"~/{LONG}",
+                                  f"x=./{LONG}", f"{LONG}[batch_size=4]"])
+def test_a_model_path_longer_than_a_file_name_is_refused_as_no_such_model(spec, role):
+    """A path, ``.gguf`` file or name no file system can hold is refused like one that is not
+    there (:class:`InputError`), when checked and when loaded: not the operating system's
+    "File name too long" as a traceback."""
+    for attempt in (lambda: check_spec(spec, role), lambda: load_model(spec, role)):
+        with pytest.raises(InputError) as refusal:
+            attempt()
+        assert "File name too long" not in str(refusal.value)
+
+
+def test_a_hub_id_that_cannot_be_fetched_is_refused_in_one_line_before_any_directory(models, capsys, tmp_path):
+    """A hub id the hub cannot give (here one longer than any it holds, refused without a
+    request) is refused when the plan times it, naming the model, the hub and what to do; no
+    output directory is made; a language model and a classifier loaded by name alike."""
+    hub = "org/" + "m" * 100  # the hub's ids have at most 96 characters
+    data = ["--data", models["data"]]
+    for argv, role in ((["compare", "--reference", models["a"], "--targets", hub, "--budget", "1m", *data], "encoder"),
+                       (["similarity", "--a", models["a"], "--b", hub, *data], "encoder")):
+        refused(capsys, tmp_path, argv, f"error: {role} '{hub}': could not be loaded from the Hugging Face hub (",
+                "or give a local model directory")
+    from perturblab.data import Dataset, Example
+    from perturblab.models.resolve import HubLoadError
+
+    with pytest.raises(HubLoadError, match="language model 'org/m+': could not be loaded from the Hugging Face hub"):
+        load_model(hub, "language_model")
+    with pytest.raises(HubLoadError, match="classifier 'org/m+': could not be loaded from the Hugging Face hub"):
+        load_model(hub, "classifier", train=Dataset([Example("a good film", 1), Example("bad", 0)],
+                                                  ["neg", "pos"]))

@@ -246,7 +246,7 @@ def warnings_as_lines() -> Iterator[None]:
 
 
 #: the environment the Hugging Face libraries read when imported: no bars, errors only
-_QUIET_ENV = {"HF_HUB_DISABLE_PROGRESS_BARS": "1", "TRANSFORMERS_VERBOSITY": "error"}
+_QUIET_ENV = {"HF_HUB_DISABLE_PROGRESS_BARS": "1", "TRANSFORMERS_VERBOSITY": "error", "HF_HUB_VERBOSITY": "error"}
 _quiet_depth = 0  # how many libraries_quiet blocks are open (only the outermost one acts)
 
 
@@ -299,6 +299,10 @@ def _hf_state() -> tuple[bool, int] | None:
 
 
 def _set_hf_state(state: tuple[bool, int]) -> None:
+    if "huggingface_hub" in sys.modules:  # its retries of an unreachable hub, said twice otherwise
+        from huggingface_hub.utils import logging as hub_logging
+
+        hub_logging.set_verbosity(state[1])
     if "transformers" not in sys.modules:
         return
     from transformers.utils import logging as hf_logging

@@ -38,7 +38,7 @@ from ..errors import AssetMissingError, InputError, UnknownNameError
 from ..paths import cache_dir
 from ..registry import Registry
 from .base import file_fingerprint, fingerprint_of
-from .sources import HUB_ID
+from .sources import HUB_ID, is_local_dir, is_local_file
 if TYPE_CHECKING:  # pragma: no cover
     from .api_lm import ApiLanguageModel
     from .lm import HFCausalLM
@@ -373,11 +373,11 @@ def load_language_model(name: str, /, **kwargs: Any) -> HFCausalLM | HFSeq2SeqLM
 
     path = Path(name).expanduser()
     if path.suffix == ".gguf":
-        if not path.is_file():
+        if not is_local_file(name):
             raise InputError(f"GGUF file {path} does not exist")
         return from_gguf(path, kwargs.pop("name", None) or path.stem, **kwargs)
-    if path.is_dir() or HUB_ID.match(name):
-        source = str(path) if path.is_dir() else name
+    if is_local_dir(name) or HUB_ID.match(name):
+        source = str(path) if is_local_dir(name) else name
         if _is_encoder_decoder(source):
             from .seq2seq import HFSeq2SeqLM
 

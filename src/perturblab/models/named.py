@@ -28,6 +28,7 @@ from typing import Any, Iterator, Sequence
 
 from ..errors import InputError
 from .base import API_ROLES
+from .sources import exists_locally
 
 CLIENT_KEYS = ("base_url", "model", "api_key_env", "timeout", "max_retries", "backoff_base", "backoff_max",
                "concurrency", "max_response_bytes")
@@ -48,7 +49,7 @@ def check_definition(name: str, spec: Any, base: Path | None = None) -> dict[str
         p = Path(str(spec["path"])).expanduser()
         if not p.is_absolute() and base is not None:
             p = base / p
-        if not p.exists():
+        if not exists_locally(str(p)):
             raise InputError(f"path {p} does not exist")
         return {"source": str(p)}
     api = spec["api"]

@@ -35,7 +35,7 @@ from ..registry import Registry
 from .base import Classifier
 from .head import EncoderClassifier, train_encoder_head
 from .sklearn_backend import SklearnClassifier, train_tfidf_lr
-from .sources import local_or_hub
+from .sources import is_local_dir, is_local_file, local_or_hub
 
 log = logging.getLogger(__name__)
 
@@ -101,9 +101,9 @@ def _local_content(name: str) -> str | None:
     if name in PRESETS:
         return None
     path = Path(name).expanduser()
-    if path.is_file():
+    if is_local_file(name):
         return file_fingerprint(path)
-    if path.is_dir():
+    if is_local_dir(name):
         files = sorted(p for p in path.iterdir() if p.is_file() and p.suffix in MODEL_FILE_SUFFIXES)
         return fingerprint_of(*[(p.name, file_fingerprint(p)) for p in files])
     return None

@@ -89,8 +89,28 @@ def load_model(spec: "str | ModelSpec | Any", role: str = "classifier", *, train
         return memo[key]
 
 
+class HubLoadError(InputError):
+    """A hub id that could not be fetched: no network and not in the cache, or no such repository."""
+
+
 def _load(ms: "ModelSpec", role: str, train: "Dataset | None", seed: int, data_name: str | None) -> Any:
-    """:func:`load_model` of a parsed spec (no sharing)."""
+    """:func:`load_model` of a parsed spec (no sharing); a hub id that cannot be fetched (no
+    network and not in the cache, no such repository) is refused in one line."""
+    try:
+        return _load_source(ms, role, train, seed, data_name)
+    except OSError as e:
+        from .sources import HUB_ID, is_local_dir
+
+        if not HUB_ID.match(ms.source) or is_local_dir(ms.source):
+            raise
+        said = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise HubLoadError(f"{role.replace('_', ' ')} {ms.source!r}: could not be loaded from the Hugging Face hub "
+                         f"({said}); check the id and the network, or fill the hub's cache (HF_HOME) on a machine "
+                         "that reaches it, or give a local model directory") from None
+
+
+def _load_source(ms: "ModelSpec", role: str, train: "Dataset | None", seed: int, data_name: str | None) -> Any:
+    """:func:`_load` without the hub's refusal."""
     check_equals(ms)
     if looks_like_path(ms.source):  # a path that names no model: said before any loader runs
         check_source(ms, role)

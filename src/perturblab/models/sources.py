@@ -10,13 +10,35 @@ from pathlib import Path
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
 
-def is_local_dir(name: str) -> bool:
-    """Whether ``name`` is an existing directory (False for a name no file system holds, such as
-    one longer than a file name may be, where ``Path.is_dir`` raises)."""
+def _probe(name: str, test: str) -> bool:
+    """``Path(name).expanduser().<test>()``, False for a name no file system holds (one longer
+    than a file name may be, where pathlib raises instead of answering)."""
     try:
-        return Path(name).expanduser().is_dir()
+        return bool(getattr(Path(name).expanduser(), test)())
     except OSError:
         return False
+
+
+def is_local_dir(name: str) -> bool:
+    """Whether ``name`` is an existing directory (False for a name no file system holds, such as
+    one longer than a file name may be, where ``Path.is_dir`` raises).
+
+    >>> is_local_dir("/"), is_local_dir("m" * 300)
+    (True, False)
+    """
+    return _probe(name, "is_dir")
+
+
+def is_local_file(name: str) -> bool:
+    """Whether ``name`` is an existing file (False, as :func:`is_local_dir`, for a name no file
+    system holds)."""
+    return _probe(name, "is_file")
+
+
+def exists_locally(name: str) -> bool:
+    """Whether anything is at the path ``name`` (False, as :func:`is_local_dir`, for a name no
+    file system holds)."""
+    return _probe(name, "exists")
 
 
 def local_or_hub(name: str) -> str | None:
@@ -33,7 +55,7 @@ def architectures(source: str) -> list[str] | None:
     (``[]`` when it names none or cannot be read: the loader says what is wrong with it), or None
     where there is no such file."""
     config = Path(source).expanduser() / "config.json"
-    if not config.is_file():
+    if not is_local_file(str(config)):
         return None
     try:
         archs = json.loads(config.read_text(encoding="utf-8")).get("architectures") or []

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from ..core.placement import check_device, check_dtype
@@ -218,7 +217,9 @@ def check_equals(ms: ModelSpec) -> None:
     """A source with ``=`` that names no existing file or directory was meant as NAME=SOURCE with a
     name that is none (``a/b=minilm-l6``, ``=minilm-l6``): say so rather than "unknown preset"."""
     source = ms.source
-    if "=" not in source or "://" in source or Path(source).expanduser().exists():
+    from .sources import exists_locally
+
+    if "=" not in source or "://" in source or exists_locally(source):
         return
     name, _, rest = source.partition("=")
     name = name.strip()

@@ -136,9 +136,11 @@ def _check_encoder(ms: ModelSpec) -> None:
 def _gguf_or_directory(ms: ModelSpec, role: str) -> bool:
     """Whether the source of ``ms`` is an existing ``.gguf`` file, a model directory or a hub id;
     a ``.gguf`` path where no file is, or a path where no directory is, is refused."""
+    from .sources import is_local_file
+
     path = Path(ms.source).expanduser()
     if path.suffix == ".gguf":
-        if not path.is_file():
+        if not is_local_file(ms.source):
             raise _no_such_path(ms, role, gguf=True)
         return True
     if _is_local_or_hub(ms.source):
@@ -278,13 +280,15 @@ def not_found(ms: ModelSpec, role: str) -> InputError:
 
 def _no_such_path(ms: ModelSpec, role: str, *, gguf: bool = False) -> InputError:
     """The error of a source written as a path where nothing (or no directory) is."""
+    from .sources import exists_locally
+
     path = Path(ms.source).expanduser()
     what = role.replace("_", " ")
     where = f" ({path})" if ms.source.startswith("~") else ""  # where ~ points
     takes = "a directory holding config.json and the weights" + (", or a .gguf file" if gguf else "")
     if gguf and path.suffix == ".gguf":
         return InputError(f"{what} {ms.source!r}: no such GGUF file{where}; check the path")
-    if path.exists():
+    if exists_locally(ms.source):
         return InputError(f"{what} {ms.source!r} is a file, not a model directory; give {takes}")
     return InputError(f"{what} {ms.source!r}: no such directory{where}; check the path (a model given by its path "
                       f"is {takes})")

@@ -315,7 +315,7 @@ def measure_speed(spec: str, role: str, *, cached: bool = True, retime: bool = F
     study starts. ``say`` hears what is being timed (when it is)."""
     from ..core.files import atomic_write_text
     from .api_client import is_api_spec
-    from .resolve import load_model
+    from .resolve import HubLoadError, load_model
     from .spec import ModelSpec
 
     if role not in ("language_model", "encoder"):
@@ -340,6 +340,8 @@ def measure_speed(spec: str, role: str, *, cached: bool = True, retime: bool = F
         say(f"timing {spec} on {where} ({len(PROBE_TEXTS)} texts, at most {MOST_SECONDS:g} s once loaded) ...")
     try:
         model = load_model(spec, role)
+    except HubLoadError:
+        raise
     except InputError:
         if role == "encoder":  # a classifier with no hidden states (tfidf-lr): timed by its study alone
             return None
