@@ -136,3 +136,32 @@ def test_memo_encoder_encodes_each_input_once_and_returns_the_same_states():
     assert (DISTINCT[0], -1, "mean") not in memo._memo
     with pytest.raises(InputError, match="pooled"):
         MemoEncoder(LengthEncoder())
+
+
+def test_threads_writing_the_same_chunk_at_once_each_finish_and_leave_it_whole(tmp_path):
+    """Studies run at once in one process (a comparison's layers on a cluster) may write the same
+    chunk of a model they share: each thread writes a temporary file of its own and moves it in
+    place, so none fails and the chunk is whole (all writers write the same values)."""
+    import threading
+
+    from perturblab.models.states import _save
+
+    path = tmp_path / "rows0-8.npy"
+    arrays = [np.arange(24, dtype=np.float32).reshape(8, 3) + k for k in range(2)]
+    start, failures = threading.Barrier(4), []
+
+    def write() -> None:
+        start.wait()
+        for _ in range(100):
+            try:
+                _save(path, arrays)
+            except OSError as e:  # another thread moved a temporary file it shared
+                failures.append(e)
+
+    threads = [threading.Thread(target=write) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not failures, failures[:3]
+    assert np.array_equal(np.load(path), np.stack(arrays)) and sorted(p.name for p in tmp_path.iterdir()) == [path.name]

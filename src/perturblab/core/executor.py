@@ -220,7 +220,11 @@ class RayExecutor:
                 self._start(ray)
 
     def _start(self, ray: Any) -> None:
-        kw: dict[str, Any] = {"ignore_reinit_error": True, "log_to_driver": False, "include_dashboard": False}
+        from .console import verbose
+
+        # Ray's own lines (its start, its token authentication) only with -v
+        kw: dict[str, Any] = {"ignore_reinit_error": True, "log_to_driver": False, "include_dashboard": False,
+                              "logging_level": logging.INFO if verbose() else logging.ERROR}
         if self.address:
             check_reachable(self.address)
             kw["address"] = self.address

@@ -56,7 +56,9 @@ def _chunks(n: int, chunk_size: int) -> list[tuple[int, int]]:
 
 
 def _save(path: Path, arrays: list[np.ndarray]) -> None:
-    tmp = path.with_name(path.name + f".tmp{os.getpid()}.npy")
+    # a temporary file of this thread's own: studies run at once in one process (a comparison's
+    # layers on a cluster) may write the same chunk of a model they share
+    tmp = path.with_name(path.name + f".tmp{os.getpid()}-{threading.get_ident()}.npy")
     np.save(tmp, np.stack(arrays).astype(np.float32))
     os.replace(tmp, path)
 

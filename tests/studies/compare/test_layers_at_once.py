@@ -9,7 +9,7 @@ import threading
 
 import pytest
 from helpers.compare import args_of
-from helpers.tiny_bert import save_bert
+from helpers.tiny_bert import save_bert, write_csv
 
 import perturblab as pl
 from perturblab.core.executor import LocalExecutor
@@ -35,15 +35,18 @@ class Elsewhere(LocalExecutor):
             yield cell, cell.fn()
 
 
-@pytest.mark.usefixtures("torch_one_thread", "tiny_costs")
+@pytest.mark.usefixtures("torch_one_thread", "tiny_costs", "home")
 def test_the_layers_of_several_targets_run_at_once_and_write_the_local_bytes(tmp_path):
+    """Both cells start together (the executor's barrier) and compute the reference's states at
+    once, each writing the same chunks of the state cache: the outputs are a local run's."""
     from perturblab.models import resolve
     from perturblab.models.states import clear_states_cache
     ref, a, b = (str(save_bert(tmp_path / f"m{seed}", seed)) for seed in (0, 1, 2))
-    kw = dict(reference=ref, targets=f"a={a},b={b}", studies="layers", budget="10m", quiet=True)
+    kw = dict(reference=ref, targets=f"a={a},b={b}", studies="layers", budget="10m", quiet=True,
+              data=write_csv(tmp_path / "data.csv", 40))
     local = pl.compare(out=tmp_path / "local", **kw)
     local.save(tmp_path / "local")
-    clear_states_cache()  # the cells compute the states again
+    clear_states_cache()  # the cells compute the states again (in this test's own home)
     executor, loads = Elsewhere(2), []
 
     def counted(ms, role, *rest, load=resolve._load):
@@ -118,3 +121,17 @@ def test_a_cluster_sizes_layers_for_the_cells_it_runs_at_once(monkeypatch):
                             "(its 10 runs go there at once, 1 cell each)"]
         else:
             assert not said
+
+
+def test_the_line_names_a_part_run_per_target_once():
+    """Before the first study the command says which studies' cells run on the cluster: the layers
+    of three targets are one part, named once."""
+    from types import SimpleNamespace as S
+
+    from perturblab.studies.compare.cluster import executor_line
+    from perturblab.studies.compare.plan import make_plan
+
+    plan = make_plan(args_of(reference="minilm-l6", targets="a=minilm-l3,b=minilm-l3,c=minilm-l3"))
+    assert [p.name for p in plan.studies] == ["invariances", "robustness", "layers-a", "layers-b", "layers-c"]
+    assert executor_line(S(name="ray", resources=lambda: "Ray (2 nodes, 8 CPUs)"), plan) == (
+        "on Ray (2 nodes, 8 CPUs): the cells of invariances, robustness and layers run there")

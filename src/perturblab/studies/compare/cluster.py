@@ -90,11 +90,21 @@ def at_once(studies: list[Any], executor: Any) -> list[list[Any]]:
     return groups
 
 
+def _part_name(folder: str) -> str:
+    """The part a plan's study belongs to, by its name (``layers-a``: ``layers``), said once for all
+    its targets."""
+    from ..part import part_of
+
+    part = part_of(folder)
+    return folder if part is None else part.name
+
+
 def executor_line(executor: Any, plan: Any) -> str:
     """What the comparison's executor is and which studies' cells run on it, in one line:
-    ``on Ray (3 nodes, 6 CPUs): the cells of invariances and robustness run there; layers here``."""
-    there = [p.name for p in plan.studies if on_executor(p.kind)]
-    here = [p.name for p in plan.studies if not on_executor(p.kind)]
+    ``on Ray (3 nodes, 6 CPUs): the cells of invariances, robustness and layers run there`` (a
+    part run per target named once; a study whose cells run in the driver: ``; NAME here``)."""
+    there = list(dict.fromkeys(_part_name(p.name) for p in plan.studies if on_executor(p.kind)))
+    here = list(dict.fromkeys(_part_name(p.name) for p in plan.studies if not on_executor(p.kind)))
     where = executor.resources() if hasattr(executor, "resources") else executor.name
     line = f"on {where}: " + (f"the cells of {listed(there)} run there" if there else "no study runs cells there")
     return line + (f"; {', '.join(here)} here" if here else "")
