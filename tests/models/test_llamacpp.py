@@ -116,3 +116,24 @@ def test_scope_lm_compares_the_quantised_kernels_with_the_float32_copy(tmp_path,
     assert row["n"] == 4 and 0 <= row["soft_scope"] <= row["hard_scope"] <= 1
     assert row["iid_top1_agreement"] >= 0.5
     capsys.readouterr()
+
+
+def test_n_threads_sets_llama_cpps_threads_for_scoring_and_generation(native):
+    """``[backend=llamacpp,n_threads=1]``: llama.cpp evaluates and generates with one thread (not
+    every core for the evaluation of a batch), and scores as with its own choice of threads; the
+    option is refused where llama.cpp does not run the model."""
+    one = load_model("one=smollm2-135m[backend=llamacpp,n_threads=1]", "language_model")
+    assert one._llm.n_threads == one._llm.n_threads_batch == 1
+    texts = [SENTENCE, "Water boils at one hundred degrees."]
+    mine, theirs = one.token_logprobs(texts), native.token_logprobs(texts)
+    # float32 log-probabilities of a few units; llama.cpp gives each thread whole rows (measured: identical on
+    # 2 cores), and a build that split sums across threads would still agree to round-off
+    assert all(np.allclose(a, b, atol=1e-4) for a, b in zip(mine, theirs))
+    from perturblab.models.spec_check import check_spec
+
+    with pytest.raises(InputError, match="n_threads= sets the CPU threads of llama.cpp"):
+        check_spec("smollm2-135m[n_threads=2]", "language_model")
+    with pytest.raises(InputError, match="n_threads"):
+        check_spec("minilm-l6[n_threads=2]", "encoder")
+    with pytest.raises(InputError, match="model option n_threads=0 must be at least 1"):
+        check_spec("smollm2-135m[backend=llamacpp,n_threads=0]", "language_model")

@@ -52,7 +52,9 @@ def _llama_cpp() -> Any:
 class LlamaCppLM:
     """A ``.gguf`` file run by llama.cpp as a :class:`~.lm.LanguageModel` (see the module
     docstring). ``n_ctx`` is the context window (default: the model's, at most 4096);
-    ``n_threads`` llama.cpp's CPU threads (default: its own choice)."""
+    ``n_threads`` llama.cpp's CPU threads, for the evaluation of a batch of tokens (every score) and
+    for generation alike (default: its own choice, half the CPUs to generate and all of them to
+    evaluate); ``[backend=llamacpp,n_threads=N]`` in a spec."""
 
     capabilities: frozenset[str] = LLAMACPP_CAPABILITIES
 
@@ -68,7 +70,7 @@ class LlamaCppLM:
         del probe
         ctx = int(min(n_ctx or max_length or trained, trained, 4096))
         self._llm = llama_cpp.Llama(model_path=str(path), n_ctx=ctx, logits_all=True, verbose=False,
-                                    n_threads=n_threads, n_batch=min(ctx, 512))
+                                    n_threads=n_threads, n_threads_batch=n_threads, n_batch=min(ctx, 512))
         self.name = name or path.stem
         self.vocab_size = int(self._llm.n_vocab())
         self.max_length = ctx

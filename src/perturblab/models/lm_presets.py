@@ -315,9 +315,10 @@ def check_llamacpp(name: str, kwargs: dict[str, Any]) -> None:
         raise InputError(f"{spec}: llama.cpp runs .gguf files and the GGUF presets ({', '.join(GGUF_OF)}); give one "
                          f"of those{also}")
     refuse_placement(spec, kwargs.get("device"), kwargs.get("dtype"), _LLAMACPP_WHY)
-    unknown = sorted(set(kwargs) - {"backend", "name", "max_length", "batch_size", "batch_tokens", "device", "dtype"})
+    unknown = sorted(set(kwargs) - {"backend", "name", "max_length", "n_threads", "batch_size", "batch_tokens",
+                                    "device", "dtype"})
     if unknown:
-        raise InputError(f"{spec} takes max_length, not {', '.join(unknown)}")
+        raise InputError(f"{spec} takes max_length and n_threads, not {', '.join(unknown)}")
     if not llama_cpp_installed():
         from .llamacpp import LLAMACPP_MISSING
 
@@ -332,9 +333,9 @@ def _llamacpp(name: str, kwargs: dict[str, Any]) -> Any:
     kwargs = {k: v for k, v in kwargs.items() if k != "backend"}
     own_placement(f"{name}[backend=llamacpp]", kwargs.pop("device", None), kwargs.pop("dtype", None), _LLAMACPP_WHY)
     kwargs.pop("batch_size", None), kwargs.pop("batch_tokens", None)  # one input at a time
-    unknown = sorted(set(kwargs) - {"name", "max_length"})
+    unknown = sorted(set(kwargs) - {"name", "max_length", "n_threads"})
     if unknown:
-        raise InputError(f"{name}[backend=llamacpp] takes max_length, not {', '.join(unknown)}")
+        raise InputError(f"{name}[backend=llamacpp] takes max_length and n_threads, not {', '.join(unknown)}")
     check_llamacpp(name, kwargs)
     if name in GGUF_OF:
         return LlamaCppLM(GGUF_OF[name](), name=kwargs.pop("name", name), **kwargs)

@@ -14,7 +14,8 @@ A spec is ``[NAME=]SOURCE[[OPTION=VALUE,...]]``:
   models and language models given by a directory, hub id, ``.gguf`` file or language-model
   preset (:mod:`.device`; ``--device`` and ``--dtype`` set them for every model of a command);
   ``backend`` (``torch``, ``llamacpp``: a ``.gguf`` file or GGUF preset run by llama.cpp, which
-  needs llama-cpp-python) for language models. An ``api:`` source takes the settings a study config's
+  needs llama-cpp-python) for language models, and ``n_threads`` (its CPU threads, for
+  evaluation and generation alike) with ``backend=llamacpp``. An ``api:`` source takes the settings a study config's
   ``api:`` block takes (:data:`API_OPTIONS`): ``api_key_env`` (the *name* of the environment
   variable holding the key; ``none`` sends no key), ``timeout``, ``max_retries``,
   ``concurrency``, ``max_response_bytes``, ``backoff_base``, ``backoff_max``; for classifiers ``label_words`` (``negative|positive``
@@ -81,6 +82,7 @@ OPTIONS: dict[str, Any] = {
                                                          "GGUF preset run natively by llama.cpp)"),
     "device": lambda text: _model_option(check_device, text),
     "dtype": lambda text: _model_option(check_dtype, text),
+    "n_threads": _positive("n_threads", 1),
 }
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 #: Option names that would carry a secret: refused on sight, and never echoed.

@@ -51,6 +51,9 @@ def check_spec(spec: "str | ModelSpec", role: str) -> None:
     if "backend" in opts and role != "language_model":
         raise InputError(f"{ms.name}: backend= chooses how a language model runs; drop it for "
                          f"{'an' if role[0] in 'aeiou' else 'a'} {role.replace('_', ' ')}")
+    if "n_threads" in opts and opts.get("backend") != "llamacpp":
+        raise InputError(f"{ms.name}: n_threads= sets the CPU threads of llama.cpp (with backend=llamacpp); torch "
+                         "takes its threads from OMP_NUM_THREADS")
     if opts.get("backend") == "llamacpp":  # a directory, an option llama.cpp cannot honour, no llama-cpp-python
         from .lm_presets import check_llamacpp
 
