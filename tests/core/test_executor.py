@@ -256,3 +256,14 @@ def test_ray_runs_a_regression_pair_task_byte_identical_to_local(tmp_path, ray_e
     _saved(RobustnessStudy(cfg), tmp_path / "ray", ray_executor)
     assert _files(tmp_path / "local", names) == _files(tmp_path / "ray", names)
     assert '"pearson"' in (tmp_path / "ray" / "summary.json").read_text()
+
+
+def test_a_ray_executor_shut_down_starts_no_ray_again():
+    """After :meth:`RayExecutor.shutdown` (an interrupted comparison's, say) a study still running
+    in a thread cannot start a fresh Ray instance: the executor refuses."""
+    ex = RayExecutor(num_cpus=1)
+    ex.shutdown()
+    with pytest.raises(RuntimeError, match="was shut down"):
+        ex.start()
+    with pytest.raises(RuntimeError, match="was shut down"):
+        list(ex.run([Cell("k", lambda: 1)]))

@@ -203,7 +203,7 @@ class RayExecutor:
                              "or use --executor local") from None
         self.address, self.num_cpus = address, num_cpus
         self.max_in_flight = max_in_flight
-        self._started = False
+        self._started, self._closed = False, False
         self._lock = threading.Lock()  # a comparison runs several studies' cells at once, from threads
         #: the cells each node ran (by the first 8 characters of its id), over this executor's life
         self.cells_by_node: dict[str, int] = {}
@@ -216,6 +216,7 @@ class RayExecutor:
         import ray
 
         with self._lock:
+            self._check_open()
             if not ray.is_initialized():
                 self._start(ray)
 
@@ -237,6 +238,10 @@ class RayExecutor:
                              "or drop it to start a local instance") from e
         self._started = True
 
+    def _check_open(self) -> None:
+        if self._closed:  # a study still running in a thread of an interrupted comparison
+            raise RuntimeError("this Ray executor was shut down; make a new one")
+
     def resources(self) -> str:
         """The cluster in words, starting or joining it first: ``Ray (3 nodes, 6 CPUs)`` (and
         its GPUs, where it has some)."""
@@ -254,12 +259,15 @@ class RayExecutor:
         return f"Ray ({nodes}, {cpus} CPUs" + (f", {gpus} GPUs)" if gpus else ")"), float(total.get("CPU", 0))
 
     def shutdown(self) -> None:
-        """Stop the local Ray instance this executor started (a joined cluster is left running)."""
+        """Stop the local Ray instance this executor started (a joined cluster is left running);
+        the executor runs no cells after it."""
         import ray
 
-        if self._started and ray.is_initialized():
-            ray.shutdown()
-        self._started = False
+        with self._lock:
+            self._closed = True
+            if self._started and ray.is_initialized():
+                ray.shutdown()
+            self._started = False
 
     def run(self, cells: Sequence[Cell]) -> Iterator[tuple[Cell, Any]]:
         _check_keys(cells)
@@ -275,12 +283,15 @@ class RayExecutor:
         todo = list(cells)
         try:
             while todo or pending:
-                while todo and len(pending) < limit:
-                    c = todo.pop(0)
-                    ref = remote.options(num_cpus=c.num_cpus, num_gpus=max(c.num_gpus, gpus)).remote(
-                        c.fn, c.num_cpus, models)
-                    pending[ref] = c
-                done, _ = ray.wait(list(pending), num_returns=1)
+                with self._lock:  # Ray would start a fresh instance for a task sent after shutdown
+                    self._check_open()
+                    while todo and len(pending) < limit:
+                        c = todo.pop(0)
+                        ref = remote.options(num_cpus=c.num_cpus, num_gpus=max(c.num_gpus, gpus)).remote(
+                            c.fn, c.num_cpus, models)
+                        pending[ref] = c
+                done, _ = ray.wait(list(pending), num_returns=1, timeout=1.0)
+                self._check_open()
                 for ref in done:
                     cell = pending.pop(ref)
                     try:
@@ -291,8 +302,9 @@ class RayExecutor:
                         self.cells_by_node[node] = self.cells_by_node.get(node, 0) + 1
                     yield cell, result
         finally:
-            for ref in pending:
-                ray.cancel(ref, force=True)
+            if not self._closed:
+                for ref in pending:
+                    ray.cancel(ref, force=True)
 
 
 def gpus_per_cell(device: str, cluster_gpus: float) -> float:

@@ -135,3 +135,39 @@ def test_the_line_names_a_part_run_per_target_once():
     assert [p.name for p in plan.studies] == ["invariances", "robustness", "layers-a", "layers-b", "layers-c"]
     assert executor_line(S(name="ray", resources=lambda: "Ray (2 nodes, 8 CPUs)"), plan) == (
         "on Ray (2 nodes, 8 CPUs): the cells of invariances, robustness and layers run there")
+
+
+def test_an_interrupted_comparison_does_not_wait_for_the_studies_it_runs_at_once():
+    """Ctrl-C (a KeyboardInterrupt in the main thread) while studies run at once: the comparison
+    raises within a moment, not when their cells finish; their threads end with the process."""
+    import _thread
+    import time
+    from types import SimpleNamespace as S
+
+    from perturblab.studies.compare import function
+
+    release, started = threading.Event(), threading.Barrier(3, timeout=30)
+
+    def run_planned(result, p, options, planned=None, nodes=True):
+        started.wait()
+        release.wait(60)  # a cell that takes long on the cluster
+
+    result = S(results={}, seconds={}, executor=S(name="elsewhere"), args=S(quiet=True))
+    group = [S(name="layers-a"), S(name="layers-b")]
+
+    def interrupt():
+        started.wait()
+        time.sleep(0.2)
+        _thread.interrupt_main()
+
+    threading.Thread(target=interrupt, daemon=True).start()
+    mp = pytest.MonkeyPatch()
+    mp.setattr(function, "run_planned", run_planned)
+    t0 = time.monotonic()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            function.run_together(result, group, {p.name: None for p in group})
+        assert time.monotonic() - t0 < 10  # not the minute the studies still take
+    finally:
+        release.set()
+        mp.undo()

@@ -464,22 +464,36 @@ def run_compare(args: CompareArgs, plan: Plan, executor: Any = None) -> CompareR
 def run_together(result: CompareResult, group: list[Any], planned: dict[str, Any]) -> None:
     """Run the planned studies of ``group`` (:func:`~.cluster.at_once`): one in this thread, several
     at once, each in a thread of its own waiting on its cells on the executor; a study that fails
-    fails the comparison once all have stopped (what the others stored stays)."""
+    fails the comparison once all have stopped (what the others stored stays). Interrupted
+    (Ctrl-C, SIGTERM), it raises at once: the studies' threads end with the process, as a killed
+    run's work does, and the same command resumes from what they stored."""
     if len(group) == 1:
         run_planned(result, group[0], planned[group[0].name])
         return
     import contextvars
-    from concurrent.futures import ThreadPoolExecutor
+    import threading
 
     before = dict(getattr(result.executor, "cells_by_node", {}))
-    with ThreadPoolExecutor(len(group), thread_name_prefix="perturblab-study") as pool:
-        # each study in the comparison's context (its placement, its console)
-        futures = [pool.submit(contextvars.copy_context().run, run_planned, result, p, planned[p.name], None, False)
-                   for p in group]
-        for f in futures:
-            f.exception()  # every study stopped before any failure is raised
-        for f in futures:
-            f.result()
+    failed: dict[str, BaseException] = {}
+
+    def one(p: Any) -> None:
+        try:
+            run_planned(result, p, planned[p.name], None, False)
+        except BaseException as e:  # raised by this thread's caller, once all have stopped
+            failed[p.name] = e
+
+    # each study in the comparison's context (its placement, its console); daemon threads, so
+    # that an interrupted comparison does not wait for them
+    threads = [threading.Thread(target=contextvars.copy_context().run, args=(one, p), daemon=True,
+                                name=f"perturblab-study-{p.name}") for p in group]
+    for t in threads:
+        t.start()
+    for t in threads:
+        while t.is_alive():  # in short waits: an interruption is raised here at once
+            t.join(0.1)
+    for p in group:
+        if p.name in failed:
+            raise failed[p.name]
     for p in group:  # in the plan's order, whichever finished first
         result.results[p.name] = result.results.pop(p.name)
         result.seconds[p.name] = result.seconds.pop(p.name)
