@@ -20,7 +20,7 @@ class LearnabilityArgs(ModelList, PerturbationList, LabelledDataArgs, PerturbFie
                                                   "hf-finetune)")
     perturbations: str = option("all", check=known_perturbations, python="str | Sequence[str]", help="'all' (the learnability paper's eight), 'robustness' (the robustness "
                                             "paper's eight), 'every', or a comma list")
-    data = place(python=None)
+    data = place()
     text_fields = place()
     label_column = place()
     perturb_field = place()

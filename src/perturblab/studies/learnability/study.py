@@ -48,20 +48,33 @@ log = logging.getLogger(__name__)
 NOISE = LEARNABILITY_EIGHT
 
 
-def _split(args: LearnabilityArgs):
-    """The balanced training and evaluation subsamples of the data's stratified split (seed 0)."""
+def _split(args: LearnabilityArgs, given: Any = None):
+    """The balanced training and evaluation subsamples of the data's stratified split (seed 0);
+    ``given``: a :class:`~perturblab.data.Dataset` given in Python (split the same way) or a
+    ``(train, eval)`` pair of them (used as it is, as the other studies use one)."""
+    from ...data.examples import Dataset
     from ...data.loaders import sample_balanced, train_test_split
-    from ..inputs import load_study_data
+    from ..inputs import given_splits, load_study_data
 
-    ds = load_study_data(args.data, text_fields=args.text_fields, label_column=args.label_column)
+    if given is not None and not isinstance(given, Dataset):
+        train, test = given_splits(given, args.n_train, args.n_eval, 0)  # a (train, eval) pair, else refused
+        _check_learnable(args, test)
+        return train, test
+    ds = given if given is not None else load_study_data(args.data, text_fields=args.text_fields,
+                                                         label_column=args.label_column)
+    _check_learnable(args, ds)
+    train, test = train_test_split(ds, test_size=0.25, seed=0)
+    return sample_balanced(train, args.n_train, 0), sample_balanced(test, args.n_eval, 0)
+
+
+def _check_learnable(args: LearnabilityArgs, ds: Any) -> None:
+    """Refuse data without class labels, and a perturbed field of a pair where the data has one text."""
     if not ds.label_names:
         raise InputError(f"data set {args.data!r} has no class labels; learnability trains classifiers on "
                          "pseudo-class labels and scores robustness by accuracy, so it needs a classification set")
     if args.perturb_field != "both" and not ds.is_pair:
         raise InputError(f"perturb_field={args.perturb_field!r} picks a text of a pair, but {args.data!r} has "
                          "one text field; name two columns (--text-fields A,B) or use 'both'")
-    train, test = train_test_split(ds, test_size=0.25, seed=0)
-    return sample_balanced(train, args.n_train, 0), sample_balanced(test, args.n_eval, 0)
 
 
 def _accuracy(model: Any, texts: Sequence[TextInput], y: np.ndarray) -> float:
@@ -225,10 +238,10 @@ class LearnabilityStudy(Study):
         if not isinstance(args.workers, int) or args.workers < 1:
             raise InputError(f"--workers: must be a positive integer (the models trained at once, e.g. 2), got "
                              f"{args.workers!r}")
-        return cls(args, trainers=dict(args.trainers or {}))
+        return cls(args, trainers=dict(args.trainers or {}), data=inputs.data.get("data"))
 
-    def __init__(self, args: LearnabilityArgs, *, trainers: dict[str, Fit] | None = None) -> None:
-        self.args = args
+    def __init__(self, args: LearnabilityArgs, *, trainers: dict[str, Fit] | None = None, data: Any = None) -> None:
+        self.args, self._given = args, data  # a Dataset or (train, eval) pair given in Python
         self.models, self.perturbations, self.ps = args.model_names(), args.perturbation_list(), args.p_grid()
         self.fits = {m: _trainer(m, trainers) for m in self.models}
         for fit in self.fits.values():  # a trainer with no stable fingerprint is refused before any work
@@ -237,19 +250,24 @@ class LearnabilityStudy(Study):
     def check(self) -> None:
         """The sizes asked for fit the data's splits: a larger ``--n-train`` or ``--n-eval`` is
         refused, naming what there is (never silently cut), before any model trains."""
+        from ...data.examples import Dataset
         from ...data.loaders import train_test_split
-        from ..inputs import load_study_data, sample_size
+        from ..inputs import given_splits, load_study_data, sample_size
 
-        args = self.args
-        ds = load_study_data(args.data, text_fields=args.text_fields, label_column=args.label_column)
-        train, test = train_test_split(ds, test_size=0.25, seed=0)
+        args, given = self.args, self._given
+        if given is not None and not isinstance(given, Dataset):
+            train, test = given_splits(given, args.n_train, args.n_eval, 0)  # a (train, eval) pair, else refused
+        else:
+            ds = given if given is not None else load_study_data(args.data, text_fields=args.text_fields,
+                                                                 label_column=args.label_column)
+            train, test = train_test_split(ds, test_size=0.25, seed=0)
         sample_size(args.n_train, len(train), "training examples (the training split's size)", option="--n-train",
                     takes_all=False)
         sample_size(args.n_eval, len(test), "evaluation examples (the held-out split's size)", option="--n-eval",
                     takes_all=False)
 
     def prepare(self, ctx: RunContext) -> None:
-        self.train, self.test = _split(self.args)
+        self.train, self.test = _split(self.args, self._given)
         self.x_train, self.x_test = self.train.inputs(), self.test.inputs()
 
     def identity(self) -> dict[str, Any]:

@@ -94,7 +94,7 @@ class RobustnessArgs(ModelList, PerturbationList, LabelledDataArgs, PerturbField
                                      "backend options")
     perturbations: str = option("robustness", check=known_perturbations, python="str | Sequence[str]",
                                 help=PERTURBATIONS_HELP)
-    data = place(python=None)
+    data = place()
     text_fields = place()
     label_column = place()
     task: str | None = option(None, choices=("classification", "regression"),

@@ -62,6 +62,7 @@ from ...core.keys import content_key, examples_fingerprint, model_fingerprint
 from ...core.headline import Headline
 from ...core.readers import option_name
 from ...core.study import Lazy, Phase, RunContext, Study, StudyResult, Task
+from ...data.examples import Dataset
 from ...errors import InputError
 from ...measures.learnability import relative_robustness, relative_robustness_many
 from ...measures.quality import classification_quality, regression_quality
@@ -207,10 +208,12 @@ class RobustnessStudy(Study):
 
     @classmethod
     def of(cls, args: RobustnessArgs, inputs: Inputs) -> "RobustnessStudy":
-        return cls(args, classifiers=inputs.models)
+        return cls(args, classifiers=inputs.models, data=inputs.data.get("data"))
 
-    def __init__(self, args: RobustnessArgs, *, classifiers: Mapping[str, Classifier] | None = None) -> None:
+    def __init__(self, args: RobustnessArgs, *, classifiers: Mapping[str, Classifier] | None = None,
+                 data: "Dataset | tuple[Dataset, Dataset] | None" = None) -> None:
         self.args, self._ready = args, dict(classifiers or {})
+        self._given = data  # a Dataset (split as a data spec is) or a (train, eval) pair given in Python
         for name, message in args.relations():  # a label map names one of the models (also objects)
             raise InputError(f"{option_name(name)}: {message}")
         self.perturbations = args.perturbation_list()
@@ -222,12 +225,15 @@ class RobustnessStudy(Study):
         return perturbation_draws(self.perturbations, self.args.trials)
 
     def prepare(self, ctx: RunContext) -> None:
-        from ..inputs import labelled_split
+        from ..inputs import given_splits, labelled_split
 
         args = self.args
-        train, test = labelled_split(args.data, args.n_train, args.n_eval, seed=0,
-                                     text_fields=args.text_fields, label_column=args.label_column,
-                                     task=args.task, regression=True)
+        if self._given is None or isinstance(self._given, Dataset):
+            train, test = labelled_split(args.data if self._given is None else self._given, args.n_train, args.n_eval,
+                                         seed=0, text_fields=args.text_fields, label_column=args.label_column,
+                                         task=args.task, regression=True)
+        else:  # a (train, eval) pair as it is; anything else is refused
+            train, test = given_splits(self._given, args.n_train, args.n_eval, 0)
         regression = not test.label_names
         self.metrics = _task_metrics(args.metric_list(), regression)
         if args.perturb_field != "both" and not test.is_pair:
