@@ -222,7 +222,7 @@ LONG = "m" * 300
 
 @pytest.mark.parametrize("role", ["classifier", "encoder", "language_model", "regressor"])
 @pytest.mark.parametrize("spec", [f"{LONG}.gguf", f"x={LONG}", f"./{LONG}", f"/tmp/{LONG}", f"~/{LONG}",
-                                  f"x=./{LONG}", f"{LONG}[batch_size=4]"])
+                                  f"x=./{LONG}", f"{LONG}[batch_size=4]", f"{LONG}[backend=llamacpp]"])
 def test_a_model_path_longer_than_a_file_name_is_refused_as_no_such_model(spec, role):
     """A path, ``.gguf`` file or name no file system can hold is refused like one that is not
     there (:class:`InputError`), when checked and when loaded: not the operating system's

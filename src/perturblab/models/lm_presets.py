@@ -311,7 +311,7 @@ def check_llamacpp(name: str, kwargs: dict[str, Any]) -> None:
     spec = f"{name}[backend=llamacpp]"
     if name not in GGUF_OF and Path(name).expanduser().suffix != ".gguf":
         also = (f"; {name} is a model directory: drop backend=llamacpp to run it with torch"
-                if Path(name).expanduser().is_dir() else "")
+                if is_local_dir(name) else "")
         raise InputError(f"{spec}: llama.cpp runs .gguf files and the GGUF presets ({', '.join(GGUF_OF)}); give one "
                          f"of those{also}")
     refuse_placement(spec, kwargs.get("device"), kwargs.get("dtype"), _LLAMACPP_WHY)
@@ -333,10 +333,7 @@ def _llamacpp(name: str, kwargs: dict[str, Any]) -> Any:
     kwargs = {k: v for k, v in kwargs.items() if k != "backend"}
     own_placement(f"{name}[backend=llamacpp]", kwargs.pop("device", None), kwargs.pop("dtype", None), _LLAMACPP_WHY)
     kwargs.pop("batch_size", None), kwargs.pop("batch_tokens", None)  # one input at a time
-    unknown = sorted(set(kwargs) - {"name", "max_length", "n_threads"})
-    if unknown:
-        raise InputError(f"{name}[backend=llamacpp] takes max_length and n_threads, not {', '.join(unknown)}")
-    check_llamacpp(name, kwargs)
+    check_llamacpp(name, kwargs)  # an option it does not take, among others
     if name in GGUF_OF:
         return LlamaCppLM(GGUF_OF[name](), name=kwargs.pop("name", name), **kwargs)
     return LlamaCppLM(name, **kwargs)
@@ -377,8 +374,9 @@ def load_language_model(name: str, /, **kwargs: Any) -> HFCausalLM | HFSeq2SeqLM
         if not is_local_file(name):
             raise InputError(f"GGUF file {path} does not exist")
         return from_gguf(path, kwargs.pop("name", None) or path.stem, **kwargs)
-    if is_local_dir(name) or HUB_ID.match(name):
-        source = str(path) if is_local_dir(name) else name
+    local = is_local_dir(name)
+    if local or HUB_ID.match(name):
+        source = str(path) if local else name
         if _is_encoder_decoder(source):
             from .seq2seq import HFSeq2SeqLM
 
