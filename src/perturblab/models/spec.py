@@ -41,6 +41,7 @@ from typing import Any
 from ..core.placement import check_device, check_dtype
 from ..errors import InputError
 from .batching import check_batch_tokens
+from .sources import exists_locally
 
 _SPEC = re.compile(r"^(?:(?P<name>[^=\[\]]+)=(?!=))?(?P<source>[^\[\]]+?)\s*(?:\[(?P<options>[^\[\]]*)\])?$")
 _UNNAMED = re.compile(r"^(?P<name>[^\s\S])?(?P<source>[^\[\]]+?)\s*(?:\[(?P<options>[^\[\]]*)\])?$")
@@ -219,8 +220,6 @@ def check_equals(ms: ModelSpec) -> None:
     """A source with ``=`` that names no existing file or directory was meant as NAME=SOURCE with a
     name that is none (``a/b=minilm-l6``, ``=minilm-l6``): say so rather than "unknown preset"."""
     source = ms.source
-    from .sources import exists_locally
-
     if "=" not in source or "://" in source or exists_locally(source):
         return
     name, _, rest = source.partition("=")

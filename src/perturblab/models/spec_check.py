@@ -17,6 +17,7 @@ from typing import Any, Sequence
 from ..errors import InputError
 from ..core.options import MODEL_ROLES
 from .base import API_ROLES
+from .sources import architectures, exists_locally, is_local_file, local_or_hub
 from .spec import (API_CLASSIFIER_OPTIONS, API_CLIENT_OPTIONS, API_LM_OPTIONS, ENCODER_OPTIONS, ModelSpec,
                    check_equals, looks_like_path)
 
@@ -139,8 +140,6 @@ def _check_encoder(ms: ModelSpec) -> None:
 def _gguf_or_directory(ms: ModelSpec, role: str) -> bool:
     """Whether the source of ``ms`` is an existing ``.gguf`` file, a model directory or a hub id;
     a ``.gguf`` path where no file is, or a path where no directory is, is refused."""
-    from .sources import is_local_file
-
     path = Path(ms.source).expanduser()
     if path.suffix == ".gguf":
         if not is_local_file(ms.source):
@@ -190,8 +189,6 @@ def _is_local_or_hub(source: str) -> bool:
     """Whether ``source`` is a hub id or a local model directory; a directory without a
     ``config.json`` (an empty or unsaved folder) is refused here, before anything is timed or
     loaded."""
-    from .sources import local_or_hub
-
     found = local_or_hub(source)
     if found is None:
         return False
@@ -207,8 +204,6 @@ def _check_head(source: str, role: str) -> None:
     architectures none of which is a sequence classification model (a bare encoder such as
     ``BertModel``: its head would be random), before any model is timed or loaded; a directory
     whose config names none is left to the loader."""
-    from .sources import architectures
-
     archs = architectures(source)
     if archs and not any(a.endswith("ForSequenceClassification") for a in archs):
         raise InputError(f"{role} {source!r} is not a fine-tuned sequence classification model (its config.json "
@@ -283,8 +278,6 @@ def not_found(ms: ModelSpec, role: str) -> InputError:
 
 def _no_such_path(ms: ModelSpec, role: str, *, gguf: bool = False) -> InputError:
     """The error of a source written as a path where nothing (or no directory) is."""
-    from .sources import exists_locally
-
     path = Path(ms.source).expanduser()
     what = role.replace("_", " ")
     where = f" ({path})" if ms.source.startswith("~") else ""  # where ~ points

@@ -35,6 +35,7 @@ from ..core.options import TEXT_FIELDS_HELP, Opt, StudyArgs, csv_list, option
 from ..errors import InputError
 from ..measures.stats import N_BOOT
 from ..models.base import POOLINGS
+from ..models.sources import exists_locally
 from .names import clashing, items, name_clash
 
 _CORPUS_FIELDS = ("corpus", "benign_corpus")
@@ -522,11 +523,7 @@ def check_data(name: str, value: str, values: dict[str, Any]) -> None:
     if not text:
         raise InputError("is empty; give a data set name or a data file")
     path = Path(text).expanduser()
-    try:
-        exists = path.exists()
-    except OSError:  # a name no file system holds (too long): not a file
-        exists = False
-    if not exists:
+    if not exists_locally(text):  # False for a name no file system holds (too long): not a file
         known = sorted(set(DATASETS.names()) | set(CORPORA.names()))
         shown = text if len(text) <= 80 else text[:60] + f"... ({len(text)} characters)"
         raise InputError(f"{shown!r} is neither an existing file nor a registered data set or corpus "

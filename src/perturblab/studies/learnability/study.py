@@ -48,22 +48,29 @@ log = logging.getLogger(__name__)
 NOISE = LEARNABILITY_EIGHT
 
 
-def _split(args: LearnabilityArgs, given: Any = None):
-    """The balanced training and evaluation subsamples of the data's stratified split (seed 0);
-    ``given``: a :class:`~perturblab.data.Dataset` given in Python (split the same way) or a
-    ``(train, eval)`` pair of them (used as it is, as the other studies use one)."""
+def _data(args: LearnabilityArgs, given: Any = None) -> Any:
+    """What the study splits: the data ``args`` names, loaded, or ``given`` in Python: a
+    :class:`~perturblab.data.Dataset` (split as the data would be), or a ``(train, eval)`` pair
+    of them (used as it is, as the other studies use one; anything else is refused)."""
     from ...data.examples import Dataset
-    from ...data.loaders import sample_balanced, train_test_split
     from ..inputs import given_splits, load_study_data
 
-    if given is not None and not isinstance(given, Dataset):
-        train, test = given_splits(given, args.n_train, args.n_eval, 0)  # a (train, eval) pair, else refused
-        _check_learnable(args, test)
-        return train, test
-    ds = given if given is not None else load_study_data(args.data, text_fields=args.text_fields,
-                                                         label_column=args.label_column)
-    _check_learnable(args, ds)
-    train, test = train_test_split(ds, test_size=0.25, seed=0)
+    if given is None:
+        return load_study_data(args.data, text_fields=args.text_fields, label_column=args.label_column)
+    return given if isinstance(given, Dataset) else given_splits(given, args.n_train, args.n_eval, 0)
+
+
+def _split(args: LearnabilityArgs, given: Any = None):
+    """The balanced training and evaluation subsamples of the data's stratified split (seed 0),
+    or a ``(train, eval)`` pair ``given`` as it is (:func:`_data`)."""
+    from ...data.loaders import sample_balanced, train_test_split
+
+    data = _data(args, given)
+    if isinstance(data, tuple):
+        _check_learnable(args, data[1])
+        return data
+    _check_learnable(args, data)
+    train, test = train_test_split(data, test_size=0.25, seed=0)
     return sample_balanced(train, args.n_train, 0), sample_balanced(test, args.n_eval, 0)
 
 
@@ -250,17 +257,11 @@ class LearnabilityStudy(Study):
     def check(self) -> None:
         """The sizes asked for fit the data's splits: a larger ``--n-train`` or ``--n-eval`` is
         refused, naming what there is (never silently cut), before any model trains."""
-        from ...data.examples import Dataset
         from ...data.loaders import train_test_split
-        from ..inputs import given_splits, load_study_data, sample_size
+        from ..inputs import sample_size
 
-        args, given = self.args, self._given
-        if given is not None and not isinstance(given, Dataset):
-            train, test = given_splits(given, args.n_train, args.n_eval, 0)  # a (train, eval) pair, else refused
-        else:
-            ds = given if given is not None else load_study_data(args.data, text_fields=args.text_fields,
-                                                                 label_column=args.label_column)
-            train, test = train_test_split(ds, test_size=0.25, seed=0)
+        args, data = self.args, _data(self.args, self._given)
+        train, test = data if isinstance(data, tuple) else train_test_split(data, test_size=0.25, seed=0)
         sample_size(args.n_train, len(train), "training examples (the training split's size)", option="--n-train",
                     takes_all=False)
         sample_size(args.n_eval, len(test), "evaluation examples (the held-out split's size)", option="--n-eval",
